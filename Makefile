@@ -1,0 +1,49 @@
+# make probe VERSION=1.27 [PROBE=<name or -k expression>] [IMAGE=kindest/node:...@sha256:...] [KEEP=1]
+# make probe KUBECONFIG_FILE=~/.kube/other CONTEXT=name     (an existing cluster instead of a new one)
+# make test                                               (offline: no Docker, no cluster)
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+VERSION ?=
+PROBE ?=
+IMAGE ?=
+KEEP ?=
+KUBECONFIG_FILE ?=
+CONTEXT ?=
+
+.PHONY: probe test lint typecheck unit replay versions recordings clean-venv
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+probe: $(STAMP)
+	$(PY) -m harness probe --version "$(VERSION)" --image "$(IMAGE)" --probe "$(PROBE)" \
+		$(if $(filter 1 yes true,$(KEEP)),--keep-cluster) \
+		$(if $(KUBECONFIG_FILE),--kubeconfig "$(KUBECONFIG_FILE)") $(if $(CONTEXT),--context "$(CONTEXT)")
+
+versions: $(STAMP)
+	$(PY) -m harness versions
+
+test: lint typecheck unit
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+typecheck: $(STAMP)
+	$(PY) -m mypy
+
+# Unit tests, and every probe end to end on the recordings (same probe code, replayed transport).
+unit: $(STAMP)
+	$(PY) -m pytest tests probes --replay recordings --run-dir runs/offline
+
+recordings: $(STAMP)
+	$(PY) tools/derive_recordings.py
+
+clean-venv:
+	rm -rf $(VENV)

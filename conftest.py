@@ -1,0 +1,291 @@
+"""pytest wiring: options, the kind cluster (session), one namespace per probe, replay of recordings.
+
+A probe function takes the `probe` fixture and is marked `@pytest.mark.probe("<family>")`. Where it runs:
+- `--kind-version 1.27` / `--kind-image ...`: on a kind cluster this run creates (deleted afterwards
+  unless --keep-cluster / KEEP=1);
+- `--kubeconfig F [--context C]`: on an existing cluster (node-level claims are "not observable");
+- `--replay DIR`: on the recordings in DIR, once per recording of that probe, with no cluster at all.
+Without any of these, and without Docker and kind, live probes are skipped with one reason.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+
+from harness.cluster import cleanup_probe_namespace, create_probe_namespace, wait_nodes_ready
+from harness.kind import ClusterFailed, KindCluster, PrerequisiteMissing, check_prerequisites, parse_kind_version
+from harness.probe import Probe
+from harness.run import Run, safe_name
+from harness.transport import LiveTransport, Recording, RecordingMismatch, RecordingTransport, ReplayTransport
+from harness.versions import NodeImage, VersionError, resolve_image
+
+REPO = Path(__file__).resolve().parent
+REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
+RUN = pytest.StashKey[Run]()
+IMAGE = pytest.StashKey[NodeImage]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("pod-lifecycle-probes", "pod-lifecycle probes")
+    group.addoption(
+        "--kind-version", metavar="VERSION", help="Kubernetes version for a new kind cluster: 1.27 or 1.27.3"
+    )
+    group.addoption("--kind-image", metavar="IMAGE", help="node image to use instead of the pinned one for VERSION")
+    group.addoption("--kind-bin", default="kind", help="the kind executable (default: kind on PATH)")
+    group.addoption(
+        "--keep-cluster",
+        action="store_true",
+        default=os.environ.get("KEEP") == "1",
+        help="keep the kind cluster this run creates (also KEEP=1)",
+    )
+    group.addoption(
+        "--kubeconfig", metavar="FILE", help="probe an existing cluster from this kubeconfig (never written)"
+    )
+    group.addoption("--context", metavar="NAME", help="context in --kubeconfig (default: its current context)")
+    group.addoption(
+        "--replay", metavar="PATH", help="run the probes on recordings (a directory or one file) instead of a cluster"
+    )
+    group.addoption("--run-dir", default=str(REPO / "runs"), help="where run records and evidence go (default: runs/)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--replay") and (config.getoption("--kind-version") or config.getoption("--kubeconfig")):
+        raise pytest.UsageError(
+            "--replay runs on recordings; it cannot be combined with --kind-version or --kubeconfig"
+        )
+    if config.getoption("--kubeconfig") and config.getoption("--kind-version"):
+        raise pytest.UsageError("choose either a new kind cluster (--kind-version) or an existing one (--kubeconfig)")
+    version, image = config.getoption("--kind-version"), config.getoption("--kind-image")
+    if version or image:
+        try:
+            config.stash[IMAGE] = resolve_image(version, image)
+        except VersionError as err:
+            raise pytest.UsageError(str(err)) from err
+    if threading.current_thread() is threading.main_thread():
+        # CI cancels with SIGTERM: turn it into the same path as Ctrl-C, so fixture teardown (finalizer
+        # removal, namespace and cluster deletion) still runs. pytest-timeout uses the signal method for
+        # the same reason (its thread method exits without teardown).
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"received signal {signum}")
+
+
+# ------------------------------------------------------------------------------------ collection
+
+
+def probe_id(function: Any) -> str:
+    return f"{Path(function.__code__.co_filename).name}::{function.__name__}"
+
+
+def _recordings(config: pytest.Config) -> dict[str, list[Path]]:
+    root = Path(config.getoption("--replay"))
+    files = [root] if root.is_file() else sorted(root.rglob("*.json"))
+    index: dict[str, list[Path]] = {}
+    for path in files:
+        index.setdefault(Recording.load(path).probe, []).append(path)
+    return index
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "probe" not in metafunc.fixturenames or not metafunc.config.getoption("--replay"):
+        return
+    paths = _recordings(metafunc.config).get(probe_id(metafunc.function), [])
+    if paths:
+        metafunc.parametrize("probe", paths, indirect=True, ids=[p.stem for p in paths])
+    else:  # a probe without a recording is a failure of the offline run, not a silent omission
+        metafunc.parametrize("probe", [None], indirect=True, ids=["no-recording"])
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    item.stash.setdefault(REPORTS, {})[report.when] = report
+    return report
+
+
+def _outcome(request: pytest.FixtureRequest) -> str:
+    call = request.node.stash.get(REPORTS, {}).get("call")
+    return "not run" if call is None else call.outcome
+
+
+# -------------------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="session")
+def run(pytestconfig: pytest.Config) -> Run:
+    try:
+        started = Run.start(Path(pytestconfig.getoption("--run-dir")))
+    except OSError as err:
+        raise pytest.UsageError(str(err)) from err
+    pytestconfig.stash[RUN] = started
+    return started
+
+
+@dataclass
+class LiveTarget:
+    transport: LiveTransport
+    core: client.CoreV1Api
+    origin: dict[str, Any]
+
+
+@pytest.fixture(scope="session")
+def live_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
+    """The cluster live probes run on: a new kind cluster, or an existing one from --kubeconfig."""
+    kubeconfig, context = pytestconfig.getoption("--kubeconfig"), pytestconfig.getoption("--context")
+    if kubeconfig:
+        api = config.new_client_from_config(config_file=kubeconfig, context=context)
+        target = LiveTarget(
+            LiveTransport(api, node_lister=None), client.CoreV1Api(api), {"cluster": "existing", "context": context}
+        )
+        run.write_provenance(
+            cluster="existing", kubeconfig=kubeconfig, context=context, server_version=target.transport.server_version()
+        )
+        yield target
+        return
+    image = pytestconfig.stash.get(IMAGE, None)
+    if image is None:
+        pytest.skip(
+            "live probe: give --kind-version (a new kind cluster), --kubeconfig (an existing one) or --replay DIR"
+        )
+    kind_bin = pytestconfig.getoption("--kind-bin")
+    try:
+        kind_line = check_prerequisites(kind_bin=kind_bin)
+    except PrerequisiteMissing as err:
+        pytest.skip(f"live probe: {err}")
+    cluster = KindCluster(
+        name=f"plp-{safe_name(image.kubernetes.minor)}-{run.run_id[-4:]}",
+        image=image.reference,
+        kubeconfig=run.path("kubeconfig"),
+        kind_bin=kind_bin,
+    )
+    run.write_provenance(
+        cluster="kind",
+        cluster_name=cluster.name,
+        node_image=image.reference,
+        node_image_kind_release=image.kind_release,
+        kind_version=parse_kind_version(kind_line),
+        kind_version_line=kind_line,
+        kubeconfig=str(cluster.kubeconfig),
+    )
+    try:
+        cluster.create(logs_dir=run.directory / "kind-logs")
+        api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
+        core = client.CoreV1Api(api)
+        nodes = wait_nodes_ready(core)
+        transport = LiveTransport(api, node_lister=cluster.node_containers)
+        run.write_provenance(nodes=nodes, server_version=transport.server_version())
+        yield LiveTarget(
+            transport,
+            core,
+            {
+                "cluster": "kind",
+                "cluster_name": cluster.name,
+                "node_image": image.reference,
+                "kind_version": parse_kind_version(kind_line),
+            },
+        )
+    except ClusterFailed as err:
+        pytest.fail(str(err), pytrace=False)
+    finally:
+        if pytestconfig.getoption("--keep-cluster") and cluster.created:
+            run.write_provenance(cluster_kept=True)
+            print(f"\nkept kind cluster {cluster.name}; kubeconfig: {cluster.kubeconfig}")
+        else:
+            deleted = cluster.delete()
+            if deleted is not None and deleted.returncode != 0:
+                print(f"\ncould not delete kind cluster {cluster.name}: {deleted.output}")
+
+
+@pytest.fixture
+def probe(request: pytest.FixtureRequest, run: Run) -> Iterator[Probe]:
+    """A probe's handle on the cluster (or recording), its namespace, timeline and claims."""
+    marker = request.node.get_closest_marker("probe")
+    if marker is None or not marker.args:
+        raise pytest.UsageError(f"{request.node.nodeid} uses the probe fixture but has no @pytest.mark.probe(<family>)")
+    family, name = marker.args[0], probe_id(request.function)
+    if request.config.getoption("--replay"):
+        yield from _replayed_probe(request, run, family, name)
+    else:
+        yield from _live_probe(request, run, family, name)
+
+
+def _replayed_probe(request: pytest.FixtureRequest, run: Run, family: str, name: str) -> Iterator[Probe]:
+    path = getattr(request, "param", None)
+    if path is None:
+        pytest.fail(f"no recording of {name} under {request.config.getoption('--replay')}", pytrace=False)
+    recording = Recording.load(path)
+    transport = ReplayTransport(recording)
+    namespace, run_id = recording.origin["namespace"], recording.origin["run_id"]
+    probe = Probe(name, family, transport, namespace, run, run_id, record_name=request.node.name)
+    probe.server_version  # noqa: B018 - every recording starts by asking the server's version
+    yield probe
+    outcome = _outcome(request)
+    if outcome == "failed":
+        probe.save_evidence(live=None)
+    probe.write_record(outcome, "replay", {"file": str(path), **recording.origin})
+    if outcome == "passed" and transport.unused_calls():
+        raise RecordingMismatch(f"the probe finished without making these recorded calls: {transport.unused_calls()}")
+
+
+def _live_probe(request: pytest.FixtureRequest, run: Run, family: str, name: str) -> Iterator[Probe]:
+    target: LiveTarget = request.getfixturevalue("live_cluster")
+    namespace = f"plp-{safe_name(request.function.__name__.removeprefix('test_'), 45)}-{run.run_id[-4:]}"
+    create_probe_namespace(target.core, namespace, run.run_id)
+    origin = {
+        "kind": "live",
+        "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "namespace": namespace,
+        "run_id": run.run_id,
+        "node_access": target.transport.node_access,
+        **target.origin,
+    }
+    recording = Recording(name, origin)
+    transport = RecordingTransport(target.transport, recording)
+    probe = Probe(name, family, transport, namespace, run, run.run_id, record_name=request.node.name)
+    probe.server_version  # noqa: B018 - every recording starts by asking the server's version
+    try:
+        yield probe
+    finally:
+        outcome = _outcome(request)
+        try:
+            if outcome == "failed":
+                probe.save_evidence(live=target.transport)
+            probe.write_record(outcome, "live", origin)
+            recording.write(run.path("recordings", f"{probe.record_name}.json"))
+        finally:
+            report = cleanup_probe_namespace(target.core, namespace)
+            run.provenance.setdefault("cleanup", []).append(report.__dict__)
+            run.write_provenance()
+            if report.errors:
+                raise RuntimeError(f"cleanup of namespace {namespace} incomplete: {report.errors}")
+
+
+# ---------------------------------------------------------------------------------------- summary
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    run = session.config.stash.get(RUN, None)
+    if run is not None:
+        status = {0: "passed", 1: "failed", 2: "interrupted"}.get(int(exitstatus), f"exit {int(exitstatus)}")
+        run.finish(status)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    run = config.stash.get(RUN, None)
+    if run is not None:
+        terminalreporter.write_sep("-", "pod-lifecycle probes")
+        terminalreporter.write_line(f"run records, recordings and evidence: {run.directory}")

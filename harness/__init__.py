@@ -1,0 +1,1 @@
+"""The probe suite's harness: versions and images, kind, transports, observation, expectations, records."""

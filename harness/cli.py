@@ -1,0 +1,80 @@
+"""The `make probe` entry point: check the input and the host in seconds, then run the probes with pytest.
+
+Exit codes: pytest's own for a run that started (0 all passed, 1 some failed, 2 interrupted, ...);
+2 for a bad VERSION or IMAGE; 3 when Docker or kind is missing; 5 (pytest's) when PROBE matches nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.kind import PrerequisiteMissing, check_prerequisites
+from harness.versions import VersionError, known_versions, resolve_image
+
+REPO = Path(__file__).resolve().parent.parent
+BAD_INPUT, PREREQUISITE_MISSING = 2, 3
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    probe = commands.add_parser("probe", help="run the probes on a new kind cluster (or an existing one)")
+    probe.add_argument("--version", default="", help="Kubernetes version: a minor (1.27) or a patch (1.27.3)")
+    probe.add_argument(
+        "--image", default="", help="node image instead of the pinned one (kindest/node:vX.Y.Z@sha256:...)"
+    )
+    probe.add_argument("--probe", default="", help="run only the probes matching this name or pytest -k expression")
+    probe.add_argument("--keep-cluster", action="store_true", help="do not delete the kind cluster afterwards")
+    probe.add_argument("--kubeconfig", default="", help="probe an existing cluster from this kubeconfig instead")
+    probe.add_argument("--context", default="", help="context in --kubeconfig")
+    probe.add_argument("--kind-bin", default="kind", help="the kind executable")
+    probe.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
+    commands.add_parser("versions", help="list the Kubernetes versions with a pinned node image")
+    return parser.parse_args(argv)
+
+
+def pytest_argv(args: argparse.Namespace) -> list[str]:
+    argv = [sys.executable, "-m", "pytest", str(REPO / "probes"), "-p", "no:cacheprovider"]
+    if args.kubeconfig:
+        argv += ["--kubeconfig", args.kubeconfig] + (["--context", args.context] if args.context else [])
+    else:
+        argv += ["--kind-bin", args.kind_bin]
+        argv += ["--kind-version", args.version] if args.version else []
+        argv += ["--kind-image", args.image] if args.image else []
+    argv += ["--keep-cluster"] if args.keep_cluster else []
+    argv += ["-k", args.probe] if args.probe else []
+    return argv + list(args.pytest_args)
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parse_args(argv)
+    if args.command == "versions":
+        print("\n".join(known_versions()))
+        return 0
+    if not args.kubeconfig:
+        try:
+            image = resolve_image(args.version or None, args.image or None)
+        except VersionError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return BAD_INPUT
+        try:
+            kind_line = check_prerequisites(kind_bin=args.kind_bin)
+        except PrerequisiteMissing as err:
+            print(f"error: {err}", file=sys.stderr)
+            return PREREQUISITE_MISSING
+        print(f"node image {image.reference} (built by kind {image.kind_release or 'unknown'}); {kind_line}")
+        if image.kind_release and image.kind_release not in kind_line:
+            print(
+                f"warning: this image was built for kind {image.kind_release}; kind supports an image only with "
+                "the release that built it (best effort otherwise)",
+                file=sys.stderr,
+            )
+    command = pytest_argv(args)
+    print("+ " + " ".join(command), flush=True)
+    # Become pytest: Ctrl-C and CI's SIGTERM then reach it directly and its teardown cleans up; its
+    # exit code is make's (5 when PROBE matched nothing).
+    os.execv(command[0], command)

@@ -1,0 +1,154 @@
+"""Expectations as version-ranged data (expectations/*.yaml) and the evaluator that judges observations.
+
+Each claim has an id, the observable it is about, the document it comes from, and a list of
+expectations, each for a range of versions, with the sources (Kubernetes PRs, CHANGELOG entries,
+source files) that justify it. The version is the one the API server reports, never the one asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.versions import KubeVersion, version_range
+
+EXPECTATIONS_DIR = Path(__file__).resolve().parent.parent / "expectations"
+
+PASS, FAIL, NOT_OBSERVABLE, UNDECIDED = "pass", "fail", "not observable", "undecided"
+
+
+class ExpectationError(ValueError):
+    """The expectation data is wrong or does not cover a version."""
+
+
+@dataclass(frozen=True)
+class Expectation:
+    versions: str
+    value: Any = None
+    between: tuple[float, float] | None = None
+    sources: tuple[str, ...] = ()
+    note: str | None = None
+
+    def matches(self, observed: Any) -> bool:
+        if self.between is not None:
+            low, high = self.between
+            return isinstance(observed, int | float) and not isinstance(observed, bool) and low <= observed <= high
+        return bool(observed == self.value)
+
+    def describe(self) -> str:
+        if self.between is not None:
+            return f"between {self.between[0]} and {self.between[1]}"
+        return repr(self.value)
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    claim: str
+    observable: str
+    document: str
+    expectations: tuple[Expectation, ...]
+
+    def expectation_for(self, version: KubeVersion) -> Expectation:
+        matching = [e for e in self.expectations if version.satisfies(e.versions)]
+        if len(matching) != 1:
+            ranges = ", ".join(e.versions for e in self.expectations)
+            problem = "no expectation" if not matching else "more than one expectation"
+            raise ExpectationError(f"claim {self.id}: {problem} for Kubernetes {version} (ranges: {ranges})")
+        return matching[0]
+
+
+@dataclass
+class Verdict:
+    claim: Claim
+    version: str
+    status: str
+    observed: Any
+    expected: Expectation | None
+    message: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "claim": self.claim.id,
+            "statement": self.claim.claim,
+            "observable": self.claim.observable,
+            "document": self.claim.document,
+            "server_version": self.version,
+            "status": self.status,
+            "observed": self.observed,
+            "expected": None
+            if self.expected is None
+            else {
+                "versions": self.expected.versions,
+                "value": self.expected.value,
+                "between": self.expected.between,
+                "sources": list(self.expected.sources),
+                "note": self.expected.note,
+            },
+            "message": self.message,
+            **({"detail": self.detail} if self.detail else {}),
+        }
+
+
+def evaluate(claim: Claim, version: KubeVersion, observed: Any) -> Verdict:
+    """Judge one observation; a mismatch says which other version range it looks like, if any."""
+    expected = claim.expectation_for(version)
+    if expected.matches(observed):
+        return Verdict(claim, str(version), PASS, observed, expected, f"{claim.observable}: {observed!r} as expected")
+    message = (
+        f"{claim.id}: {claim.observable} was {observed!r}, expected {expected.describe()} "
+        f"on Kubernetes {version} (range {expected.versions}; {'; '.join(expected.sources)})"
+    )
+    lookalikes = [e for e in claim.expectations if e is not expected and e.matches(observed)]
+    if lookalikes:
+        message += f"\n  the {version} cluster behaved like {' / '.join(e.versions for e in lookalikes)}"
+    return Verdict(claim, str(version), FAIL, observed, expected, message)
+
+
+def not_observable(claim: Claim, version: KubeVersion, why: str) -> Verdict:
+    expected = claim.expectation_for(version)
+    return Verdict(claim, str(version), NOT_OBSERVABLE, None, expected, f"{claim.id}: not observable: {why}")
+
+
+def undecided(claim: Claim, version: KubeVersion, why: str) -> Verdict:
+    expected = claim.expectation_for(version)
+    return Verdict(claim, str(version), UNDECIDED, None, expected, f"{claim.id}: undecided: {why}")
+
+
+@cache
+def load_claims(family: str) -> dict[str, Claim]:
+    """The claims of expectations/<family>.yaml, by id."""
+    path = EXPECTATIONS_DIR / f"{family}.yaml"
+    data = yaml.safe_load(path.read_text())
+    claims: dict[str, Claim] = {}
+    for claim_id, body in data["claims"].items():
+        expectations = []
+        for entry in body["expect"]:
+            version_range(entry["versions"])  # fail at load on a malformed range
+            between = entry.get("between")
+            if ("value" in entry) == (between is not None):
+                raise ExpectationError(f"{path}: {claim_id}: each expectation needs exactly one of value / between")
+            if not entry.get("sources"):
+                raise ExpectationError(f"{path}: {claim_id}: expectation for {entry['versions']} cites no source")
+            expectations.append(
+                Expectation(
+                    versions=entry["versions"],
+                    value=entry.get("value"),
+                    between=(float(between[0]), float(between[1])) if between is not None else None,
+                    sources=tuple(entry["sources"]),
+                    note=entry.get("note"),
+                )
+            )
+        claims[claim_id] = Claim(
+            id=claim_id,
+            claim=" ".join(body["claim"].split()),
+            observable=body["observable"],
+            document=body.get("document", data["document"]),
+            expectations=tuple(expectations),
+        )
+    return claims

@@ -1,0 +1,184 @@
+"""The kind CLI and Docker: prerequisites, cluster create/delete, logs, and the node's container list.
+
+Flags and behaviour used here were read in kubernetes-sigs/kind (v0.17.0 ... v0.32.0), see
+shared/research/kind.md section 2:
+- `kind create cluster --name --image --kubeconfig --wait` (pkg/cmd/kind/create/cluster/createcluster.go);
+  `--wait` only waits for control-plane nodes and exits 0 even when it times out
+  (pkg/cluster/internal/create/actions/waitforready/waitforready.go), so readiness is checked by the
+  suite itself; without `--retain`, kind removes the node containers of a cluster that failed to come up.
+- `--kubeconfig F` makes kind write (and on delete, clean) only F, never ~/.kube/config.
+- `kind delete cluster --name --kubeconfig` is idempotent (pkg/cmd/kind/delete/cluster/deletecluster.go).
+- `kind export logs DIR --name` (pkg/cmd/kind/export/logs/logs.go).
+- `kind version` prints `kind v0.20.0 go1.20.4 linux/amd64` (pkg/cmd/kind/version/version.go).
+- Node containers are named `<cluster>-control-plane`, `<cluster>-worker`, ... and the Kubernetes node
+  name is the container's hostname, i.e. the same name (providers/common/namer.go, docker/provision.go).
+- Inside a node, crictl talks to containerd through /etc/crictl.yaml (images/base/files/etc/crictl.yaml).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+JsonDict = dict[str, Any]
+
+INSTALL_DOCKER = "install Docker Engine or Docker Desktop: https://docs.docker.com/get-docker/"
+INSTALL_KIND = "install kind: https://kind.sigs.k8s.io/docs/user/quick-start/#installation"
+
+
+@dataclass(frozen=True)
+class Completed:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return "\n".join(part for part in (self.stdout.strip(), self.stderr.strip()) if part)
+
+
+Runner = Callable[[Sequence[str], float], Completed]
+
+
+def run_command(argv: Sequence[str], timeout: float) -> Completed:
+    """Run a command without a shell; a missing binary or a timeout becomes a failed Completed."""
+    try:
+        proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False)
+    except FileNotFoundError as err:
+        return Completed(tuple(argv), 127, "", str(err))
+    except subprocess.TimeoutExpired as err:
+        out = err.stdout.decode() if isinstance(err.stdout, bytes) else (err.stdout or "")
+        return Completed(tuple(argv), 124, out, f"timed out after {timeout:.0f}s")
+    return Completed(tuple(argv), proc.returncode, proc.stdout, proc.stderr)
+
+
+class PrerequisiteMissing(RuntimeError):
+    """Docker or kind is not usable; the message says what to install or start."""
+
+
+class ClusterFailed(RuntimeError):
+    """A kind cluster did not come up; the message carries kind's output and a hint."""
+
+
+def check_prerequisites(
+    runner: Runner = run_command, which: Callable[[str], str | None] = shutil.which, kind_bin: str = "kind"
+) -> str:
+    """Fail within seconds when Docker or kind cannot be used; return the kind version line."""
+    missing = []
+    if which("docker") is None:
+        missing.append(f"docker is not on PATH: {INSTALL_DOCKER}")
+    if which(kind_bin) is None:
+        missing.append(f"{kind_bin} is not on PATH: {INSTALL_KIND}")
+    if missing:
+        raise PrerequisiteMissing("live probes need Docker and kind:\n  " + "\n  ".join(missing))
+    info = runner(["docker", "info", "--format", "{{.ServerVersion}}"], 20)
+    if info.returncode != 0:
+        raise PrerequisiteMissing(
+            "docker is installed but its daemon does not answer (is Docker running?):\n  " + info.output
+        )
+    version = runner([kind_bin, "version"], 20)
+    if version.returncode != 0:
+        raise PrerequisiteMissing(f"`{kind_bin} version` failed:\n  {version.output}")
+    return version.stdout.strip()
+
+
+def parse_kind_version(line: str) -> str | None:
+    """'kind v0.20.0 go1.20.4 linux/amd64' -> 'v0.20.0' (also '0.32.0' from `kind version -q`)."""
+    match = re.search(r"v?(\d+\.\d+\.\d+(?:-[\w.]+)?)", line)
+    return f"v{match[1]}" if match else None
+
+
+def _hint(output: str) -> str:
+    hints = [
+        ("already exist for a cluster with the name", "a cluster of that name exists; pick another name or delete it"),
+        ("Cannot connect to the Docker daemon", "start Docker"),
+        ("permission denied", "your user cannot reach the Docker socket (add it to the docker group)"),
+        ("pull", "the node image could not be pulled: check the network and the image reference"),
+        ("port is already allocated", "another process holds the API server port"),
+        ("cgroup", "see kind's known issues for this host (cgroup setup)"),
+    ]
+    for needle, hint in hints:
+        if needle.lower() in output.lower():
+            return hint
+    return "see kind's output above and https://kind.sigs.k8s.io/docs/user/known-issues/"
+
+
+@dataclass
+class KindCluster:
+    """A kind cluster this run creates, and deletes unless kept; never one it did not create."""
+
+    name: str
+    image: str
+    kubeconfig: Path
+    kind_bin: str = "kind"
+    runner: Runner = run_command
+    created: bool = False
+
+    @property
+    def control_plane(self) -> str:
+        return f"{self.name}-control-plane"
+
+    def create(self, logs_dir: Path, timeout: float = 600) -> None:
+        argv = [
+            self.kind_bin,
+            "create",
+            "cluster",
+            "--name",
+            self.name,
+            "--image",
+            self.image,
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--wait",
+            "120s",
+        ]
+        result = self.runner(argv, timeout)
+        if result.returncode == 0:
+            self.created = True
+            return
+        message = f"kind could not create cluster {self.name} from {self.image}:\n{result.output}"
+        message += f"\nhint: {_hint(result.output)}"
+        if "already exist for a cluster with the name" not in result.output:
+            # Whatever kind left behind is ours: keep its logs, then remove it.
+            exported = self.export_logs(logs_dir)
+            self.runner(
+                [self.kind_bin, "delete", "cluster", "--name", self.name, "--kubeconfig", str(self.kubeconfig)], 120
+            )
+            message += f"\nkind's logs: {exported}"
+        raise ClusterFailed(message)
+
+    def delete(self) -> Completed | None:
+        if not self.created:
+            return None
+        result = self.runner(
+            [self.kind_bin, "delete", "cluster", "--name", self.name, "--kubeconfig", str(self.kubeconfig)], 180
+        )
+        if result.returncode == 0:
+            self.created = False
+        return result
+
+    def export_logs(self, directory: Path) -> str:
+        result = self.runner([self.kind_bin, "export", "logs", str(directory), "--name", self.name], 180)
+        return str(directory) if result.returncode == 0 else f"(kind export logs failed: {result.output})"
+
+    def node_containers(self, node: str) -> list[JsonDict]:
+        """Every container on the node, running or exited, as crictl reports it (`crictl ps -a -o json`)."""
+        result = self.runner(["docker", "exec", node, "crictl", "ps", "-a", "-o", "json"], 60)
+        if result.returncode != 0:
+            raise RuntimeError(f"could not list containers on node {node}: {result.output}")
+        return list(json.loads(result.stdout).get("containers") or [])
+
+
+def container_state_on_node(containers: list[JsonDict], runtime_id: str) -> str:
+    """'running', 'exited', 'created', 'unknown' from crictl's CONTAINER_* state, or 'removed' if absent."""
+    for container in containers:
+        if container.get("id") == runtime_id:
+            return str(container.get("state", "CONTAINER_UNKNOWN")).removeprefix("CONTAINER_").lower()
+    return "removed"

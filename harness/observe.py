@@ -1,0 +1,190 @@
+"""Observation: a timeline of everything a probe saw, and bounded, event-driven waits over watches."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.transport import WatchEvent, WatchHandle
+from harness.views import PodView
+
+JsonDict = dict[str, Any]
+
+
+@dataclass
+class TimelineEntry:
+    t: float  # seconds on the transport's clock
+    source: str  # "pod/<name>", "probe", "node/<name>"
+    what: str  # ADDED, MODIFIED, DELETED, RELISTED, or an action such as "delete"
+    detail: JsonDict = field(default_factory=dict)
+    gap: str | None = None
+
+
+@dataclass
+class Timeline:
+    """Everything the probe did and saw, in order; times are shown relative to the anchor action."""
+
+    entries: list[TimelineEntry] = field(default_factory=list)
+    anchor_t: float | None = None
+    anchor_label: str | None = None
+
+    def action(self, t: float, label: str, detail: JsonDict | None = None, anchor: bool = False) -> None:
+        self.entries.append(TimelineEntry(t, "probe", label, detail or {}))
+        if anchor:
+            self.anchor_t, self.anchor_label = t, label
+
+    def observed(self, t: float, source: str, what: str, detail: JsonDict, gap: str | None = None) -> None:
+        self.entries.append(TimelineEntry(t, source, what, detail, gap))
+
+    def rel(self, t: float) -> float:
+        return t - (self.anchor_t if self.anchor_t is not None else 0.0)
+
+    @property
+    def gaps(self) -> list[str]:
+        return [e.gap for e in self.entries if e.gap]
+
+    def to_json(self) -> JsonDict:
+        return {
+            "anchor": self.anchor_label,
+            "entries": [
+                {
+                    "t": round(self.rel(e.t), 3),
+                    "source": e.source,
+                    "what": e.what,
+                    **({"gap": e.gap} if e.gap else {}),
+                    "detail": e.detail,
+                }
+                for e in self.entries
+            ],
+        }
+
+    def render(self, last: int | None = None) -> str:
+        """Human-readable lines; an observed state shows only what changed since the previous one."""
+        lines: list[str] = []
+        previous: dict[str, JsonDict] = {}
+        for entry in self.entries:
+            shown = entry.detail
+            if entry.source != "probe":
+                before = previous.get(entry.source, {})
+                shown = {k: v for k, v in entry.detail.items() if before.get(k) != v}
+                previous[entry.source] = entry.detail
+            text = " ".join(f"{k}={v}" for k, v in shown.items() if v not in (None, {}, []))
+            gap = f" [gap: {entry.gap}]" if entry.gap else ""
+            lines.append(f"{self.rel(entry.t):+8.2f}s {entry.source:<24} {entry.what:<10}{gap} {text}".rstrip())
+        if last is not None and len(lines) > last:
+            lines = [f"... {len(lines) - last} earlier entries", *lines[-last:]]
+        return "\n".join(lines)
+
+
+class ProbeTimeout(AssertionError):
+    """A bounded wait ran out: says what was awaited, what was last seen and the timeline."""
+
+
+class ProbeImpossible(AssertionError):
+    """What the probe waits for can no longer happen (the object is gone, the image cannot be pulled ...)."""
+
+
+Condition = Callable[["PodObserver"], bool]
+Veto = Callable[["PodObserver"], "str | None"]
+
+
+class PodObserver:
+    """Consumes a watch on one Pod: keeps the latest state, every state seen, and feeds the timeline."""
+
+    def __init__(self, handle: WatchHandle, timeline: Timeline, now: Callable[[], float], initial: PodView) -> None:
+        self._handle = handle
+        self._timeline = timeline
+        self._now = now
+        self.latest = initial
+        self.gone = False
+        self.source = f"pod/{initial.name}"
+        self.history: list[tuple[float, PodView]] = [(now(), initial)]
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> PodObserver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _apply(self, event: WatchEvent) -> None:
+        if event.type == "ERROR":
+            self._timeline.observed(event.t, self.source, event.type, {}, event.gap)
+            raise ProbeImpossible(f"the watch on {self.source} failed: {event.gap}\n{self._state_text()}")
+        if event.object is None:  # re-listed after a gap and the object no longer exists
+            self.gone = True
+            self._timeline.observed(event.t, self.source, "GONE", {}, event.gap)
+            return
+        self.latest = PodView.from_object(event.object)
+        self.history.append((event.t, self.latest))
+        if event.type == "DELETED":
+            self.gone = True
+        self._timeline.observed(event.t, self.source, event.type, self.latest.timeline_fields(), event.gap)
+
+    def wait_for(self, description: str, done: Condition, within: float, veto: Veto | None = None) -> None:
+        """Consume events until `done` holds; fail at once when `veto` names a reason, or after `within` s."""
+        deadline = self._now() + within
+        while True:
+            if veto is not None and (reason := veto(self)):
+                raise ProbeImpossible(f"gave up waiting for {description}: {reason}\n{self._state_text()}")
+            if done(self):
+                return
+            remaining = deadline - self._now()
+            if remaining <= 0:
+                raise ProbeTimeout(f"timed out after {within:.0f}s waiting for {description}\n{self._state_text()}")
+            event = self._handle.next_event(remaining)
+            if event is not None:
+                self._apply(event)
+
+    def observe_for(self, seconds: float) -> None:
+        """Keep recording every event for a window (to show that something did NOT happen)."""
+        deadline = self._now() + seconds
+        while not self.gone and (remaining := deadline - self._now()) > 0:
+            event = self._handle.next_event(remaining)
+            if event is not None:
+                self._apply(event)
+
+    def phases_since(self, t: float) -> list[str | None]:
+        """The phases the pod was in from time t on: the phase at t, then each change (repeats collapsed)."""
+        phases: list[str | None] = []
+        for seen_at, view in self.history:
+            if seen_at <= t:
+                phases = [view.phase]
+            elif not phases or phases[-1] != view.phase:
+                phases.append(view.phase)
+        return phases
+
+    def _state_text(self) -> str:
+        state = "gone" if self.gone else self.latest.summary()
+        return f"last seen {self.source}: {state}\ntimeline:\n{self._timeline.render(last=25)}"
+
+
+# Waiting reasons after which a container will not start by itself (kubelet/images and CRI reasons).
+UNSTARTABLE_REASONS = frozenset(
+    {
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "InvalidImageName",
+        "ErrImageNeverPull",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "CrashLoopBackOff",
+        "RunContainerError",
+    }
+)
+
+
+def cannot_start(observer: PodObserver) -> str | None:
+    """Veto for waits on a starting pod: gone, terminal, or a container stuck in a waiting reason."""
+    pod = observer.latest
+    if observer.gone:
+        return "the pod was deleted"
+    if pod.phase in ("Failed", "Succeeded"):
+        return f"the pod reached phase {pod.phase} before it was running"
+    stuck = [c for c in pod.containers if c.state == "waiting" and c.reason in UNSTARTABLE_REASONS]
+    if stuck:
+        return "; ".join(f"container {c.name} is waiting: {c.reason}" for c in stuck)
+    return None

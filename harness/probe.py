@@ -1,0 +1,207 @@
+"""What a probe works with: apply a manifest, act, observe, and check claims against expectations.
+
+A `Probe` is handed to each probe function by the `probe` fixture. It talks to the cluster only
+through its transport (live, or a replayed recording), keeps the timeline, evaluates every claim
+against the expectation for the version the API server reports, and writes the probe's record.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.expectations import NOT_OBSERVABLE, PASS, Verdict, evaluate, load_claims, not_observable
+from harness.kind import container_state_on_node
+from harness.observe import PodObserver, Timeline, cannot_start
+from harness.run import RUN_LABEL, SUITE_LABEL, Run, safe_name
+from harness.transport import JsonDict, Transport
+from harness.versions import KubeVersion
+from harness.views import PodView
+
+MANIFESTS_DIR = Path(__file__).resolve().parent.parent / "manifests"
+
+# Budget for a pod to be scheduled, pull its (small, pinned) image and become Ready on a fresh node.
+POD_START_BUDGET_S = 180.0
+
+
+class ClaimsFailed(AssertionError):
+    """At least one claim did not hold (or could not be decided) on this cluster."""
+
+
+class NotObservableWarning(UserWarning):
+    """A claim could not be observed on this cluster: it is reported, never counted as passed."""
+
+
+class Probe:
+    def __init__(
+        self, name: str, family: str, transport: Transport, namespace: str, run: Run, run_id: str, record_name: str = ""
+    ) -> None:
+        self.name = name
+        self.record_name = safe_name(record_name or name)
+        self.family = family
+        self.transport = transport
+        self.namespace = namespace
+        self.run = run
+        self.run_id = run_id
+        self.claims = load_claims(family)
+        self.timeline = Timeline()
+        self.verdicts: list[Verdict] = []
+        self.pods: dict[str, PodView] = {}
+        self._server_version: KubeVersion | None = None
+
+    # ------------------------------------------------------------------------------------ acting
+
+    @property
+    def server_version(self) -> KubeVersion:
+        """The version the API server reports: expectations are chosen by it, not by what was asked for."""
+        if self._server_version is None:
+            self._server_version = KubeVersion.parse(str(self.transport.server_version()["gitVersion"]))
+        return self._server_version
+
+    def manifest(self, filename: str) -> JsonDict:
+        """A manifest from manifests/, labelled as the suite's."""
+        manifest: JsonDict = yaml.safe_load((MANIFESTS_DIR / filename).read_text())
+        labels = manifest.setdefault("metadata", {}).setdefault("labels", {})
+        labels.update({SUITE_LABEL: "true", RUN_LABEL: self.run_id})
+        return manifest
+
+    def create_pod(self, manifest: JsonDict) -> PodView:
+        t = self.transport.now()
+        pod = PodView.from_object(self.transport.create(self.namespace, copy.deepcopy(manifest)))
+        self.pods[pod.name] = pod
+        self.timeline.action(t, "create", {"pod": pod.name})
+        return pod
+
+    def watch_pod(self, pod: PodView) -> PodObserver:
+        """Watch a pod from the version last seen, so no later change is missed."""
+        handle = self.transport.watch("Pod", self.namespace, pod.name, pod.resource_version)
+        return PodObserver(handle, self.timeline, self.transport.now, pod)
+
+    def start_pod(self, manifest: JsonDict) -> PodObserver:
+        """Create a pod and wait until it runs and is Ready; the returned observer keeps watching it."""
+        pod = self.create_pod(manifest)
+        observer = self.watch_pod(pod)
+        try:
+            observer.wait_for(
+                f"pod {pod.name} to be Running and Ready",
+                lambda o: o.latest.phase == "Running" and o.latest.ready,
+                within=POD_START_BUDGET_S,
+                veto=cannot_start,
+            )
+        except BaseException:
+            observer.close()
+            raise
+        return observer
+
+    def delete_pod(self, pod: PodView, grace_period_seconds: int | None = None) -> float:
+        """Delete a pod; the time the request was sent becomes the timeline's zero."""
+        t = self.transport.now()
+        self.transport.delete("Pod", self.namespace, pod.name, grace_period_seconds)
+        self.timeline.action(t, "delete", {"pod": pod.name, "gracePeriodSeconds": grace_period_seconds}, anchor=True)
+        return t
+
+    def node_container_state(self, pod: PodView, container: str) -> str | None:
+        """The container's state on its node (running / exited / removed), or None if nodes are not reachable."""
+        runtime_id = pod.container(container).runtime_id
+        if not self.transport.node_access or not pod.node_name or not runtime_id:
+            return None
+        t = self.transport.now()
+        listing = self.transport.node_containers(pod.node_name)
+        if listing is None:
+            return None
+        state = container_state_on_node(listing, runtime_id)
+        self.timeline.observed(
+            t, f"node/{pod.node_name}", "crictl", {"container": container, "id": runtime_id[:13], "state": state}
+        )
+        return state
+
+    # ---------------------------------------------------------------------------------- checking
+
+    def check(self, claim_id: str, observed: Any) -> Verdict:
+        """Judge an observation against the claim's expectation for the server's version."""
+        verdict = evaluate(self.claims[claim_id], self.server_version, observed)
+        self.verdicts.append(verdict)
+        return verdict
+
+    def check_not_observable(self, claim_id: str, why: str) -> Verdict:
+        verdict = not_observable(self.claims[claim_id], self.server_version, why)
+        self.verdicts.append(verdict)
+        return verdict
+
+    def conclude(self) -> None:
+        """Fail with every claim that did not hold; warn about claims that could not be observed."""
+        for verdict in self.verdicts:
+            if verdict.status == NOT_OBSERVABLE:
+                warnings.warn(NotObservableWarning(verdict.message), stacklevel=2)
+        failed = [v for v in self.verdicts if v.status not in (PASS, NOT_OBSERVABLE)]
+        if failed:
+            details = "\n".join(f"- {v.message}" for v in failed)
+            raise ClaimsFailed(
+                f"{len(failed)} of {len(self.verdicts)} claims failed on Kubernetes {self.server_version}:\n{details}\n"
+                f"timeline:\n{self.timeline.render()}"
+            )
+
+    # ----------------------------------------------------------------------------------- records
+
+    def record(self, outcome: str, transport_kind: str, origin: JsonDict | None = None) -> JsonDict:
+        return {
+            "probe": self.name,
+            "family": self.family,
+            "outcome": outcome,
+            "namespace": self.namespace,
+            "server_version": str(self._server_version) if self._server_version else None,
+            "transport": transport_kind,
+            "recording_origin": origin,
+            "provenance": self.run.provenance,
+            "verdicts": [v.to_json() for v in self.verdicts],
+            "timeline": self.timeline.to_json(),
+        }
+
+    def write_record(self, outcome: str, transport_kind: str, origin: JsonDict | None = None) -> Path:
+        path = self.run.path("probes", f"{self.record_name}.json")
+        path.write_text(json.dumps(self.record(outcome, transport_kind, origin), indent=1, default=str) + "\n")
+        return path
+
+    def save_evidence(self, live: Transport | None) -> Path:
+        """Objects, events, container logs, the node's containers and the timeline of a failed probe.
+
+        `live` is the cluster behind the probe, asked directly (not through the recording); when the
+        probe replayed a recording there is none, and the evidence is what the recording holds.
+        """
+        directory = self.run.path("evidence", self.record_name, "timeline.txt").parent
+        (directory / "timeline.txt").write_text(self.timeline.render() + "\n")
+        last_seen = [pod.raw for pod in self.pods.values()]
+        (directory / "objects-last-seen.yaml").write_text(yaml.safe_dump_all(last_seen, sort_keys=False))
+        if live is None:
+            (directory / "README.txt").write_text(
+                "Replayed from a recording: no cluster to ask for events, logs or the node's containers.\n"
+            )
+            return directory
+        for name, call in {
+            "objects-now.yaml": lambda: yaml.safe_dump_all(
+                [live.get("Pod", self.namespace, pod) for pod in self.pods], sort_keys=False
+            ),
+            "events.yaml": lambda: yaml.safe_dump(live.list_events(self.namespace), sort_keys=False),
+            "node-containers.json": lambda: json.dumps(
+                {node: live.node_containers(node) for node in {p.node_name for p in self.pods.values() if p.node_name}},
+                indent=1,
+            ),
+        }.items():
+            (directory / name).write_text(_attempt(call))
+        for pod in self.pods.values():
+            for container in pod.containers:
+                log = _attempt(lambda p=pod, c=container: live.read_log(self.namespace, p.name, c.name))
+                (directory / f"log-{pod.name}-{container.name}.txt").write_text(log)
+        return directory
+
+
+def _attempt(call: Any) -> str:
+    try:
+        return str(call())
+    except Exception as err:  # evidence is best effort: say what failed instead of hiding the probe's failure
+        return f"(could not collect: {type(err).__name__}: {err})\n"

@@ -1,0 +1,530 @@
+"""How a probe talks to a cluster: live (Kubernetes API + node), recording, or replaying a recording.
+
+Probes never call the Kubernetes client directly. They go through a `Transport`, so the same probe
+code, waits and evaluation run against a live kind cluster and, offline, against a recording of one.
+A recording is the list of calls the probe made with what came back, including every watch event it
+received and when (seconds on the transport's clock). `RecordingTransport` writes that list during a
+live run; `ReplayTransport` serves it back in order and refuses calls the recording does not have.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, cast
+
+import urllib3
+from kubernetes import client, watch
+from kubernetes.client.exceptions import ApiException
+from tenacity import retry, retry_if_exception, stop_after_attempt, stop_after_delay, wait_exponential
+
+JsonDict = dict[str, Any]
+RECORDING_FORMAT = "pod-lifecycle-probes/recording/v1"
+
+# Transient API failures worth retrying (k/k test/e2e/framework/get.go retries the same family:
+# timeouts, 429 Too Many Requests, 5xx); everything else is an answer and is raised at once.
+TRANSIENT_STATUS = frozenset({0, 429, 500, 502, 503, 504})
+
+
+def is_transient(err: BaseException) -> bool:
+    if isinstance(err, ApiException):
+        return (err.status or 0) in TRANSIENT_STATUS
+    return isinstance(err, urllib3.exceptions.HTTPError | ConnectionError | TimeoutError)
+
+
+api_retry = retry(
+    retry=retry_if_exception(is_transient),
+    stop=stop_after_attempt(6) | stop_after_delay(30),
+    wait=wait_exponential(multiplier=0.5, max=5),
+    reraise=True,
+)
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """One thing a watch delivered: ADDED / MODIFIED / DELETED, or RELISTED after a gap."""
+
+    t: float
+    type: str
+    object: JsonDict | None
+    gap: str | None = None  # why events may be missing before this one (410 Gone, dropped connection)
+
+    def to_json(self) -> JsonDict:
+        out: JsonDict = {"t": round(self.t, 3), "type": self.type, "object": self.object}
+        if self.gap:
+            out["gap"] = self.gap
+        return out
+
+    @classmethod
+    def from_json(cls, data: JsonDict) -> WatchEvent:
+        return cls(float(data["t"]), data["type"], data.get("object"), data.get("gap"))
+
+
+class WatchHandle(Protocol):
+    def next_event(self, timeout: float) -> WatchEvent | None:
+        """The next event, or None when none arrived within `timeout` seconds."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Transport(Protocol):
+    """Everything a probe may ask of a cluster."""
+
+    node_access: bool  # False on clusters the suite did not create: node checks are "not observable"
+
+    def now(self) -> float: ...
+
+    def server_version(self) -> JsonDict: ...
+
+    def create(self, namespace: str, manifest: JsonDict) -> JsonDict: ...
+
+    def get(self, kind: str, namespace: str, name: str) -> JsonDict | None: ...
+
+    def delete(self, kind: str, namespace: str, name: str, grace_period_seconds: int | None = None) -> JsonDict: ...
+
+    def watch(self, kind: str, namespace: str, name: str, resource_version: str) -> WatchHandle: ...
+
+    def list_events(self, namespace: str) -> list[JsonDict]: ...
+
+    def read_log(self, namespace: str, pod: str, container: str) -> str: ...
+
+    def node_containers(self, node: str) -> list[JsonDict] | None: ...
+
+
+# --------------------------------------------------------------------------------------------- live
+
+
+@dataclass(frozen=True)
+class _KindApi:
+    """The typed client calls behind one kind of object (only Pods so far)."""
+
+    create: Callable[..., Any]
+    read: Callable[..., Any]
+    delete: Callable[..., Any]
+    list: Callable[..., Any]
+
+
+class LiveTransport:
+    """The Kubernetes API through the official client, and the kind node through `node_lister`."""
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        node_lister: Callable[[str], list[JsonDict]] | None,
+    ) -> None:
+        self.api_client = api_client
+        self.core = client.CoreV1Api(api_client)
+        self.node_access = node_lister is not None
+        self._node_lister = node_lister
+        self._origin = time.monotonic()
+        self._kinds = {
+            "Pod": _KindApi(
+                create=self.core.create_namespaced_pod,
+                read=self.core.read_namespaced_pod,
+                delete=self.core.delete_namespaced_pod,
+                list=self.core.list_namespaced_pod,
+            )
+        }
+
+    def now(self) -> float:
+        return time.monotonic() - self._origin
+
+    def _kind(self, kind: str) -> _KindApi:
+        try:
+            return self._kinds[kind]
+        except KeyError:
+            raise ValueError(f"the live transport does not handle {kind} objects yet") from None
+
+    def _json(self, model: object) -> JsonDict:
+        return cast(JsonDict, self.api_client.sanitize_for_serialization(model))
+
+    @api_retry
+    def server_version(self) -> JsonDict:
+        return self._json(client.VersionApi(self.api_client).get_code())
+
+    @api_retry
+    def create(self, namespace: str, manifest: JsonDict) -> JsonDict:
+        # The manifest goes to the server as written (the client passes dicts through unchanged), and
+        # Strict field validation (server-side, GA in 1.27, ignored by older servers) rejects unknown
+        # fields instead of silently dropping them.
+        api = self._kind(manifest["kind"])
+        return self._json(api.create(namespace, body=manifest, field_validation="Strict"))
+
+    @api_retry
+    def get(self, kind: str, namespace: str, name: str) -> JsonDict | None:
+        try:
+            return self._json(self._kind(kind).read(name, namespace))
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+
+    @api_retry
+    def delete(self, kind: str, namespace: str, name: str, grace_period_seconds: int | None = None) -> JsonDict:
+        options = client.V1DeleteOptions(grace_period_seconds=grace_period_seconds)
+        return self._json(self._kind(kind).delete(name, namespace, body=options))
+
+    def watch(self, kind: str, namespace: str, name: str, resource_version: str) -> WatchHandle:
+        return _LiveWatch(self._kind(kind).list, namespace, name, resource_version, self.now, self._json)
+
+    @api_retry
+    def list_events(self, namespace: str) -> list[JsonDict]:
+        return list(self._json(self.core.list_namespaced_event(namespace)).get("items") or [])
+
+    @api_retry
+    def read_log(self, namespace: str, pod: str, container: str) -> str:
+        return self.core.read_namespaced_pod_log(pod, namespace, container=container)
+
+    def node_containers(self, node: str) -> list[JsonDict] | None:
+        return self._node_lister(node) if self._node_lister else None
+
+
+class _LiveWatch:
+    """A watch on one named object, read by a background thread into a queue.
+
+    It starts from a given resourceVersion, so nothing after that version is missed even though the
+    stream is opened a few milliseconds after the call returns. When the server ends the stream it
+    resumes from the last version seen; on 410 Gone or a dropped connection it re-lists, resumes from
+    the list's version and marks the gap in a RELISTED event (the Python client does not re-list by
+    itself: kubernetes-client/python#728).
+    """
+
+    SERVER_TIMEOUT_S = 30
+
+    def __init__(
+        self,
+        list_fn: Callable[..., Any],
+        namespace: str,
+        name: str,
+        resource_version: str,
+        clock: Callable[[], float],
+        to_json: Callable[[object], JsonDict],
+    ) -> None:
+        self._list_fn = list_fn
+        self._to_json = to_json
+        self._namespace = namespace
+        self._selector = f"metadata.name={name}"
+        self._rv = resource_version
+        self._clock = clock
+        self._events: queue.Queue[WatchEvent] = queue.Queue()
+        self._stop = threading.Event()
+        self._watch = watch.Watch()
+        self._thread = threading.Thread(target=self._run, name=f"watch-{name}", daemon=True)
+        self._thread.start()
+
+    def next_event(self, timeout: float) -> WatchEvent | None:
+        try:
+            return self._events.get(timeout=max(timeout, 0.0))
+        except queue.Empty:
+            return None
+
+    def close(self) -> None:
+        self._stop.set()
+        cast(Any, self._watch).stop()  # Watch.stop exists at runtime; the stubs only declare stream()
+
+    def _run(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                for raw in self._stream():
+                    failures = 0
+                    obj = raw["raw_object"]
+                    self._rv = obj.get("metadata", {}).get("resourceVersion", self._rv)
+                    if raw["type"] != "BOOKMARK":
+                        self._events.put(WatchEvent(self._clock(), raw["type"], obj))
+                    if self._stop.is_set():
+                        return
+            except ApiException as err:
+                if self._stop.is_set():
+                    return
+                if err.status != 410 and not is_transient(err):
+                    self._events.put(
+                        WatchEvent(self._clock(), "ERROR", None, gap=f"watch failed: {err.status} {err.reason}")
+                    )
+                    return
+                failures += 1
+                self._relist(
+                    f"watch {'expired (410 Gone)' if err.status == 410 else f'failed ({err.status})'}", failures
+                )
+            except (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError) as err:
+                if self._stop.is_set():
+                    return
+                failures += 1
+                self._relist(f"watch connection lost ({type(err).__name__})", failures)
+
+    def _stream(self) -> Iterator[JsonDict]:
+        return cast(
+            Iterator[JsonDict],
+            self._watch.stream(
+                self._list_fn,
+                self._namespace,
+                field_selector=self._selector,
+                resource_version=self._rv,
+                allow_watch_bookmarks=True,
+                timeout_seconds=self.SERVER_TIMEOUT_S,
+                _request_timeout=(10, self.SERVER_TIMEOUT_S + 30),
+            ),
+        )
+
+    def _relist(self, why: str, failures: int) -> None:
+        """Re-list after a gap: the current object (or its absence) becomes a RELISTED event."""
+        self._stop.wait(min(0.2 * 2**failures, 5.0))
+        try:
+            listing = self._list_fn(self._namespace, field_selector=self._selector)
+        except (ApiException, urllib3.exceptions.HTTPError, ConnectionError, TimeoutError):
+            return  # the next loop iteration fails again and retries with a longer pause
+        items = listing.items or []
+        self._rv = listing.metadata.resource_version
+        obj = self._to_json(items[0]) if items else None
+        self._events.put(WatchEvent(self._clock(), "RELISTED", obj, gap=why))
+
+
+# ---------------------------------------------------------------------------------------- recording
+
+
+@dataclass
+class Recording:
+    """A probe's calls and what came back, in order; the file format of recordings/."""
+
+    probe: str
+    origin: JsonDict
+    interactions: list[JsonDict] = field(default_factory=list)
+
+    def to_json(self) -> JsonDict:
+        return {
+            "format": RECORDING_FORMAT,
+            "probe": self.probe,
+            "origin": self.origin,
+            "interactions": self.interactions,
+        }
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_json(), indent=1, sort_keys=False) + "\n")
+
+    @classmethod
+    def load(cls, path: Path) -> Recording:
+        data = json.loads(path.read_text())
+        if data.get("format") != RECORDING_FORMAT:
+            raise ValueError(f"{path}: not a recording in format {RECORDING_FORMAT} (format={data.get('format')!r})")
+        return cls(data["probe"], data["origin"], data["interactions"])
+
+    def server_git_version(self) -> str:
+        for step in self.interactions:
+            if step["call"] == "server_version":
+                return str(step["response"]["gitVersion"])
+        raise ValueError(f"recording of {self.probe} never asked for the server version")
+
+
+class RecordingTransport:
+    """Passes every call to a live transport and writes down what it asked and what came back."""
+
+    def __init__(self, inner: Transport, recording: Recording) -> None:
+        self.inner = inner
+        self.recording = recording
+        self.node_access = inner.node_access
+
+    def now(self) -> float:
+        return self.inner.now()
+
+    def _call(self, call: str, request: JsonDict, fn: Callable[[], Any]) -> Any:
+        t_start = self.inner.now()
+        response = fn()
+        step = {"call": call, "request": request, "t_start": round(t_start, 3), "t_end": round(self.inner.now(), 3)}
+        step["response"] = response
+        self.recording.interactions.append(step)
+        return response
+
+    def server_version(self) -> JsonDict:
+        return cast(JsonDict, self._call("server_version", {}, self.inner.server_version))
+
+    def create(self, namespace: str, manifest: JsonDict) -> JsonDict:
+        request = {"namespace": namespace, "manifest": manifest}
+        return cast(JsonDict, self._call("create", request, lambda: self.inner.create(namespace, manifest)))
+
+    def get(self, kind: str, namespace: str, name: str) -> JsonDict | None:
+        request = {"kind": kind, "namespace": namespace, "name": name}
+        return cast("JsonDict | None", self._call("get", request, lambda: self.inner.get(kind, namespace, name)))
+
+    def delete(self, kind: str, namespace: str, name: str, grace_period_seconds: int | None = None) -> JsonDict:
+        request = {"kind": kind, "namespace": namespace, "name": name, "grace_period_seconds": grace_period_seconds}
+        return cast(
+            JsonDict,
+            self._call("delete", request, lambda: self.inner.delete(kind, namespace, name, grace_period_seconds)),
+        )
+
+    def watch(self, kind: str, namespace: str, name: str, resource_version: str) -> WatchHandle:
+        step: JsonDict = {
+            "call": "watch",
+            "request": {"kind": kind, "namespace": namespace, "name": name, "resource_version": resource_version},
+            "t_start": round(self.inner.now(), 3),
+            "events": [],
+        }
+        self.recording.interactions.append(step)
+        return _RecordingWatch(self.inner.watch(kind, namespace, name, resource_version), step, self.inner.now)
+
+    def list_events(self, namespace: str) -> list[JsonDict]:
+        return cast(
+            list[JsonDict],
+            self._call("list_events", {"namespace": namespace}, lambda: self.inner.list_events(namespace)),
+        )
+
+    def read_log(self, namespace: str, pod: str, container: str) -> str:
+        request = {"namespace": namespace, "pod": pod, "container": container}
+        return cast(str, self._call("read_log", request, lambda: self.inner.read_log(namespace, pod, container)))
+
+    def node_containers(self, node: str) -> list[JsonDict] | None:
+        return cast(
+            "list[JsonDict] | None",
+            self._call("node_containers", {"node": node}, lambda: self.inner.node_containers(node)),
+        )
+
+
+class _RecordingWatch:
+    def __init__(self, inner: WatchHandle, step: JsonDict, clock: Callable[[], float]) -> None:
+        self._inner = inner
+        self._step = step
+        self._clock = clock
+
+    def next_event(self, timeout: float) -> WatchEvent | None:
+        event = self._inner.next_event(timeout)
+        if event is not None:
+            self._step["events"].append(event.to_json())
+        return event
+
+    def close(self) -> None:
+        self._step["closed_at"] = round(self._clock(), 3)
+        self._inner.close()
+
+
+# ------------------------------------------------------------------------------------------- replay
+
+
+class RecordingMismatch(AssertionError):
+    """The probe asked for something the recording does not contain: the probe changed since."""
+
+
+class ReplayTransport:
+    """Serves a recording back, in order, on a virtual clock: only the transport differs from a live run."""
+
+    # A probe may ask for slightly more watch time than was recorded (float rounding of deadlines).
+    CLOCK_SLACK_S = 1.0
+
+    def __init__(self, recording: Recording, node_access: bool = True) -> None:
+        self.recording = recording
+        self.node_access = node_access and recording.origin.get("node_access", True)
+        self._steps = list(recording.interactions)
+        self._position = 0
+        self._now = 0.0
+
+    def now(self) -> float:
+        return self._now
+
+    def advance_to(self, t: float) -> None:
+        self._now = max(self._now, t)
+
+    def _next(self, call: str, request: JsonDict) -> JsonDict:
+        if self._position >= len(self._steps):
+            raise RecordingMismatch(
+                f"the probe called {call}({_brief(request)}) but the recording of {self.recording.probe} "
+                f"ended after {len(self._steps)} calls"
+            )
+        step = self._steps[self._position]
+        recorded = {k: step["request"].get(k) for k in request}
+        if step["call"] != call or recorded != request:
+            raise RecordingMismatch(
+                f"call {self._position + 1} of the recording of {self.recording.probe} is "
+                f"{step['call']}({_brief(step['request'])}), but the probe called {call}({_brief(request)})"
+            )
+        self._position += 1
+        recorded_t = step["t_end"] if "t_end" in step else step.get("t_start", self._now)
+        self.advance_to(float(recorded_t))
+        return step
+
+    def server_version(self) -> JsonDict:
+        return cast(JsonDict, self._next("server_version", {})["response"])
+
+    def create(self, namespace: str, manifest: JsonDict) -> JsonDict:
+        key = {"namespace": namespace, "manifest": manifest}
+        step = self._next("create", {"namespace": namespace})
+        if step["request"].get("manifest") != manifest:
+            raise RecordingMismatch(
+                f"the probe created a different {manifest.get('kind')} than the recording of "
+                f"{self.recording.probe} holds: {_diff(step['request'].get('manifest'), key['manifest'])}"
+            )
+        return cast(JsonDict, step["response"])
+
+    def get(self, kind: str, namespace: str, name: str) -> JsonDict | None:
+        return cast(
+            "JsonDict | None", self._next("get", {"kind": kind, "namespace": namespace, "name": name})["response"]
+        )
+
+    def delete(self, kind: str, namespace: str, name: str, grace_period_seconds: int | None = None) -> JsonDict:
+        request = {"kind": kind, "namespace": namespace, "name": name, "grace_period_seconds": grace_period_seconds}
+        return cast(JsonDict, self._next("delete", request)["response"])
+
+    def watch(self, kind: str, namespace: str, name: str, resource_version: str) -> WatchHandle:
+        step = self._next("watch", {"kind": kind, "namespace": namespace, "name": name})
+        self.advance_to(float(step["t_start"]))
+        events = [WatchEvent.from_json(e) for e in step["events"]]
+        closed_at = step.get("closed_at", events[-1].t if events else self._now)
+        return _ReplayWatch(self, events, float(closed_at))
+
+    def list_events(self, namespace: str) -> list[JsonDict]:
+        return cast(list[JsonDict], self._next("list_events", {"namespace": namespace})["response"])
+
+    def read_log(self, namespace: str, pod: str, container: str) -> str:
+        return cast(
+            str, self._next("read_log", {"namespace": namespace, "pod": pod, "container": container})["response"]
+        )
+
+    def node_containers(self, node: str) -> list[JsonDict] | None:
+        response = self._next("node_containers", {"node": node})["response"]
+        return cast("list[JsonDict] | None", response) if self.node_access else None
+
+    def unused_calls(self) -> list[str]:
+        return [f"{s['call']}({_brief(s['request'])})" for s in self._steps[self._position :]]
+
+
+class _ReplayWatch:
+    def __init__(self, transport: ReplayTransport, events: list[WatchEvent], closed_at: float) -> None:
+        self._transport = transport
+        self._events = events
+        self._closed_at = closed_at
+        self._position = 0
+
+    def next_event(self, timeout: float) -> WatchEvent | None:
+        now = self._transport.now()
+        if self._position < len(self._events) and self._events[self._position].t <= now + timeout:
+            event = self._events[self._position]
+            self._position += 1
+            self._transport.advance_to(event.t)
+            return event
+        if now + timeout > self._closed_at + self._transport.CLOCK_SLACK_S:
+            raise RecordingMismatch(
+                f"the probe kept watching until t={now + timeout:.1f}s but the recording of "
+                f"{self._transport.recording.probe} stopped watching at t={self._closed_at:.1f}s"
+            )
+        self._transport.advance_to(now + timeout)
+        return None
+
+    def close(self) -> None:
+        self._transport.advance_to(self._closed_at)
+
+
+def _brief(request: JsonDict) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in request.items() if k != "manifest")
+
+
+def _diff(recorded: Any, asked: Any, path: str = "") -> str:
+    if isinstance(recorded, dict) and isinstance(asked, dict):
+        for key in sorted(set(recorded) | set(asked)):
+            if recorded.get(key) != asked.get(key):
+                return _diff(recorded.get(key), asked.get(key), f"{path}.{key}")
+    return f"{path or '.'}: recorded {recorded!r}, probe {asked!r}"

@@ -1,0 +1,152 @@
+"""Read-only views of the API objects the probes watch, parsed from the JSON the API server sent."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+JsonDict = dict[str, Any]
+
+
+def parse_time(value: str | None) -> datetime | None:
+    """Parse an RFC 3339 timestamp as the API server writes it (second resolution, 'Z' suffix)."""
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+@dataclass(frozen=True)
+class ContainerView:
+    name: str
+    state: str  # waiting | running | terminated | unknown
+    reason: str | None
+    exit_code: int | None
+    started_at: str | None
+    finished_at: str | None
+    container_id: str | None
+    ready: bool
+    restart_count: int
+
+    @classmethod
+    def from_status(cls, status: JsonDict) -> ContainerView:
+        state = status.get("state") or {}
+        name = next((key for key in ("terminated", "running", "waiting") if state.get(key) is not None), "unknown")
+        detail = state.get(name) or {}
+        return cls(
+            name=status.get("name", ""),
+            state=name,
+            reason=detail.get("reason"),
+            exit_code=detail.get("exitCode"),
+            started_at=detail.get("startedAt"),
+            finished_at=detail.get("finishedAt"),
+            container_id=status.get("containerID") or detail.get("containerID"),
+            ready=bool(status.get("ready")),
+            restart_count=int(status.get("restartCount") or 0),
+        )
+
+    @property
+    def runtime_id(self) -> str | None:
+        """The runtime's container id without its scheme ('containerd://abc' -> 'abc')."""
+        if not self.container_id:
+            return None
+        return self.container_id.split("://", 1)[-1]
+
+    def summary(self) -> str:
+        if self.state == "terminated":
+            return f"{self.name}: terminated exit={self.exit_code} reason={self.reason} finishedAt={self.finished_at}"
+        if self.state == "waiting":
+            return f"{self.name}: waiting reason={self.reason}"
+        return f"{self.name}: {self.state}{' ready' if self.ready else ''}"
+
+
+@dataclass(frozen=True)
+class PodView:
+    """The parts of a Pod the lifecycle probes observe."""
+
+    name: str
+    namespace: str
+    uid: str
+    resource_version: str
+    phase: str | None
+    reason: str | None
+    message: str | None
+    node_name: str | None
+    deletion_timestamp: str | None
+    deletion_grace_period_seconds: int | None
+    finalizers: tuple[str, ...]
+    conditions: dict[str, str]
+    containers: tuple[ContainerView, ...]
+    raw: JsonDict
+
+    @classmethod
+    def from_object(cls, obj: JsonDict) -> PodView:
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        return cls(
+            name=meta.get("name", ""),
+            namespace=meta.get("namespace", ""),
+            uid=meta.get("uid", ""),
+            resource_version=meta.get("resourceVersion", ""),
+            phase=status.get("phase"),
+            reason=status.get("reason"),
+            message=status.get("message"),
+            node_name=spec.get("nodeName"),
+            deletion_timestamp=meta.get("deletionTimestamp"),
+            deletion_grace_period_seconds=meta.get("deletionGracePeriodSeconds"),
+            finalizers=tuple(meta.get("finalizers") or ()),
+            conditions={c["type"]: c["status"] for c in status.get("conditions") or () if "type" in c},
+            containers=tuple(ContainerView.from_status(s) for s in status.get("containerStatuses") or ()),
+            raw=obj,
+        )
+
+    @property
+    def ready(self) -> bool:
+        return self.conditions.get("Ready") == "True"
+
+    @property
+    def all_containers_terminated(self) -> bool:
+        return bool(self.containers) and all(c.state == "terminated" for c in self.containers)
+
+    def container(self, name: str) -> ContainerView:
+        for container in self.containers:
+            if container.name == name:
+                return container
+        raise KeyError(f"pod {self.name} has no status for container {name!r}")
+
+    def summary(self) -> str:
+        parts = [f"phase={self.phase}"]
+        if self.reason:
+            parts.append(f"reason={self.reason}")
+        if self.deletion_timestamp:
+            parts.append(
+                f"deletionTimestamp={self.deletion_timestamp} "
+                f"deletionGracePeriodSeconds={self.deletion_grace_period_seconds}"
+            )
+        conditions = ",".join(f"{k}={v}" for k, v in sorted(self.conditions.items()))
+        if conditions:
+            parts.append(f"conditions[{conditions}]")
+        parts.extend(f"[{c.summary()}]" for c in self.containers)
+        return " ".join(parts)
+
+    def timeline_fields(self) -> JsonDict:
+        """What the timeline keeps of each observed state."""
+        return {
+            "phase": self.phase,
+            "reason": self.reason,
+            "deletionTimestamp": self.deletion_timestamp,
+            "deletionGracePeriodSeconds": self.deletion_grace_period_seconds,
+            "conditions": self.conditions,
+            "containers": [
+                {
+                    "name": c.name,
+                    "state": c.state,
+                    "exitCode": c.exit_code,
+                    "reason": c.reason,
+                    "finishedAt": c.finished_at,
+                    "containerID": c.container_id,
+                }
+                for c in self.containers
+            ],
+        }

@@ -1,0 +1,174 @@
+"""Pod phase after deletion: `Running` until 1.26, `Failed` / `Succeeded` from 1.27.
+
+Document 000 (shared/seeds/000_c1d4d88888778485.txt, "[Kubernetes 1.27] Pod 停止時のフェーズ遷移の変更"):
+a deleted pod held by a finalizer stayed in phase `Running` after its containers stopped on 1.26
+(kindest/node v1.26.6), and moved to `Failed` (SIGTERM ignored, SIGKILLed: exit 137, reason Error) or
+`Succeeded` (SIGTERM handled: exit 0, reason Completed) on 1.27 (kindest/node v1.27.3). The change is
+k/k#115331 "Give terminal phase correctly to all pods that will not be restarted" (KEP-3329).
+
+Each probe: create the pod, wait until it runs, delete it, watch until its containers have stopped (or
+the pod is gone) and for a few seconds more, then check the claims of expectations/phase_after_deletion.yaml
+for the version the API server reports.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.observe import PodObserver
+from harness.probe import Probe
+from harness.transport import JsonDict
+from harness.views import PodView, parse_time
+
+pytestmark = pytest.mark.probe("phase_after_deletion")
+
+# After the containers stopped, keep watching this long: a phase that stays `Running` is a claim too.
+SETTLE_S = 5.0
+# Beyond the grace period: the kubelet noticing the deletion, its status update, the watch delivering it.
+SLACK_S = 30.0
+
+
+def delete_and_watch(probe: Probe, manifest: JsonDict, until_gone: bool = False) -> tuple[PodObserver, float]:
+    """Start the pod, delete it, watch until its containers stopped (then SETTLE_S more) or it is gone."""
+    with probe.start_pod(manifest) as pod:
+        grace = pod.latest.raw["spec"]["terminationGracePeriodSeconds"]
+        deleted_at = probe.delete_pod(pod.latest)
+        if until_gone:
+            pod.wait_for("the deleted pod to be gone", lambda o: o.gone, within=grace + SLACK_S)
+        else:
+            pod.wait_for(
+                "the deleted pod's containers to stop",
+                lambda o: o.latest.all_containers_terminated,
+                within=grace + SLACK_S,
+                veto=lambda o: "the pod is gone, although a finalizer holds it" if o.gone else None,
+            )
+            pod.observe_for(SETTLE_S)
+    return pod, deleted_at
+
+
+def seconds_after_grace(pod: PodView, container: str) -> float:
+    """When the container finished, counted from the end of the grace period the API server set.
+
+    The server sets deletionTimestamp = time of the delete + grace, and deletionGracePeriodSeconds =
+    grace, so deletionTimestamp is when the grace ends, on the server's clock, like finishedAt (both
+    with one-second resolution: the difference is exact to +-1 s).
+    """
+    finished = parse_time(pod.container(container).finished_at)
+    grace_ends = parse_time(pod.deletion_timestamp)
+    assert finished is not None, f"container {container} of pod {pod.name} has no finishedAt"
+    assert grace_ends is not None, f"pod {pod.name} has no deletionTimestamp"
+    return (finished - grace_ends).total_seconds()
+
+
+def seconds_after_delete(pod: PodView, container: str) -> float:
+    """When the container finished, counted from the delete request on the server's clock."""
+    grace = pod.deletion_grace_period_seconds or 0
+    return seconds_after_grace(pod, container) + grace
+
+
+def check_sigkilled(probe: Probe, pod: PodObserver) -> None:
+    """The container ignored SIGTERM: SIGKILLed when the grace period ran out."""
+    main = pod.latest.container("main")
+    probe.check("sigterm-ignored.exit", {"exitCode": main.exit_code, "reason": main.reason})
+    probe.check("sigterm-ignored.killed-after-grace", seconds_after_grace(pod.latest, "main"))
+
+
+def check_exited_on_sigterm(probe: Probe, pod: PodObserver) -> None:
+    """The container trapped SIGTERM and exited 0, well before the grace period ran out."""
+    main = pod.latest.container("main")
+    probe.check("sigterm-handled.exit", {"exitCode": main.exit_code, "reason": main.reason})
+    probe.check("sigterm-handled.exited-after-delete", seconds_after_delete(pod.latest, "main"))
+
+
+def check_stopped_on_node(probe: Probe, pod: PodObserver) -> None:
+    """The kubelet really stopped the container: it is exited (or already removed) on the node."""
+    state = probe.node_container_state(pod.latest, "main")
+    if state is None:
+        probe.check_not_observable("container-stopped-on-node", "the suite has no access to this cluster's nodes")
+    else:
+        probe.check("container-stopped-on-node", "running" if state == "running" else "stopped")
+
+
+# ----------------------------------------------------------------------------- restartPolicy Always
+
+
+def test_always_pod_ignoring_sigterm(probe: Probe) -> None:
+    """Document 000, first experiment: restartPolicy Always, finalizer, SIGTERM ignored, grace 5 s.
+
+    Claim: exit 137 / Error at the end of the grace; phase stays `Running` the whole time on 1.26,
+    becomes `Failed` on 1.27 (k/k#115331).
+    """
+    pod, deleted_at = delete_and_watch(probe, probe.manifest("pod-finalizer-ignores-sigterm.yaml"))
+    check_sigkilled(probe, pod)
+    probe.check("always.sigterm-ignored.phases", pod.phases_since(deleted_at))
+    check_stopped_on_node(probe, pod)
+    probe.conclude()
+
+
+def test_always_pod_ignoring_sigterm_default_grace(probe: Probe) -> None:
+    """The same with no terminationGracePeriodSeconds, as in the document: the API's default of 30 s."""
+    manifest = probe.manifest("pod-finalizer-ignores-sigterm.yaml")
+    del manifest["spec"]["terminationGracePeriodSeconds"]
+    pod, deleted_at = delete_and_watch(probe, manifest)
+    probe.check("default-grace-period", pod.latest.deletion_grace_period_seconds)
+    check_sigkilled(probe, pod)
+    probe.check("always.sigterm-ignored.phases", pod.phases_since(deleted_at))
+    probe.conclude()
+
+
+def test_always_pod_trapping_sigterm(probe: Probe) -> None:
+    """Document 000, second experiment: restartPolicy Always, finalizer, SIGTERM trapped, exit 0.
+
+    Claim: exit 0 / Completed soon after the delete; phase `Running` on 1.26, `Succeeded` on 1.27.
+    """
+    pod, deleted_at = delete_and_watch(probe, probe.manifest("pod-finalizer-traps-sigterm.yaml"))
+    check_exited_on_sigterm(probe, pod)
+    probe.check("always.sigterm-handled.phases", pod.phases_since(deleted_at))
+    check_stopped_on_node(probe, pod)
+    probe.conclude()
+
+
+# -------------------------------------------------------------------------- restartPolicy OnFailure
+
+
+def test_onfailure_pod_ignoring_sigterm(probe: Probe) -> None:
+    """restartPolicy OnFailure, finalizer, SIGTERM ignored: the document's claim covers OnFailure too."""
+    manifest = probe.manifest("pod-finalizer-ignores-sigterm.yaml")
+    manifest["spec"]["restartPolicy"] = "OnFailure"
+    pod, deleted_at = delete_and_watch(probe, manifest)
+    check_sigkilled(probe, pod)
+    probe.check("onfailure.sigterm-ignored.phases", pod.phases_since(deleted_at))
+    check_stopped_on_node(probe, pod)
+    probe.conclude()
+
+
+def test_onfailure_pod_trapping_sigterm(probe: Probe) -> None:
+    """restartPolicy OnFailure, finalizer, SIGTERM trapped, exit 0."""
+    manifest = probe.manifest("pod-finalizer-traps-sigterm.yaml")
+    manifest["spec"]["restartPolicy"] = "OnFailure"
+    pod, deleted_at = delete_and_watch(probe, manifest)
+    check_exited_on_sigterm(probe, pod)
+    probe.check("onfailure.sigterm-handled.phases", pod.phases_since(deleted_at))
+    check_stopped_on_node(probe, pod)
+    probe.conclude()
+
+
+# --------------------------------------------------------------------------------- no finalizer
+
+
+def test_pod_without_finalizer_ignoring_sigterm(probe: Probe) -> None:
+    """restartPolicy Always, no finalizer, SIGTERM ignored: the phase the watch shows before the pod is gone."""
+    manifest = probe.manifest("pod-finalizer-ignores-sigterm.yaml")
+    del manifest["metadata"]["finalizers"]
+    pod, deleted_at = delete_and_watch(probe, manifest, until_gone=True)
+    probe.check("no-finalizer.sigterm-ignored.phases", pod.phases_since(deleted_at))
+    probe.conclude()
+
+
+def test_pod_without_finalizer_trapping_sigterm(probe: Probe) -> None:
+    """restartPolicy Always, no finalizer, SIGTERM trapped: the phase the watch shows before the pod is gone."""
+    manifest = probe.manifest("pod-finalizer-traps-sigterm.yaml")
+    del manifest["metadata"]["finalizers"]
+    pod, deleted_at = delete_and_watch(probe, manifest, until_gone=True)
+    probe.check("no-finalizer.sigterm-handled.phases", pod.phases_since(deleted_at))
+    probe.conclude()

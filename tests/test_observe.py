@@ -1,0 +1,99 @@
+"""Bounded, event-driven waits and the timeline (harness/observe.py), on scripted watch events."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.observe import PodObserver, ProbeImpossible, ProbeTimeout, Timeline, cannot_start
+from harness.transport import WatchEvent
+from harness.views import PodView
+from tests.doubles import ScriptedWatch, pod
+
+TERMINATED = {"terminated": {"exitCode": 137, "reason": "Error", "finishedAt": "2023-12-11T00:00:10Z"}}
+
+
+def observer(events: list[WatchEvent]) -> tuple[PodObserver, ScriptedWatch, Timeline]:
+    watch = ScriptedWatch(events)
+    timeline = Timeline()
+    return PodObserver(watch, timeline, watch.clock, PodView.from_object(pod(phase="Pending", ready=False))), watch, timeline
+
+
+def test_wait_returns_as_soon_as_the_condition_holds() -> None:
+    obs, watch, _ = observer([WatchEvent(1.0, "MODIFIED", pod()), WatchEvent(9.0, "MODIFIED", pod(rv="3"))])
+    obs.wait_for("pod Ready", lambda o: o.latest.ready, within=5)
+    assert watch.now == 1.0
+    assert obs.latest.phase == "Running"
+
+
+def test_a_timeout_says_what_was_awaited_and_what_was_last_seen() -> None:
+    obs, watch, _ = observer([WatchEvent(1.0, "MODIFIED", pod(ready=False))])
+    with pytest.raises(ProbeTimeout) as err:
+        obs.wait_for("the containers to stop", lambda o: o.latest.all_containers_terminated, within=7)
+    message = str(err.value)
+    assert message.startswith("timed out after 7s waiting for the containers to stop")
+    assert "last seen pod/running-pod: phase=Running" in message
+    assert "[main: running]" in message
+    assert "timeline:" in message and "MODIFIED" in message
+    assert watch.now == pytest.approx(7.0)
+
+
+def test_a_veto_stops_the_wait_at_once_with_its_reason() -> None:
+    stuck = pod(phase="Pending", ready=False, container_state={"waiting": {"reason": "ImagePullBackOff"}})
+    obs, watch, _ = observer([WatchEvent(2.0, "MODIFIED", stuck), WatchEvent(50.0, "MODIFIED", pod())])
+    with pytest.raises(ProbeImpossible, match="container main is waiting: ImagePullBackOff"):
+        obs.wait_for("pod Ready", lambda o: o.latest.ready, within=180, veto=cannot_start)
+    assert watch.now == 2.0
+
+
+def test_observe_for_keeps_recording_and_phases_show_every_change_after_the_action() -> None:
+    deleting = pod(deletion_timestamp="2023-12-11T00:00:10Z", grace=5)
+    failed = pod(phase="Failed", ready=False, container_state=TERMINATED, deletion_timestamp="2023-12-11T00:00:10Z")
+    obs, _, _ = observer(
+        [WatchEvent(1.0, "MODIFIED", pod()), WatchEvent(5.1, "MODIFIED", deleting), WatchEvent(10.4, "MODIFIED", failed)]
+    )
+    obs.wait_for("Ready", lambda o: o.latest.ready, within=5)
+    obs.observe_for(20)
+    assert obs.phases_since(5.0) == ["Running", "Failed"]
+    assert obs.phases_since(11.0) == ["Failed"]
+
+
+def test_phase_that_never_changes_is_one_entry() -> None:
+    obs, _, _ = observer([WatchEvent(1.0, "MODIFIED", pod()), WatchEvent(6.0, "MODIFIED", pod(rv="9"))])
+    obs.observe_for(10)
+    assert obs.phases_since(2.0) == ["Running"]
+
+
+def test_deleted_event_marks_the_pod_gone_with_its_last_state() -> None:
+    final = pod(phase="Succeeded", ready=False, container_state=TERMINATED)
+    obs, _, _ = observer([WatchEvent(3.0, "DELETED", final)])
+    obs.wait_for("gone", lambda o: o.gone, within=10)
+    assert obs.latest.phase == "Succeeded"
+
+
+def test_a_relist_after_a_gap_is_marked_in_the_timeline() -> None:
+    obs, _, timeline = observer([WatchEvent(4.0, "RELISTED", pod(rv="7"), gap="watch expired (410 Gone)")])
+    obs.observe_for(5)
+    assert timeline.gaps == ["watch expired (410 Gone)"]
+    assert "[gap: watch expired (410 Gone)]" in timeline.render()
+
+
+def test_a_relist_that_finds_nothing_means_gone() -> None:
+    obs, _, _ = observer([WatchEvent(4.0, "RELISTED", None, gap="watch connection lost")])
+    obs.wait_for("gone", lambda o: o.gone, within=10)
+    assert obs.gone
+
+
+def test_a_failed_watch_is_impossible_not_a_timeout() -> None:
+    obs, _, _ = observer([WatchEvent(1.0, "ERROR", None, gap="watch failed: 403 Forbidden")])
+    with pytest.raises(ProbeImpossible, match="403 Forbidden"):
+        obs.wait_for("Ready", lambda o: o.latest.ready, within=10)
+
+
+def test_timeline_times_are_relative_to_the_anchor_action() -> None:
+    timeline = Timeline()
+    timeline.action(2.0, "create")
+    timeline.action(5.0, "delete", anchor=True)
+    timeline.observed(10.5, "pod/p", "MODIFIED", {"phase": "Failed"})
+    entries = timeline.to_json()["entries"]
+    assert [e["t"] for e in entries] == [-3.0, 0.0, 5.5]
+    assert timeline.to_json()["anchor"] == "delete"
