@@ -228,10 +228,9 @@ def _replayed_probe(request: pytest.FixtureRequest, run: Run, family: str, name:
     if path is None:
         pytest.fail(f"no recording of {name} under {request.config.getoption('--replay')}", pytrace=False)
     recording = Recording.load(path)
-    transport = ReplayTransport(recording)
-    namespace, run_id = recording.origin["namespace"], recording.origin["run_id"]
-    probe = Probe(name, family, transport, namespace, run, run_id, record_name=request.node.name)
-    probe.server_version  # noqa: B018 - every recording starts by asking the server's version
+    probe = Probe.replaying(recording, family, run, record_name=request.node.name)
+    transport = probe.transport
+    assert isinstance(transport, ReplayTransport)
     yield probe
     outcome = _outcome(request)
     if outcome == "failed":

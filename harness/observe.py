@@ -69,12 +69,25 @@ class Timeline:
                 before = previous.get(entry.source, {})
                 shown = {k: v for k, v in entry.detail.items() if before.get(k) != v}
                 previous[entry.source] = entry.detail
-            text = " ".join(f"{k}={v}" for k, v in shown.items() if v not in (None, {}, []))
+            text = " ".join(f"{k}={_compact(v)}" for k, v in shown.items() if v not in (None, {}, []))
             gap = f" [gap: {entry.gap}]" if entry.gap else ""
             lines.append(f"{self.rel(entry.t):+8.2f}s {entry.source:<24} {entry.what:<10}{gap} {text}".rstrip())
         if last is not None and len(lines) > last:
             lines = [f"... {len(lines) - last} earlier entries", *lines[-last:]]
         return "\n".join(lines)
+
+
+def _compact(value: Any) -> str:
+    """Timeline values on one short line: containers as 'main:terminated(137,Error,finishedAt)'."""
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items())
+    if isinstance(value, list) and all(isinstance(v, dict) and "state" in v for v in value):
+        parts = []
+        for c in value:
+            detail = [str(c[k]) for k in ("exitCode", "reason", "finishedAt") if c.get(k) is not None]
+            parts.append(f"{c.get('name')}:{c['state']}" + (f"({','.join(detail)})" if detail else ""))
+        return ";".join(parts)
+    return str(value)
 
 
 class ProbeTimeout(AssertionError):

@@ -19,7 +19,7 @@ from harness.expectations import NOT_OBSERVABLE, PASS, Verdict, evaluate, load_c
 from harness.kind import container_state_on_node
 from harness.observe import PodObserver, Timeline, cannot_start
 from harness.run import RUN_LABEL, SUITE_LABEL, Run, safe_name
-from harness.transport import JsonDict, Transport
+from harness.transport import JsonDict, Recording, ReplayTransport, Transport
 from harness.versions import KubeVersion
 from harness.views import PodView
 
@@ -53,6 +53,14 @@ class Probe:
         self.verdicts: list[Verdict] = []
         self.pods: dict[str, PodView] = {}
         self._server_version: KubeVersion | None = None
+
+    @classmethod
+    def replaying(cls, recording: Recording, family: str, run: Run, record_name: str = "") -> Probe:
+        """A probe whose cluster is a recording: everything but the transport is as in a live run."""
+        namespace, run_id = recording.origin["namespace"], recording.origin["run_id"]
+        probe = cls(recording.probe, family, ReplayTransport(recording), namespace, run, run_id, record_name)
+        probe.server_version  # noqa: B018 - a recording starts with the server's version, as a live run does
+        return probe
 
     # ------------------------------------------------------------------------------------ acting
 

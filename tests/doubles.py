@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.kind import Completed
@@ -64,7 +64,7 @@ def pod(
     phase: str = "Running",
     ready: bool = True,
     rv: str = "1",
-    container_state: dict[str, object] | None = None,
+    container_state: Mapping[str, object] | None = None,
     deletion_timestamp: str | None = None,
     grace: int | None = None,
 ) -> dict[str, object]:
@@ -85,7 +85,7 @@ def pod(
                     "ready": ready,
                     "restartCount": 0,
                     "containerID": "containerd://abc123",
-                    "state": container_state or {"running": {"startedAt": "2023-12-11T00:00:02Z"}},
+                    "state": dict(container_state or {"running": {"startedAt": "2023-12-11T00:00:02Z"}}),
                 }
             ],
         },

@@ -20,7 +20,7 @@ from harness.versions import KubeVersion, known_images
 
 FAMILIES = sorted(p.stem for p in EXPECTATIONS_DIR.glob("*.yaml"))
 # Every version the image table knows, plus the pre-releases around the 1.27 boundary.
-VERSIONS = sorted({str(i.kubernetes.version) for i in known_images()}) + ["1.27.0-alpha.1", "1.27.0-rc.0"]
+VERSIONS = [*sorted({str(i.kubernetes.version) for i in known_images()}), "1.27.0-alpha.1", "1.27.0-rc.0"]
 
 PHASES = Claim(
     id="phases",
@@ -60,7 +60,9 @@ def test_a_matching_observation_passes() -> None:
 def test_a_mismatch_names_the_version_range_the_cluster_behaved_like() -> None:
     verdict = evaluate(PHASES, KubeVersion.parse("v1.27.3"), ["Running"])
     assert verdict.status == FAIL
-    assert "phases after delete was ['Running'], expected ['Running', 'Failed'] on Kubernetes v1.27.3" in verdict.message
+    assert (
+        "phases after delete was ['Running'], expected ['Running', 'Failed'] on Kubernetes v1.27.3" in verdict.message
+    )
     assert "the v1.27.3 cluster behaved like <1.27.0-alpha.3" in verdict.message
 
 

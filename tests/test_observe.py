@@ -15,7 +15,11 @@ TERMINATED = {"terminated": {"exitCode": 137, "reason": "Error", "finishedAt": "
 def observer(events: list[WatchEvent]) -> tuple[PodObserver, ScriptedWatch, Timeline]:
     watch = ScriptedWatch(events)
     timeline = Timeline()
-    return PodObserver(watch, timeline, watch.clock, PodView.from_object(pod(phase="Pending", ready=False))), watch, timeline
+    return (
+        PodObserver(watch, timeline, watch.clock, PodView.from_object(pod(phase="Pending", ready=False))),
+        watch,
+        timeline,
+    )
 
 
 def test_wait_returns_as_soon_as_the_condition_holds() -> None:
@@ -49,7 +53,11 @@ def test_observe_for_keeps_recording_and_phases_show_every_change_after_the_acti
     deleting = pod(deletion_timestamp="2023-12-11T00:00:10Z", grace=5)
     failed = pod(phase="Failed", ready=False, container_state=TERMINATED, deletion_timestamp="2023-12-11T00:00:10Z")
     obs, _, _ = observer(
-        [WatchEvent(1.0, "MODIFIED", pod()), WatchEvent(5.1, "MODIFIED", deleting), WatchEvent(10.4, "MODIFIED", failed)]
+        [
+            WatchEvent(1.0, "MODIFIED", pod()),
+            WatchEvent(5.1, "MODIFIED", deleting),
+            WatchEvent(10.4, "MODIFIED", failed),
+        ]
     )
     obs.wait_for("Ready", lambda o: o.latest.ready, within=5)
     obs.observe_for(20)

@@ -299,7 +299,6 @@ SCENARIOS = [
 ]  # fmt: skip
 
 
-
 def main() -> None:
     out = REPO / "recordings" / "phase_after_deletion"
     out.mkdir(parents=True, exist_ok=True)

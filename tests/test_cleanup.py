@@ -1,0 +1,95 @@
+"""Per-probe namespace cleanup (harness/cluster.py) against a stand-in for CoreV1Api.
+
+The stand-in keeps pods and namespaces in dicts and answers like the API server does for the calls
+cleanup makes (list, JSON patch with a test op, delete, read -> 404 once deleted).
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from harness.cluster import cleanup_probe_namespace
+from harness.run import PROBE_FINALIZER
+
+OTHER = "example.com/not-ours"
+
+
+class FakeCore:
+    """Stands in for kubernetes.client.CoreV1Api: only the calls namespace cleanup makes."""
+
+    def __init__(self, pods: dict[str, list[str]], fail_patch_once_with: int | None = None) -> None:
+        self.pods = pods
+        self.namespaces = {"probe-ns"}
+        self.patches: list[tuple[str, list[dict[str, Any]]]] = []
+        self.fail_patch_once_with = fail_patch_once_with
+
+    def list_namespaced_pod(self, namespace: str) -> Any:
+        if namespace not in self.namespaces:
+            raise ApiException(status=404)
+        return SimpleNamespace(
+            items=[SimpleNamespace(metadata=SimpleNamespace(name=n, finalizers=f)) for n, f in self.pods.items()]
+        )
+
+    def patch_namespaced_pod(self, name: str, namespace: str, body: list[dict[str, Any]]) -> None:
+        if self.fail_patch_once_with:
+            status, self.fail_patch_once_with = self.fail_patch_once_with, None
+            if status == 422:
+                self.pods[name] = [*self.pods[name], "late.example/added"]
+            raise ApiException(status=status)
+        test, replace = body
+        assert test["op"] == "test" and test["value"] == self.pods[name], "stale JSON patch"
+        self.patches.append((name, body))
+        self.pods[name] = replace["value"]
+
+    def read_namespaced_pod(self, name: str, namespace: str) -> Any:
+        return SimpleNamespace(metadata=SimpleNamespace(finalizers=self.pods[name]))
+
+    def delete_namespace(self, name: str) -> None:
+        self.namespaces.discard(name)
+
+    def read_namespace(self, name: str) -> Any:
+        if name not in self.namespaces:
+            raise ApiException(status=404)
+        return SimpleNamespace()
+
+
+def test_only_the_suites_own_finalizer_is_removed_then_the_namespace_is_deleted() -> None:
+    core = FakeCore({"held": [PROBE_FINALIZER], "shared": [OTHER, PROBE_FINALIZER], "foreign": [OTHER], "plain": []})
+    report = cleanup_probe_namespace(core, "probe-ns")  # type: ignore[arg-type]
+    assert core.pods == {"held": [], "shared": [OTHER], "foreign": [OTHER], "plain": []}
+    assert sorted(report.finalizers_removed) == ["held", "shared"]
+    assert report.namespace_deleted and not report.errors
+    assert "probe-ns" not in core.namespaces
+
+
+def test_a_finalizer_list_that_changed_meanwhile_is_re_read_not_overwritten() -> None:
+    core = FakeCore({"held": [PROBE_FINALIZER]}, fail_patch_once_with=422)
+    report = cleanup_probe_namespace(core, "probe-ns")  # type: ignore[arg-type]
+    assert core.pods["held"] == ["late.example/added"]
+    assert report.finalizers_removed == ["held"]
+
+
+def test_a_failing_step_is_reported_and_the_namespace_is_still_deleted() -> None:
+    core = FakeCore({"held": [PROBE_FINALIZER]}, fail_patch_once_with=403)
+    report = cleanup_probe_namespace(core, "probe-ns")  # type: ignore[arg-type]
+    assert report.errors == ["remove finalizer from pod held: 403 None"]
+    assert "probe-ns" not in core.namespaces
+
+
+def test_an_already_deleted_namespace_is_fine() -> None:
+    core = FakeCore({})
+    core.namespaces.clear()
+    report = cleanup_probe_namespace(core, "probe-ns")  # type: ignore[arg-type]
+    assert report.namespace_deleted and not report.errors
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_transient_errors_while_removing_a_finalizer_are_retried(status: int) -> None:
+    core = FakeCore({"held": [PROBE_FINALIZER]}, fail_patch_once_with=status)
+    report = cleanup_probe_namespace(core, "probe-ns")  # type: ignore[arg-type]
+    assert core.pods["held"] == []
+    assert not report.errors

@@ -1,0 +1,65 @@
+"""`make probe` on bad input and on a host without Docker/kind: fails in seconds, says why, exits non-zero.
+
+These run the real entry point (`python -m harness probe`) in a child process with PATH emptied of
+docker and kind, which is the honest version of "a laptop without Docker".
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*args: str, path: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    env = {**os.environ, "PATH": path}
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=60
+    )
+    return proc, time.monotonic() - started
+
+
+def test_without_docker_and_kind_probe_fails_in_seconds_naming_both(tmp_path: Path) -> None:
+    proc, took = run_cli("probe", "--version", "1.27", path=str(tmp_path))
+    assert proc.returncode == 3
+    assert "docker is not on PATH" in proc.stderr
+    assert "kind is not on PATH" in proc.stderr
+    assert took < 10
+
+
+def test_unknown_version_exits_non_zero_and_lists_the_known_ones(tmp_path: Path) -> None:
+    proc, _ = run_cli("probe", "--version", "9.99", path=str(tmp_path))
+    assert proc.returncode == 2
+    assert "no pinned node image for Kubernetes 9.99" in proc.stderr
+    assert "1.26 (" in proc.stderr and "1.27 (" in proc.stderr
+
+
+def test_malformed_version_and_non_node_image_exit_non_zero(tmp_path: Path) -> None:
+    assert run_cli("probe", "--version", "latest", path=str(tmp_path))[0].returncode == 2
+    proc, _ = run_cli("probe", "--image", "alpine:3.18.4", path=str(tmp_path))
+    assert proc.returncode == 2
+    assert "not a node image reference" in proc.stderr
+
+
+def test_make_probe_without_docker_and_kind_fails_through_the_makefile(tmp_path: Path) -> None:
+    """The README's command itself; STAMP= skips the install step (the venv running this test is used)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    make = subprocess.run(["sh", "-c", "command -v make"], capture_output=True, text=True, check=True).stdout.strip()
+    (bin_dir / "make").symlink_to(make)  # only make is on PATH: no docker, no kind
+    proc = subprocess.run(
+        ["make", "--no-print-directory", "probe", "VERSION=1.27", "STAMP=", f"PY={sys.executable}"],
+        cwd=REPO,
+        env={**os.environ, "PATH": str(bin_dir)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode != 0
+    assert "docker is not on PATH" in proc.stderr
+    assert "kind is not on PATH" in proc.stderr

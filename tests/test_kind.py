@@ -1,0 +1,118 @@
+"""The kind/Docker wrapper (harness/kind.py) with the kind and docker processes stood in by FakeRunner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.kind import (
+    ClusterFailed,
+    KindCluster,
+    PrerequisiteMissing,
+    check_prerequisites,
+    container_state_on_node,
+    parse_kind_version,
+    run_command,
+)
+from tests.doubles import FakeRunner, failed, ok
+
+
+def on_path(*present: str) -> object:
+    return lambda name: f"/usr/bin/{name}" if name in present else None
+
+
+def test_missing_docker_and_kind_are_both_named_with_what_to_install() -> None:
+    with pytest.raises(PrerequisiteMissing) as err:
+        check_prerequisites(runner=FakeRunner(), which=on_path())  # type: ignore[arg-type]
+    message = str(err.value)
+    assert "docker is not on PATH: install Docker" in message
+    assert "kind is not on PATH: install kind: https://kind.sigs.k8s.io" in message
+
+
+def test_a_docker_daemon_that_does_not_answer_is_reported_with_dockers_words() -> None:
+    runner = FakeRunner({"docker info": failed("Cannot connect to the Docker daemon at unix:///var/run/docker.sock")})
+    with pytest.raises(PrerequisiteMissing) as err:
+        check_prerequisites(runner=runner, which=on_path("docker", "kind"))  # type: ignore[arg-type]
+    assert "docker is installed but its daemon does not answer (is Docker running?)" in str(err.value)
+    assert "Cannot connect to the Docker daemon" in str(err.value)
+
+
+def test_prerequisites_return_the_kind_version_line() -> None:
+    runner = FakeRunner({"kind version": ok("kind v0.20.0 go1.20.4 linux/amd64\n")})
+    line = check_prerequisites(runner=runner, which=on_path("docker", "kind"))  # type: ignore[arg-type]
+    assert parse_kind_version(line) == "v0.20.0"
+    assert parse_kind_version("0.32.0") == "v0.32.0"
+
+
+def cluster(runner: FakeRunner, tmp_path: Path) -> KindCluster:
+    return KindCluster(
+        "plp-1-27-ab12", "kindest/node:v1.27.3@sha256:" + "3" * 64, tmp_path / "kubeconfig", runner=runner
+    )
+
+
+def test_create_uses_a_private_kubeconfig_and_the_pinned_image(tmp_path: Path) -> None:
+    runner = FakeRunner()
+    c = cluster(runner, tmp_path)
+    c.create(tmp_path / "logs")
+    assert runner.calls[0] == [
+        "kind", "create", "cluster", "--name", "plp-1-27-ab12", "--image", c.image,
+        "--kubeconfig", str(tmp_path / "kubeconfig"), "--wait", "120s",
+    ]  # fmt: skip
+    assert c.created
+
+
+def test_a_failed_create_shows_kinds_output_exports_logs_then_removes_the_remains(tmp_path: Path) -> None:
+    runner = FakeRunner({"kind create cluster": failed("ERROR: failed to create cluster: failed to pull image")})
+    c = cluster(runner, tmp_path)
+    with pytest.raises(ClusterFailed) as err:
+        c.create(tmp_path / "logs")
+    assert "failed to pull image" in str(err.value)
+    assert "hint: the node image could not be pulled" in str(err.value)
+    assert [call[:3] for call in runner.calls[1:]] == [["kind", "export", "logs"], ["kind", "delete", "cluster"]]
+    assert not c.created
+
+
+def test_a_name_conflict_never_deletes_the_other_cluster(tmp_path: Path) -> None:
+    conflict = 'ERROR: failed to create cluster: node(s) already exist for a cluster with the name "plp-1-27-ab12"'
+    runner = FakeRunner({"kind create cluster": failed(conflict)})
+    c = cluster(runner, tmp_path)
+    with pytest.raises(ClusterFailed, match="a cluster of that name exists"):
+        c.create(tmp_path / "logs")
+    assert not runner.ran("kind", "delete")
+    assert c.delete() is None
+    assert not runner.ran("kind", "delete")
+
+
+def test_delete_removes_only_a_cluster_this_run_created(tmp_path: Path) -> None:
+    runner = FakeRunner()
+    c = cluster(runner, tmp_path)
+    assert c.delete() is None
+    c.create(tmp_path / "logs")
+    c.delete()
+    assert runner.calls[-1] == [
+        "kind",
+        "delete",
+        "cluster",
+        "--name",
+        "plp-1-27-ab12",
+        "--kubeconfig",
+        str(tmp_path / "kubeconfig"),
+    ]
+    assert not c.created
+
+
+def test_node_containers_come_from_crictl_in_the_node(tmp_path: Path) -> None:
+    listing = {"containers": [{"id": "abc", "state": "CONTAINER_EXITED"}, {"id": "def", "state": "CONTAINER_RUNNING"}]}
+    runner = FakeRunner({"docker exec plp-1-27-ab12-control-plane": ok(json.dumps(listing))})
+    containers = cluster(runner, tmp_path).node_containers("plp-1-27-ab12-control-plane")
+    assert runner.calls[0] == ["docker", "exec", "plp-1-27-ab12-control-plane", "crictl", "ps", "-a", "-o", "json"]
+    assert container_state_on_node(containers, "abc") == "exited"
+    assert container_state_on_node(containers, "def") == "running"
+    assert container_state_on_node(containers, "0123") == "removed"
+
+
+def test_run_command_reports_a_missing_binary_instead_of_raising() -> None:
+    result = run_command(["/nonexistent/kind", "version"], 5)
+    assert result.returncode == 127

@@ -1,0 +1,139 @@
+"""The offline recordings: derived ones are current and say so; contradicting ones make probes fail clearly.
+
+The contradiction tests run the probe functions themselves on edited copies of the derived recordings,
+through the same Probe/ReplayTransport the `--replay` run uses.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.observe import ProbeTimeout
+from harness.probe import ClaimsFailed, Probe
+from harness.run import Run
+from harness.transport import Recording
+
+REPO = Path(__file__).resolve().parent.parent
+RECORDINGS = REPO / "recordings"
+sys.path.insert(0, str(REPO / "tools"))
+import derive_recordings  # noqa: E402
+
+from probes import test_phase_after_deletion as phase_probes  # noqa: E402
+
+
+def test_derived_recordings_are_current_and_say_they_are_derived() -> None:
+    written = {p.name: json.loads(p.read_text()) for p in (RECORDINGS / "phase_after_deletion").glob("*-derived.json")}
+    assert len(written) == len(derive_recordings.SCENARIOS)
+    for scenario in derive_recordings.SCENARIOS:
+        name = f"{scenario.probe.removeprefix('test_')}--{scenario.git_version}-derived.json"
+        assert written[name] == json.loads(json.dumps(derive_recordings.derive(scenario))), (
+            f"{name}: run make recordings"
+        )
+        assert written[name]["origin"]["kind"] == "derived"
+        assert "not recorded" in written[name]["origin"]["note"]
+
+
+def test_every_probe_has_recordings_for_both_sides_of_the_1_27_boundary() -> None:
+    probes = {n for n in dir(phase_probes) if n.startswith("test_")}
+    recorded: dict[str, set[str]] = {}
+    for path in RECORDINGS.rglob("*.json"):
+        recording = Recording.load(path)
+        recorded.setdefault(recording.probe.split("::")[1], set()).add(recording.server_git_version())
+    for probe in probes:
+        assert recorded.get(probe, set()) >= {"v1.26.6", "v1.27.3"}, probe
+
+
+def load(name: str) -> Recording:
+    return Recording.load(RECORDINGS / "phase_after_deletion" / name)
+
+
+def edit_states(recording: Recording, change: Callable[[dict[str, Any]], None]) -> Recording:
+    """A copy of the recording with every watched state after the delete changed."""
+    edited = copy.deepcopy(recording)
+    for step in edited.interactions:
+        for event in step.get("events", []):
+            if event["object"]["metadata"].get("deletionTimestamp"):
+                change(event["object"])
+    return edited
+
+
+def run_probe(recording: Recording, tmp_path: Path) -> Probe:
+    probe = Probe.replaying(recording, "phase_after_deletion", Run.start(tmp_path))
+    getattr(phase_probes, recording.probe.split("::")[1])(probe)
+    return probe
+
+
+def test_a_1_27_cluster_whose_deleted_pod_stays_running_fails_and_says_it_behaved_like_1_26(tmp_path: Path) -> None:
+    stays_running = edit_states(
+        load("always_pod_ignoring_sigterm--v1.27.3-derived.json"), lambda pod: pod["status"].update(phase="Running")
+    )
+    with pytest.raises(ClaimsFailed) as err:
+        run_probe(stays_running, tmp_path)
+    message = str(err.value)
+    assert "1 of 4 claims failed on Kubernetes v1.27.3" in message
+    assert "always.sigterm-ignored.phases: phases of the pod from the delete" in message
+    assert "after its container stopped was ['Running']" in message
+    assert "expected ['Running', 'Failed']" in message
+    assert "the v1.27.3 cluster behaved like <1.27.0-alpha.3" in message
+    assert "timeline:" in message and "delete" in message
+
+
+def test_a_1_26_cluster_that_fails_the_pod_fails_the_probe_the_other_way(tmp_path: Path) -> None:
+    went_failed = edit_states(
+        load("always_pod_ignoring_sigterm--v1.26.6-derived.json"),
+        lambda pod: (
+            pod["status"].update(phase="Failed")
+            if pod["status"]["containerStatuses"][0]["state"].get("terminated")
+            else None
+        ),
+    )
+    with pytest.raises(ClaimsFailed, match=r"the v1\.26\.6 cluster behaved like >=1\.27\.0-alpha\.3"):
+        run_probe(went_failed, tmp_path)
+
+
+def test_a_container_killed_early_fails_the_grace_claim(tmp_path: Path) -> None:
+    def killed_at_delete(pod: dict[str, Any]) -> None:
+        state = pod["status"]["containerStatuses"][0]["state"]
+        if "terminated" in state:
+            state["terminated"]["finishedAt"] = pod["metadata"]["creationTimestamp"]
+
+    with pytest.raises(
+        ClaimsFailed, match=r"sigterm-ignored\.killed-after-grace: .* was -\d+\.0, expected between -1\.0 and 3\.0"
+    ):
+        run_probe(edit_states(load("always_pod_ignoring_sigterm--v1.27.3-derived.json"), killed_at_delete), tmp_path)
+
+
+def test_a_container_still_running_on_the_node_fails_the_node_claim(tmp_path: Path) -> None:
+    recording = copy.deepcopy(load("always_pod_trapping_sigterm--v1.27.3-derived.json"))
+    recording.interactions[-1]["response"][0]["state"] = "CONTAINER_RUNNING"
+    with pytest.raises(ClaimsFailed, match=r"container-stopped-on-node: .* was 'running', expected 'stopped'"):
+        run_probe(recording, tmp_path)
+
+
+def test_a_pod_that_never_stops_times_out_saying_what_was_awaited(tmp_path: Path) -> None:
+    recording = copy.deepcopy(load("always_pod_ignoring_sigterm--v1.27.3-derived.json"))
+    watch = next(step for step in recording.interactions if step["call"] == "watch")
+    watch["events"] = [e for e in watch["events"] if "terminated" not in json.dumps(e["object"]["status"])]
+    watch["closed_at"] = 100.0
+    with pytest.raises(ProbeTimeout) as err:
+        run_probe(recording, tmp_path)
+    assert "timed out after 35s waiting for the deleted pod's containers to stop" in str(err.value)
+    assert "last seen pod/running-pod: phase=Running" in str(err.value)
+
+
+def test_on_a_cluster_without_node_access_the_node_claim_is_not_observable_never_passed(tmp_path: Path) -> None:
+    recording = copy.deepcopy(load("always_pod_trapping_sigterm--v1.27.3-derived.json"))
+    recording.origin["node_access"] = False
+    recording.interactions.pop()  # no node listing: the suite cannot reach this cluster's nodes
+    with pytest.warns(UserWarning, match="container-stopped-on-node: not observable"):
+        probe = run_probe(recording, tmp_path)
+    statuses = {v.claim.id: v.status for v in probe.verdicts}
+    assert statuses["container-stopped-on-node"] == "not observable"
+    assert list(statuses.values()).count("pass") == 3

@@ -1,0 +1,184 @@
+"""Recording and replaying a probe's conversation with a cluster (harness/transport.py)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from harness.transport import (
+    LiveTransport,
+    Recording,
+    RecordingMismatch,
+    RecordingTransport,
+    ReplayTransport,
+    WatchEvent,
+    _LiveWatch,
+    is_transient,
+)
+from tests.doubles import ScriptedWatch, pod
+
+
+class ScriptedCluster:
+    """Stands in for LiveTransport: fixed answers and a scripted watch, on a virtual clock."""
+
+    node_access = True
+
+    def __init__(self) -> None:
+        self.watch_stream = ScriptedWatch(
+            [WatchEvent(1.0, "MODIFIED", pod(rv="2")), WatchEvent(3.0, "DELETED", pod(rv="3"))]
+        )
+
+    def now(self) -> float:
+        return self.watch_stream.now
+
+    def server_version(self) -> dict[str, Any]:
+        return {"gitVersion": "v1.27.3"}
+
+    def create(self, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
+        return pod(rv="1")
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        return None
+
+    def delete(self, kind: str, namespace: str, name: str, grace_period_seconds: int | None = None) -> dict[str, Any]:
+        self.watch_stream.now += 0.05
+        return pod(rv="2")
+
+    def watch(self, kind: str, namespace: str, name: str, resource_version: str) -> ScriptedWatch:
+        return self.watch_stream
+
+    def list_events(self, namespace: str) -> list[dict[str, Any]]:
+        return []
+
+    def read_log(self, namespace: str, pod: str, container: str) -> str:
+        return "Hello world\n"
+
+    def node_containers(self, node: str) -> list[dict[str, Any]] | None:
+        return [{"id": "abc123", "state": "CONTAINER_EXITED"}]
+
+
+def converse(transport: Any) -> list[Any]:
+    """A fixed conversation, as a probe would have it."""
+    seen: list[Any] = [transport.server_version()["gitVersion"], transport.create("ns", {"kind": "Pod", "x": 1})]
+    handle = transport.watch("Pod", "ns", "running-pod", "1")
+    seen.append(transport.delete("Pod", "ns", "running-pod"))
+    while (event := handle.next_event(2.0)) is not None:
+        seen.append((event.type, event.t))
+    handle.close()
+    seen.append(transport.node_containers("kind-control-plane"))
+    return seen
+
+
+def test_a_recording_replays_the_same_conversation(tmp_path: Any) -> None:
+    recording = Recording("p.py::test_x", {"kind": "live", "namespace": "ns", "run_id": "r"})
+    live = converse(RecordingTransport(ScriptedCluster(), recording))
+    recording.write(tmp_path / "r.json")
+    replay = ReplayTransport(Recording.load(tmp_path / "r.json"))
+    assert converse(replay) == live
+    assert replay.unused_calls() == []
+
+
+def test_replay_refuses_a_call_the_recording_does_not_have(tmp_path: Any) -> None:
+    recording = Recording("p.py::test_x", {"kind": "live"})
+    converse(RecordingTransport(ScriptedCluster(), recording))
+    replay = ReplayTransport(recording)
+    replay.server_version()
+    with pytest.raises(RecordingMismatch, match=r"call 2 of the recording of p.py::test_x is create\(namespace='ns'\)"):
+        replay.delete("Pod", "ns", "running-pod")
+
+
+def test_replay_refuses_a_different_manifest_and_says_where_it_differs() -> None:
+    recording = Recording("p.py::test_x", {"kind": "live"})
+    converse(RecordingTransport(ScriptedCluster(), recording))
+    replay = ReplayTransport(recording)
+    replay.server_version()
+    with pytest.raises(RecordingMismatch, match=r"\.x: recorded 1, probe 2"):
+        replay.create("ns", {"kind": "Pod", "x": 2})
+
+
+def test_replay_refuses_to_watch_longer_than_was_recorded() -> None:
+    recording = Recording("p.py::test_x", {"kind": "live"})
+    converse(RecordingTransport(ScriptedCluster(), recording))
+    replay = ReplayTransport(recording)
+    replay.server_version(), replay.create("ns", {"kind": "Pod", "x": 1})
+    handle = replay.watch("Pod", "ns", "running-pod", "1")
+    while handle.next_event(2.0) is not None:
+        pass
+    with pytest.raises(RecordingMismatch, match="stopped watching at t="):
+        handle.next_event(30.0)
+
+
+def test_node_access_off_makes_node_listings_unobservable() -> None:
+    recording = Recording("p.py::test_x", {"kind": "live", "node_access": False})
+    recording.interactions.append({"call": "node_containers", "request": {"node": "n"}, "t_start": 0, "response": []})
+    replay = ReplayTransport(recording)
+    assert replay.node_access is False
+    assert replay.node_containers("n") is None
+
+
+@pytest.mark.parametrize(
+    ("err", "transient"),
+    [
+        (ApiException(status=429), True),
+        (ApiException(status=503), True),
+        (ApiException(status=0), True),
+        (ApiException(status=404), False),
+        (ApiException(status=409), False),
+        (ApiException(status=410), False),
+        (ConnectionResetError(), True),
+        (ValueError(), False),
+    ],
+)
+def test_only_transient_api_failures_are_retried(err: BaseException, transient: bool) -> None:
+    assert is_transient(err) is transient
+
+
+class GoneOnceWatch(_LiveWatch):
+    """_LiveWatch with its stream replaced: the stand-in for the API server's watch endpoint expires once."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.streams = 0
+        self.relisted = threading.Event()
+        super().__init__(*args, **kwargs)
+
+    def _stream(self) -> Iterator[dict[str, Any]]:
+        self.streams += 1
+        if self.streams == 1:
+            yield {"type": "MODIFIED", "raw_object": pod(rv="5")}
+            raise ApiException(status=410, reason="Gone")
+        yield {"type": "BOOKMARK", "raw_object": {"metadata": {"resourceVersion": "12"}}}
+        yield {"type": "MODIFIED", "raw_object": pod(rv="13")}
+        self._stop.wait(5)
+
+
+def test_live_watch_relists_after_410_and_marks_the_gap() -> None:
+    listing = SimpleNamespace(items=[{"relisted": True}], metadata=SimpleNamespace(resource_version="11"))
+    calls: list[dict[str, Any]] = []
+
+    def list_pods(namespace: str, **kwargs: Any) -> Any:  # stands in for CoreV1Api.list_namespaced_pod
+        calls.append(kwargs)
+        return listing
+
+    watch = GoneOnceWatch(list_pods, "ns", "running-pod", "1", lambda: 0.0, lambda obj: pod(rv="11"))
+    try:
+        events = [watch.next_event(5.0) for _ in range(3)]
+    finally:
+        watch.close()
+    assert [e.type if e else None for e in events] == ["MODIFIED", "RELISTED", "MODIFIED"]
+    assert events[1] is not None and events[1].gap == "watch expired (410 Gone)"
+    assert calls == [{"field_selector": "metadata.name=running-pod"}]
+    assert watch._rv == "13"
+
+
+def test_live_transport_refuses_kinds_it_does_not_handle() -> None:
+    from kubernetes import client
+
+    transport = LiveTransport(client.ApiClient(), node_lister=None)
+    assert transport.node_access is False
+    with pytest.raises(ValueError, match="does not handle StatefulSet"):
+        transport.watch("StatefulSet", "ns", "x", "1")
