@@ -1,0 +1,135 @@
+"""The pytest wiring in conftest.py, run as a user would: pytest in a child process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.transport import Recording
+
+REPO = Path(__file__).resolve().parent.parent
+DERIVED = REPO / "recordings" / "phase_after_deletion"
+
+
+def pytest_run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_a_contradicting_recording_fails_the_probe_and_leaves_evidence(tmp_path: Path) -> None:
+    recording = Recording.load(DERIVED / "always_pod_trapping_sigterm--v1.27.3-derived.json")
+    for step in recording.interactions:
+        for event in step.get("events", []):
+            event["object"]["status"]["phase"] = "Running"  # as if the 1.27 change were missing
+    recording.write(tmp_path / "recordings" / "contradiction.json")
+    proc = pytest_run(
+        "probes",
+        "--replay",
+        str(tmp_path / "recordings"),
+        "--run-dir",
+        str(tmp_path / "runs"),
+        "-k",
+        "test_always_pod_trapping_sigterm",
+    )
+    assert proc.returncode == 1, proc.stdout
+    assert "the v1.27.3 cluster behaved like <1.27.0-alpha.3" in proc.stdout
+    assert "1 failed" in proc.stdout
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    (record_file,) = (run_dir / "probes").iterdir()
+    record = json.loads(record_file.read_text())
+    assert record["outcome"] == "failed"
+    assert record["server_version"] == "v1.27.3"
+    assert [v["status"] for v in record["verdicts"]].count("fail") == 1
+    evidence = run_dir / "evidence" / record_file.stem
+    assert "delete" in (evidence / "timeline.txt").read_text()
+    assert "running-pod" in (evidence / "objects-last-seen.yaml").read_text()
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
+
+
+def test_without_a_cluster_live_probes_are_skipped_with_one_reason_never_passed(tmp_path: Path) -> None:
+    proc = pytest_run("probes", "--run-dir", str(tmp_path), "-rs")
+    assert proc.returncode == 0, proc.stdout
+    assert "7 skipped" in proc.stdout
+    assert "passed" not in proc.stdout.splitlines()[-1]
+    assert (
+        "live probe: give --kind-version (a new kind cluster), --kubeconfig (an existing one) or --replay DIR"
+        in proc.stdout
+    )
+
+
+def test_an_unknown_version_is_a_usage_error_listing_the_known_ones(tmp_path: Path) -> None:
+    proc = pytest_run("probes", "--kind-version", "9.99", "--run-dir", str(tmp_path))
+    assert proc.returncode == 4
+    assert "no pinned node image for Kubernetes 9.99; known versions: 1.19 (1.19.16)" in proc.stderr
+
+
+def test_a_probe_without_recording_fails_the_offline_run(tmp_path: Path) -> None:
+    only_one = tmp_path / "recordings"
+    only_one.mkdir()
+    (only_one / "one.json").write_text((DERIVED / "always_pod_trapping_sigterm--v1.27.3-derived.json").read_text())
+    proc = pytest_run("probes", "--replay", str(only_one), "--run-dir", str(tmp_path / "runs"))
+    assert proc.returncode == 1
+    assert "1 passed, 6 errors" in proc.stdout
+    assert "no recording of test_phase_after_deletion.py::test_onfailure_pod_ignoring_sigterm" in proc.stdout
+
+
+SLOW_PROBE = """
+import time
+import pytest
+
+@pytest.fixture
+def held(tmp_path_factory):
+    yield
+    (MARKER).write_text("teardown ran")
+
+def test_waits(held):
+    print("waiting", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_sigterm_while_a_probe_waits_still_runs_teardown(tmp_path: Path) -> None:
+    """CI cancels with SIGTERM: the suite turns it into an interrupt, so fixture teardown (cleanup) runs."""
+    marker = tmp_path / "marker"
+    test_file = tmp_path / "test_slow.py"
+    test_file.write_text(SLOW_PROBE.replace("MARKER", f"__import__('pathlib').Path({str(marker)!r})"))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "conftest",
+            "-p",
+            "no:cacheprovider",
+            "-s",
+            str(test_file),
+            "--rootdir",
+            str(REPO),
+            "--run-dir",
+            str(tmp_path / "runs"),
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 30
+    while "waiting" not in proc.stdout.readline() and time.monotonic() < deadline:
+        pass
+    proc.send_signal(signal.SIGTERM)
+    output, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 2, output  # pytest's "interrupted"
+    assert marker.read_text() == "teardown ran"
