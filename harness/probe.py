@@ -51,7 +51,8 @@ class Probe:
         self.claims = load_claims(family)
         self.timeline = Timeline()
         self.verdicts: list[Verdict] = []
-        self.pods: dict[str, PodView] = {}
+        self._created: dict[str, PodView] = {}
+        self._observers: list[PodObserver] = []
         self._server_version: KubeVersion | None = None
 
     @classmethod
@@ -81,14 +82,21 @@ class Probe:
     def create_pod(self, manifest: JsonDict) -> PodView:
         t = self.transport.now()
         pod = PodView.from_object(self.transport.create(self.namespace, copy.deepcopy(manifest)))
-        self.pods[pod.name] = pod
+        self._created[pod.name] = pod
         self.timeline.action(t, "create", {"pod": pod.name})
         return pod
 
     def watch_pod(self, pod: PodView) -> PodObserver:
         """Watch a pod from the version last seen, so no later change is missed."""
         handle = self.transport.watch("Pod", self.namespace, pod.name, pod.resource_version)
-        return PodObserver(handle, self.timeline, self.transport.now, pod)
+        observer = PodObserver(handle, self.timeline, self.transport.now, pod)
+        self._observers.append(observer)
+        return observer
+
+    @property
+    def pods(self) -> dict[str, PodView]:
+        """Every pod the probe created, as last seen (through a watch, or as created)."""
+        return {**self._created, **{o.latest.name: o.latest for o in self._observers}}
 
     def start_pod(self, manifest: JsonDict) -> PodObserver:
         """Create a pod and wait until it runs and is Ready; the returned observer keeps watching it."""

@@ -137,3 +137,17 @@ def test_on_a_cluster_without_node_access_the_node_claim_is_not_observable_never
     statuses = {v.claim.id: v.status for v in probe.verdicts}
     assert statuses["container-stopped-on-node"] == "not observable"
     assert list(statuses.values()).count("pass") == 3
+
+
+def test_evidence_of_a_replayed_failure_shows_the_pod_as_last_seen(tmp_path: Path) -> None:
+    recording = edit_states(
+        load("always_pod_ignoring_sigterm--v1.27.3-derived.json"), lambda pod: pod["status"].update(phase="Running")
+    )
+    probe = Probe.replaying(recording, "phase_after_deletion", Run.start(tmp_path))
+    with pytest.raises(ClaimsFailed):
+        phase_probes.test_always_pod_ignoring_sigterm(probe)
+    evidence = probe.save_evidence(live=None)
+    last_seen = (evidence / "objects-last-seen.yaml").read_text()
+    assert "exitCode: 137" in last_seen
+    assert "deletionTimestamp" in last_seen
+    assert "no cluster to ask" in (evidence / "README.txt").read_text()
