@@ -98,3 +98,17 @@ def test_known_versions_are_ordered_by_minor() -> None:
     minors = [entry.split(" ")[0] for entry in known_versions()]
     assert minors == sorted(minors, key=lambda m: tuple(int(p) for p in m.split(".")))
     assert minors[0] == "1.19"
+
+
+def test_every_image_the_probes_run_is_pinned_by_digest() -> None:
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    manifests = sorted((Path(__file__).resolve().parent.parent / "manifests").glob("*.yaml"))
+    assert manifests
+    for path in manifests:
+        spec = yaml.safe_load(path.read_text())["spec"]
+        for container in spec.get("containers", []) + spec.get("initContainers", []):
+            assert re.search(r"@sha256:[0-9a-f]{64}$", container["image"]), f"{path.name}: {container['image']}"
