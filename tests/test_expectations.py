@@ -20,7 +20,12 @@ from harness.versions import KubeVersion, known_images
 
 FAMILIES = sorted(p.stem for p in EXPECTATIONS_DIR.glob("*.yaml"))
 # Every version the image table knows, plus the pre-releases around the 1.27 boundary.
-VERSIONS = [*sorted({str(i.kubernetes.version) for i in known_images()}), "1.27.0-alpha.1", "1.27.0-rc.0"]
+VERSIONS = [
+    *sorted({str(i.kubernetes.version) for i in known_images()}),
+    "1.27.0-alpha.3",
+    "1.27.0-beta.0",
+    "1.27.0-rc.0",
+]
 
 PHASES = Claim(
     id="phases",
@@ -28,8 +33,8 @@ PHASES = Claim(
     observable="phases after delete",
     document="doc",
     expectations=(
-        Expectation("<1.27.0-alpha.3", value=["Running"], sources=("k/k#115331",)),
-        Expectation(">=1.27.0-alpha.3", value=["Running", "Failed"], sources=("k/k#115331",)),
+        Expectation("<1.27.0-beta.0", value=["Running"], sources=("k/k#115331",)),
+        Expectation(">=1.27.0-beta.0", value=["Running", "Failed"], sources=("k/k#115331",)),
     ),
 )
 
@@ -54,7 +59,7 @@ def test_every_expectation_cites_a_source_and_the_claim_a_document(family: str) 
 def test_a_matching_observation_passes() -> None:
     verdict = evaluate(PHASES, KubeVersion.parse("v1.27.3"), ["Running", "Failed"])
     assert verdict.status == PASS
-    assert verdict.expected is not None and verdict.expected.versions == ">=1.27.0-alpha.3"
+    assert verdict.expected is not None and verdict.expected.versions == ">=1.27.0-beta.0"
 
 
 def test_a_mismatch_names_the_version_range_the_cluster_behaved_like() -> None:
@@ -63,7 +68,7 @@ def test_a_mismatch_names_the_version_range_the_cluster_behaved_like() -> None:
     assert (
         "phases after delete was ['Running'], expected ['Running', 'Failed'] on Kubernetes v1.27.3" in verdict.message
     )
-    assert "the v1.27.3 cluster behaved like <1.27.0-alpha.3" in verdict.message
+    assert "the v1.27.3 cluster behaved like <1.27.0-beta.0" in verdict.message
 
 
 def test_a_mismatch_like_no_known_version_says_only_what_was_expected() -> None:
