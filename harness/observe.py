@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, Self, TypeVar
 
 from harness.transport import WatchEvent, WatchHandle
-from harness.views import PodView
+from harness.views import JobView, PodView
 
 JsonDict = dict[str, Any]
 
@@ -98,46 +98,95 @@ class ProbeImpossible(AssertionError):
     """What the probe waits for can no longer happen (the object is gone, the image cannot be pulled ...)."""
 
 
-Condition = Callable[["PodObserver"], bool]
-Veto = Callable[["PodObserver"], "str | None"]
+V = TypeVar("V", PodView, JobView)
+Condition = Callable[["Observer[V]"], bool]
+Veto = Callable[["Observer[V]"], "str | None"]
+
+VIEWS: dict[str, Callable[[JsonDict], Any]] = {"Pod": PodView.from_object, "Job": JobView.from_object}
 
 
-class PodObserver:
-    """Consumes a watch on one Pod: keeps the latest state, every state seen, and feeds the timeline."""
+class Observer(Generic[V]):
+    """Consumes a watch: the latest state of every object seen, every state in order, and the timeline.
 
-    def __init__(self, handle: WatchHandle, timeline: Timeline, now: Callable[[], float], initial: PodView) -> None:
+    `focus` names the object a single-object watch is about; `latest` and `gone` refer to it.
+    """
+
+    def __init__(
+        self,
+        handle: WatchHandle,
+        timeline: Timeline,
+        now: Callable[[], float],
+        kind: str,
+        initial: Iterable[JsonDict] = (),
+        focus: str | None = None,
+    ) -> None:
         self._handle = handle
         self._timeline = timeline
         self._now = now
-        self.latest = initial
-        self.gone = False
-        self.source = f"pod/{initial.name}"
-        self.history: list[tuple[float, PodView]] = [(now(), initial)]
+        self.kind = kind
+        self.focus = focus
+        self._view: Callable[[JsonDict], V] = VIEWS[kind]
+        self.states: dict[str, V] = {}
+        self.deleted: set[str] = set()
+        self.history: list[tuple[float, V]] = []
+        for obj in initial:
+            self._record(now(), self._view(obj))
 
     def close(self) -> None:
         self._handle.close()
 
-    def __enter__(self) -> PodObserver:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # ----------------------------------------------------------------------------------- state
+
+    @property
+    def latest(self) -> V:
+        if self.focus is None or self.focus not in self.states:
+            raise KeyError(f"this observer of {self.kind}s has no state of {self.focus!r}")
+        return self.states[self.focus]
+
+    @property
+    def gone(self) -> bool:
+        return self.focus in self.deleted
+
+    def names(self) -> list[str]:
+        """Every object seen, in the order it was first seen."""
+        return list(self.states)
+
+    def source(self, name: str) -> str:
+        return f"{self.kind.lower()}/{name}"
+
+    def _record(self, t: float, view: V) -> None:
+        self.states[view.name] = view
+        self.history.append((t, view))
+
     def _apply(self, event: WatchEvent) -> None:
         if event.type == "ERROR":
-            self._timeline.observed(event.t, self.source, event.type, {}, event.gap)
-            raise ProbeImpossible(f"the watch on {self.source} failed: {event.gap}\n{self._state_text()}")
-        if event.object is None:  # re-listed after a gap and the object no longer exists
-            self.gone = True
-            self._timeline.observed(event.t, self.source, "GONE", {}, event.gap)
+            self._timeline.observed(event.t, f"{self.kind.lower()}s", event.type, {}, event.gap)
+            raise ProbeImpossible(f"the watch on {self.kind}s failed: {event.gap}\n{self._state_text()}")
+        assert event.object is not None
+        if event.type == "RELISTED":  # after a gap: what exists now; what is missing was deleted meanwhile
+            present = {self._view(item).name: self._view(item) for item in event.object.get("items", [])}
+            for name in set(self.states) - set(present) - self.deleted:
+                self.deleted.add(name)
+                self._timeline.observed(event.t, self.source(name), "GONE", {}, event.gap)
+            for view in present.values():
+                self._record(event.t, view)
+                self._timeline.observed(event.t, self.source(view.name), event.type, view.timeline_fields(), event.gap)
             return
-        self.latest = PodView.from_object(event.object)
-        self.history.append((event.t, self.latest))
+        view = self._view(event.object)
+        self._record(event.t, view)
         if event.type == "DELETED":
-            self.gone = True
-        self._timeline.observed(event.t, self.source, event.type, self.latest.timeline_fields(), event.gap)
+            self.deleted.add(view.name)
+        self._timeline.observed(event.t, self.source(view.name), event.type, view.timeline_fields(), event.gap)
 
-    def wait_for(self, description: str, done: Condition, within: float, veto: Veto | None = None) -> None:
+    # ----------------------------------------------------------------------------------- waits
+
+    def wait_for(self, description: str, done: Condition[V], within: float, veto: Veto[V] | None = None) -> None:
         """Consume events until `done` holds; fail at once when `veto` names a reason, or after `within` s."""
         deadline = self._now() + within
         while True:
@@ -160,19 +209,35 @@ class PodObserver:
             if event is not None:
                 self._apply(event)
 
-    def phases_since(self, t: float) -> list[str | None]:
-        """The phases the pod was in from time t on: the phase at t, then each change (repeats collapsed)."""
+    def first_seen(self, name: str, holds: Callable[[V], bool]) -> float | None:
+        """When a state of `name` for which `holds` is true was first seen (transport clock)."""
+        return next((t for t, view in self.history if view.name == name and holds(view)), None)
+
+    def _state_text(self) -> str:
+        shown = [self.focus] if self.focus else self.names()
+        states = "\n".join(
+            f"last seen {self.source(n)}: {'gone' if n in self.deleted else self.states[n].summary()}"
+            for n in shown
+            if n in self.states
+        )
+        return f"{states or 'nothing seen yet'}\ntimeline:\n{self._timeline.render(last=25)}"
+
+
+class PodObserver(Observer[PodView]):
+    """An observer of Pods: one pod (focus) or every pod of the namespace."""
+
+    def phases_since(self, t: float, name: str | None = None) -> list[str | None]:
+        """The phases a pod was in from time t on: the phase at t, then each change (repeats collapsed)."""
+        name = name or self.focus
         phases: list[str | None] = []
         for seen_at, view in self.history:
+            if view.name != name:
+                continue
             if seen_at <= t:
                 phases = [view.phase]
             elif not phases or phases[-1] != view.phase:
                 phases.append(view.phase)
         return phases
-
-    def _state_text(self) -> str:
-        state = "gone" if self.gone else self.latest.summary()
-        return f"last seen {self.source}: {state}\ntimeline:\n{self._timeline.render(last=25)}"
 
 
 # Waiting reasons after which a container will not start by itself (kubelet/images and CRI reasons).
@@ -190,7 +255,7 @@ UNSTARTABLE_REASONS = frozenset(
 )
 
 
-def cannot_start(observer: PodObserver) -> str | None:
+def cannot_start(observer: Observer[PodView]) -> str | None:
     """Veto for waits on a starting pod: gone, terminal, or a container stuck in a waiting reason."""
     pod = observer.latest
     if observer.gone:

@@ -89,14 +89,15 @@ class Probe:
     def watch_pod(self, pod: PodView) -> PodObserver:
         """Watch a pod from the version last seen, so no later change is missed."""
         handle = self.transport.watch("Pod", self.namespace, pod.name, pod.resource_version)
-        observer = PodObserver(handle, self.timeline, self.transport.now, pod)
+        observer = PodObserver(handle, self.timeline, self.transport.now, "Pod", initial=[pod.raw], focus=pod.name)
         self._observers.append(observer)
         return observer
 
     @property
     def pods(self) -> dict[str, PodView]:
         """Every pod the probe created, as last seen (through a watch, or as created)."""
-        return {**self._created, **{o.latest.name: o.latest for o in self._observers}}
+        seen = {name: view for o in self._observers for name, view in o.states.items()}
+        return {**self._created, **seen}
 
     def start_pod(self, manifest: JsonDict) -> PodObserver:
         """Create a pod and wait until it runs and is Ready; the returned observer keeps watching it."""

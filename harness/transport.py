@@ -47,7 +47,11 @@ api_retry = retry(
 
 @dataclass(frozen=True)
 class WatchEvent:
-    """One thing a watch delivered: ADDED / MODIFIED / DELETED, or RELISTED after a gap."""
+    """One thing a watch delivered: ADDED / MODIFIED / DELETED, or RELISTED after a gap.
+
+    A RELISTED event carries the whole list (`{"items": [...]}`) the watch re-read after a gap: objects
+    missing from it were deleted during the gap.
+    """
 
     t: float
     type: str
@@ -88,7 +92,11 @@ class Transport(Protocol):
 
     def delete(self, kind: str, namespace: str, name: str, grace_period_seconds: int | None = None) -> JsonDict: ...
 
-    def watch(self, kind: str, namespace: str, name: str, resource_version: str) -> WatchHandle: ...
+    def list_objects(self, kind: str, namespace: str) -> JsonDict: ...
+
+    def watch(self, kind: str, namespace: str, name: str | None, resource_version: str) -> WatchHandle:
+        """Watch one named object, or (name None) every object of the kind in the namespace."""
+        ...
 
     def list_events(self, namespace: str) -> list[JsonDict]: ...
 
@@ -102,7 +110,7 @@ class Transport(Protocol):
 
 @dataclass(frozen=True)
 class _KindApi:
-    """The typed client calls behind one kind of object (only Pods so far)."""
+    """The typed client calls behind one kind of object."""
 
     create: Callable[..., Any]
     read: Callable[..., Any]
@@ -120,6 +128,7 @@ class LiveTransport:
     ) -> None:
         self.api_client = api_client
         self.core = client.CoreV1Api(api_client)
+        batch = client.BatchV1Api(api_client)
         self.node_access = node_lister is not None
         self._node_lister = node_lister
         self._origin = time.monotonic()
@@ -129,7 +138,13 @@ class LiveTransport:
                 read=self.core.read_namespaced_pod,
                 delete=self.core.delete_namespaced_pod,
                 list=self.core.list_namespaced_pod,
-            )
+            ),
+            "Job": _KindApi(
+                create=batch.create_namespaced_job,
+                read=batch.read_namespaced_job,
+                delete=batch.delete_namespaced_job,
+                list=batch.list_namespaced_job,
+            ),
         }
 
     def now(self) -> float:
@@ -170,7 +185,11 @@ class LiveTransport:
         options = client.V1DeleteOptions(grace_period_seconds=grace_period_seconds)
         return self._json(self._kind(kind).delete(name, namespace, body=options))
 
-    def watch(self, kind: str, namespace: str, name: str, resource_version: str) -> WatchHandle:
+    @api_retry
+    def list_objects(self, kind: str, namespace: str) -> JsonDict:
+        return self._json(self._kind(kind).list(namespace))
+
+    def watch(self, kind: str, namespace: str, name: str | None, resource_version: str) -> WatchHandle:
         return _LiveWatch(self._kind(kind).list, namespace, name, resource_version, self.now, self._json)
 
     @api_retry
@@ -186,7 +205,7 @@ class LiveTransport:
 
 
 class _LiveWatch:
-    """A watch on one named object, read by a background thread into a queue.
+    """A watch on one named object (or all of a kind in a namespace), read by a background thread.
 
     It starts from a given resourceVersion, so nothing after that version is missed even though the
     stream is opened a few milliseconds after the call returns. When the server ends the stream it
@@ -201,7 +220,7 @@ class _LiveWatch:
         self,
         list_fn: Callable[..., Any],
         namespace: str,
-        name: str,
+        name: str | None,
         resource_version: str,
         clock: Callable[[], float],
         to_json: Callable[[object], JsonDict],
@@ -209,13 +228,13 @@ class _LiveWatch:
         self._list_fn = list_fn
         self._to_json = to_json
         self._namespace = namespace
-        self._selector = f"metadata.name={name}"
+        self._selector = {"field_selector": f"metadata.name={name}"} if name else {}
         self._rv = resource_version
         self._clock = clock
         self._events: queue.Queue[WatchEvent] = queue.Queue()
         self._stop = threading.Event()
         self._watch = watch.Watch()
-        self._thread = threading.Thread(target=self._run, name=f"watch-{name}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"watch-{name or namespace}", daemon=True)
         self._thread.start()
 
     def next_event(self, timeout: float) -> WatchEvent | None:
@@ -264,25 +283,24 @@ class _LiveWatch:
             self._watch.stream(
                 self._list_fn,
                 self._namespace,
-                field_selector=self._selector,
                 resource_version=self._rv,
                 allow_watch_bookmarks=True,
                 timeout_seconds=self.SERVER_TIMEOUT_S,
                 _request_timeout=(10, self.SERVER_TIMEOUT_S + 30),
+                **self._selector,
             ),
         )
 
     def _relist(self, why: str, failures: int) -> None:
-        """Re-list after a gap: the current object (or its absence) becomes a RELISTED event."""
+        """Re-list after a gap: what exists now (and, by omission, what is gone) becomes a RELISTED event."""
         self._stop.wait(min(0.2 * 2**failures, 5.0))
         try:
-            listing = self._list_fn(self._namespace, field_selector=self._selector)
+            listing = self._list_fn(self._namespace, **self._selector)
         except (ApiException, urllib3.exceptions.HTTPError, ConnectionError, TimeoutError):
             return  # the next loop iteration fails again and retries with a longer pause
-        items = listing.items or []
         self._rv = listing.metadata.resource_version
-        obj = self._to_json(items[0]) if items else None
-        self._events.put(WatchEvent(self._clock(), "RELISTED", obj, gap=why))
+        items = [self._to_json(item) for item in listing.items or []]
+        self._events.put(WatchEvent(self._clock(), "RELISTED", {"items": items}, gap=why))
 
 
 # ---------------------------------------------------------------------------------------- recording
@@ -359,7 +377,11 @@ class RecordingTransport:
             self._call("delete", request, lambda: self.inner.delete(kind, namespace, name, grace_period_seconds)),
         )
 
-    def watch(self, kind: str, namespace: str, name: str, resource_version: str) -> WatchHandle:
+    def list_objects(self, kind: str, namespace: str) -> JsonDict:
+        request = {"kind": kind, "namespace": namespace}
+        return cast(JsonDict, self._call("list_objects", request, lambda: self.inner.list_objects(kind, namespace)))
+
+    def watch(self, kind: str, namespace: str, name: str | None, resource_version: str) -> WatchHandle:
         step: JsonDict = {
             "call": "watch",
             "request": {"kind": kind, "namespace": namespace, "name": name, "resource_version": resource_version},
@@ -469,7 +491,10 @@ class ReplayTransport:
         request = {"kind": kind, "namespace": namespace, "name": name, "grace_period_seconds": grace_period_seconds}
         return cast(JsonDict, self._next("delete", request)["response"])
 
-    def watch(self, kind: str, namespace: str, name: str, resource_version: str) -> WatchHandle:
+    def list_objects(self, kind: str, namespace: str) -> JsonDict:
+        return cast(JsonDict, self._next("list_objects", {"kind": kind, "namespace": namespace})["response"])
+
+    def watch(self, kind: str, namespace: str, name: str | None, resource_version: str) -> WatchHandle:
         step = self._next("watch", {"kind": kind, "namespace": namespace, "name": name})
         self.advance_to(float(step["t_start"]))
         events = [WatchEvent.from_json(e) for e in step["events"]]

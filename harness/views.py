@@ -150,3 +150,72 @@ class PodView:
                 for c in self.containers
             ],
         }
+
+
+@dataclass(frozen=True)
+class JobCondition:
+    type: str
+    status: str
+    reason: str | None
+    message: str | None
+    last_transition_time: str | None
+
+
+@dataclass(frozen=True)
+class JobView:
+    """The parts of a Job the probes observe."""
+
+    name: str
+    namespace: str
+    uid: str
+    resource_version: str
+    start_time: str | None
+    active: int
+    succeeded: int
+    failed: int
+    terminating: int | None  # status.terminating, on versions that have it
+    conditions: tuple[JobCondition, ...]
+    raw: JsonDict
+
+    @classmethod
+    def from_object(cls, obj: JsonDict) -> JobView:
+        meta = obj.get("metadata") or {}
+        status = obj.get("status") or {}
+        return cls(
+            name=meta.get("name", ""),
+            namespace=meta.get("namespace", ""),
+            uid=meta.get("uid", ""),
+            resource_version=meta.get("resourceVersion", ""),
+            start_time=status.get("startTime"),
+            active=int(status.get("active") or 0),
+            succeeded=int(status.get("succeeded") or 0),
+            failed=int(status.get("failed") or 0),
+            terminating=status.get("terminating"),
+            conditions=tuple(
+                JobCondition(c["type"], c["status"], c.get("reason"), c.get("message"), c.get("lastTransitionTime"))
+                for c in status.get("conditions") or ()
+                if "type" in c
+            ),
+            raw=obj,
+        )
+
+    def condition(self, type_: str) -> JobCondition | None:
+        """The condition of this type if it is True."""
+        return next((c for c in self.conditions if c.type == type_ and c.status == "True"), None)
+
+    @property
+    def finished(self) -> bool:
+        return self.condition("Failed") is not None or self.condition("Complete") is not None
+
+    def summary(self) -> str:
+        conditions = " ".join(f"[{c.type}={c.status} reason={c.reason}]" for c in self.conditions)
+        return f"active={self.active} succeeded={self.succeeded} failed={self.failed} {conditions}".rstrip()
+
+    def timeline_fields(self) -> JsonDict:
+        return {
+            "active": self.active,
+            "succeeded": self.succeeded,
+            "failed": self.failed,
+            "terminating": self.terminating,
+            "conditions": {c.type: f"{c.status}/{c.reason}" for c in self.conditions},
+        }

@@ -6,7 +6,6 @@ import pytest
 
 from harness.observe import PodObserver, ProbeImpossible, ProbeTimeout, Timeline, cannot_start
 from harness.transport import WatchEvent
-from harness.views import PodView
 from tests.doubles import ScriptedWatch, pod
 
 TERMINATED = {"terminated": {"exitCode": 137, "reason": "Error", "finishedAt": "2023-12-11T00:00:10Z"}}
@@ -16,7 +15,7 @@ def observer(events: list[WatchEvent]) -> tuple[PodObserver, ScriptedWatch, Time
     watch = ScriptedWatch(events)
     timeline = Timeline()
     return (
-        PodObserver(watch, timeline, watch.clock, PodView.from_object(pod(phase="Pending", ready=False))),
+        PodObserver(watch, timeline, watch.clock, "Pod", [pod(phase="Pending", ready=False)], focus="running-pod"),
         watch,
         timeline,
     )
@@ -79,14 +78,14 @@ def test_deleted_event_marks_the_pod_gone_with_its_last_state() -> None:
 
 
 def test_a_relist_after_a_gap_is_marked_in_the_timeline() -> None:
-    obs, _, timeline = observer([WatchEvent(4.0, "RELISTED", pod(rv="7"), gap="watch expired (410 Gone)")])
+    obs, _, timeline = observer([WatchEvent(4.0, "RELISTED", {"items": [pod(rv="7")]}, gap="watch expired (410 Gone)")])
     obs.observe_for(5)
     assert timeline.gaps == ["watch expired (410 Gone)"]
     assert "[gap: watch expired (410 Gone)]" in timeline.render()
 
 
 def test_a_relist_that_finds_nothing_means_gone() -> None:
-    obs, _, _ = observer([WatchEvent(4.0, "RELISTED", None, gap="watch connection lost")])
+    obs, _, _ = observer([WatchEvent(4.0, "RELISTED", {"items": []}, gap="watch connection lost")])
     obs.wait_for("gone", lambda o: o.gone, within=10)
     assert obs.gone
 
@@ -105,3 +104,45 @@ def test_timeline_times_are_relative_to_the_anchor_action() -> None:
     entries = timeline.to_json()["entries"]
     assert [e["t"] for e in entries] == [-3.0, 0.0, 5.5]
     assert timeline.to_json()["anchor"] == "delete"
+
+
+def test_a_namespace_watch_tracks_every_pod_and_a_relist_marks_the_missing_ones_gone() -> None:
+    watch = ScriptedWatch(
+        [
+            WatchEvent(1.0, "ADDED", pod(name="job-a")),
+            WatchEvent(2.0, "ADDED", pod(name="job-b")),
+            WatchEvent(9.0, "RELISTED", {"items": [pod(name="job-b", phase="Failed")]}, gap="watch connection lost"),
+        ]
+    )
+    timeline = Timeline()
+    obs = PodObserver(watch, timeline, watch.clock, "Pod")
+    obs.wait_for("two pods", lambda o: len(o.names()) == 2, within=5)
+    obs.wait_for("job-a gone", lambda o: "job-a" in o.deleted, within=10)
+    assert obs.names() == ["job-a", "job-b"]
+    assert obs.states["job-b"].phase == "Failed"
+    assert obs.phases_since(0.0, "job-b") == ["Running", "Failed"]
+    assert obs.first_seen("job-b", lambda p: p.phase == "Failed") == 9.0
+    assert "[gap: watch connection lost]" in timeline.render()
+
+
+def test_job_views_read_conditions_and_counts() -> None:
+    from harness.views import JobView
+
+    job = JobView.from_object(
+        {
+            "metadata": {"name": "job-01", "resourceVersion": "5"},
+            "status": {
+                "failed": 1,
+                "startTime": "2021-06-11T14:01:57Z",
+                "conditions": [
+                    {"type": "FailureTarget", "status": "True", "reason": "DeadlineExceeded"},
+                    {"type": "Failed", "status": "True", "reason": "DeadlineExceeded",
+                     "message": "Job was active longer than specified deadline"},
+                ],
+            },
+        }
+    )  # fmt: skip
+    failed = job.condition("Failed")
+    assert failed is not None and failed.message == "Job was active longer than specified deadline"
+    assert job.finished and job.failed == 1 and job.active == 0
+    assert job.condition("Complete") is None

@@ -49,7 +49,10 @@ class ScriptedCluster:
         self.watch_stream.now += 0.05
         return pod(rv="2")
 
-    def watch(self, kind: str, namespace: str, name: str, resource_version: str) -> ScriptedWatch:
+    def list_objects(self, kind: str, namespace: str) -> dict[str, Any]:
+        return {"metadata": {"resourceVersion": "1"}, "items": []}
+
+    def watch(self, kind: str, namespace: str, name: str | None, resource_version: str) -> ScriptedWatch:
         return self.watch_stream
 
     def list_events(self, namespace: str) -> list[dict[str, Any]]:
@@ -157,7 +160,7 @@ class GoneOnceWatch(_LiveWatch):
 
 
 def test_live_watch_relists_after_410_and_marks_the_gap() -> None:
-    listing = SimpleNamespace(items=[{"relisted": True}], metadata=SimpleNamespace(resource_version="11"))
+    listing = SimpleNamespace(items=["pod as the client returns it"], metadata=SimpleNamespace(resource_version="11"))
     calls: list[dict[str, Any]] = []
 
     def list_pods(namespace: str, **kwargs: Any) -> Any:  # stands in for CoreV1Api.list_namespaced_pod
@@ -171,6 +174,7 @@ def test_live_watch_relists_after_410_and_marks_the_gap() -> None:
         watch.close()
     assert [e.type if e else None for e in events] == ["MODIFIED", "RELISTED", "MODIFIED"]
     assert events[1] is not None and events[1].gap == "watch expired (410 Gone)"
+    assert events[1].object == {"items": [pod(rv="11")]}
     assert calls == [{"field_selector": "metadata.name=running-pod"}]
     assert watch._rv == "13"
 
