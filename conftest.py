@@ -232,6 +232,7 @@ def _replayed_probe(request: pytest.FixtureRequest, run: Run, family: str, name:
     transport = probe.transport
     assert isinstance(transport, ReplayTransport)
     yield probe
+    probe.close()
     outcome = _outcome(request)
     if outcome == "failed":
         probe.save_evidence(live=None)
@@ -260,6 +261,7 @@ def _live_probe(request: pytest.FixtureRequest, run: Run, family: str, name: str
         yield probe
     finally:
         outcome = _outcome(request)
+        probe.close()
         try:
             if outcome == "failed":
                 probe.save_evidence(live=target.transport)

@@ -44,6 +44,10 @@ class Timeline:
     def gaps(self) -> list[str]:
         return [e.gap for e in self.entries if e.gap]
 
+    def in_order(self) -> list[TimelineEntry]:
+        """Entries by time: events of several watches are taken in as each is read, not as they arrived."""
+        return sorted(self.entries, key=lambda e: e.t)
+
     def to_json(self) -> JsonDict:
         return {
             "anchor": self.anchor_label,
@@ -55,7 +59,7 @@ class Timeline:
                     **({"gap": e.gap} if e.gap else {}),
                     "detail": e.detail,
                 }
-                for e in self.entries
+                for e in self.in_order()
             ],
         }
 
@@ -63,7 +67,7 @@ class Timeline:
         """Human-readable lines; an observed state shows only what changed since the previous one."""
         lines: list[str] = []
         previous: dict[str, JsonDict] = {}
-        for entry in self.entries:
+        for entry in self.in_order():
             shown = entry.detail
             if entry.source != "probe":
                 before = previous.get(entry.source, {})
@@ -208,6 +212,11 @@ class Observer(Generic[V]):
             event = self._handle.next_event(remaining)
             if event is not None:
                 self._apply(event)
+
+    def catch_up(self) -> None:
+        """Take in every event that has already arrived (e.g. on this watch while waiting on another)."""
+        while (event := self._handle.next_event(0.0)) is not None:
+            self._apply(event)
 
     def first_seen(self, name: str, holds: Callable[[V], bool]) -> float | None:
         """When a state of `name` for which `holds` is true was first seen (transport clock)."""

@@ -17,7 +17,7 @@ import yaml
 
 from harness.expectations import NOT_OBSERVABLE, PASS, Verdict, evaluate, load_claims, not_observable
 from harness.kind import container_state_on_node
-from harness.observe import PodObserver, Timeline, cannot_start
+from harness.observe import Observer, PodObserver, Timeline, cannot_start
 from harness.run import RUN_LABEL, SUITE_LABEL, Run, safe_name
 from harness.transport import JsonDict, Recording, ReplayTransport, Transport
 from harness.versions import KubeVersion
@@ -27,6 +27,8 @@ MANIFESTS_DIR = Path(__file__).resolve().parent.parent / "manifests"
 
 # Budget for a pod to be scheduled, pull its (small, pinned) image and become Ready on a fresh node.
 POD_START_BUDGET_S = 180.0
+# Node state cannot be watched: it is polled this often.
+NODE_POLL_S = 3.0
 
 
 class ClaimsFailed(AssertionError):
@@ -52,7 +54,7 @@ class Probe:
         self.timeline = Timeline()
         self.verdicts: list[Verdict] = []
         self._created: dict[str, PodView] = {}
-        self._observers: list[PodObserver] = []
+        self._observers: list[Observer[Any]] = []
         self._server_version: KubeVersion | None = None
 
     @classmethod
@@ -96,8 +98,13 @@ class Probe:
     @property
     def pods(self) -> dict[str, PodView]:
         """Every pod the probe created, as last seen (through a watch, or as created)."""
-        seen = {name: view for o in self._observers for name, view in o.states.items()}
+        seen = {name: view for o in self._observers if o.kind == "Pod" for name, view in o.states.items()}
         return {**self._created, **seen}
+
+    def close(self) -> None:
+        """Stop every watch the probe opened (a recording notes when each stopped)."""
+        for observer in self._observers:
+            observer.close()
 
     def start_pod(self, manifest: JsonDict) -> PodObserver:
         """Create a pod and wait until it runs and is Ready; the returned observer keeps watching it."""
@@ -114,6 +121,41 @@ class Probe:
             observer.close()
             raise
         return observer
+
+    def create(self, manifest: JsonDict, anchor: bool = False) -> JsonDict:
+        """Create any object the transport handles; `anchor` makes its creation the timeline's zero."""
+        t = self.transport.now()
+        created = self.transport.create(self.namespace, copy.deepcopy(manifest))
+        self.timeline.action(t, "create", {manifest["kind"].lower(): created["metadata"]["name"]}, anchor=anchor)
+        return created
+
+    def watch_all(self, kind: str, focus: str | None = None) -> Observer[Any]:
+        """Watch every object of a kind in the probe's namespace, from now on (start it before acting)."""
+        listing = self.transport.list_objects(kind, self.namespace)
+        handle = self.transport.watch(kind, self.namespace, None, listing["metadata"]["resourceVersion"])
+        observer_class = PodObserver if kind == "Pod" else Observer
+        observer = observer_class(handle, self.timeline, self.transport.now, kind, listing.get("items", []), focus)
+        self._observers.append(observer)
+        return observer
+
+    def events(self) -> list[JsonDict]:
+        """The namespace's events, oldest first (the controllers' and the kubelet's account of what they did)."""
+        return sorted(self.transport.list_events(self.namespace), key=_event_time)
+
+    def logs(self, pod: str, container: str) -> str:
+        return self.transport.read_log(self.namespace, pod, container)
+
+    def wait_on_node(self, pod: PodView, container: str, until: set[str], within: float) -> str | None:
+        """Poll the node (the only way to see it) until the container's state is in `until`, for at most `within` s.
+
+        Returns the last state seen, or None when the suite cannot reach this cluster's nodes.
+        """
+        deadline = self.transport.now() + within
+        while True:
+            state = self.node_container_state(pod, container)
+            if state is None or state in until or self.transport.now() >= deadline:
+                return state
+            self.transport.pause(min(NODE_POLL_S, max(deadline - self.transport.now(), 0.0)))
 
     def delete_pod(self, pod: PodView, grace_period_seconds: int | None = None) -> float:
         """Delete a pod; the time the request was sent becomes the timeline's zero."""
@@ -215,6 +257,12 @@ class Probe:
                 log = _attempt(lambda p=pod, c=container: live.read_log(self.namespace, p.name, c.name))
                 (directory / f"log-{pod.name}-{container.name}.txt").write_text(log)
         return directory
+
+
+def _event_time(event: JsonDict) -> str:
+    return str(
+        event.get("eventTime") or event.get("firstTimestamp") or event["metadata"].get("creationTimestamp") or ""
+    )
 
 
 def _attempt(call: Any) -> str:

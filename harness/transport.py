@@ -84,6 +84,10 @@ class Transport(Protocol):
 
     def now(self) -> float: ...
 
+    def pause(self, seconds: float) -> None:
+        """Wait between polls of something that cannot be watched (the node's containers)."""
+        ...
+
     def server_version(self) -> JsonDict: ...
 
     def create(self, namespace: str, manifest: JsonDict) -> JsonDict: ...
@@ -149,6 +153,9 @@ class LiveTransport:
 
     def now(self) -> float:
         return time.monotonic() - self._origin
+
+    def pause(self, seconds: float) -> None:
+        time.sleep(seconds)
 
     def _kind(self, kind: str) -> _KindApi:
         try:
@@ -351,6 +358,9 @@ class RecordingTransport:
     def now(self) -> float:
         return self.inner.now()
 
+    def pause(self, seconds: float) -> None:
+        self.inner.pause(seconds)
+
     def _call(self, call: str, request: JsonDict, fn: Callable[[], Any]) -> Any:
         t_start = self.inner.now()
         response = fn()
@@ -421,7 +431,7 @@ class _RecordingWatch:
         return event
 
     def close(self) -> None:
-        self._step["closed_at"] = round(self._clock(), 3)
+        self._step.setdefault("closed_at", round(self._clock(), 3))
         self._inner.close()
 
 
@@ -447,6 +457,9 @@ class ReplayTransport:
 
     def now(self) -> float:
         return self._now
+
+    def pause(self, seconds: float) -> None:
+        self.advance_to(self._now + seconds)
 
     def advance_to(self, t: float) -> None:
         self._now = max(self._now, t)

@@ -57,7 +57,7 @@ def test_a_contradicting_recording_fails_the_probe_and_leaves_evidence(tmp_path:
 
 
 def test_without_a_cluster_live_probes_are_skipped_with_one_reason_never_passed(tmp_path: Path) -> None:
-    proc = pytest_run("probes", "--run-dir", str(tmp_path), "-rs")
+    proc = pytest_run("probes/test_phase_after_deletion.py", "--run-dir", str(tmp_path), "-rs")
     assert proc.returncode == 0, proc.stdout
     assert "7 skipped" in proc.stdout
     assert "passed" not in proc.stdout.splitlines()[-1]
@@ -77,7 +77,9 @@ def test_a_probe_without_recording_fails_the_offline_run(tmp_path: Path) -> None
     only_one = tmp_path / "recordings"
     only_one.mkdir()
     (only_one / "one.json").write_text((DERIVED / "always_pod_trapping_sigterm--v1.27.3-derived.json").read_text())
-    proc = pytest_run("probes", "--replay", str(only_one), "--run-dir", str(tmp_path / "runs"))
+    proc = pytest_run(
+        "probes/test_phase_after_deletion.py", "--replay", str(only_one), "--run-dir", str(tmp_path / "runs")
+    )
     assert proc.returncode == 1
     assert "1 passed, 6 errors" in proc.stdout
     assert "no recording of test_phase_after_deletion.py::test_onfailure_pod_ignoring_sigterm" in proc.stdout

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -38,6 +39,15 @@ def test_derived_recordings_are_current_and_say_they_are_derived() -> None:
         )
         assert written[name]["origin"]["kind"] == "derived"
         assert "not recorded" in written[name]["origin"]["note"]
+
+
+def test_every_probe_module_has_recordings_for_every_probe() -> None:
+    recorded = {Recording.load(p).probe for p in RECORDINGS.rglob("*.json")}
+    for module in (REPO / "probes").glob("test_*.py"):
+        names = re.findall(r"^def (test_\w+)\(probe", module.read_text(), flags=re.M)
+        assert names, module
+        for name in names:
+            assert f"{module.name}::{name}" in recorded, f"no recording of {module.name}::{name}"
 
 
 def test_every_probe_has_recordings_for_both_sides_of_the_1_27_boundary() -> None:

@@ -36,6 +36,9 @@ class ScriptedCluster:
     def now(self) -> float:
         return self.watch_stream.now
 
+    def pause(self, seconds: float) -> None:
+        self.watch_stream.now += seconds
+
     def server_version(self) -> dict[str, Any]:
         return {"gitVersion": "v1.27.3"}
 

@@ -110,5 +110,6 @@ def test_every_image_the_probes_run_is_pinned_by_digest() -> None:
     assert manifests
     for path in manifests:
         spec = yaml.safe_load(path.read_text())["spec"]
+        spec = spec.get("template", {}).get("spec", spec)  # a Job: its pod template
         for container in spec.get("containers", []) + spec.get("initContainers", []):
             assert re.search(r"@sha256:[0-9a-f]{64}$", container["image"]), f"{path.name}: {container['image']}"

@@ -29,6 +29,9 @@ from harness.run import RUN_LABEL, SUITE_LABEL  # noqa: E402
 from harness.transport import RECORDING_FORMAT  # noqa: E402
 from harness.versions import resolve_image  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import derive_deadline_recordings  # noqa: E402
+
 JsonDict = dict[str, Any]
 DOC_000 = "shared/seeds/000_c1d4d88888778485.txt"
 NAMESPACE = "plp-derived"
@@ -299,12 +302,21 @@ SCENARIOS = [
 ]  # fmt: skip
 
 
+def all_recordings() -> dict[str, JsonDict]:
+    """Relative path under recordings/ -> derived recording, for every probe family."""
+    out = {
+        f"phase_after_deletion/{s.probe.removeprefix('test_')}--{s.git_version}-derived.json": derive(s)
+        for s in SCENARIOS
+    }
+    out.update({f"active_deadline/{name}": rec for name, rec in derive_deadline_recordings.recordings().items()})
+    return out
+
+
 def main() -> None:
-    out = REPO / "recordings" / "phase_after_deletion"
-    out.mkdir(parents=True, exist_ok=True)
-    for scenario in SCENARIOS:
-        path = out / f"{scenario.probe.removeprefix('test_')}--{scenario.git_version}-derived.json"
-        path.write_text(json.dumps(derive(scenario), indent=1) + "\n")
+    for relative, recording in all_recordings().items():
+        path = REPO / "recordings" / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(recording, indent=1) + "\n")
         print(path.relative_to(REPO))
 
 

@@ -1,0 +1,239 @@
+"""activeDeadlineSeconds on a Pod versus on a Job.
+
+Document 001 (shared/seeds/001_626b127e201bb90e.txt, "KubernetesのactiveDeadlineSecondsはJobとPodでちょっと違う",
+kind v1.21.1): a Pod past its deadline is failed and killed by the kubelet, and stays (API object, logs,
+exited container on the node); a Job past its deadline is failed by the job controller, which deletes its
+active pod, so the pod and its container are gone. With both deadlines set, the shorter one decides.
+
+Each probe watches the Job and every pod of its namespace from before it creates anything, records when
+each transition happened relative to the deadline that caused it, reads the events and the node, and
+checks the claims of expectations/active_deadline.yaml for the version the API server reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+import pytest
+
+from harness.observe import Observer, PodObserver
+from harness.probe import Probe
+from harness.transport import JsonDict
+from harness.views import JobView, PodView, parse_time
+
+pytestmark = pytest.mark.probe("active_deadline")
+
+# Beyond a deadline: the kubelet's or the job controller's next sync, the kill's grace period (5 s in the
+# manifests), the status update and the watch delivering it.
+SLACK_S = 45.0
+# How long a deleted pod's container may stay on the node: the kubelet's container garbage collection
+# runs once a minute (pkg/kubelet/kubelet.go ContainerGCPeriod), so two periods bound it.
+CONTAINER_REMOVAL_BOUND_S = 150.0
+
+
+def seconds_between(later: str | None, earlier: datetime | None) -> float | None:
+    moment = parse_time(later)
+    return None if moment is None or earlier is None else (moment - earlier).total_seconds()
+
+
+def deadline_of(start: str | None, seconds: int) -> datetime | None:
+    started = parse_time(start)
+    return None if started is None else started + timedelta(seconds=seconds)
+
+
+def pod_outcome(pod: PodView) -> JsonDict:
+    return {"phase": pod.phase, "reason": pod.reason, "message": pod.message}
+
+
+def exit_of(pod: PodView) -> JsonDict:
+    main = pod.container("main")
+    return {"exitCode": main.exit_code, "reason": main.reason}
+
+
+def job_failure(job: JobView) -> JsonDict | None:
+    failed = job.condition("Failed")
+    return None if failed is None else {"reason": failed.reason, "message": failed.message}
+
+
+def conditions_before_failed(job: Observer[JobView]) -> list[str]:
+    """The condition types that were True in some state seen before the Failed condition appeared."""
+    seen: list[str] = []
+    for _, view in job.history:
+        if view.condition("Failed") is not None:
+            break
+        seen.extend(c.type for c in view.conditions if c.status == "True" and c.type not in seen)
+    return seen
+
+
+def controller_event_reasons(events: Iterable[JsonDict], job: str) -> list[str]:
+    """The distinct reasons of the events about this Job, sorted (their timestamps have one-second resolution)."""
+    reasons = set()
+    for event in events:
+        involved = event.get("involvedObject") or event.get("regarding") or {}
+        if involved.get("kind") == "Job" and involved.get("name") == job:
+            reasons.add(str(event.get("reason")))
+    return sorted(reasons)
+
+
+def only_pod(pods: PodObserver) -> str:
+    names = pods.names()
+    assert len(names) == 1, f"expected the Job to create exactly one pod, saw {names}"
+    return names[0]
+
+
+def failed_at(job: JobView) -> str | None:
+    failed = job.condition("Failed")
+    return None if failed is None else failed.last_transition_time
+
+
+def check_pod_failed_by_its_deadline(probe: Probe, pods: PodObserver, name: str, deadline_s: int) -> PodView:
+    """The kubelet's side (document 001, pod-01): Failed/DeadlineExceeded, killed, logs kept."""
+    pods.wait_for(
+        f"pod {name}'s container to be killed after its deadline",
+        lambda o: name in o.states and o.states[name].all_containers_terminated,
+        within=deadline_s + SLACK_S,
+        veto=lambda o: f"pod {name} was deleted" if name in o.deleted else None,
+    )
+    pod = pods.states[name]
+    probe.check("pod-deadline.status", pod_outcome(pod))
+    probe.check("pod-deadline.killed", exit_of(pod))
+    probe.check(
+        "pod-deadline.killed-after-deadline",
+        seconds_between(pod.container("main").finished_at, deadline_of(pod.raw["status"].get("startTime"), deadline_s)),
+    )
+    lines = probe.logs(name, "main").split()
+    probe.check("pod-deadline.logs-kept", bool(lines) and lines[0] == "1")
+    return pod
+
+
+def check_container_on_node(probe: Probe, claim: str, pod: PodView, expected_states: set[str]) -> None:
+    state = probe.wait_on_node(pod, "main", until=expected_states, within=CONTAINER_REMOVAL_BOUND_S)
+    if state is None:
+        probe.check_not_observable(claim, "the suite has no access to this cluster's nodes")
+    else:
+        probe.check(claim, state)
+
+
+def run_job(probe: Probe, manifest_name: str) -> tuple[Observer[JobView], PodObserver, JsonDict]:
+    """Watch Jobs and pods, create the Job, and wait until it has a Failed (or Complete) condition."""
+    manifest = probe.manifest(manifest_name)
+    name = manifest["metadata"]["name"]
+    deadline = manifest["spec"].get("activeDeadlineSeconds") or 0
+    pod_deadline = manifest["spec"]["template"]["spec"].get("activeDeadlineSeconds") or 0
+    jobs: Observer[JobView] = probe.watch_all("Job", focus=name)
+    pods = probe.watch_all("Pod")
+    assert isinstance(pods, PodObserver)
+    probe.create(manifest, anchor=True)
+    jobs.wait_for(
+        f"Job {name} to finish",
+        lambda o: name in o.states and o.latest.finished,
+        within=max(deadline, pod_deadline) + 60 + SLACK_S,  # + a first back-off and pod start-up
+    )
+    pods.catch_up()
+    return jobs, pods, manifest
+
+
+def settle_job_pods(pods: PodObserver, within: float) -> None:
+    """Wait until every pod of the Job is gone, or stopped and not being deleted: its final state."""
+
+    def settled(o: Observer[PodView]) -> bool:
+        return bool(o.names()) and all(
+            n in o.deleted or (o.states[n].all_containers_terminated and not o.states[n].deletion_timestamp)
+            for n in o.names()
+        )
+
+    pods.wait_for("the Job's pods to be gone, or stopped and not being deleted", settled, within=within)
+
+
+# ---------------------------------------------------------------------------------------------- Pod
+
+
+def test_pod_deadline(probe: Probe) -> None:
+    """Document 001, pod-01: the kubelet fails the pod (phase Failed, reason DeadlineExceeded, its message),
+    kills the container (exit 137) one grace period after the deadline; logs and the exited container stay.
+    """
+    manifest = probe.manifest("pod-active-deadline.yaml")
+    pods = probe.watch_all("Pod", focus="pod-01")
+    assert isinstance(pods, PodObserver)
+    probe.create(manifest, anchor=True)
+    pod = check_pod_failed_by_its_deadline(probe, pods, "pod-01", manifest["spec"]["activeDeadlineSeconds"])
+    pods.observe_for(5)
+    probe.check("pod-deadline.pod-remains", not pods.gone)
+    check_container_on_node(probe, "pod-deadline.container-on-node", pod, {"exited"})
+    probe.conclude()
+
+
+# ---------------------------------------------------------------------------------------------- Job
+
+
+def test_job_deadline(probe: Probe) -> None:
+    """Document 001, job-01: the job controller fails the Job (DeadlineExceeded, its message) and deletes
+    the active pod (SuccessfulDelete); the pod and, within a bound, its container are gone.
+    """
+    jobs, pods, manifest = run_job(probe, "job-active-deadline.yaml")
+    job = jobs.latest
+    probe.check("job-deadline.failed", job_failure(job))
+    probe.check("job-deadline.conditions-before-failed", conditions_before_failed(jobs))
+    probe.check(
+        "job-deadline.failed-after-deadline",
+        seconds_between(failed_at(job), deadline_of(job.start_time, manifest["spec"]["activeDeadlineSeconds"])),
+    )
+    settle_job_pods(pods, within=SLACK_S)
+    pod_name = only_pod(pods)
+    probe.check("job-deadline.active-pod-deleted", pod_name in pods.deleted)
+    probe.check("job-deadline.events", controller_event_reasons(probe.events(), job.name))
+    check_container_on_node(probe, "job-deadline.container-removed", pods.states[pod_name], {"removed"})
+    probe.conclude()
+
+
+def test_job_with_shorter_pod_deadline(probe: Probe) -> None:
+    """Document 001, job-02: the pod fails on its own deadline first; with backoffLimit 0 the Job fails
+    with BackoffLimitExceeded, and the pod (Failed, DeadlineExceeded) and its exited container remain.
+    """
+    jobs, pods, manifest = run_job(probe, "job-pod-deadline-shorter.yaml")
+    probe.check("job-backoff.failed", job_failure(jobs.latest))
+    pod_name = only_pod(pods)
+    pod = check_pod_failed_by_its_deadline(
+        probe, pods, pod_name, manifest["spec"]["template"]["spec"]["activeDeadlineSeconds"]
+    )
+    pods.observe_for(5)
+    probe.check("job-backoff.pod-remains", pod_name not in pods.deleted)
+    check_container_on_node(probe, "job-backoff.container-on-node", pod, {"exited"})
+    probe.conclude()
+
+
+def test_job_with_shorter_job_deadline(probe: Probe) -> None:
+    """Document 001, job-03: the Job's deadline passes first: DeadlineExceeded, the pod is deleted and its
+    container removed, although the pod's own deadline had not passed.
+    """
+    jobs, pods, _ = run_job(probe, "job-deadline-shorter.yaml")
+    probe.check("job-deadline.failed", job_failure(jobs.latest))
+    settle_job_pods(pods, within=SLACK_S)
+    pod_name = only_pod(pods)
+    probe.check("job-deadline.active-pod-deleted", pod_name in pods.deleted)
+    check_container_on_node(probe, "job-deadline.container-removed", pods.states[pod_name], {"removed"})
+    probe.conclude()
+
+
+def test_job_deadline_during_retry(probe: Probe) -> None:
+    """Document 001, job-04: the first pod fails on its own deadline and stays; the retry is active when the
+    Job's deadline passes and is deleted; one of the Job's containers remains on the node.
+    """
+    jobs, pods, _ = run_job(probe, "job-deadline-during-retry.yaml")
+    probe.check("job-deadline.failed", job_failure(jobs.latest))
+    settle_job_pods(pods, within=SLACK_S)
+    first, *retries = pods.names()
+    probe.check("job-retry.first-pod", {**pod_outcome(pods.states[first]), "deleted": first in pods.deleted})
+    probe.check("job-retry.retries-deleted", [name in pods.deleted for name in retries])
+    states = {
+        name: probe.wait_on_node(pods.states[name], "main", {"removed"}, CONTAINER_REMOVAL_BOUND_S) for name in retries
+    }
+    states[first] = probe.node_container_state(pods.states[first], "main")
+    if None in states.values():
+        probe.check_not_observable(
+            "job-retry.containers-left-on-node", "the suite has no access to this cluster's nodes"
+        )
+    else:
+        probe.check("job-retry.containers-left-on-node", sorted(s for s in states.values() if s != "removed"))
+    probe.conclude()
