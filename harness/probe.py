@@ -148,12 +148,13 @@ class Probe:
     def wait_on_node(self, pod: PodView, container: str, until: set[str], within: float) -> str | None:
         """Poll the node (the only way to see it) until the container's state is in `until`, for at most `within` s.
 
-        Returns the last state seen, or None when the suite cannot reach this cluster's nodes.
+        Returns the last state seen, or None when the suite cannot reach this cluster's nodes. A removed
+        container never comes back, so "removed" ends the wait whatever was awaited.
         """
         deadline = self.transport.now() + within
         while True:
             state = self.node_container_state(pod, container)
-            if state is None or state in until or self.transport.now() >= deadline:
+            if state in (None, "removed") or state in until or self.transport.now() >= deadline:
                 return state
             self.transport.pause(min(NODE_POLL_S, max(deadline - self.transport.now(), 0.0)))
 

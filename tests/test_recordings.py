@@ -161,3 +161,46 @@ def test_evidence_of_a_replayed_failure_shows_the_pod_as_last_seen(tmp_path: Pat
     assert "exitCode: 137" in last_seen
     assert "deletionTimestamp" in last_seen
     assert "no cluster to ask" in (evidence / "README.txt").read_text()
+
+
+from probes import test_active_deadline as deadline_probes  # noqa: E402
+
+
+def load_deadline(name: str) -> Recording:
+    return Recording.load(RECORDINGS / "active_deadline" / name)
+
+
+def run_deadline_probe(recording: Recording, tmp_path: Path) -> Probe:
+    probe = Probe.replaying(recording, "active_deadline", Run.start(tmp_path))
+    getattr(deadline_probes, recording.probe.split("::")[1])(probe)
+    return probe
+
+
+def test_a_1_31_job_without_the_interim_failure_target_behaves_like_before_1_31(tmp_path: Path) -> None:
+    recording = copy.deepcopy(load_deadline("job_deadline--v1.31.14-derived.json"))
+    for step in recording.interactions:
+        if step["call"] == "watch" and step["request"]["kind"] == "Job":
+            for event in step["events"]:
+                conditions = event["object"]["status"].get("conditions", [])
+                event["object"]["status"]["conditions"] = [c for c in conditions if c["type"] != "FailureTarget"]
+    with pytest.raises(ClaimsFailed) as err:
+        run_deadline_probe(recording, tmp_path)
+    assert "job-deadline.conditions-before-failed" in str(err.value)
+    assert "the v1.31.14 cluster behaved like <1.31.0" in str(err.value)
+
+
+def test_a_job_pod_that_is_not_deleted_at_the_job_deadline_fails_the_probe(tmp_path: Path) -> None:
+    recording = copy.deepcopy(load_deadline("job_with_shorter_job_deadline--v1.21.1-derived.json"))
+    pod_watch = next(s for s in recording.interactions if s["call"] == "watch" and s["request"]["kind"] == "Pod")
+    pod_watch["events"] = [e for e in pod_watch["events"] if e["type"] != "DELETED"]
+    for event in pod_watch["events"]:
+        event["object"]["metadata"].pop("deletionTimestamp", None)
+    with pytest.raises(ClaimsFailed, match=r"job-deadline\.active-pod-deleted: the pod is gone from the API was False"):
+        run_deadline_probe(recording, tmp_path)
+
+
+def test_a_pod_deadline_container_removed_from_the_node_fails_the_node_claim(tmp_path: Path) -> None:
+    recording = copy.deepcopy(load_deadline("pod_deadline--v1.21.1-derived.json"))
+    recording.interactions[-1]["response"] = []
+    with pytest.raises(ClaimsFailed, match=r"pod-deadline\.container-on-node: .* was 'removed', expected 'exited'"):
+        run_deadline_probe(recording, tmp_path)
