@@ -90,6 +90,10 @@ class Transport(Protocol):
 
     def server_version(self) -> JsonDict: ...
 
+    def wall_clock(self) -> float:
+        """Seconds since the epoch on this machine, which in kind is also the API server's and nodes' clock."""
+        ...
+
     def create(self, namespace: str, manifest: JsonDict) -> JsonDict: ...
 
     def get(self, kind: str, namespace: str, name: str) -> JsonDict | None: ...
@@ -169,6 +173,9 @@ class LiveTransport:
     @api_retry
     def server_version(self) -> JsonDict:
         return self._json(client.VersionApi(self.api_client).get_code())
+
+    def wall_clock(self) -> float:
+        return time.time()
 
     @api_retry
     def create(self, namespace: str, manifest: JsonDict) -> JsonDict:
@@ -372,6 +379,9 @@ class RecordingTransport:
     def server_version(self) -> JsonDict:
         return cast(JsonDict, self._call("server_version", {}, self.inner.server_version))
 
+    def wall_clock(self) -> float:
+        return cast(float, self._call("wall_clock", {}, self.inner.wall_clock))
+
     def create(self, namespace: str, manifest: JsonDict) -> JsonDict:
         request = {"namespace": namespace, "manifest": manifest}
         return cast(JsonDict, self._call("create", request, lambda: self.inner.create(namespace, manifest)))
@@ -484,6 +494,9 @@ class ReplayTransport:
 
     def server_version(self) -> JsonDict:
         return cast(JsonDict, self._next("server_version", {})["response"])
+
+    def wall_clock(self) -> float:
+        return float(self._next("wall_clock", {})["response"])
 
     def create(self, namespace: str, manifest: JsonDict) -> JsonDict:
         key = {"namespace": namespace, "manifest": manifest}

@@ -204,3 +204,20 @@ def test_a_pod_deadline_container_removed_from_the_node_fails_the_node_claim(tmp
     recording.interactions[-1]["response"] = []
     with pytest.raises(ClaimsFailed, match=r"pod-deadline\.container-on-node: .* was 'removed', expected 'exited'"):
         run_deadline_probe(recording, tmp_path)
+
+
+from probes import test_termination_order as termination_probes  # noqa: E402
+
+
+def test_a_kubelet_that_kills_at_once_after_an_overrun_fails_the_two_second_claim(tmp_path: Path) -> None:
+    recording = copy.deepcopy(
+        Recording.load(RECORDINGS / "termination_order" / "prestop_overrunning_the_grace_period--v1.33.12-derived.json")
+    )
+    watch = next(s for s in recording.interactions if s["call"] == "watch")
+    last = watch["events"][-1]["object"]
+    last["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = last["metadata"]["deletionTimestamp"]
+    probe = Probe.replaying(recording, "termination_order", Run.start(tmp_path))
+    with pytest.raises(
+        ClaimsFailed, match=r"prestop-overrun\.killed-after-delete: .* was 5\.0, expected between 6\.0 and 10\.0"
+    ):
+        termination_probes.test_prestop_overrunning_the_grace_period(probe)

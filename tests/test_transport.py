@@ -42,6 +42,9 @@ class ScriptedCluster:
     def server_version(self) -> dict[str, Any]:
         return {"gitVersion": "v1.27.3"}
 
+    def wall_clock(self) -> float:
+        return 1_700_000_000.0
+
     def create(self, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
         return pod(rv="1")
 

@@ -31,6 +31,7 @@ from harness.versions import resolve_image  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import derive_deadline_recordings  # noqa: E402
+import derive_termination_recordings  # noqa: E402
 
 JsonDict = dict[str, Any]
 DOC_000 = "shared/seeds/000_c1d4d88888778485.txt"
@@ -309,6 +310,7 @@ def all_recordings() -> dict[str, JsonDict]:
         for s in SCENARIOS
     }
     out.update({f"active_deadline/{name}": rec for name, rec in derive_deadline_recordings.recordings().items()})
+    out.update({f"termination_order/{name}": rec for name, rec in derive_termination_recordings.recordings().items()})
     return out
 
 

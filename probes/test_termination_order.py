@@ -1,0 +1,147 @@
+"""What happens, in order, when a pod is deleted: deletion fields, preStop, SIGTERM, SIGKILL.
+
+Document 002 (shared/seeds/002_a881ba7d7f4b4973.txt, "アルパカでもわかる安全なPodの終了"): the API server sets
+deletionTimestamp = time of the delete + grace and deletionGracePeriodSeconds = grace; the kubelet runs
+the preStop hook, then sends SIGTERM, then SIGKILL when the grace runs out. A preStop that ends in time
+leaves the container what remains of the grace (at least 2 s); one that overruns it is cut off at the
+grace, and SIGTERM is then followed by SIGKILL 2 s later.
+
+Instants are measured on both sides: the container writes the instants it sees on the node's kernel
+clock (/proc/uptime, 10 ms resolution, so intervals between them are exact to ~0.02 s); the API server's
+timestamps (deletionTimestamp, finishedAt) have one-second resolution, so intervals between them carry
++-1 s, and the delete request's own time is taken on this machine's clock (kind runs on it).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.probe import Probe
+from harness.transport import JsonDict
+from harness.views import PodView, parse_time
+
+pytestmark = pytest.mark.probe("termination_order")
+
+SLACK_S = 30.0
+
+
+def timeline_pod(probe: Probe, manifest_name: str, prestop_s: int, grace_s: int) -> JsonDict:
+    manifest = probe.manifest(manifest_name)
+    manifest["spec"]["terminationGracePeriodSeconds"] = grace_s
+    hook = manifest["spec"]["containers"][0]["lifecycle"]["preStop"]["exec"]["command"]
+    hook[-1] = hook[-1].replace("PRESTOP_SECONDS", str(prestop_s))
+    return manifest
+
+
+def container_instants(log: str) -> dict[str, float]:
+    """The instants the container logged ('prestop-start 1234.56'), by name, first occurrence."""
+    instants: dict[str, float] = {}
+    for line in log.splitlines():
+        name, _, value = line.partition(" ")
+        try:
+            instants.setdefault(name, float(value))
+        except ValueError:
+            continue
+    return instants
+
+
+def interval(instants: dict[str, float], start: str, end: str) -> float | None:
+    if start in instants and end in instants:
+        return round(instants[end] - instants[start], 2)
+    return None
+
+
+def finished_after_delete(pod: PodView) -> float | None:
+    """finishedAt minus the server's time of the delete (deletionTimestamp - deletionGracePeriodSeconds)."""
+    finished, grace_ends = parse_time(pod.container("main").finished_at), parse_time(pod.deletion_timestamp)
+    if finished is None or grace_ends is None:
+        return None
+    return (finished - grace_ends).total_seconds() + (pod.deletion_grace_period_seconds or 0)
+
+
+def delete_and_observe(probe: Probe, manifest: JsonDict, grace_override: int | None = None) -> tuple[PodView, float]:
+    """Start the pod, note this machine's clock, delete it, and watch until its container stopped.
+
+    Returns the pod as last seen and the wall-clock time of the delete request.
+    """
+    with probe.start_pod(manifest) as pod:
+        requested_at = probe.transport.wall_clock()
+        probe.delete_pod(pod.latest, grace_period_seconds=grace_override)
+        grace = grace_override if grace_override is not None else manifest["spec"]["terminationGracePeriodSeconds"]
+        pod.wait_for(
+            "the deleted pod's container to stop",
+            lambda o: o.latest.all_containers_terminated,
+            within=grace + SLACK_S,
+            veto=lambda o: "the pod is gone, although a finalizer holds it" if o.gone else None,
+        )
+        return pod.latest, requested_at
+
+
+def check_deletion_timestamp(probe: Probe, pod: PodView, requested_at: float, grace: int) -> None:
+    deletion = parse_time(pod.deletion_timestamp)
+    offset = None if deletion is None else round(deletion.timestamp() - requested_at - grace, 2)
+    probe.check("deletion.timestamp-is-request-plus-grace", offset)
+
+
+# ------------------------------------------------------------------------------------ deletion fields
+
+
+def test_deletion_fields_from_the_spec(probe: Probe) -> None:
+    """Document 002 §1: deletionTimestamp = time of the delete + terminationGracePeriodSeconds (7 s here),
+    deletionGracePeriodSeconds = terminationGracePeriodSeconds.
+    """
+    manifest = probe.manifest("pod-finalizer-traps-sigterm.yaml")
+    manifest["spec"]["terminationGracePeriodSeconds"] = 7
+    pod, requested_at = delete_and_observe(probe, manifest)
+    probe.check("deletion.grace-from-spec", pod.deletion_grace_period_seconds)
+    check_deletion_timestamp(probe, pod, requested_at, 7)
+    probe.conclude()
+
+
+def test_deletion_fields_with_a_grace_period_override(probe: Probe) -> None:
+    """The same when DeleteOptions.gracePeriodSeconds (3 s) overrides the spec's 7 s: the override wins."""
+    manifest = probe.manifest("pod-finalizer-traps-sigterm.yaml")
+    manifest["spec"]["terminationGracePeriodSeconds"] = 7
+    pod, requested_at = delete_and_observe(probe, manifest, grace_override=3)
+    probe.check("deletion.grace-from-override", pod.deletion_grace_period_seconds)
+    check_deletion_timestamp(probe, pod, requested_at, 3)
+    probe.conclude()
+
+
+# -------------------------------------------------------------------------- preStop, SIGTERM, SIGKILL
+
+
+def test_prestop_within_the_grace_period(probe: Probe) -> None:
+    """Document 002 §2-a: preStop (3 s) ends within the grace (10 s): SIGTERM follows it, and the container,
+    which ignores SIGTERM, is SIGKILLed when the grace has run out, about 10 s after the delete.
+    """
+    pod, _ = delete_and_observe(probe, timeline_pod(probe, "pod-prestop-timeline.yaml", prestop_s=3, grace_s=10))
+    instants = container_instants(probe.logs(pod.name, "main"))
+    probe.check("prestop-in-time.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
+    probe.check("sigkilled.exit", {"exitCode": pod.container("main").exit_code, "reason": pod.container("main").reason})
+    probe.check("prestop-in-time.killed-after-delete", finished_after_delete(pod))
+    probe.conclude()
+
+
+def test_prestop_overrunning_the_grace_period(probe: Probe) -> None:
+    """Document 002 §2-a: preStop (30 s) overruns the grace (5 s): it is cut off, SIGTERM comes at the end of
+    the grace and SIGKILL a fixed 2 s later (the kubelet's minimumGracePeriodInSeconds).
+    """
+    pod, _ = delete_and_observe(probe, timeline_pod(probe, "pod-prestop-timeline.yaml", prestop_s=30, grace_s=5))
+    instants = container_instants(probe.logs(pod.name, "main"))
+    probe.check("prestop-overrun.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
+    probe.check("prestop-overrun.prestop-cut-off", "prestop-end" not in instants)
+    probe.check("sigkilled.exit", {"exitCode": pod.container("main").exit_code, "reason": pod.container("main").reason})
+    probe.check("prestop-overrun.killed-after-delete", finished_after_delete(pod))
+    probe.conclude()
+
+
+def test_sigterm_handled_after_prestop(probe: Probe) -> None:
+    """Document 002 §2-a: preStop (2 s), then SIGTERM, which the container handles in 1 s and exits 0."""
+    manifest = timeline_pod(probe, "pod-graceful-exit-after-prestop.yaml", prestop_s=2, grace_s=10)
+    pod, _ = delete_and_observe(probe, manifest)
+    instants = container_instants(probe.logs(pod.name, "main"))
+    probe.check("graceful.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
+    probe.check("graceful.exit", {"exitCode": pod.container("main").exit_code, "reason": pod.container("main").reason})
+    probe.check("graceful.finished-after-delete", finished_after_delete(pod))
+    probe.conclude()

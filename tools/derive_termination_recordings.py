@@ -1,0 +1,204 @@
+"""Recordings for probes/test_termination_order.py derived from document 002 and the kubelet's source.
+
+Not recorded: no cluster ran. Document 002 describes the order (it measures nothing), so the instants here
+follow it and kubernetes/kubernetes pkg/kubelet/kuberuntime/kuberuntime_container.go killContainer: preStop
+for at most the grace, SIGTERM, then SIGKILL after what remains of the grace (at least 2 s). Called by
+tools/derive_recordings.py.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.run import RUN_LABEL, SUITE_LABEL
+from harness.transport import RECORDING_FORMAT
+
+JsonDict = dict[str, Any]
+REPO = Path(__file__).resolve().parent.parent
+DOC_002 = "shared/seeds/002_a881ba7d7f4b4973.txt"
+NAMESPACE = "plp-derived"
+WALL_EPOCH = 1_700_000_000.0  # this machine's clock at t=0 of the recording
+EPOCH = datetime.fromtimestamp(WALL_EPOCH, UTC)
+UPTIME_AT_0 = 1000.0  # the node's /proc/uptime at t=0
+STARTED, DELETED = 2.0, 2.32
+
+
+def ts(t: float) -> str:
+    return (EPOCH + timedelta(seconds=int(t))).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    probe: str
+    manifest: str
+    grace: int
+    prestop: int | None  # None: the manifest has no preStop hook
+    override: int | None = None
+    handles_sigterm: bool = False
+
+
+def timeline(s: Scenario) -> tuple[float, list[tuple[str, float]], int]:
+    """When the container finished, the instants it logs, and its exit code."""
+    grace = s.override if s.override is not None else s.grace
+    if s.prestop is None:  # the SIGTERM-trapping pod: exits within a second of SIGTERM
+        return DELETED + 1.0, [("started", STARTED)], 0
+    hook_start = DELETED + 0.08
+    hook_end = hook_start + s.prestop
+    instants = [("started", STARTED), ("prestop-start", hook_start)]
+    if s.prestop < grace:
+        instants.append(("prestop-end", hook_end + 0.02))
+        sigterm = hook_end + 0.1
+        remaining = max(grace - int(hook_end - hook_start), 2)
+    else:  # cut off at the grace; then the fixed minimum of 2 s
+        sigterm = DELETED + grace + 0.03
+        remaining = 2
+    instants.append(("sigterm", sigterm))
+    if s.handles_sigterm:
+        instants.append(("exiting", sigterm + 1.02))
+        return sigterm + 1.05, instants, 0
+    return sigterm - 0.1 + remaining, instants, 137
+
+
+def derive(s: Scenario, git_version: str) -> JsonDict:
+    manifest: JsonDict = yaml.safe_load((REPO / "manifests" / s.manifest).read_text())
+    manifest["metadata"]["labels"] = {SUITE_LABEL: "true", RUN_LABEL: "derived"}
+    manifest["spec"]["terminationGracePeriodSeconds"] = s.grace if s.prestop is not None else 7
+    if s.prestop is not None:
+        hook = manifest["spec"]["containers"][0]["lifecycle"]["preStop"]["exec"]["command"]
+        hook[-1] = hook[-1].replace("PRESTOP_SECONDS", str(s.prestop))
+    name = manifest["metadata"]["name"]
+    grace = s.override if s.override is not None else manifest["spec"]["terminationGracePeriodSeconds"]
+    finished, instants, exit_code = timeline(s)
+    cid = "containerd://" + hashlib.sha256(f"{s.probe}/{git_version}".encode()).hexdigest()
+
+    pod = copy.deepcopy(manifest)
+    pod["metadata"].update(namespace=NAMESPACE, uid=f"uid-{name}", resourceVersion="500", creationTimestamp=ts(0))
+    pod["spec"]["nodeName"] = "kind-control-plane"
+    pod["status"] = {"phase": "Pending"}
+    rv = 500
+
+    def snapshot() -> JsonDict:
+        nonlocal rv
+        rv += 1
+        pod["metadata"]["resourceVersion"] = str(rv)
+        return copy.deepcopy(pod)
+
+    def container(state: JsonDict, ready: bool) -> None:
+        pod["status"]["containerStatuses"] = [
+            {"name": "main", "ready": ready, "restartCount": 0, "containerID": cid, "state": state}
+        ]
+        pod["status"]["conditions"] = [{"type": "Ready", "status": "True" if ready else "False"}]
+
+    created = snapshot()
+    pod["status"].update(phase="Running", startTime=ts(0.2))
+    container({"running": {"startedAt": ts(STARTED)}}, ready=True)
+    events = [{"t": STARTED + 0.3, "type": "MODIFIED", "object": snapshot()}]
+    pod["metadata"].update(deletionTimestamp=ts(DELETED + grace), deletionGracePeriodSeconds=grace)
+    deleting = snapshot()
+    events.append({"t": DELETED + 0.03, "type": "MODIFIED", "object": copy.deepcopy(deleting)})
+    reason = "Completed" if exit_code == 0 else "Error"
+    container(
+        {
+            "terminated": {
+                "exitCode": exit_code,
+                "reason": reason,
+                "startedAt": ts(STARTED),
+                "finishedAt": ts(finished),
+                "containerID": cid,
+            }
+        },
+        ready=False,
+    )
+    events.append({"t": round(finished + 0.4, 3), "type": "MODIFIED", "object": snapshot()})
+    log = "".join(f"{label} {UPTIME_AT_0 + t:.2f}\n" for label, t in sorted(instants, key=lambda i: i[1]))
+    steps: list[JsonDict] = [
+        {
+            "call": "server_version",
+            "request": {},
+            "t_start": 0.0,
+            "t_end": 0.02,
+            "response": {"major": "1", "minor": git_version.split(".")[1], "gitVersion": git_version},
+        },
+        {
+            "call": "create",
+            "request": {"namespace": NAMESPACE, "manifest": manifest},
+            "t_start": 0.03,
+            "t_end": 0.06,
+            "response": created,
+        },
+        {
+            "call": "watch",
+            "request": {
+                "kind": "Pod",
+                "namespace": NAMESPACE,
+                "name": name,
+                "resource_version": created["metadata"]["resourceVersion"],
+            },
+            "t_start": 0.07,
+            "events": events,
+            "closed_at": round(finished + 0.4, 3),
+        },
+        {
+            "call": "wall_clock",
+            "request": {},
+            "t_start": STARTED + 0.3,
+            "t_end": STARTED + 0.31,
+            "response": WALL_EPOCH + DELETED - 0.01,
+        },
+        {
+            "call": "delete",
+            "request": {"kind": "Pod", "namespace": NAMESPACE, "name": name, "grace_period_seconds": s.override},
+            "t_start": DELETED,
+            "t_end": DELETED + 0.02,
+            "response": deleting,
+        },
+    ]
+    if s.prestop is not None:
+        steps.append(
+            {
+                "call": "read_log",
+                "request": {"namespace": NAMESPACE, "pod": name, "container": "main"},
+                "t_start": finished + 0.5,
+                "t_end": finished + 0.52,
+                "response": log,
+            }
+        )
+    return {
+        "format": RECORDING_FORMAT,
+        "probe": f"test_termination_order.py::{s.probe}",
+        "origin": {
+            "kind": "derived",
+            "note": "Derived, not recorded: no cluster ran. Instants follow the basis; object fields it does not show "
+            "are filled with plausible values.",
+            "basis": f"{DOC_002} §1 and §2-a (an account of the order, no measurements); kubernetes/kubernetes "
+            "pkg/kubelet/kuberuntime/kuberuntime_container.go killContainer",
+            "document": DOC_002,
+            "namespace": NAMESPACE,
+            "run_id": "derived",
+            "node_access": True,
+        },
+        "interactions": steps,
+    }
+
+
+SCENARIOS = [
+    Scenario("test_deletion_fields_from_the_spec", "pod-finalizer-traps-sigterm.yaml", 7, None),
+    Scenario(
+        "test_deletion_fields_with_a_grace_period_override", "pod-finalizer-traps-sigterm.yaml", 7, None, override=3
+    ),
+    Scenario("test_prestop_within_the_grace_period", "pod-prestop-timeline.yaml", 10, 3),
+    Scenario("test_prestop_overrunning_the_grace_period", "pod-prestop-timeline.yaml", 5, 30),
+    Scenario("test_sigterm_handled_after_prestop", "pod-graceful-exit-after-prestop.yaml", 10, 2, handles_sigterm=True),
+]
+
+
+def recordings() -> dict[str, JsonDict]:
+    version = "v1.33.12"
+    return {f"{s.probe.removeprefix('test_')}--{version}-derived.json": derive(s, version) for s in SCENARIOS}
