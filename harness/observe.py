@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Self, TypeVar
 
 from harness.transport import WatchEvent, WatchHandle
-from harness.views import JobView, PodView
+from harness.views import DeploymentView, JobView, PodView
 
 JsonDict = dict[str, Any]
 
@@ -102,11 +102,15 @@ class ProbeImpossible(AssertionError):
     """What the probe waits for can no longer happen (the object is gone, the image cannot be pulled ...)."""
 
 
-V = TypeVar("V", PodView, JobView)
+V = TypeVar("V", PodView, JobView, DeploymentView)
 Condition = Callable[["Observer[V]"], bool]
 Veto = Callable[["Observer[V]"], "str | None"]
 
-VIEWS: dict[str, Callable[[JsonDict], Any]] = {"Pod": PodView.from_object, "Job": JobView.from_object}
+VIEWS: dict[str, Callable[[JsonDict], Any]] = {
+    "Pod": PodView.from_object,
+    "Job": JobView.from_object,
+    "Deployment": DeploymentView.from_object,
+}
 
 
 class Observer(Generic[V]):

@@ -76,10 +76,7 @@ class Probe:
 
     def manifest(self, filename: str) -> JsonDict:
         """A manifest from manifests/, labelled as the suite's."""
-        manifest: JsonDict = yaml.safe_load((MANIFESTS_DIR / filename).read_text())
-        labels = manifest.setdefault("metadata", {}).setdefault("labels", {})
-        labels.update({SUITE_LABEL: "true", RUN_LABEL: self.run_id})
-        return manifest
+        return labelled(yaml.safe_load((MANIFESTS_DIR / filename).read_text()), self.run_id)
 
     def create_pod(self, manifest: JsonDict) -> PodView:
         t = self.transport.now()
@@ -258,6 +255,17 @@ class Probe:
                 log = _attempt(lambda p=pod, c=container: live.read_log(self.namespace, p.name, c.name))
                 (directory / f"log-{pod.name}-{container.name}.txt").write_text(log)
         return directory
+
+
+def labelled(manifest: JsonDict, run_id: str) -> JsonDict:
+    """The suite's labels on an object and on the pods its template makes (so leftovers can be found)."""
+    targets = [manifest.setdefault("metadata", {})]
+    template = (manifest.get("spec") or {}).get("template")
+    if isinstance(template, dict):
+        targets.append(template.setdefault("metadata", {}))
+    for metadata in targets:
+        metadata.setdefault("labels", {}).update({SUITE_LABEL: "true", RUN_LABEL: run_id})
+    return manifest
 
 
 def _event_time(event: JsonDict) -> str:

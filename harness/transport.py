@@ -137,6 +137,7 @@ class LiveTransport:
         self.api_client = api_client
         self.core = client.CoreV1Api(api_client)
         batch = client.BatchV1Api(api_client)
+        apps = client.AppsV1Api(api_client)
         self.node_access = node_lister is not None
         self._node_lister = node_lister
         self._origin = time.monotonic()
@@ -152,6 +153,12 @@ class LiveTransport:
                 read=batch.read_namespaced_job,
                 delete=batch.delete_namespaced_job,
                 list=batch.list_namespaced_job,
+            ),
+            "Deployment": _KindApi(
+                create=apps.create_namespaced_deployment,
+                read=apps.read_namespaced_deployment,
+                delete=apps.delete_namespaced_deployment,
+                list=apps.list_namespaced_deployment,
             ),
         }
 

@@ -219,3 +219,29 @@ class JobView:
             "terminating": self.terminating,
             "conditions": {c.type: f"{c.status}/{c.reason}" for c in self.conditions},
         }
+
+
+@dataclass(frozen=True)
+class DeploymentView:
+    """The parts of a Deployment the probes observe."""
+
+    name: str
+    replicas: int
+    ready_replicas: int
+    raw: JsonDict
+
+    @classmethod
+    def from_object(cls, obj: JsonDict) -> DeploymentView:
+        status = obj.get("status") or {}
+        return cls(
+            name=(obj.get("metadata") or {}).get("name", ""),
+            replicas=int(status.get("replicas") or 0),
+            ready_replicas=int(status.get("readyReplicas") or 0),
+            raw=obj,
+        )
+
+    def summary(self) -> str:
+        return f"replicas={self.replicas} ready={self.ready_replicas}"
+
+    def timeline_fields(self) -> JsonDict:
+        return {"replicas": self.replicas, "readyReplicas": self.ready_replicas}

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.probe import Probe
+from harness.observe import PodObserver
+from harness.probe import POD_START_BUDGET_S, Probe
 from harness.transport import JsonDict
 from harness.views import PodView, parse_time
 
@@ -144,4 +145,45 @@ def test_sigterm_handled_after_prestop(probe: Probe) -> None:
     probe.check("graceful.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
     probe.check("graceful.exit", {"exitCode": pod.container("main").exit_code, "reason": pod.container("main").reason})
     probe.check("graceful.finished-after-delete", finished_after_delete(pod))
+    probe.conclude()
+
+
+# ------------------------------------------------------------------------------ owner (ReplicaSet)
+
+
+def test_replicaset_replaces_a_pod_while_it_terminates(probe: Probe) -> None:
+    """Document 002 §2-c: once a pod has its deletionTimestamp, its ReplicaSet no longer counts it and creates
+    the replacement at once: the new pod exists while the old pod's container is still running (for its
+    whole 10 s grace here, as it ignores SIGTERM).
+    """
+    pods = probe.watch_all("Pod")
+    assert isinstance(pods, PodObserver)
+    probe.create(probe.manifest("deployment-slow-to-stop.yaml"))
+    pods.wait_for(
+        "the Deployment's pod to be Running and Ready",
+        lambda o: any(p.phase == "Running" and p.ready for p in o.states.values()),
+        within=POD_START_BUDGET_S,
+    )
+    old = next(p for p in pods.states.values() if p.phase == "Running" and p.ready)
+    probe.delete_pod(old)
+    pods.wait_for(
+        "a replacement pod, and the old pod's container to stop",
+        lambda o: len(o.names()) >= 2 and (old.name in o.deleted or o.states[old.name].all_containers_terminated),
+        within=old.raw["spec"]["terminationGracePeriodSeconds"] + SLACK_S,
+    )
+    old_last = pods.states[old.name]
+    new = next(pods.states[n] for n in pods.names() if n != old.name)
+    created = parse_time(new.raw["metadata"].get("creationTimestamp"))
+    finished = parse_time(old_last.container("main").finished_at) if old_last.containers else None
+    grace_ends = parse_time(old_last.deletion_timestamp)
+    probe.check(
+        "replacement.created-before-old-container-finished",
+        None if created is None or finished is None else (finished - created).total_seconds(),
+    )
+    probe.check(
+        "replacement.created-right-after-delete",
+        None
+        if created is None or grace_ends is None
+        else (created - grace_ends).total_seconds() + (old_last.deletion_grace_period_seconds or 0),
+    )
     probe.conclude()

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from harness.run import RUN_LABEL, SUITE_LABEL
+from harness.probe import labelled
 from harness.transport import RECORDING_FORMAT
 
 JsonDict = dict[str, Any]
@@ -112,7 +112,7 @@ class Script:
 
 def manifest(name: str) -> JsonDict:
     data: JsonDict = yaml.safe_load((REPO / "manifests" / name).read_text())
-    data["metadata"]["labels"] = {SUITE_LABEL: "true", RUN_LABEL: "derived"}
+    labelled(data, "derived")
     return data
 
 

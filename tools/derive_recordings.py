@@ -25,7 +25,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness.run import RUN_LABEL, SUITE_LABEL  # noqa: E402
+from harness.probe import labelled  # noqa: E402
 from harness.transport import RECORDING_FORMAT  # noqa: E402
 from harness.versions import resolve_image  # noqa: E402
 
@@ -113,7 +113,7 @@ class PodHistory:
 
 def derive(scenario: Scenario) -> JsonDict:
     manifest = yaml.safe_load((REPO / "manifests" / scenario.manifest).read_text())
-    manifest["metadata"]["labels"] = {SUITE_LABEL: "true", RUN_LABEL: RUN_ID}
+    labelled(manifest, RUN_ID)
     manifest["spec"]["restartPolicy"] = scenario.restart_policy
     if scenario.grace is None:
         del manifest["spec"]["terminationGracePeriodSeconds"]

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from harness.run import RUN_LABEL, SUITE_LABEL
+from harness.probe import labelled
 from harness.transport import RECORDING_FORMAT
 
 JsonDict = dict[str, Any]
@@ -68,7 +68,7 @@ def timeline(s: Scenario) -> tuple[float, list[tuple[str, float]], int]:
 
 def derive(s: Scenario, git_version: str) -> JsonDict:
     manifest: JsonDict = yaml.safe_load((REPO / "manifests" / s.manifest).read_text())
-    manifest["metadata"]["labels"] = {SUITE_LABEL: "true", RUN_LABEL: "derived"}
+    labelled(manifest, "derived")
     manifest["spec"]["terminationGracePeriodSeconds"] = s.grace if s.prestop is not None else 7
     if s.prestop is not None:
         hook = manifest["spec"]["containers"][0]["lifecycle"]["preStop"]["exec"]["command"]
@@ -199,6 +199,144 @@ SCENARIOS = [
 ]
 
 
+def derive_replacement(git_version: str) -> JsonDict:
+    """Deployment of one replica whose container ignores SIGTERM (grace 10 s): the old pod is deleted at
+    t=3.31, the ReplicaSet's replacement appears at t=3.4, the old container is SIGKILLed at t=13.3."""
+    deployment: JsonDict = labelled(
+        yaml.safe_load((REPO / "manifests" / "deployment-slow-to-stop.yaml").read_text()), "derived"
+    )
+    template = deployment["spec"]["template"]
+    rv = 700
+
+    def pod_obj(name: str, created: float) -> JsonDict:
+        return {
+            "metadata": {
+                "name": name,
+                "namespace": NAMESPACE,
+                "uid": f"uid-{name}",
+                "creationTimestamp": ts(created),
+                "labels": template["metadata"]["labels"],
+                "ownerReferences": [
+                    {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8f7c9b6", "controller": True}
+                ],
+            },
+            "spec": {**copy.deepcopy(template["spec"]), "nodeName": "kind-control-plane"},
+            "status": {"phase": "Pending"},
+        }
+
+    def event(t: float, type_: str, obj: JsonDict) -> JsonDict:
+        nonlocal rv
+        rv += 1
+        snapshot = copy.deepcopy(obj)
+        snapshot["metadata"]["resourceVersion"] = str(rv)
+        return {"t": round(t, 3), "type": type_, "object": snapshot}
+
+    def running(obj: JsonDict, started: float, cid: str) -> JsonDict:
+        obj["status"] = {
+            "phase": "Running",
+            "startTime": ts(started),
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "containerStatuses": [
+                {
+                    "name": "main",
+                    "ready": True,
+                    "restartCount": 0,
+                    "containerID": cid,
+                    "state": {"running": {"startedAt": ts(started)}},
+                }
+            ],
+        }
+        return obj
+
+    old, new = pod_obj("web-5d8f7c9b6-q2x7k", 0.3), pod_obj("web-5d8f7c9b6-m4r8t", 3.4)
+    old_cid, new_cid = (f"containerd://{hashlib.sha256(n.encode()).hexdigest()}" for n in ("old", "new"))
+    deleted, grace = 3.31, 10
+    events = [event(0.35, "ADDED", old), event(2.3, "MODIFIED", running(old, 2.0, old_cid))]
+    old["metadata"].update(deletionTimestamp=ts(deleted + grace), deletionGracePeriodSeconds=grace)
+    deleting = copy.deepcopy(old)
+    events += [
+        event(deleted + 0.03, "MODIFIED", old),
+        event(3.45, "ADDED", new),
+        event(5.1, "MODIFIED", running(new, 4.8, new_cid)),
+    ]
+    old["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    old["status"]["containerStatuses"][0].update(
+        ready=False,
+        state={
+            "terminated": {
+                "exitCode": 137,
+                "reason": "Error",
+                "startedAt": ts(2.0),
+                "finishedAt": ts(deleted + grace),
+                "containerID": old_cid,
+            }
+        },
+    )
+    events += [event(deleted + grace + 0.4, "MODIFIED", old), event(deleted + grace + 0.7, "DELETED", old)]
+    steps: list[JsonDict] = [
+        {
+            "call": "server_version",
+            "request": {},
+            "t_start": 0.0,
+            "t_end": 0.02,
+            "response": {"major": "1", "minor": git_version.split(".")[1], "gitVersion": git_version},
+        },
+        {
+            "call": "list_objects",
+            "request": {"kind": "Pod", "namespace": NAMESPACE},
+            "t_start": 0.03,
+            "t_end": 0.05,
+            "response": {"metadata": {"resourceVersion": "700"}, "items": []},
+        },
+        {
+            "call": "watch",
+            "request": {"kind": "Pod", "namespace": NAMESPACE, "name": None, "resource_version": "700"},
+            "t_start": 0.06,
+            "events": events,
+            "closed_at": round(deleted + grace + 1.0, 3),
+        },
+        {
+            "call": "create",
+            "request": {"namespace": NAMESPACE, "manifest": deployment},
+            "t_start": 0.1,
+            "t_end": 0.14,
+            "response": {
+                **deployment,
+                "metadata": {**deployment["metadata"], "namespace": NAMESPACE, "resourceVersion": "701"},
+            },
+        },
+        {
+            "call": "delete",
+            "request": {
+                "kind": "Pod",
+                "namespace": NAMESPACE,
+                "name": old["metadata"]["name"],
+                "grace_period_seconds": None,
+            },
+            "t_start": deleted,
+            "t_end": deleted + 0.02,
+            "response": deleting,
+        },
+    ]
+    return {
+        "format": RECORDING_FORMAT,
+        "probe": "test_termination_order.py::test_replicaset_replaces_a_pod_while_it_terminates",
+        "origin": {
+            "kind": "derived",
+            "note": "Derived, not recorded: no cluster ran. Instants follow the basis; object fields it does not show "
+            "are filled with plausible values.",
+            "basis": f"{DOC_002} §2-c; kubernetes/kubernetes pkg/controller/controller_utils.go FilterActivePods",
+            "document": DOC_002,
+            "namespace": NAMESPACE,
+            "run_id": "derived",
+            "node_access": True,
+        },
+        "interactions": steps,
+    }
+
+
 def recordings() -> dict[str, JsonDict]:
     version = "v1.33.12"
-    return {f"{s.probe.removeprefix('test_')}--{version}-derived.json": derive(s, version) for s in SCENARIOS}
+    out = {f"{s.probe.removeprefix('test_')}--{version}-derived.json": derive(s, version) for s in SCENARIOS}
+    out[f"replicaset_replaces_a_pod_while_it_terminates--{version}-derived.json"] = derive_replacement(version)
+    return out
