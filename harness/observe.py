@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Self, TypeVar
 
 from harness.transport import WatchEvent, WatchHandle
-from harness.views import DeploymentView, JobView, PodView
+from harness.views import DeploymentView, EndpointsView, JobView, PodView
 
 JsonDict = dict[str, Any]
 
@@ -102,7 +102,7 @@ class ProbeImpossible(AssertionError):
     """What the probe waits for can no longer happen (the object is gone, the image cannot be pulled ...)."""
 
 
-V = TypeVar("V", PodView, JobView, DeploymentView)
+V = TypeVar("V", PodView, JobView, DeploymentView, EndpointsView)
 Condition = Callable[["Observer[V]"], bool]
 Veto = Callable[["Observer[V]"], "str | None"]
 
@@ -110,6 +110,8 @@ VIEWS: dict[str, Callable[[JsonDict], Any]] = {
     "Pod": PodView.from_object,
     "Job": JobView.from_object,
     "Deployment": DeploymentView.from_object,
+    "EndpointSlice": EndpointsView.from_object,
+    "Endpoints": EndpointsView.from_object,
 }
 
 

@@ -35,6 +35,10 @@ class ClaimsFailed(AssertionError):
     """At least one claim did not hold (or could not be decided) on this cluster."""
 
 
+class NotServed(RuntimeError):
+    """The API server does not serve the API version the suite uses for this kind (e.g. before it went GA)."""
+
+
 class NotObservableWarning(UserWarning):
     """A claim could not be observed on this cluster: it is reported, never counted as passed."""
 
@@ -79,10 +83,9 @@ class Probe:
         return labelled(yaml.safe_load((MANIFESTS_DIR / filename).read_text()), self.run_id)
 
     def create_pod(self, manifest: JsonDict) -> PodView:
-        t = self.transport.now()
         pod = PodView.from_object(self.transport.create(self.namespace, copy.deepcopy(manifest)))
         self._created[pod.name] = pod
-        self.timeline.action(t, "create", {"pod": pod.name})
+        self.timeline.action(self.transport.last_call_started(), "create", {"pod": pod.name})
         return pod
 
     def watch_pod(self, pod: PodView) -> PodObserver:
@@ -121,14 +124,16 @@ class Probe:
 
     def create(self, manifest: JsonDict, anchor: bool = False) -> JsonDict:
         """Create any object the transport handles; `anchor` makes its creation the timeline's zero."""
-        t = self.transport.now()
         created = self.transport.create(self.namespace, copy.deepcopy(manifest))
+        t = self.transport.last_call_started()
         self.timeline.action(t, "create", {manifest["kind"].lower(): created["metadata"]["name"]}, anchor=anchor)
         return created
 
     def watch_all(self, kind: str, focus: str | None = None) -> Observer[Any]:
         """Watch every object of a kind in the probe's namespace, from now on (start it before acting)."""
         listing = self.transport.list_objects(kind, self.namespace)
+        if listing.get("notServed"):
+            raise NotServed(f"the API server ({self.server_version}) does not serve the API version used for {kind}")
         handle = self.transport.watch(kind, self.namespace, None, listing["metadata"]["resourceVersion"])
         observer_class = PodObserver if kind == "Pod" else Observer
         observer = observer_class(handle, self.timeline, self.transport.now, kind, listing.get("items", []), focus)
@@ -157,8 +162,8 @@ class Probe:
 
     def delete_pod(self, pod: PodView, grace_period_seconds: int | None = None) -> float:
         """Delete a pod; the time the request was sent becomes the timeline's zero."""
-        t = self.transport.now()
         self.transport.delete("Pod", self.namespace, pod.name, grace_period_seconds)
+        t = self.transport.last_call_started()
         self.timeline.action(t, "delete", {"pod": pod.name, "gracePeriodSeconds": grace_period_seconds}, anchor=True)
         return t
 

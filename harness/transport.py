@@ -88,6 +88,10 @@ class Transport(Protocol):
         """Wait between polls of something that cannot be watched (the node's containers)."""
         ...
 
+    def last_call_started(self) -> float:
+        """When the last create/delete request was sent (transport clock): the instant an action happened."""
+        ...
+
     def server_version(self) -> JsonDict: ...
 
     def wall_clock(self) -> float:
@@ -138,9 +142,11 @@ class LiveTransport:
         self.core = client.CoreV1Api(api_client)
         batch = client.BatchV1Api(api_client)
         apps = client.AppsV1Api(api_client)
+        discovery = client.DiscoveryV1Api(api_client)
         self.node_access = node_lister is not None
         self._node_lister = node_lister
         self._origin = time.monotonic()
+        self._last_started = 0.0
         self._kinds = {
             "Pod": _KindApi(
                 create=self.core.create_namespaced_pod,
@@ -160,6 +166,25 @@ class LiveTransport:
                 delete=apps.delete_namespaced_deployment,
                 list=apps.list_namespaced_deployment,
             ),
+            "Service": _KindApi(
+                create=self.core.create_namespaced_service,
+                read=self.core.read_namespaced_service,
+                delete=self.core.delete_namespaced_service,
+                list=self.core.list_namespaced_service,
+            ),
+            "Endpoints": _KindApi(
+                create=self.core.create_namespaced_endpoints,
+                read=self.core.read_namespaced_endpoints,
+                delete=self.core.delete_namespaced_endpoints,
+                list=self.core.list_namespaced_endpoints,
+            ),
+            # discovery.k8s.io/v1 is served from 1.21; older servers answer 404 (see list_objects).
+            "EndpointSlice": _KindApi(
+                create=discovery.create_namespaced_endpoint_slice,
+                read=discovery.read_namespaced_endpoint_slice,
+                delete=discovery.delete_namespaced_endpoint_slice,
+                list=discovery.list_namespaced_endpoint_slice,
+            ),
         }
 
     def now(self) -> float:
@@ -167,6 +192,9 @@ class LiveTransport:
 
     def pause(self, seconds: float) -> None:
         time.sleep(seconds)
+
+    def last_call_started(self) -> float:
+        return self._last_started
 
     def _kind(self, kind: str) -> _KindApi:
         try:
@@ -190,6 +218,7 @@ class LiveTransport:
         # Strict field validation (server-side, GA in 1.27, ignored by older servers) rejects unknown
         # fields instead of silently dropping them.
         api = self._kind(manifest["kind"])
+        self._last_started = self.now()
         return self._json(api.create(namespace, body=manifest, field_validation="Strict"))
 
     @api_retry
@@ -204,11 +233,18 @@ class LiveTransport:
     @api_retry
     def delete(self, kind: str, namespace: str, name: str, grace_period_seconds: int | None = None) -> JsonDict:
         options = client.V1DeleteOptions(grace_period_seconds=grace_period_seconds)
+        self._last_started = self.now()
         return self._json(self._kind(kind).delete(name, namespace, body=options))
 
     @api_retry
     def list_objects(self, kind: str, namespace: str) -> JsonDict:
-        return self._json(self._kind(kind).list(namespace))
+        """The list, or `{"notServed": true}` when the server does not serve this kind's API version."""
+        try:
+            return self._json(self._kind(kind).list(namespace))
+        except ApiException as err:
+            if err.status == 404:
+                return {"notServed": True, "metadata": {}, "items": []}
+            raise
 
     def watch(self, kind: str, namespace: str, name: str | None, resource_version: str) -> WatchHandle:
         return _LiveWatch(self._kind(kind).list, namespace, name, resource_version, self.now, self._json)
@@ -375,9 +411,14 @@ class RecordingTransport:
     def pause(self, seconds: float) -> None:
         self.inner.pause(seconds)
 
+    def last_call_started(self) -> float:
+        return self.inner.last_call_started()
+
     def _call(self, call: str, request: JsonDict, fn: Callable[[], Any]) -> Any:
         t_start = self.inner.now()
         response = fn()
+        if call in ("create", "delete"):
+            t_start = self.inner.last_call_started()
         step = {"call": call, "request": request, "t_start": round(t_start, 3), "t_end": round(self.inner.now(), 3)}
         step["response"] = response
         self.recording.interactions.append(step)
@@ -471,12 +512,16 @@ class ReplayTransport:
         self._steps = list(recording.interactions)
         self._position = 0
         self._now = 0.0
+        self._last_started = 0.0
 
     def now(self) -> float:
         return self._now
 
     def pause(self, seconds: float) -> None:
         self.advance_to(self._now + seconds)
+
+    def last_call_started(self) -> float:
+        return self._last_started
 
     def advance_to(self, t: float) -> None:
         self._now = max(self._now, t)
@@ -495,6 +540,8 @@ class ReplayTransport:
                 f"{step['call']}({_brief(step['request'])}), but the probe called {call}({_brief(request)})"
             )
         self._position += 1
+        self._last_started = float(step.get("t_start", self._now))
+        self.advance_to(self._last_started)
         recorded_t = step["t_end"] if "t_end" in step else step.get("t_start", self._now)
         self.advance_to(float(recorded_t))
         return step

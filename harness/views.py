@@ -245,3 +245,39 @@ class DeploymentView:
 
     def timeline_fields(self) -> JsonDict:
         return {"replicas": self.replicas, "readyReplicas": self.ready_replicas}
+
+
+@dataclass(frozen=True)
+class EndpointsView:
+    """An EndpointSlice (discovery.k8s.io/v1) or v1 Endpoints, reduced to its pods and their conditions.
+
+    `pods` maps a pod name to {"ready", "serving", "terminating"} (EndpointSlice; serving and terminating
+    are None where the server does not set them) or to {"ready"} (v1 Endpoints: addresses are ready,
+    notReadyAddresses are not).
+    """
+
+    name: str
+    pods: dict[str, JsonDict]
+    raw: JsonDict
+
+    @classmethod
+    def from_object(cls, obj: JsonDict) -> EndpointsView:
+        pods: dict[str, JsonDict] = {}
+        for endpoint in obj.get("endpoints") or ():  # EndpointSlice
+            ref = endpoint.get("targetRef") or {}
+            conditions = endpoint.get("conditions") or {}
+            if ref.get("kind") == "Pod":
+                pods[ref["name"]] = {k: conditions.get(k) for k in ("ready", "serving", "terminating")}
+        for subset in obj.get("subsets") or ():  # v1 Endpoints
+            for key, ready in (("addresses", True), ("notReadyAddresses", False)):
+                for address in subset.get(key) or ():
+                    ref = address.get("targetRef") or {}
+                    if ref.get("kind") == "Pod":
+                        pods[ref["name"]] = {"ready": ready}
+        return cls((obj.get("metadata") or {}).get("name", ""), pods, obj)
+
+    def summary(self) -> str:
+        return " ".join(f"{pod}:{conditions}" for pod, conditions in self.pods.items()) or "no pod endpoints"
+
+    def timeline_fields(self) -> JsonDict:
+        return {"pods": self.pods}

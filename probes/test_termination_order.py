@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import pytest
 
-from harness.observe import PodObserver
-from harness.probe import POD_START_BUDGET_S, Probe
+from harness.observe import Observer, PodObserver
+from harness.probe import POD_START_BUDGET_S, NotServed, Probe
 from harness.transport import JsonDict
-from harness.views import PodView, parse_time
+from harness.views import EndpointsView, PodView, parse_time
 
 pytestmark = pytest.mark.probe("termination_order")
 
 SLACK_S = 30.0
+# How soon after the delete the endpoints controllers must have taken the pod out of its Service.
+ENDPOINT_BOUND_S = 10.0
 
 
 def timeline_pod(probe: Probe, manifest_name: str, prestop_s: int, grace_s: int) -> JsonDict:
@@ -186,4 +188,72 @@ def test_replicaset_replaces_a_pod_while_it_terminates(probe: Probe) -> None:
         if created is None or grace_ends is None
         else (created - grace_ends).total_seconds() + (old_last.deletion_grace_period_seconds or 0),
     )
+    probe.conclude()
+
+
+# ------------------------------------------------------------------------------- endpoints (Service)
+
+
+def endpoint_of(observer: Observer[EndpointsView], pod: str) -> JsonDict | None:
+    """The pod's entry in the Service's endpoints (any slice / the Endpoints object), or None if absent."""
+    for name, view in observer.states.items():
+        if name not in observer.deleted and pod in view.pods:
+            return view.pods[pod]
+    return None
+
+
+def test_endpoint_removal_while_the_container_still_runs(probe: Probe) -> None:
+    """Document 002 §2-b: the endpoints controllers take a deleted pod out of its Service as soon as its
+    deletionTimestamp is set, independently of the kubelet: the endpoint turns not-ready/terminating in the
+    EndpointSlice (or leaves it, before terminating endpoints existed) and leaves v1 Endpoints while the
+    container, which ignores SIGTERM, is still running.
+    """
+    pods = probe.watch_all("Pod")
+    assert isinstance(pods, PodObserver)
+    legacy: Observer[EndpointsView] = probe.watch_all("Endpoints")
+    try:
+        slices: Observer[EndpointsView] | None = probe.watch_all("EndpointSlice")
+    except NotServed as err:
+        slices = None
+        probe.check_not_observable("endpoints.slice-entry-after-delete", str(err))
+    probe.create(probe.manifest("service-web.yaml"))
+    probe.create(probe.manifest("deployment-slow-to-stop.yaml"))
+    pods.wait_for(
+        "the Deployment's pod to be Running and Ready",
+        lambda o: any(p.phase == "Running" and p.ready for p in o.states.values()),
+        within=POD_START_BUDGET_S,
+    )
+    old = next(p for p in pods.states.values() if p.phase == "Running" and p.ready)
+    legacy.wait_for(
+        f"pod {old.name} to be a ready address of Service web",
+        lambda o: (endpoint_of(o, old.name) or {}).get("ready") is True,
+        within=60,
+    )
+    if slices is not None:
+        slices.wait_for(
+            f"pod {old.name} to be a ready endpoint in an EndpointSlice",
+            lambda o: (endpoint_of(o, old.name) or {}).get("ready") is True,
+            within=60,
+        )
+
+    deleted_at = probe.delete_pod(old)
+    legacy.wait_for(
+        f"pod {old.name} to leave v1 Endpoints", lambda o: endpoint_of(o, old.name) is None, within=ENDPOINT_BOUND_S
+    )
+    left_endpoints_at = legacy.history[-1][0]
+    if slices is not None:
+        slices.wait_for(
+            f"pod {old.name}'s EndpointSlice entry to change",
+            lambda o: (endpoint_of(o, old.name) or {}).get("ready") is not True,
+            within=ENDPOINT_BOUND_S,
+        )
+        probe.check("endpoints.slice-entry-after-delete", endpoint_of(slices, old.name) or "removed")
+    pods.wait_for(
+        f"pod {old.name}'s container to stop",
+        lambda o: old.name in o.deleted or o.states[old.name].all_containers_terminated,
+        within=old.raw["spec"]["terminationGracePeriodSeconds"] + SLACK_S,
+    )
+    stopped_at = pods.first_seen(old.name, lambda p: p.all_containers_terminated) or pods.history[-1][0]
+    probe.check("endpoints.left-v1-endpoints-after-delete", round(left_endpoints_at - deleted_at, 2))
+    probe.check("endpoints.out-of-service-before-container-stopped", left_endpoints_at < stopped_at)
     probe.conclude()

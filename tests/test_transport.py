@@ -39,6 +39,9 @@ class ScriptedCluster:
     def pause(self, seconds: float) -> None:
         self.watch_stream.now += seconds
 
+    def last_call_started(self) -> float:
+        return self.watch_stream.now
+
     def server_version(self) -> dict[str, Any]:
         return {"gitVersion": "v1.27.3"}
 

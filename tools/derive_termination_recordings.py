@@ -335,8 +335,109 @@ def derive_replacement(git_version: str) -> JsonDict:
     }
 
 
+def derive_endpoints(git_version: str) -> JsonDict:
+    """The replacement scenario plus a Service: the old pod leaves v1 Endpoints at t=3.4 and its EndpointSlice
+    entry changes at t=3.38 (removed before 1.22, terminating from 1.22), while its container runs to t=13.3."""
+    base = derive_replacement(git_version)
+    steps = base["interactions"]
+    pod_watch = steps[2]
+    old = pod_watch["events"][0]["object"]["metadata"]["name"]
+    new = next(e["object"]["metadata"]["name"] for e in pod_watch["events"] if e["object"]["metadata"]["name"] != old)
+    service: JsonDict = labelled(yaml.safe_load((REPO / "manifests" / "service-web.yaml").read_text()), "derived")
+    terminating_kept = git_version >= "v1.22"
+
+    def legacy(t: float, ready: list[str], rv: int) -> JsonDict:
+        obj = {
+            "metadata": {"name": "web", "namespace": NAMESPACE, "resourceVersion": str(rv)},
+            "subsets": [
+                {
+                    "addresses": [{"ip": "10.244.0.9", "targetRef": {"kind": "Pod", "name": p}} for p in ready],
+                    "ports": [{"port": 8080}],
+                }
+            ]
+            if ready
+            else [],
+        }
+        return {"t": t, "type": "MODIFIED" if rv > 801 else "ADDED", "object": obj}
+
+    def endpoint_slice(t: float, entries: dict[str, JsonDict], rv: int) -> JsonDict:
+        obj = {
+            "metadata": {
+                "name": "web-abcde",
+                "namespace": NAMESPACE,
+                "resourceVersion": str(rv),
+                "labels": {"kubernetes.io/service-name": "web"},
+            },
+            "addressType": "IPv4",
+            "endpoints": [
+                {"addresses": ["10.244.0.9"], "targetRef": {"kind": "Pod", "name": p}, "conditions": c}
+                for p, c in entries.items()
+            ],
+        }
+        return {"t": t, "type": "MODIFIED" if rv > 901 else "ADDED", "object": obj}
+
+    ready = {"ready": True, "serving": True, "terminating": False}
+    after_delete = {old: {"ready": False, "serving": True, "terminating": True}} if terminating_kept else {}
+    legacy_events = [legacy(2.5, [old], 801), legacy(3.4, [], 802), legacy(5.3, [new], 803)]
+    slice_events = [
+        endpoint_slice(2.45, {old: ready}, 901),
+        endpoint_slice(3.38, after_delete, 902),
+        endpoint_slice(5.25, {**after_delete, new: ready}, 903),
+    ]
+    watches = [
+        {
+            "call": "list_objects",
+            "request": {"kind": "Endpoints", "namespace": NAMESPACE},
+            "t_start": 0.055,
+            "t_end": 0.056,
+            "response": {"metadata": {"resourceVersion": "800"}, "items": []},
+        },
+        {
+            "call": "watch",
+            "request": {"kind": "Endpoints", "namespace": NAMESPACE, "name": None, "resource_version": "800"},
+            "t_start": 0.057,
+            "events": legacy_events,
+            "closed_at": pod_watch["closed_at"],
+        },
+        {
+            "call": "list_objects",
+            "request": {"kind": "EndpointSlice", "namespace": NAMESPACE},
+            "t_start": 0.058,
+            "t_end": 0.059,
+            "response": {"metadata": {"resourceVersion": "900"}, "items": []},
+        },
+        {
+            "call": "watch",
+            "request": {"kind": "EndpointSlice", "namespace": NAMESPACE, "name": None, "resource_version": "900"},
+            "t_start": 0.06,
+            "events": slice_events,
+            "closed_at": pod_watch["closed_at"],
+        },
+        {
+            "call": "create",
+            "request": {"namespace": NAMESPACE, "manifest": service},
+            "t_start": 0.07,
+            "t_end": 0.09,
+            "response": {
+                **service,
+                "metadata": {**service["metadata"], "namespace": NAMESPACE, "resourceVersion": "799"},
+            },
+        },
+    ]
+    base["interactions"] = steps[:3] + watches + steps[3:]
+    base["probe"] = "test_termination_order.py::test_endpoint_removal_while_the_container_still_runs"
+    base["origin"]["basis"] = (
+        f"{DOC_002} §2-b; EndpointSlice conditions per KEP-1672 (terminating endpoints kept from 1.22); "
+        "pkg/api/v1/endpoints ShouldPodBeInEndpoints"
+    )
+    return base
+
+
 def recordings() -> dict[str, JsonDict]:
     version = "v1.33.12"
     out = {f"{s.probe.removeprefix('test_')}--{version}-derived.json": derive(s, version) for s in SCENARIOS}
     out[f"replicaset_replaces_a_pod_while_it_terminates--{version}-derived.json"] = derive_replacement(version)
+    for endpoints_version in ("v1.21.14", version):
+        name = f"endpoint_removal_while_the_container_still_runs--{endpoints_version}-derived.json"
+        out[name] = derive_endpoints(endpoints_version)
     return out
