@@ -1,4 +1,4 @@
-# make probe VERSION=1.27 [PROBE=<name or -k expression>] [IMAGE=kindest/node:...@sha256:...] [KEEP=1]
+# make probe VERSION=1.27 [PROBE=<name or -k expression>] [IMAGE=kindest/node:...@sha256:...] [KEEP=1] [REPEAT=N]
 # make probe KUBECONFIG_FILE=~/.kube/other CONTEXT=name     (an existing cluster instead of a new one)
 # make test                                               (offline: no Docker, no cluster)
 PYTHON ?= python3
@@ -10,6 +10,7 @@ VERSION ?=
 PROBE ?=
 IMAGE ?=
 KEEP ?=
+REPEAT ?= 1
 KUBECONFIG_FILE ?=
 CONTEXT ?=
 
@@ -23,7 +24,7 @@ $(STAMP): pyproject.toml
 
 probe: $(STAMP)
 	$(PY) -m harness probe --version "$(VERSION)" --image "$(IMAGE)" --probe "$(PROBE)" \
-		$(if $(filter 1 yes true,$(KEEP)),--keep-cluster) \
+		$(if $(filter 1 yes true,$(KEEP)),--keep-cluster) --repeat "$(REPEAT)" \
 		$(if $(KUBECONFIG_FILE),--kubeconfig "$(KUBECONFIG_FILE)") $(if $(CONTEXT),--context "$(CONTEXT)")
 
 versions: $(STAMP)

@@ -10,6 +10,7 @@ Without any of these, and without Docker and kind, live probes are skipped with 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -26,6 +27,8 @@ from harness.cluster import cleanup_probe_namespace, create_probe_namespace, wai
 from harness.kind import ClusterFailed, KindCluster, PrerequisiteMissing, check_prerequisites, parse_kind_version
 from harness.probe import Probe
 from harness.run import Run, safe_name
+from harness.spread import render as render_spread
+from harness.spread import spread_of_run
 from harness.transport import LiveTransport, Recording, RecordingMismatch, RecordingTransport, ReplayTransport
 from harness.versions import NodeImage, VersionError, resolve_image
 
@@ -56,6 +59,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--replay", metavar="PATH", help="run the probes on recordings (a directory or one file) instead of a cluster"
     )
     group.addoption("--run-dir", default=str(REPO / "runs"), help="where run records and evidence go (default: runs/)")
+    group.addoption(
+        "--repeat",
+        type=int,
+        default=int(os.environ.get("REPEAT") or 1),
+        help="run each live probe N times and report the spread of every measured interval (also REPEAT=N)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -99,7 +108,12 @@ def _recordings(config: pytest.Config) -> dict[str, list[Path]]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "probe" not in metafunc.fixturenames or not metafunc.config.getoption("--replay"):
+    if "probe" not in metafunc.fixturenames:
+        return
+    if not metafunc.config.getoption("--replay"):
+        repeat = metafunc.config.getoption("--repeat")
+        if repeat > 1:  # live: the same probe N times, each in its own namespace
+            metafunc.parametrize("probe", range(repeat), indirect=True, ids=[f"repeat{i + 1}" for i in range(repeat)])
         return
     paths = _recordings(metafunc.config).get(probe_id(metafunc.function), [])
     if paths:
@@ -290,3 +304,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if run is not None:
         terminalreporter.write_sep("-", "pod-lifecycle probes")
         terminalreporter.write_line(f"run records, recordings and evidence: {run.directory}")
+        rows = spread_of_run(run.directory)
+        if config.getoption("--repeat") > 1 and rows:
+            (run.directory / "spread.json").write_text(json.dumps(rows, indent=1) + "\n")
+            terminalreporter.write_line("spread of measured intervals (seconds):")
+            terminalreporter.write_line(render_spread(rows))

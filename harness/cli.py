@@ -29,6 +29,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     )
     probe.add_argument("--probe", default="", help="run only the probes matching this name or pytest -k expression")
     probe.add_argument("--keep-cluster", action="store_true", help="do not delete the kind cluster afterwards")
+    probe.add_argument("--repeat", type=int, default=1, help="run each probe N times and report the spread")
     probe.add_argument("--kubeconfig", default="", help="probe an existing cluster from this kubeconfig instead")
     probe.add_argument("--context", default="", help="context in --kubeconfig")
     probe.add_argument("--kind-bin", default="kind", help="the kind executable")
@@ -46,6 +47,7 @@ def pytest_argv(args: argparse.Namespace) -> list[str]:
         argv += ["--kind-version", args.version] if args.version else []
         argv += ["--kind-image", args.image] if args.image else []
     argv += ["--keep-cluster"] if args.keep_cluster else []
+    argv += ["--repeat", str(args.repeat)] if args.repeat > 1 else []
     argv += ["-k", args.probe] if args.probe else []
     return argv + list(args.pytest_args)
 

@@ -135,3 +135,12 @@ def test_sigterm_while_a_probe_waits_still_runs_teardown(tmp_path: Path) -> None
     output, _ = proc.communicate(timeout=30)
     assert proc.returncode == 2, output  # pytest's "interrupted"
     assert marker.read_text() == "teardown ran"
+
+
+def test_repeat_runs_each_live_probe_n_times(tmp_path: Path) -> None:
+    proc = pytest_run(
+        "probes/test_termination_order.py", "--repeat", "3", "--collect-only", "-q", "--run-dir", str(tmp_path)
+    )
+    assert proc.returncode == 0, proc.stdout
+    assert "test_prestop_within_the_grace_period[repeat3]" in proc.stdout
+    assert "21 tests collected" in proc.stdout

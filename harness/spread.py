@@ -1,0 +1,59 @@
+"""The spread of measured intervals over repeated runs of a probe (REPEAT=N), so a flaky edge shows as a
+distribution, not a coin-flip."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+
+def numeric_observations(records: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str], list[float]]:
+    """(probe, server version, claim) -> every numeric value observed for that claim, in record order."""
+    values: dict[tuple[str, str, str], list[float]] = {}
+    for record in records:
+        for verdict in record.get("verdicts", []):
+            observed = verdict.get("observed")
+            if isinstance(observed, int | float) and not isinstance(observed, bool):
+                key = (record["probe"], str(record.get("server_version")), verdict["claim"])
+                values.setdefault(key, []).append(float(observed))
+    return values
+
+
+def spread(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per measured claim: how often it was measured, min, median, max, and how many passed."""
+    records = list(records)
+    passes: dict[tuple[str, str, str], int] = {}
+    for record in records:
+        for verdict in record.get("verdicts", []):
+            key = (record["probe"], str(record.get("server_version")), verdict["claim"])
+            passes[key] = passes.get(key, 0) + (verdict.get("status") == "pass")
+    rows = []
+    for (probe, version, claim), values in sorted(numeric_observations(records).items()):
+        rows.append(
+            {
+                "probe": probe,
+                "server_version": version,
+                "claim": claim,
+                "runs": len(values),
+                "passed": passes.get((probe, version, claim), 0),
+                "min": min(values),
+                "median": statistics.median(values),
+                "max": max(values),
+            }
+        )
+    return rows
+
+
+def spread_of_run(run_dir: Path) -> list[dict[str, Any]]:
+    return spread(json.loads(p.read_text()) for p in sorted((run_dir / "probes").glob("*.json")))
+
+
+def render(rows: list[dict[str, Any]]) -> str:
+    return "\n".join(
+        f"{r['claim']:<52} {r['server_version']:<10} n={r['runs']:<3} passed={r['passed']:<3} "
+        f"min={r['min']:.2f} median={r['median']:.2f} max={r['max']:.2f}"
+        for r in rows
+    )
