@@ -36,15 +36,24 @@ def timeline_pod(probe: Probe, manifest_name: str, prestop_s: int, grace_s: int)
     return manifest
 
 
-def container_instants(log: str) -> dict[str, float]:
-    """The instants the container logged ('prestop-start 1234.56'), by name, first occurrence."""
+def container_instants(probe: Probe, pod: PodView) -> dict[str, float]:
+    """The instants the container logged ('prestop-start 1234.56'), by name, first occurrence.
+
+    They go into the timeline too, relative to the preStop's start on the container's own clock (the node's
+    uptime cannot be placed exactly on the API server's or this machine's clock).
+    """
     instants: dict[str, float] = {}
-    for line in log.splitlines():
+    for line in probe.logs(pod.name, "main").splitlines():
         name, _, value = line.partition(" ")
         try:
             instants.setdefault(name, float(value))
         except ValueError:
             continue
+    origin = instants.get("prestop-start", min(instants.values(), default=0.0))
+    relative = {name: round(value - origin, 2) for name, value in instants.items()}
+    probe.timeline.observed(
+        probe.transport.now(), f"container/{pod.name}", "log", {"since prestop-start (s)": relative}
+    )
     return instants
 
 
@@ -119,7 +128,7 @@ def test_prestop_within_the_grace_period(probe: Probe) -> None:
     which ignores SIGTERM, is SIGKILLed when the grace has run out, about 10 s after the delete.
     """
     pod, _ = delete_and_observe(probe, timeline_pod(probe, "pod-prestop-timeline.yaml", prestop_s=3, grace_s=10))
-    instants = container_instants(probe.logs(pod.name, "main"))
+    instants = container_instants(probe, pod)
     probe.check("prestop-in-time.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
     probe.check("sigkilled.exit", {"exitCode": pod.container("main").exit_code, "reason": pod.container("main").reason})
     probe.check("prestop-in-time.killed-after-delete", finished_after_delete(pod))
@@ -131,7 +140,7 @@ def test_prestop_overrunning_the_grace_period(probe: Probe) -> None:
     the grace and SIGKILL a fixed 2 s later (the kubelet's minimumGracePeriodInSeconds).
     """
     pod, _ = delete_and_observe(probe, timeline_pod(probe, "pod-prestop-timeline.yaml", prestop_s=30, grace_s=5))
-    instants = container_instants(probe.logs(pod.name, "main"))
+    instants = container_instants(probe, pod)
     probe.check("prestop-overrun.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
     probe.check("prestop-overrun.prestop-cut-off", "prestop-end" not in instants)
     probe.check("sigkilled.exit", {"exitCode": pod.container("main").exit_code, "reason": pod.container("main").reason})
@@ -143,7 +152,7 @@ def test_sigterm_handled_after_prestop(probe: Probe) -> None:
     """Document 002 §2-a: preStop (2 s), then SIGTERM, which the container handles in 1 s and exits 0."""
     manifest = timeline_pod(probe, "pod-graceful-exit-after-prestop.yaml", prestop_s=2, grace_s=10)
     pod, _ = delete_and_observe(probe, manifest)
-    instants = container_instants(probe.logs(pod.name, "main"))
+    instants = container_instants(probe, pod)
     probe.check("graceful.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
     probe.check("graceful.exit", {"exitCode": pod.container("main").exit_code, "reason": pod.container("main").reason})
     probe.check("graceful.finished-after-delete", finished_after_delete(pod))
