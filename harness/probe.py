@@ -83,10 +83,7 @@ class Probe:
         return labelled(yaml.safe_load((MANIFESTS_DIR / filename).read_text()), self.run_id)
 
     def create_pod(self, manifest: JsonDict) -> PodView:
-        pod = PodView.from_object(self.transport.create(self.namespace, copy.deepcopy(manifest)))
-        self._created[pod.name] = pod
-        self.timeline.action(self.transport.last_call_started(), "create", {"pod": pod.name})
-        return pod
+        return PodView.from_object(self.create(manifest))
 
     def watch_pod(self, pod: PodView) -> PodObserver:
         """Watch a pod from the version last seen, so no later change is missed."""
@@ -127,6 +124,8 @@ class Probe:
         created = self.transport.create(self.namespace, copy.deepcopy(manifest))
         t = self.transport.last_call_started()
         self.timeline.action(t, "create", {manifest["kind"].lower(): created["metadata"]["name"]}, anchor=anchor)
+        if manifest["kind"] == "Pod":
+            self._created[created["metadata"]["name"]] = PodView.from_object(created)
         return created
 
     def watch_all(self, kind: str, focus: str | None = None) -> Observer[Any]:
@@ -138,6 +137,12 @@ class Probe:
         observer_class = PodObserver if kind == "Pod" else Observer
         observer = observer_class(handle, self.timeline, self.transport.now, kind, listing.get("items", []), focus)
         self._observers.append(observer)
+        return observer
+
+    def watch_pods(self, focus: str | None = None) -> PodObserver:
+        """Watch every pod of the probe's namespace (start it before creating what makes them)."""
+        observer = self.watch_all("Pod", focus)
+        assert isinstance(observer, PodObserver)
         return observer
 
     def events(self) -> list[JsonDict]:

@@ -122,8 +122,7 @@ def run_job(probe: Probe, manifest_name: str) -> tuple[Observer[JobView], PodObs
     deadline = manifest["spec"].get("activeDeadlineSeconds") or 0
     pod_deadline = manifest["spec"]["template"]["spec"].get("activeDeadlineSeconds") or 0
     jobs: Observer[JobView] = probe.watch_all("Job", focus=name)
-    pods = probe.watch_all("Pod")
-    assert isinstance(pods, PodObserver)
+    pods = probe.watch_pods()
     probe.create(manifest, anchor=True)
     jobs.wait_for(
         f"Job {name} to finish",
@@ -154,8 +153,7 @@ def test_pod_deadline(probe: Probe) -> None:
     kills the container (exit 137) one grace period after the deadline; logs and the exited container stay.
     """
     manifest = probe.manifest("pod-active-deadline.yaml")
-    pods = probe.watch_all("Pod", focus="pod-01")
-    assert isinstance(pods, PodObserver)
+    pods = probe.watch_pods(focus="pod-01")
     probe.create(manifest, anchor=True)
     pod = check_pod_failed_by_its_deadline(probe, pods, "pod-01", manifest["spec"]["activeDeadlineSeconds"])
     pods.observe_for(5)

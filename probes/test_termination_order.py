@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.observe import Observer, PodObserver
+from harness.observe import Observer
 from harness.probe import POD_START_BUDGET_S, NotServed, Probe
 from harness.transport import JsonDict
 from harness.views import EndpointsView, PodView, parse_time
@@ -167,8 +167,7 @@ def test_replicaset_replaces_a_pod_while_it_terminates(probe: Probe) -> None:
     the replacement at once: the new pod exists while the old pod's container is still running (for its
     whole 10 s grace here, as it ignores SIGTERM).
     """
-    pods = probe.watch_all("Pod")
-    assert isinstance(pods, PodObserver)
+    pods = probe.watch_pods()
     probe.create(probe.manifest("deployment-slow-to-stop.yaml"))
     pods.wait_for(
         "the Deployment's pod to be Running and Ready",
@@ -217,8 +216,7 @@ def test_endpoint_removal_while_the_container_still_runs(probe: Probe) -> None:
     EndpointSlice (or leaves it, before terminating endpoints existed) and leaves v1 Endpoints while the
     container, which ignores SIGTERM, is still running.
     """
-    pods = probe.watch_all("Pod")
-    assert isinstance(pods, PodObserver)
+    pods = probe.watch_pods()
     legacy: Observer[EndpointsView] = probe.watch_all("Endpoints")
     try:
         slices: Observer[EndpointsView] | None = probe.watch_all("EndpointSlice")

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
+import yaml
 
 from harness.versions import KubeVersion, NodeImage, VersionError, known_images, known_versions, resolve_image
 
@@ -101,11 +105,6 @@ def test_known_versions_are_ordered_by_minor() -> None:
 
 
 def test_every_image_the_probes_run_is_pinned_by_digest() -> None:
-    import re
-    from pathlib import Path
-
-    import yaml
-
     manifests = sorted((Path(__file__).resolve().parent.parent / "manifests").glob("*.yaml"))
     assert manifests
     for path in manifests:
