@@ -133,6 +133,11 @@ def run_job(probe: Probe, manifest_name: str) -> tuple[Observer[JobView], PodObs
     return jobs, pods, manifest
 
 
+def check_failed_at_the_job_deadline(probe: Probe, job: JobView, manifest: JsonDict) -> None:
+    deadline = deadline_of(job.start_time, manifest["spec"]["activeDeadlineSeconds"])
+    probe.check("job-deadline.failed-after-deadline", seconds_between(failed_at(job), deadline))
+
+
 def settle_job_pods(pods: PodObserver, within: float) -> None:
     """Wait until every pod of the Job is gone, or stopped and not being deleted: its final state."""
 
@@ -173,10 +178,7 @@ def test_job_deadline(probe: Probe) -> None:
     job = jobs.latest
     probe.check("job-deadline.failed", job_failure(job))
     probe.check("job-deadline.conditions-before-failed", conditions_before_failed(jobs))
-    probe.check(
-        "job-deadline.failed-after-deadline",
-        seconds_between(failed_at(job), deadline_of(job.start_time, manifest["spec"]["activeDeadlineSeconds"])),
-    )
+    check_failed_at_the_job_deadline(probe, job, manifest)
     settle_job_pods(pods, within=SLACK_S)
     pod_name = only_pod(pods)
     probe.check("job-deadline.active-pod-deleted", pod_name in pods.deleted)
@@ -205,8 +207,9 @@ def test_job_with_shorter_job_deadline(probe: Probe) -> None:
     """Document 001, job-03: the Job's deadline passes first: DeadlineExceeded, the pod is deleted and its
     container removed, although the pod's own deadline had not passed.
     """
-    jobs, pods, _ = run_job(probe, "job-deadline-shorter.yaml")
+    jobs, pods, manifest = run_job(probe, "job-deadline-shorter.yaml")
     probe.check("job-deadline.failed", job_failure(jobs.latest))
+    check_failed_at_the_job_deadline(probe, jobs.latest, manifest)
     settle_job_pods(pods, within=SLACK_S)
     pod_name = only_pod(pods)
     probe.check("job-deadline.active-pod-deleted", pod_name in pods.deleted)
@@ -218,8 +221,9 @@ def test_job_deadline_during_retry(probe: Probe) -> None:
     """Document 001, job-04: the first pod fails on its own deadline and stays; the retry is active when the
     Job's deadline passes and is deleted; one of the Job's containers remains on the node.
     """
-    jobs, pods, _ = run_job(probe, "job-deadline-during-retry.yaml")
+    jobs, pods, manifest = run_job(probe, "job-deadline-during-retry.yaml")
     probe.check("job-deadline.failed", job_failure(jobs.latest))
+    check_failed_at_the_job_deadline(probe, jobs.latest, manifest)
     settle_job_pods(pods, within=SLACK_S)
     first, *retries = pods.names()
     probe.check("job-retry.first-pod", {**pod_outcome(pods.states[first]), "deleted": first in pods.deleted})
