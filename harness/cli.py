@@ -1,18 +1,21 @@
 """The `make probe` entry point: check the input and the host in seconds, then run the probes with pytest.
 
 Exit codes: pytest's own for a run that started (0 all passed, 1 some failed, 2 interrupted, ...);
-2 for a bad VERSION or IMAGE; 3 when Docker or kind is missing; 5 (pytest's) when PROBE matches nothing.
+2 for a bad VERSION or IMAGE; 3 when Docker is missing or the matching kind cannot be found or installed;
+5 (pytest's) when PROBE matches nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.kind import PrerequisiteMissing, check_prerequisites
+from harness.kind import INSTALL_KIND, PrerequisiteMissing, check_docker, check_prerequisites
+from harness.kind_install import KindInstallError, ensure_kind
 from harness.versions import VersionError, known_versions, resolve_image
 
 REPO = Path(__file__).resolve().parent.parent
@@ -52,6 +55,14 @@ def pytest_argv(args: argparse.Namespace) -> list[str]:
     return argv + list(args.pytest_args)
 
 
+def kind_status(release: str | None) -> str:
+    if shutil.which("kind"):
+        return "kind is on PATH"
+    if release:
+        return f"kind is not on PATH: once Docker works, make probe installs kind {release} (checksum-verified) itself"
+    return f"kind is not on PATH: {INSTALL_KIND}"
+
+
 def main(argv: Sequence[str]) -> int:
     args = parse_args(argv)
     if args.command == "versions":
@@ -63,6 +74,17 @@ def main(argv: Sequence[str]) -> int:
         except VersionError as err:
             print(f"error: {err}", file=sys.stderr)
             return BAD_INPUT
+        try:
+            check_docker()
+        except PrerequisiteMissing as err:
+            print(f"error: {err}\n  {kind_status(image.kind_release)}", file=sys.stderr)
+            return PREREQUISITE_MISSING
+        if args.kind_bin == "kind" and image.kind_release:
+            try:
+                args.kind_bin = ensure_kind(image.kind_release)
+            except KindInstallError as err:
+                print(f"error: {err}", file=sys.stderr)
+                return PREREQUISITE_MISSING
         try:
             kind_line = check_prerequisites(kind_bin=args.kind_bin)
         except PrerequisiteMissing as err:

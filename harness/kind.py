@@ -67,6 +67,17 @@ class ClusterFailed(RuntimeError):
     """A kind cluster did not come up; the message carries kind's output and a hint."""
 
 
+def check_docker(runner: Runner = run_command, which: Callable[[str], str | None] = shutil.which) -> None:
+    """Fail within seconds when Docker is missing or its daemon does not answer."""
+    if which("docker") is None:
+        raise PrerequisiteMissing(f"live probes need Docker:\n  docker is not on PATH: {INSTALL_DOCKER}")
+    info = runner(["docker", "info", "--format", "{{.ServerVersion}}"], 20)
+    if info.returncode != 0:
+        raise PrerequisiteMissing(
+            "docker is installed but its daemon does not answer (is Docker running?):\n  " + info.output
+        )
+
+
 def check_prerequisites(
     runner: Runner = run_command, which: Callable[[str], str | None] = shutil.which, kind_bin: str = "kind"
 ) -> str:
@@ -78,11 +89,7 @@ def check_prerequisites(
         missing.append(f"{kind_bin} is not on PATH: {INSTALL_KIND}")
     if missing:
         raise PrerequisiteMissing("live probes need Docker and kind:\n  " + "\n  ".join(missing))
-    info = runner(["docker", "info", "--format", "{{.ServerVersion}}"], 20)
-    if info.returncode != 0:
-        raise PrerequisiteMissing(
-            "docker is installed but its daemon does not answer (is Docker running?):\n  " + info.output
-        )
+    check_docker(runner, which)
     version = runner([kind_bin, "version"], 20)
     if version.returncode != 0:
         raise PrerequisiteMissing(f"`{kind_bin} version` failed:\n  {version.output}")

@@ -1,0 +1,103 @@
+"""The right kind binary for a node image: kind supports an image only with the release that built it.
+
+When the kind on PATH is missing or is another release, the matching release is downloaded into
+`.tools/kind-<release>` and verified against the release's published sha256 before it is ever executed.
+
+Release assets (kubernetes-sigs/kind hack/release/build/cross.sh, shared/research/kind.md §5):
+`kind-<os>-<arch>` for linux/darwin × amd64/arm64, each with `<asset>.sha256sum` whose content is
+`<64 hex>  kind-<os>-<arch>`, under https://github.com/kubernetes-sigs/kind/releases/download/<release>/.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import re
+import shutil
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.kind import Runner, parse_kind_version, run_command
+
+RELEASES_URL = "https://github.com/kubernetes-sigs/kind/releases/download"
+TOOLS_DIR = Path(__file__).resolve().parent.parent / ".tools"
+DOWNLOAD_TIMEOUT_S = 60.0
+
+Fetch = Callable[[str, float], bytes]
+
+
+class KindInstallError(RuntimeError):
+    """kind could not be installed or verified; the message says what to do instead."""
+
+
+def asset_name(system: str | None = None, machine: str | None = None) -> str:
+    """kind-linux-amd64, kind-darwin-arm64, ... for this machine."""
+    system = (system or platform.system()).lower()
+    machine = (machine or platform.machine()).lower()
+    arch = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}.get(machine)
+    if system not in ("linux", "darwin") or arch is None:
+        raise KindInstallError(f"kind publishes no binary for {system}/{machine}; install kind yourself")
+    return f"kind-{system}-{arch}"
+
+
+def fetch_url(url: str, timeout: float) -> bytes:
+    """Download a URL (https:, or file: for tests and mirrors)."""
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return bytes(response.read())
+
+
+def published_sha256(text: str, asset: str) -> str:
+    """The digest in a `.sha256sum` file ('<64 hex>  kind-linux-amd64')."""
+    match = re.match(r"^([0-9a-f]{64})\s+\*?(\S+)\s*$", text.strip())
+    if not match or match[2] != asset:
+        raise KindInstallError(f"unexpected checksum file for {asset}: {text.strip()[:120]!r}")
+    return match[1]
+
+
+def ensure_kind(
+    release: str,
+    *,
+    tools_dir: Path = TOOLS_DIR,
+    base_url: str | None = None,
+    which: Callable[[str], str | None] = shutil.which,
+    runner: Runner = run_command,
+    fetch: Fetch = fetch_url,
+    asset: str | None = None,
+    say: Callable[[str], None] = print,
+) -> str:
+    """A kind executable of `release`: the one on PATH if it is that release, else a verified download."""
+    on_path = which("kind")
+    if on_path:
+        found = parse_kind_version(runner([on_path, "version"], 20).stdout)
+        if found == release:
+            return on_path
+        say(f"kind on PATH is {found or 'of unknown version'}; this node image was built by kind {release}")
+    target = tools_dir / f"kind-{release}"
+    if target.is_file() and os.access(target, os.X_OK):
+        return str(target)
+    asset = asset or asset_name()
+    base = (base_url or os.environ.get("KIND_RELEASES_URL") or RELEASES_URL).rstrip("/")
+    url = f"{base}/{release}/{asset}"
+    try:
+        expected = published_sha256(fetch(f"{url}.sha256sum", DOWNLOAD_TIMEOUT_S).decode(), asset)
+        binary = fetch(url, DOWNLOAD_TIMEOUT_S)
+    except OSError as err:
+        raise KindInstallError(
+            f"could not download kind {release} from {url}: {err}\n"
+            f"install kind {release} yourself (https://kind.sigs.k8s.io/docs/user/quick-start/#installation) "
+            "or point KIND_RELEASES_URL at a mirror"
+        ) from err
+    actual = hashlib.sha256(binary).hexdigest()
+    if actual != expected:
+        raise KindInstallError(
+            f"kind {release} from {url} has sha256 {actual}, but the release publishes {expected}: not used"
+        )
+    tools_dir.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".partial")
+    partial.write_bytes(binary)
+    partial.chmod(0o755)
+    partial.replace(target)
+    say(f"installed kind {release} ({asset}, sha256 {actual[:16]}… verified) as {target}")
+    return str(target)
