@@ -14,7 +14,10 @@ REPEAT ?= 1
 KUBECONFIG_FILE ?=
 CONTEXT ?=
 
-.PHONY: probe test lint typecheck unit replay versions recordings clean-venv
+VERSIONS ?=
+JOBS ?= 2
+
+.PHONY: probe matrix test lint typecheck unit versions recordings clean-venv
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +29,10 @@ probe: $(STAMP)
 	$(PY) -m harness probe --version "$(VERSION)" --image "$(IMAGE)" --probe "$(PROBE)" \
 		$(if $(filter 1 yes true,$(KEEP)),--keep-cluster) --repeat "$(REPEAT)" \
 		$(if $(KUBECONFIG_FILE),--kubeconfig "$(KUBECONFIG_FILE)") $(if $(CONTEXT),--context "$(CONTEXT)")
+
+# Several versions, one kind cluster each, JOBS at a time: make matrix VERSIONS="1.26 1.27" JOBS=2
+matrix: $(STAMP)
+	$(PY) -m harness matrix --versions "$(VERSIONS)" --jobs "$(JOBS)"
 
 versions: $(STAMP)
 	$(PY) -m harness versions

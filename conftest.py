@@ -213,6 +213,7 @@ def live_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
             },
         )
     except ClusterFailed as err:
+        run.write_provenance(cluster_error=str(err))
         pytest.fail(str(err), pytrace=False)
     finally:
         if pytestconfig.getoption("--keep-cluster") and cluster.created:

@@ -14,8 +14,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness import matrix
 from harness.kind import INSTALL_KIND, PrerequisiteMissing, check_docker, check_prerequisites
 from harness.kind_install import KindInstallError, ensure_kind
+from harness.run import new_run_id
 from harness.versions import VersionError, known_versions, resolve_image
 
 REPO = Path(__file__).resolve().parent.parent
@@ -38,6 +40,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     probe.add_argument("--kind-bin", default="kind", help="the kind executable")
     probe.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     commands.add_parser("versions", help="list the Kubernetes versions with a pinned node image")
+    matrix = commands.add_parser("matrix", help="run the probes on several versions, one kind cluster each")
+    matrix.add_argument("--versions", default="", help="space-separated versions (default: every minor in the table)")
+    matrix.add_argument("--jobs", type=int, default=2, help="how many clusters at a time")
+    matrix.add_argument("--run-dir", default=str(REPO / "runs"), help="where the matrix's run directories go")
     return parser.parse_args(argv)
 
 
@@ -55,6 +61,23 @@ def pytest_argv(args: argparse.Namespace) -> list[str]:
     return argv + list(args.pytest_args)
 
 
+def run_matrix_command(args: argparse.Namespace) -> int:
+    versions = args.versions.split() or matrix.default_versions()
+    try:
+        for version in versions:
+            resolve_image(version)
+    except VersionError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return BAD_INPUT
+    base = Path(args.run_dir) / f"matrix-{new_run_id()}"
+    base.mkdir(parents=True, exist_ok=True)
+    print(f"{len(versions)} versions, {args.jobs} at a time; logs and run records under {base}", flush=True)
+    results = matrix.run_matrix(versions, args.jobs, lambda v: matrix.run_version_process(v, base))
+    print(matrix.render(results))
+    print(f"matrix record: {matrix.write_results(base, results)}")
+    return 0 if all(r.status == "passed" for r in results) else 1
+
+
 def kind_status(release: str | None) -> str:
     if shutil.which("kind"):
         return "kind is on PATH"
@@ -68,6 +91,8 @@ def main(argv: Sequence[str]) -> int:
     if args.command == "versions":
         print("\n".join(known_versions()))
         return 0
+    if args.command == "matrix":
+        return run_matrix_command(args)
     if not args.kubeconfig:
         try:
             image = resolve_image(args.version or None, args.image or None)

@@ -6,6 +6,7 @@ docker and kind, which is the honest version of "a laptop without Docker".
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -63,3 +64,21 @@ def test_make_probe_without_docker_and_kind_fails_through_the_makefile(tmp_path:
     assert proc.returncode != 0
     assert "docker is not on PATH" in proc.stderr
     assert "kind is not on PATH" in proc.stderr
+
+
+def test_matrix_reports_each_version_and_fails_without_docker(tmp_path: Path) -> None:
+    proc, _ = run_cli(
+        "matrix", "--versions", "1.26 1.27", "--jobs", "2", "--run-dir", str(tmp_path), path=str(tmp_path)
+    )
+    assert proc.returncode == 1
+    assert "1.26       prerequisite missing" in proc.stdout
+    assert "1.27       prerequisite missing" in proc.stdout
+    (record,) = tmp_path.glob("matrix-*/matrix.json")
+    assert [r["exit_code"] for r in json.loads(record.read_text())] == [3, 3]
+
+
+def test_matrix_refuses_an_unknown_version_before_starting_anything(tmp_path: Path) -> None:
+    proc, _ = run_cli("matrix", "--versions", "1.26 9.9", "--run-dir", str(tmp_path), path=str(tmp_path))
+    assert proc.returncode == 2
+    assert "no pinned node image for Kubernetes 9.9" in proc.stderr
+    assert not list(tmp_path.glob("matrix-*"))

@@ -1,0 +1,63 @@
+"""The version matrix scheduler (harness/matrix.py), with each version's run stood in by a function."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+from harness.matrix import VersionResult, default_versions, render, run_matrix, summarize_run
+
+
+class Concurrency:
+    """Counts how many stand-in version runs are in progress at once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.current = 0
+        self.highest = 0
+
+    def run(self, version: str) -> VersionResult:
+        with self.lock:
+            self.current += 1
+            self.highest = max(self.highest, self.current)
+        time.sleep(0.05)
+        with self.lock:
+            self.current -= 1
+        if version == "1.20":
+            raise RuntimeError("kind exploded")
+        status = "cluster did not come up" if version == "1.21" else "passed"
+        return VersionResult(version, status, 0 if status == "passed" else 1, "", 0.05)
+
+
+def test_versions_run_at_most_jobs_at_a_time_and_a_failure_stops_nothing() -> None:
+    versions = [f"1.{m}" for m in range(19, 38)]
+    concurrency = Concurrency()
+    started = time.monotonic()
+    results = run_matrix(versions, 3, concurrency.run)
+    took = time.monotonic() - started
+    assert [r.version for r in results] == versions
+    assert concurrency.highest == 3
+    statuses = {r.version: r.status for r in results}
+    assert statuses["1.20"] == "error" and "kind exploded" in results[1].detail
+    assert statuses["1.21"] == "cluster did not come up"
+    assert sum(s == "passed" for s in statuses.values()) == 17
+    assert took < 19 * 0.05  # concurrency actually helped: 19 runs of 50 ms in less than their sum
+    assert "1.21       cluster did not come up" in render(results)
+
+
+def test_default_versions_are_every_minor_oldest_first() -> None:
+    versions = default_versions()
+    assert versions[0] == "1.19" and versions[-1] == "1.37" and len(versions) == 19
+
+
+def test_a_runs_probe_outcomes_and_cluster_error_are_read_back(tmp_path: Path) -> None:
+    run = tmp_path / "1.27" / "20261122-000000-abcd"
+    (run / "probes").mkdir(parents=True)
+    for i, outcome in enumerate(["passed", "passed", "failed"]):
+        (run / "probes" / f"p{i}.json").write_text(json.dumps({"outcome": outcome}))
+    (run / "run.json").write_text(json.dumps({"cluster_error": "kind could not create cluster"}))
+    outcomes, cluster_error = summarize_run(tmp_path / "1.27")
+    assert outcomes == {"passed": 2, "failed": 1}
+    assert cluster_error == "kind could not create cluster"
