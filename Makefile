@@ -1,6 +1,7 @@
 # make probe VERSION=1.27 [PROBE=<name or -k expression>] [IMAGE=kindest/node:...@sha256:...] [KEEP=1] [REPEAT=N]
 # make probe KUBECONFIG_FILE=~/.kube/other CONTEXT=name     (an existing cluster instead of a new one)
 # make test                                               (offline: no Docker, no cluster)
+# PYTEST_ARGS="--junitxml=out.xml" passes arguments on to pytest
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -11,6 +12,7 @@ PROBE ?=
 IMAGE ?=
 KEEP ?=
 REPEAT ?= 1
+PYTEST_ARGS ?=
 KUBECONFIG_FILE ?=
 CONTEXT ?=
 
@@ -28,7 +30,8 @@ $(STAMP): pyproject.toml
 probe: $(STAMP)
 	$(PY) -m harness probe --version "$(VERSION)" --image "$(IMAGE)" --probe "$(PROBE)" \
 		$(if $(filter 1 yes true,$(KEEP)),--keep-cluster) --repeat "$(REPEAT)" \
-		$(if $(KUBECONFIG_FILE),--kubeconfig "$(KUBECONFIG_FILE)") $(if $(CONTEXT),--context "$(CONTEXT)")
+		$(if $(KUBECONFIG_FILE),--kubeconfig "$(KUBECONFIG_FILE)") $(if $(CONTEXT),--context "$(CONTEXT)") \
+		-- $(PYTEST_ARGS)
 
 # Several versions, one kind cluster each, JOBS at a time: make matrix VERSIONS="1.26 1.27" JOBS=2
 matrix: $(STAMP)
@@ -42,6 +45,7 @@ test: lint typecheck unit
 lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 
 typecheck: $(STAMP)
 	$(PY) -m mypy
