@@ -19,7 +19,7 @@ CONTEXT ?=
 VERSIONS ?=
 JOBS ?= 2
 
-.PHONY: probe matrix test lint typecheck unit versions recordings clean-venv
+.PHONY: probe matrix clean test lint typecheck unit versions recordings clean-venv
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ probe: $(STAMP)
 # Several versions, one kind cluster each, JOBS at a time: make matrix VERSIONS="1.26 1.27" JOBS=2
 matrix: $(STAMP)
 	$(PY) -m harness matrix --versions "$(VERSIONS)" --jobs "$(JOBS)"
+
+# The suite's leftovers after an interrupted run: its kind clusters (plp-*), and with KUBECONFIG_FILE its
+# labelled namespaces on that cluster (only the suite's finalizer is removed).
+clean: $(STAMP)
+	$(PY) -m harness clean $(if $(KUBECONFIG_FILE),--kubeconfig "$(KUBECONFIG_FILE)") $(if $(CONTEXT),--context "$(CONTEXT)")
 
 versions: $(STAMP)
 	$(PY) -m harness versions

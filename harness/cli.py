@@ -14,7 +14,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness import matrix
+from kubernetes import client, config
+
+from harness import janitor, matrix
 from harness.kind import INSTALL_KIND, PrerequisiteMissing, check_docker, check_prerequisites
 from harness.kind_install import KindInstallError, ensure_kind
 from harness.run import new_run_id
@@ -40,6 +42,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     probe.add_argument("--kind-bin", default="kind", help="the kind executable")
     probe.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     commands.add_parser("versions", help="list the Kubernetes versions with a pinned node image")
+    clean = commands.add_parser("clean", help="remove the suite's leftovers: its kind clusters and labelled namespaces")
+    clean.add_argument("--kubeconfig", default="", help="also clean the suite's namespaces on this cluster")
+    clean.add_argument("--context", default="", help="context in --kubeconfig")
+    clean.add_argument("--kind-bin", default="kind", help="the kind executable")
     matrix = commands.add_parser("matrix", help="run the probes on several versions, one kind cluster each")
     matrix.add_argument("--versions", default="", help="space-separated versions (default: every minor in the table)")
     matrix.add_argument("--jobs", type=int, default=2, help="how many clusters at a time")
@@ -78,6 +84,19 @@ def run_matrix_command(args: argparse.Namespace) -> int:
     return 0 if all(r.status == "passed" for r in results) else 1
 
 
+def run_clean_command(args: argparse.Namespace) -> int:
+    report = janitor.JanitorReport()
+    if shutil.which(args.kind_bin):
+        janitor.clean_kind_clusters(report, args.kind_bin)
+    else:
+        print(f"{args.kind_bin} is not on PATH: no kind clusters to look for", file=sys.stderr)
+    if args.kubeconfig:
+        api = config.new_client_from_config(config_file=args.kubeconfig, context=args.context or None)
+        janitor.clean_namespaces(report, client.CoreV1Api(api))
+    print(report.render())
+    return 1 if report.errors else 0
+
+
 def kind_status(release: str | None) -> str:
     if shutil.which("kind"):
         return "kind is on PATH"
@@ -93,6 +112,8 @@ def main(argv: Sequence[str]) -> int:
         return 0
     if args.command == "matrix":
         return run_matrix_command(args)
+    if args.command == "clean":
+        return run_clean_command(args)
     if not args.kubeconfig:
         try:
             image = resolve_image(args.version or None, args.image or None)
