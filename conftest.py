@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import tempfile
 import threading
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
@@ -74,6 +75,17 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     if config.getoption("--kubeconfig") and config.getoption("--kind-version"):
         raise pytest.UsageError("choose either a new kind cluster (--kind-version) or an existing one (--kubeconfig)")
+    if config.getoption("--kubeconfig") and not config.getoption("--context"):
+        raise pytest.UsageError(
+            "--kubeconfig needs an explicit --context: without one the suite acts only on clusters it creates itself"
+        )
+    run_dir = Path(config.getoption("--run-dir"))
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=run_dir):
+            pass
+    except OSError as err:
+        raise pytest.UsageError(f"the run directory {run_dir} is not writable: {err}") from err
     version, image = config.getoption("--kind-version"), config.getoption("--kind-image")
     if version or image:
         try:

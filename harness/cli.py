@@ -84,6 +84,23 @@ def run_matrix_command(args: argparse.Namespace) -> int:
     return 0 if all(r.status == "passed" for r in results) else 1
 
 
+def check_existing_cluster(kubeconfig: str, context: str) -> str | None:
+    """Why the suite will not use this kubeconfig/context, or None. The file is only read."""
+    if not context:
+        return (
+            "--kubeconfig needs an explicit --context (CONTEXT=...): without one the suite acts only on clusters "
+            "it creates itself"
+        )
+    try:
+        contexts, _ = config.list_kube_config_contexts(config_file=kubeconfig)
+    except (OSError, config.ConfigException) as err:
+        return f"cannot read kubeconfig {kubeconfig}: {err}"
+    names = [c["name"] for c in contexts or []]
+    if context not in names:
+        return f"context {context!r} is not in {kubeconfig}; it has: {', '.join(names) or 'none'}"
+    return None
+
+
 def run_clean_command(args: argparse.Namespace) -> int:
     report = janitor.JanitorReport()
     if shutil.which(args.kind_bin):
@@ -91,6 +108,10 @@ def run_clean_command(args: argparse.Namespace) -> int:
     else:
         print(f"{args.kind_bin} is not on PATH: no kind clusters to look for", file=sys.stderr)
     if args.kubeconfig:
+        problem = check_existing_cluster(args.kubeconfig, args.context)
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return BAD_INPUT
         api = config.new_client_from_config(config_file=args.kubeconfig, context=args.context or None)
         janitor.clean_namespaces(report, client.CoreV1Api(api))
     print(report.render())
@@ -114,12 +135,23 @@ def main(argv: Sequence[str]) -> int:
         return run_matrix_command(args)
     if args.command == "clean":
         return run_clean_command(args)
-    if not args.kubeconfig:
+    if args.kubeconfig:
+        problem = check_existing_cluster(args.kubeconfig, args.context)
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return BAD_INPUT
+    else:
         try:
             image = resolve_image(args.version or None, args.image or None)
         except VersionError as err:
             print(f"error: {err}", file=sys.stderr)
             return BAD_INPUT
+        if image.digest is None:
+            print(
+                f"warning: {image.reference} is not pinned by digest; kind asks for @sha256 digests because tags "
+                "are rebuilt (kind#3853), so what runs may not be what this name meant before",
+                file=sys.stderr,
+            )
         try:
             check_docker()
         except PrerequisiteMissing as err:

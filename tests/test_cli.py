@@ -82,3 +82,36 @@ def test_matrix_refuses_an_unknown_version_before_starting_anything(tmp_path: Pa
     assert proc.returncode == 2
     assert "no pinned node image for Kubernetes 9.9" in proc.stderr
     assert not list(tmp_path.glob("matrix-*"))
+
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: kind-mine, context: {cluster: c, user: u}}]
+current-context: kind-mine
+"""
+
+
+def test_an_existing_cluster_needs_an_explicit_context(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(KUBECONFIG)
+    proc, _ = run_cli("probe", "--kubeconfig", str(kubeconfig), path=str(tmp_path))
+    assert proc.returncode == 2
+    assert "--kubeconfig needs an explicit --context" in proc.stderr
+    proc, _ = run_cli("probe", "--kubeconfig", str(kubeconfig), "--context", "prod", path=str(tmp_path))
+    assert proc.returncode == 2
+    assert "context 'prod' is not in" in proc.stderr and "it has: kind-mine" in proc.stderr
+    assert kubeconfig.read_text() == KUBECONFIG  # only read, never written
+
+
+def test_an_unreadable_kubeconfig_is_a_clear_error(tmp_path: Path) -> None:
+    proc, _ = run_cli("probe", "--kubeconfig", str(tmp_path / "missing"), "--context", "x", path=str(tmp_path))
+    assert proc.returncode == 2
+    assert "cannot read kubeconfig" in proc.stderr
+
+
+def test_an_image_without_digest_is_warned_about(tmp_path: Path) -> None:
+    proc, _ = run_cli("probe", "--image", "kindest/node:v1.27.3", path=str(tmp_path))
+    assert "is not pinned by digest" in proc.stderr
+    assert proc.returncode == 3  # and then stops: no Docker here

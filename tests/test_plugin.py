@@ -144,3 +144,11 @@ def test_repeat_runs_each_live_probe_n_times(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout
     assert "test_prestop_within_the_grace_period[repeat3]" in proc.stdout
     assert "21 tests collected" in proc.stdout
+
+
+def test_a_run_directory_that_is_not_writable_is_a_usage_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    proc = pytest_run("probes/test_phase_after_deletion.py", "--run-dir", str(blocker / "runs"))
+    assert proc.returncode == 4
+    assert "is not writable" in proc.stderr
