@@ -1,16 +1,20 @@
-"""The live cluster a run probes: readiness, per-probe namespaces, and their cleanup."""
+"""The live cluster a run probes: readiness, per-probe namespaces, and their cleanup.
+
+Every call reads the API server's JSON as sent (harness.transport.raw_call / raw_watch_events), not the
+client's models, so objects from older servers cannot fail the client's validation.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from harness.run import PROBE_FINALIZER, RUN_LABEL, SUITE_LABEL
-from harness.transport import api_retry
+from harness.transport import JsonDict, api_retry, raw_call, raw_watch_events
 
 
 class NotReady(RuntimeError):
@@ -18,67 +22,57 @@ class NotReady(RuntimeError):
 
 
 def _watch_until(
-    list_fn: Callable[..., Any],
-    done: Callable[[str, Any], bool],
-    timeout_s: float,
-    **kwargs: Any,
+    list_fn: Callable[..., Any], done: Callable[[str, JsonDict], bool], timeout_s: float, **kwargs: Any
 ) -> bool:
     """Watch a list call until done(event_type, object) holds; False when the server-side timeout ends first."""
-    stream = cast(
-        Iterator[dict[str, Any]],
-        watch.Watch().stream(list_fn, timeout_seconds=max(int(timeout_s), 1), **kwargs),
-    )
-    return any(done(event["type"], event["object"]) for event in stream)
+    response = list_fn(watch=True, timeout_seconds=max(int(timeout_s), 1), _preload_content=False, **kwargs)
+    try:
+        return any(done(event["type"], event["object"]) for event in raw_watch_events(response))
+    finally:
+        response.close()
+        response.release_conn()
+
+
+def _ready(node: JsonDict) -> str:
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return str(condition.get("status"))
+    return "Unknown"
 
 
 def wait_nodes_ready(core: client.CoreV1Api, timeout_s: float = 180) -> list[str]:
     """Wait until every node reports Ready=True (kind's --wait exits 0 even when it times out)."""
 
-    def all_ready() -> tuple[bool, str]:
-        nodes = core.list_node().items
-        states = {_name(n): _ready(n) for n in nodes}
-        return bool(nodes) and all(s == "True" for s in states.values()), ", ".join(
-            f"{k}: Ready={v}" for k, v in states.items()
-        )
+    def states() -> dict[str, str]:
+        return {n["metadata"]["name"]: _ready(n) for n in raw_call(core.list_node).get("items") or []}
 
-    ready, seen = all_ready()
-    if not ready:
-        ready = _watch_until(core.list_node, lambda _t, _o: all_ready()[0], timeout_s)
-        seen = all_ready()[1]
-    if not ready:
+    def all_ready() -> bool:
+        seen = states()
+        return bool(seen) and all(s == "True" for s in seen.values())
+
+    if not all_ready() and not _watch_until(core.list_node, lambda _t, _o: all_ready(), timeout_s):
+        seen = ", ".join(f"{k}: Ready={v}" for k, v in states().items())
         raise NotReady(f"nodes not Ready after {timeout_s:.0f}s; last seen: {seen or 'no nodes'}")
-    return [_name(n) for n in core.list_node().items]
-
-
-def _name(obj: client.V1Node | client.V1Pod) -> str:
-    return str(obj.metadata.name) if obj.metadata else "?"
-
-
-def _ready(node: client.V1Node) -> str:
-    for condition in (node.status.conditions if node.status else None) or []:
-        if condition.type == "Ready":
-            return str(condition.status)
-    return "Unknown"
+    return list(states())
 
 
 @api_retry
 def create_probe_namespace(core: client.CoreV1Api, name: str, run_id: str, timeout_s: float = 60) -> None:
     """Create a labelled namespace and wait for its default ServiceAccount (pods are refused before it)."""
-    body = client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels={SUITE_LABEL: "true", RUN_LABEL: run_id}))
+    body = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": {SUITE_LABEL: "true", RUN_LABEL: run_id}},
+    }
     try:
-        core.create_namespace(body)
+        raw_call(core.create_namespace, body)
     except ApiException as err:
         if err.status != 409:
             raise
-    if core.list_namespaced_service_account(name, field_selector="metadata.name=default").items:
+    selector = {"namespace": name, "field_selector": "metadata.name=default"}
+    if raw_call(core.list_namespaced_service_account, **selector).get("items"):
         return
-    if not _watch_until(
-        core.list_namespaced_service_account,
-        lambda _t, _o: True,
-        timeout_s,
-        namespace=name,
-        field_selector="metadata.name=default",
-    ):
+    if not _watch_until(core.list_namespaced_service_account, lambda _t, _o: True, timeout_s, **selector):
         raise NotReady(f"namespace {name}: no default ServiceAccount after {timeout_s:.0f}s")
 
 
@@ -98,7 +92,7 @@ def cleanup_probe_namespace(core: client.CoreV1Api, name: str, timeout_s: float 
     """
     report = CleanupReport(name)
     try:
-        pods = core.list_namespaced_pod(name).items
+        pods = raw_call(core.list_namespaced_pod, name).get("items") or []
     except ApiException as err:
         if err.status == 404:
             report.namespace_deleted = True
@@ -106,16 +100,17 @@ def cleanup_probe_namespace(core: client.CoreV1Api, name: str, timeout_s: float 
         report.errors.append(f"list pods: {err.status} {err.reason}")
         pods = []
     for pod in pods:
-        finalizers = list((pod.metadata.finalizers if pod.metadata else None) or [])
+        pod_name = pod["metadata"]["name"]
+        finalizers = list(pod["metadata"].get("finalizers") or [])
         if PROBE_FINALIZER not in finalizers:
             continue
         try:
-            remove_probe_finalizer(core, name, _name(pod), finalizers)
-            report.finalizers_removed.append(_name(pod))
+            remove_probe_finalizer(core, name, pod_name, finalizers)
+            report.finalizers_removed.append(pod_name)
         except ApiException as err:
-            report.errors.append(f"remove finalizer from pod {_name(pod)}: {err.status} {err.reason}")
+            report.errors.append(f"remove finalizer from pod {pod_name}: {err.status} {err.reason}")
     try:
-        core.delete_namespace(name)
+        raw_call(core.delete_namespace, name)
     except ApiException as err:
         if err.status != 404:
             report.errors.append(f"delete namespace: {err.status} {err.reason}")
@@ -134,13 +129,12 @@ def remove_probe_finalizer(core: client.CoreV1Api, namespace: str, pod: str, fin
         {"op": "replace", "path": "/metadata/finalizers", "value": remaining},
     ]
     try:
-        core.patch_namespaced_pod(pod, namespace, patch)
+        raw_call(core.patch_namespaced_pod, pod, namespace, patch)
     except ApiException as err:
         if err.status == 404:
             return
         if err.status == 422:  # the list changed under us: re-read and try again
-            metadata = core.read_namespaced_pod(pod, namespace).metadata
-            current = (metadata.finalizers if metadata else None) or []
+            current = raw_call(core.read_namespaced_pod, pod, namespace)["metadata"].get("finalizers") or []
             if PROBE_FINALIZER in current:
                 remove_probe_finalizer(core, namespace, pod, list(current))
             return
@@ -150,7 +144,7 @@ def remove_probe_finalizer(core: client.CoreV1Api, namespace: str, pod: str, fin
 def _namespace_gone(core: client.CoreV1Api, name: str, timeout_s: float) -> bool:
     def gone() -> bool:
         try:
-            core.read_namespace(name)
+            raw_call(core.read_namespace, name)
         except ApiException as err:
             if err.status == 404:
                 return True

@@ -15,6 +15,7 @@ from kubernetes import client
 from harness.cluster import CleanupReport, cleanup_probe_namespace
 from harness.kind import Runner, run_command
 from harness.run import SUITE_LABEL
+from harness.transport import raw_call
 
 CLUSTER_PREFIX = "plp-"
 
@@ -58,7 +59,5 @@ def clean_kind_clusters(report: JanitorReport, kind_bin: str = "kind", runner: R
 
 
 def clean_namespaces(report: JanitorReport, core: client.CoreV1Api) -> None:
-    for namespace in core.list_namespace(label_selector=f"{SUITE_LABEL}=true").items:
-        name = namespace.metadata.name if namespace.metadata else None
-        if name:
-            report.namespaces.append(cleanup_probe_namespace(core, str(name)))
+    for namespace in raw_call(core.list_namespace, label_selector=f"{SUITE_LABEL}=true").get("items") or []:
+        report.namespaces.append(cleanup_probe_namespace(core, namespace["metadata"]["name"]))

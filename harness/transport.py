@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 import urllib3
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from tenacity import retry, retry_if_exception, stop_after_attempt, stop_after_delay, wait_exponential
 
@@ -202,12 +202,9 @@ class LiveTransport:
         except KeyError:
             raise ValueError(f"the live transport does not handle {kind} objects yet") from None
 
-    def _json(self, model: object) -> JsonDict:
-        return cast(JsonDict, self.api_client.sanitize_for_serialization(model))
-
     @api_retry
     def server_version(self) -> JsonDict:
-        return self._json(client.VersionApi(self.api_client).get_code())
+        return raw_call(client.VersionApi(self.api_client).get_code)
 
     def wall_clock(self) -> float:
         return time.time()
@@ -219,12 +216,12 @@ class LiveTransport:
         # fields instead of silently dropping them.
         api = self._kind(manifest["kind"])
         self._last_started = self.now()
-        return self._json(api.create(namespace, body=manifest, field_validation="Strict"))
+        return raw_call(api.create, namespace, body=manifest, field_validation="Strict")
 
     @api_retry
     def get(self, kind: str, namespace: str, name: str) -> JsonDict | None:
         try:
-            return self._json(self._kind(kind).read(name, namespace))
+            return raw_call(self._kind(kind).read, name, namespace)
         except ApiException as err:
             if err.status == 404:
                 return None
@@ -234,24 +231,24 @@ class LiveTransport:
     def delete(self, kind: str, namespace: str, name: str, grace_period_seconds: int | None = None) -> JsonDict:
         options = client.V1DeleteOptions(grace_period_seconds=grace_period_seconds)
         self._last_started = self.now()
-        return self._json(self._kind(kind).delete(name, namespace, body=options))
+        return raw_call(self._kind(kind).delete, name, namespace, body=options)
 
     @api_retry
     def list_objects(self, kind: str, namespace: str) -> JsonDict:
         """The list, or `{"notServed": true}` when the server does not serve this kind's API version."""
         try:
-            return self._json(self._kind(kind).list(namespace))
+            return raw_call(self._kind(kind).list, namespace)
         except ApiException as err:
             if err.status == 404:
                 return {"notServed": True, "metadata": {}, "items": []}
             raise
 
     def watch(self, kind: str, namespace: str, name: str | None, resource_version: str) -> WatchHandle:
-        return _LiveWatch(self._kind(kind).list, namespace, name, resource_version, self.now, self._json)
+        return _LiveWatch(self._kind(kind).list, namespace, name, resource_version, self.now)
 
     @api_retry
     def list_events(self, namespace: str) -> list[JsonDict]:
-        return list(self._json(self.core.list_namespaced_event(namespace)).get("items") or [])
+        return list(raw_call(self.core.list_namespaced_event, namespace).get("items") or [])
 
     @api_retry
     def read_log(self, namespace: str, pod: str, container: str) -> str:
@@ -259,6 +256,39 @@ class LiveTransport:
 
     def node_containers(self, node: str) -> list[JsonDict] | None:
         return self._node_lister(node) if self._node_lister else None
+
+
+def raw_call(call: Callable[..., Any], *args: Any, **kwargs: Any) -> JsonDict:
+    """Call the client without building its models: the JSON exactly as the API server sent it.
+
+    The client (37.x) validates responses against its own, newest schema; an older server's objects (or a
+    field the client marks required) would fail there for no reason the suite cares about.
+    """
+    return cast(JsonDict, json.loads(call(*args, _preload_content=False, **kwargs).data))
+
+
+def raw_watch_events(response: Any) -> Iterator[JsonDict]:
+    """The events of one watch response as raw JSON; an ERROR event (e.g. 410 Gone) becomes an ApiException."""
+    for line in _lines(response):
+        if not line.strip():
+            continue
+        event = json.loads(line)
+        if event.get("type") == "ERROR":
+            status = event.get("object") or {}
+            raise ApiException(status=status.get("code"), reason=f"{status.get('reason')}: {status.get('message')}")
+        yield event
+
+
+def _lines(response: Any) -> Iterator[str]:
+    """The lines of a streamed HTTP response as they arrive (the API server sends one watch event a line)."""
+    pending = b""
+    for chunk in response.stream(amt=None, decode_content=False):
+        pending += chunk
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            yield line.decode()
+    if pending:
+        yield pending.decode()
 
 
 class _LiveWatch:
@@ -280,17 +310,15 @@ class _LiveWatch:
         name: str | None,
         resource_version: str,
         clock: Callable[[], float],
-        to_json: Callable[[object], JsonDict],
     ) -> None:
         self._list_fn = list_fn
-        self._to_json = to_json
+        self._response: Any = None
         self._namespace = namespace
         self._selector = {"field_selector": f"metadata.name={name}"} if name else {}
         self._rv = resource_version
         self._clock = clock
         self._events: queue.Queue[WatchEvent] = queue.Queue()
         self._stop = threading.Event()
-        self._watch = watch.Watch()
         self._thread = threading.Thread(target=self._run, name=f"watch-{name or namespace}", daemon=True)
         self._thread.start()
 
@@ -302,7 +330,9 @@ class _LiveWatch:
 
     def close(self) -> None:
         self._stop.set()
-        cast(Any, self._watch).stop()  # Watch.stop exists at runtime; the stubs only declare stream()
+        response = self._response
+        if response is not None:
+            response.close()  # unblocks the reading thread, which then sees the stop flag
 
     def _run(self) -> None:
         failures = 0
@@ -333,31 +363,53 @@ class _LiveWatch:
                     return
                 failures += 1
                 self._relist(f"watch connection lost ({type(err).__name__})", failures)
+            except Exception as err:  # anything else ends the watch visibly instead of killing the thread silently
+                gap = f"watch failed: {type(err).__name__}: {err}"
+                self._events.put(WatchEvent(self._clock(), "ERROR", None, gap=gap))
+                return
 
     def _stream(self) -> Iterator[JsonDict]:
-        return cast(
-            Iterator[JsonDict],
-            self._watch.stream(
-                self._list_fn,
-                self._namespace,
-                resource_version=self._rv,
-                allow_watch_bookmarks=True,
-                timeout_seconds=self.SERVER_TIMEOUT_S,
-                _request_timeout=(10, self.SERVER_TIMEOUT_S + 30),
-                **self._selector,
-            ),
+        """One watch request, read line by line as raw JSON events; an ERROR event becomes an ApiException.
+
+        (kubernetes.watch.Watch would build models from every event, and with deserialize=False it cannot
+        read ERROR events in client 37.x.)
+        """
+        response = self._list_fn(
+            self._namespace,
+            watch=True,
+            resource_version=self._rv,
+            allow_watch_bookmarks=True,
+            timeout_seconds=self.SERVER_TIMEOUT_S,
+            _preload_content=False,
+            _request_timeout=(10, self.SERVER_TIMEOUT_S + 30),
+            **self._selector,
         )
+        self._response = response
+        try:
+            for line in _lines(response):
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                if event.get("type") == "ERROR":
+                    status = event.get("object") or {}
+                    raise ApiException(
+                        status=status.get("code"), reason=f"{status.get('reason')}: {status.get('message')}"
+                    )
+                yield {"type": event["type"], "raw_object": event["object"]}
+        finally:
+            self._response = None
+            response.close()
+            response.release_conn()
 
     def _relist(self, why: str, failures: int) -> None:
         """Re-list after a gap: what exists now (and, by omission, what is gone) becomes a RELISTED event."""
         self._stop.wait(min(0.2 * 2**failures, 5.0))
         try:
-            listing = self._list_fn(self._namespace, **self._selector)
+            listing = json.loads(self._list_fn(self._namespace, _preload_content=False, **self._selector).data)
         except (ApiException, urllib3.exceptions.HTTPError, ConnectionError, TimeoutError):
             return  # the next loop iteration fails again and retries with a longer pause
-        self._rv = listing.metadata.resource_version
-        items = [self._to_json(item) for item in listing.items or []]
-        self._events.put(WatchEvent(self._clock(), "RELISTED", {"items": items}, gap=why))
+        self._rv = listing["metadata"]["resourceVersion"]
+        self._events.put(WatchEvent(self._clock(), "RELISTED", {"items": listing.get("items") or []}, gap=why))
 
 
 # ---------------------------------------------------------------------------------------- recording

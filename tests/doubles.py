@@ -75,7 +75,11 @@ def pod(
         metadata["deletionGracePeriodSeconds"] = grace
     return {
         "metadata": metadata,
-        "spec": {"nodeName": "kind-control-plane", "terminationGracePeriodSeconds": grace or 5},
+        "spec": {
+            "nodeName": "kind-control-plane",
+            "terminationGracePeriodSeconds": grace or 5,
+            "containers": [{"name": "main", "image": "alpine"}],
+        },
         "status": {
             "phase": phase,
             "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],

@@ -6,6 +6,7 @@ cleanup makes (list, JSON patch with a test op, delete, read -> 404 once deleted
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 from typing import Any
 
@@ -18,8 +19,13 @@ from harness.run import PROBE_FINALIZER
 OTHER = "example.com/not-ours"
 
 
+def raw(body: Any) -> Any:
+    """What the client returns with _preload_content=False: a response whose .data is the JSON body."""
+    return SimpleNamespace(data=json.dumps(body).encode())
+
+
 class FakeCore:
-    """Stands in for kubernetes.client.CoreV1Api: only the calls namespace cleanup makes."""
+    """Stands in for kubernetes.client.CoreV1Api: only the calls namespace cleanup makes, answering raw JSON."""
 
     def __init__(self, pods: dict[str, list[str]], fail_patch_once_with: int | None = None) -> None:
         self.pods = pods
@@ -27,14 +33,12 @@ class FakeCore:
         self.patches: list[tuple[str, list[dict[str, Any]]]] = []
         self.fail_patch_once_with = fail_patch_once_with
 
-    def list_namespaced_pod(self, namespace: str) -> Any:
+    def list_namespaced_pod(self, namespace: str, **_: Any) -> Any:
         if namespace not in self.namespaces:
             raise ApiException(status=404)
-        return SimpleNamespace(
-            items=[SimpleNamespace(metadata=SimpleNamespace(name=n, finalizers=f)) for n, f in self.pods.items()]
-        )
+        return raw({"items": [{"metadata": {"name": n, "finalizers": f}} for n, f in self.pods.items()]})
 
-    def patch_namespaced_pod(self, name: str, namespace: str, body: list[dict[str, Any]]) -> None:
+    def patch_namespaced_pod(self, name: str, namespace: str, body: list[dict[str, Any]], **_: Any) -> Any:
         if self.fail_patch_once_with:
             status, self.fail_patch_once_with = self.fail_patch_once_with, None
             if status == 422:
@@ -44,17 +48,19 @@ class FakeCore:
         assert test["op"] == "test" and test["value"] == self.pods[name], "stale JSON patch"
         self.patches.append((name, body))
         self.pods[name] = replace["value"]
+        return raw({"metadata": {"name": name, "finalizers": self.pods[name]}})
 
-    def read_namespaced_pod(self, name: str, namespace: str) -> Any:
-        return SimpleNamespace(metadata=SimpleNamespace(finalizers=self.pods[name]))
+    def read_namespaced_pod(self, name: str, namespace: str, **_: Any) -> Any:
+        return raw({"metadata": {"name": name, "finalizers": self.pods[name]}})
 
-    def delete_namespace(self, name: str) -> None:
+    def delete_namespace(self, name: str, **_: Any) -> Any:
         self.namespaces.discard(name)
+        return raw({"kind": "Namespace", "metadata": {"name": name}})
 
-    def read_namespace(self, name: str) -> Any:
+    def read_namespace(self, name: str, **_: Any) -> Any:
         if name not in self.namespaces:
             raise ApiException(status=404)
-        return SimpleNamespace()
+        return raw({"metadata": {"name": name}})
 
 
 def test_only_the_suites_own_finalizer_is_removed_then_the_namespace_is_deleted() -> None:

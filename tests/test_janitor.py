@@ -5,13 +5,12 @@ kind is stood in by FakeRunner; the API by tests.test_cleanup.FakeCore with a la
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 from harness.janitor import JanitorReport, clean_kind_clusters, clean_namespaces
 from harness.run import PROBE_FINALIZER, SUITE_LABEL
 from tests.doubles import FakeRunner, failed, ok
-from tests.test_cleanup import OTHER, FakeCore
+from tests.test_cleanup import OTHER, FakeCore, raw
 
 
 def test_only_the_suites_kind_clusters_are_deleted() -> None:
@@ -33,11 +32,9 @@ def test_a_failing_kind_is_reported_not_hidden() -> None:
 class LabelledCore(FakeCore):
     """FakeCore plus namespaces: only `probe-ns` carries the suite's label."""
 
-    def list_namespace(self, label_selector: str) -> Any:
+    def list_namespace(self, label_selector: str, **_: Any) -> Any:
         assert label_selector == f"{SUITE_LABEL}=true"
-        return SimpleNamespace(
-            items=[SimpleNamespace(metadata=SimpleNamespace(name=n)) for n in sorted(self.namespaces)]
-        )
+        return raw({"items": [{"metadata": {"name": n}} for n in sorted(self.namespaces)]})
 
 
 def test_labelled_namespaces_lose_only_the_suites_finalizer_and_are_deleted() -> None:

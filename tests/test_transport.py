@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from types import SimpleNamespace
@@ -169,14 +170,16 @@ class GoneOnceWatch(_LiveWatch):
 
 
 def test_live_watch_relists_after_410_and_marks_the_gap() -> None:
-    listing = SimpleNamespace(items=["pod as the client returns it"], metadata=SimpleNamespace(resource_version="11"))
+    listing = SimpleNamespace(
+        data=json.dumps({"metadata": {"resourceVersion": "11"}, "items": [pod(rv="11")]}).encode()
+    )
     calls: list[dict[str, Any]] = []
 
     def list_pods(namespace: str, **kwargs: Any) -> Any:  # stands in for CoreV1Api.list_namespaced_pod
         calls.append(kwargs)
         return listing
 
-    watch = GoneOnceWatch(list_pods, "ns", "running-pod", "1", lambda: 0.0, lambda obj: pod(rv="11"))
+    watch = GoneOnceWatch(list_pods, "ns", "running-pod", "1", lambda: 0.0)
     try:
         events = [watch.next_event(5.0) for _ in range(3)]
     finally:
@@ -184,7 +187,7 @@ def test_live_watch_relists_after_410_and_marks_the_gap() -> None:
     assert [e.type if e else None for e in events] == ["MODIFIED", "RELISTED", "MODIFIED"]
     assert events[1] is not None and events[1].gap == "watch expired (410 Gone)"
     assert events[1].object == {"items": [pod(rv="11")]}
-    assert calls == [{"field_selector": "metadata.name=running-pod"}]
+    assert calls == [{"field_selector": "metadata.name=running-pod", "_preload_content": False}]
     assert watch._rv == "13"
 
 

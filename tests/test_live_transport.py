@@ -1,0 +1,118 @@
+"""The live transport through the official client, against a stand-in API server on 127.0.0.1.
+
+What is real here: the kubernetes client, its HTTP requests and watch-stream parsing, and LiveTransport.
+What is stood in: the API server (tests/fake_apiserver.py), which only answers the requests made here.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from harness.transport import LiveTransport
+from tests.doubles import pod
+from tests.fake_apiserver import Script, fake_apiserver
+
+MANIFEST = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "running-pod", "finalizers": ["pod-lifecycle-probes.test/hold"]},
+    "spec": {"terminationGracePeriodSeconds": 5, "containers": [{"name": "main", "image": "alpine"}]},
+}
+
+
+@pytest.fixture
+def script() -> Script:
+    return Script()
+
+
+@pytest.fixture
+def transport(script: Script) -> Iterator[LiveTransport]:
+    with fake_apiserver(script) as url:
+        configuration = client.Configuration(host=url)
+        yield LiveTransport(client.ApiClient(configuration), node_lister=None)
+
+
+def test_create_sends_the_manifest_as_written_with_strict_field_validation(
+    transport: LiveTransport, script: Script
+) -> None:
+    created = transport.create("ns", copy.deepcopy(MANIFEST))
+    method, path, query, body = script.requests[-1]
+    assert (method, path) == ("POST", "/api/v1/namespaces/ns/pods")
+    assert query["fieldValidation"] == ["Strict"]
+    assert body["metadata"]["finalizers"] == ["pod-lifecycle-probes.test/hold"]
+    assert created["metadata"]["resourceVersion"] == "11"
+    assert created["status"]["phase"] == "Pending"
+
+
+def test_server_version_delete_with_override_log_and_events(transport: LiveTransport, script: Script) -> None:
+    assert transport.server_version()["gitVersion"] == "v1.27.3"
+    transport.create("ns", copy.deepcopy(MANIFEST))
+    deleting = transport.delete("Pod", "ns", "running-pod", grace_period_seconds=3)
+    method, path, _, body = script.requests[-1]
+    assert (method, path) == ("DELETE", "/api/v1/namespaces/ns/pods/running-pod")
+    assert body["gracePeriodSeconds"] == 3
+    assert deleting["metadata"]["deletionGracePeriodSeconds"] == 3
+    assert transport.read_log("ns", "running-pod", "main") == "Hello world\n"
+    assert script.requests[-1][2]["container"] == ["main"]
+    assert transport.list_events("ns") == []
+
+
+def watch_line(type_: str, obj: dict[str, Any]) -> dict[str, Any]:
+    return {"type": type_, "object": obj}
+
+
+def test_a_watch_resumes_after_410_with_a_relist_and_says_so(transport: LiveTransport, script: Script) -> None:
+    script.pods["running-pod"] = pod(rv="30")
+    gone = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "code": 410,
+        "reason": "Expired",
+        "message": "too old",
+    }
+    script.watch_streams = [
+        [watch_line("MODIFIED", pod(rv="21")), watch_line("ERROR", gone)],
+        [watch_line("MODIFIED", pod(rv="32", phase="Failed"))],
+    ]
+    handle = transport.watch("Pod", "ns", "running-pod", "20")
+    try:
+        events = [handle.next_event(10.0) for _ in range(3)]
+    finally:
+        handle.close()
+    assert [e.type if e else None for e in events] == ["MODIFIED", "RELISTED", "MODIFIED"]
+    assert events[1] is not None and events[1].gap == "watch expired (410 Gone)"
+    assert events[1].object is not None and events[1].object["items"][0]["metadata"]["resourceVersion"] == "30"
+    watches = [q for m, p, q, _ in script.requests if q.get("watch") == ["true"]]
+    assert watches[0]["resourceVersion"] == ["20"]
+    assert watches[0]["fieldSelector"] == ["metadata.name=running-pod"]
+    assert watches[0]["allowWatchBookmarks"] == ["true"]
+    assert watches[1]["resourceVersion"] == ["11"]  # resumed from the re-list's version
+
+
+def test_cluster_setup_and_cleanup_through_the_real_client(script: Script) -> None:
+    """Readiness, namespace creation and cleanup (harness/cluster.py) as HTTP requests the client really sends."""
+    from harness.cluster import cleanup_probe_namespace, create_probe_namespace, wait_nodes_ready
+    from harness.run import PROBE_FINALIZER, SUITE_LABEL
+
+    with fake_apiserver(script) as url:
+        core = client.CoreV1Api(client.ApiClient(client.Configuration(host=url)))
+        assert wait_nodes_ready(core, timeout_s=5) == ["kind-control-plane"]
+        create_probe_namespace(core, "plp-x-1234", "run-1")
+        (created,) = [b for m, p, _, b in script.requests if (m, p) == ("POST", "/api/v1/namespaces")]
+        assert created["metadata"]["labels"][SUITE_LABEL] == "true"
+        script.pods["held"] = {
+            "metadata": {"name": "held", "finalizers": [PROBE_FINALIZER, "example.com/keep"]},
+            "spec": {},
+        }
+        report = cleanup_probe_namespace(core, "plp-x-1234", timeout_s=5)
+    assert report.finalizers_removed == ["held"] and report.namespace_deleted and not report.errors
+    (content_type, patch) = next(b for m, _, _, b in script.requests if m == "PATCH")
+    assert content_type == "application/json-patch+json"
+    assert patch[0] == {"op": "test", "path": "/metadata/finalizers", "value": [PROBE_FINALIZER, "example.com/keep"]}
+    assert script.pods["held"]["metadata"]["finalizers"] == ["example.com/keep"]
