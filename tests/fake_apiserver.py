@@ -17,6 +17,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 JsonDict = dict[str, Any]
+# A watch stream that starts with this marker is sent only once the pod has been deleted.
+AFTER_DELETE: JsonDict = {"after": "DELETE"}
 
 
 @dataclass
@@ -28,6 +30,7 @@ class Script:
     pods: dict[str, JsonDict] = field(default_factory=dict)
     log: str = "Hello world\n"
     namespaces: set[str] = field(default_factory=set)
+    deleted: threading.Event = field(default_factory=threading.Event)
     nodes_ready: str = "True"
     requests: list[tuple[str, str, dict[str, list[str]], Any]] = field(default_factory=list)
     rv: int = 10
@@ -89,6 +92,11 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
                 self._send(200, {"kind": "EventList", "apiVersion": "v1", "metadata": {}, "items": []})
             elif parts[-1] == "pods" and query.get("watch") == ["true"]:
                 lines = script.watch_streams.pop(0) if script.watch_streams else []
+                if lines and lines[0] == AFTER_DELETE:  # hold this stream until the pod is deleted
+                    script.deleted.wait(20)
+                    lines = lines[1:]
+                elif not lines:  # nothing scripted: an idle watch that the server ends after a moment
+                    script.deleted.wait(0.5)
                 data = "".join(json.dumps(line) + "\n" for line in lines).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -148,6 +156,7 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
                 return
             pod = script.pods[path.strip("/").split("/")[-1]]
             grace = (body or {}).get("gracePeriodSeconds") or pod["spec"].get("terminationGracePeriodSeconds", 30)
+            script.deleted.set()
             pod["metadata"].update(
                 deletionTimestamp="2023-12-11T00:00:09Z",
                 deletionGracePeriodSeconds=grace,

@@ -152,3 +152,74 @@ def test_a_run_directory_that_is_not_writable_is_a_usage_error(tmp_path: Path) -
     proc = pytest_run("probes/test_phase_after_deletion.py", "--run-dir", str(blocker / "runs"))
     assert proc.returncode == 4
     assert "is not writable" in proc.stderr
+
+
+def test_a_live_run_on_an_existing_cluster_cleans_up_and_its_recording_replays(tmp_path: Path) -> None:
+    """The whole live path, against the loopback stand-in API server (tests/fake_apiserver.py) playing a
+    1.27 cluster whose kubelet ends a deleted pod in Succeeded: conftest's existing-cluster mode, namespace
+    setup, the probe through LiveTransport + RecordingTransport, cleanup, records; then the recording it wrote
+    replays offline and passes. What is stood in: the API server and, through its script, the kubelet."""
+    from tests.doubles import pod
+    from tests.fake_apiserver import AFTER_DELETE, Script, fake_apiserver
+
+    terminated = {"terminated": {"exitCode": 0, "reason": "Completed", "finishedAt": "2023-12-11T00:00:05Z"}}
+    deleting = pod(rv="40", deletion_timestamp="2023-12-11T00:00:09Z", grace=5)
+    final = pod(
+        rv="41",
+        phase="Succeeded",
+        ready=False,
+        container_state=terminated,
+        deletion_timestamp="2023-12-11T00:00:09Z",
+        grace=5,
+    )
+    script = Script(
+        watch_streams=[
+            [{"type": "MODIFIED", "object": pod(rv="30")}],
+            [
+                AFTER_DELETE,
+                {"type": "MODIFIED", "object": deleting},
+                {"type": "MODIFIED", "object": final},
+                {"type": "DELETED", "object": final},
+            ],
+        ]
+    )
+    with fake_apiserver(script) as url:
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(
+            "apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
+            f"clusters: [{{name: fake, cluster: {{server: '{url}'}}}}]\n"
+            "users: [{name: u, user: {token: t}}]\ncontexts: [{name: fake, context: {cluster: fake, user: u}}]\n"
+        )
+        before = kubeconfig.read_bytes()
+        proc = pytest_run(
+            "probes/test_phase_after_deletion.py::test_pod_without_finalizer_trapping_sigterm",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--context",
+            "fake",
+            "--run-dir",
+            str(tmp_path / "runs"),
+        )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 passed" in proc.stdout
+    assert kubeconfig.read_bytes() == before
+    methods = [(m, p) for m, p, _, _ in script.requests]
+    namespace = next(p for m, p in methods if m == "DELETE" and p.count("/") == 4).rsplit("/", 1)[-1]
+    assert namespace.startswith("plp-pod-without-finalizer-trapping-sigterm-")
+    assert namespace not in script.namespaces  # deleted, and gone when the run ended
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    provenance = json.loads((run_dir / "run.json").read_text())
+    assert provenance["cluster"] == "existing" and provenance["status"] == "passed"
+    assert provenance["cleanup"][0]["namespace_deleted"] is True
+    (recording,) = (run_dir / "recordings").iterdir()
+    replay = pytest_run(
+        "probes/test_phase_after_deletion.py",
+        "--replay",
+        str(recording),
+        "--run-dir",
+        str(tmp_path / "replay"),
+        "-k",
+        "test_pod_without_finalizer_trapping_sigterm",
+    )
+    assert replay.returncode == 0, replay.stdout
+    assert "1 passed" in replay.stdout
