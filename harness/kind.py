@@ -146,7 +146,15 @@ class KindCluster:
             "--wait",
             "120s",
         ]
-        result = self.runner(argv, timeout)
+        try:
+            result = self.runner(argv, timeout)
+        except BaseException:
+            # Interrupted (Ctrl-C, CI's SIGTERM) while kind was creating the cluster: whatever exists under
+            # this run's unique name is a half-created cluster of ours; remove it before giving up.
+            self.runner(
+                [self.kind_bin, "delete", "cluster", "--name", self.name, "--kubeconfig", str(self.kubeconfig)], 180
+            )
+            raise
         if result.returncode == 0:
             self.created = True
             return

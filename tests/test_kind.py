@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from harness.kind import (
     ClusterFailed,
+    Completed,
     KindCluster,
     PrerequisiteMissing,
     check_prerequisites,
@@ -116,3 +118,18 @@ def test_node_containers_come_from_crictl_in_the_node(tmp_path: Path) -> None:
 def test_run_command_reports_a_missing_binary_instead_of_raising() -> None:
     result = run_command(["/nonexistent/kind", "version"], 5)
     assert result.returncode == 127
+
+
+def test_an_interrupt_during_creation_removes_the_half_created_cluster(tmp_path: Path) -> None:
+    class Interrupted(FakeRunner):
+        def __call__(self, argv: Sequence[str], timeout: float) -> Completed:
+            if list(argv[:3]) == ["kind", "create", "cluster"]:
+                self.calls.append(list(argv))
+                raise KeyboardInterrupt("SIGTERM")
+            return super().__call__(argv, timeout)
+
+    runner = Interrupted()
+    c = cluster(runner, tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        c.create(tmp_path / "logs")
+    assert runner.calls[-1][:5] == ["kind", "delete", "cluster", "--name", "plp-1-27-ab12"]
