@@ -95,11 +95,29 @@ class Verdict:
         }
 
 
-def evaluate(claim: Claim, version: KubeVersion, observed: Any) -> Verdict:
-    """Judge one observation; a mismatch says which other version range it looks like, if any."""
+def evaluate(claim: Claim, version: KubeVersion, observed: Any, gaps: list[str] | None = None) -> Verdict:
+    """Judge one observation; a mismatch says which other version range it looks like, if any.
+
+    When the watch had gaps in the window the observation comes from, a mismatch is undecided, not failed:
+    the transition that would have matched may have happened unseen. It is never a pass either.
+    """
     expected = claim.expectation_for(version)
     if expected.matches(observed):
-        return Verdict(claim, str(version), PASS, observed, expected, f"{claim.observable}: {observed!r} as expected")
+        detail = {"watch_gaps": gaps} if gaps else {}
+        return Verdict(
+            claim, str(version), PASS, observed, expected, f"{claim.observable}: {observed!r} as expected", detail
+        )
+    if gaps:
+        return Verdict(
+            claim,
+            str(version),
+            UNDECIDED,
+            observed,
+            expected,
+            f"{claim.id}: undecided: a watch gap covered the transition ({'; '.join(gaps)}); "
+            f"{claim.observable} was {observed!r}, expected {expected.describe()}",
+            {"watch_gaps": gaps},
+        )
     message = (
         f"{claim.id}: {claim.observable} was {observed!r}, expected {expected.describe()} "
         f"on Kubernetes {version} (range {expected.versions}; {'; '.join(expected.sources)})"

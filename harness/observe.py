@@ -138,6 +138,7 @@ class Observer(Generic[V]):
         self._view: Callable[[JsonDict], V] = VIEWS[kind]
         self.states: dict[str, V] = {}
         self.deleted: set[str] = set()
+        self.gaps: list[tuple[float, str]] = []  # (when, why) events may have been missed before `when`
         self.history: list[tuple[float, V]] = []
         for obj in initial:
             self._record(now(), self._view(obj))
@@ -179,6 +180,8 @@ class Observer(Generic[V]):
             self._timeline.observed(event.t, f"{self.kind.lower()}s", event.type, {}, event.gap)
             raise ProbeImpossible(f"the watch on {self.kind}s failed: {event.gap}\n{self._state_text()}")
         assert event.object is not None
+        if event.gap:
+            self.gaps.append((event.t, event.gap))
         if event.type == "RELISTED":  # after a gap: what exists now; what is missing was deleted meanwhile
             present = {self._view(item).name: self._view(item) for item in event.object.get("items", [])}
             for name in set(self.states) - set(present) - self.deleted:
@@ -218,6 +221,10 @@ class Observer(Generic[V]):
             event = self._handle.next_event(remaining)
             if event is not None:
                 self._apply(event)
+
+    def gaps_since(self, t: float) -> list[str]:
+        """Why events may be missing after time t (watch expired, connection lost)."""
+        return [why for when, why in self.gaps if when >= t]
 
     def catch_up(self) -> None:
         """Take in every event that has already arrived (e.g. on this watch while waiting on another)."""

@@ -189,9 +189,12 @@ class Probe:
 
     # ---------------------------------------------------------------------------------- checking
 
-    def check(self, claim_id: str, observed: Any) -> Verdict:
-        """Judge an observation against the claim's expectation for the server's version."""
-        verdict = evaluate(self.claims[claim_id], self.server_version, observed)
+    def check(self, claim_id: str, observed: Any, gaps: list[str] | None = None) -> Verdict:
+        """Judge an observation against the claim's expectation for the server's version.
+
+        `gaps`: watch gaps in the window the observation covers; a mismatch then is undecided, not failed.
+        """
+        verdict = evaluate(self.claims[claim_id], self.server_version, observed, gaps)
         self.verdicts.append(verdict)
         return verdict
 

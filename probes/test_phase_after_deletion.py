@@ -100,7 +100,7 @@ def test_always_pod_ignoring_sigterm(probe: Probe) -> None:
     """
     pod, deleted_at = delete_and_watch(probe, probe.manifest("pod-finalizer-ignores-sigterm.yaml"))
     check_sigkilled(probe, pod)
-    probe.check("always.sigterm-ignored.phases", pod.phases_since(deleted_at))
+    probe.check("always.sigterm-ignored.phases", pod.phases_since(deleted_at), gaps=pod.gaps_since(deleted_at))
     check_stopped_on_node(probe, pod)
     probe.conclude()
 
@@ -112,7 +112,7 @@ def test_always_pod_ignoring_sigterm_default_grace(probe: Probe) -> None:
     pod, deleted_at = delete_and_watch(probe, manifest)
     probe.check("default-grace-period", pod.latest.deletion_grace_period_seconds)
     check_sigkilled(probe, pod)
-    probe.check("always.sigterm-ignored.phases", pod.phases_since(deleted_at))
+    probe.check("always.sigterm-ignored.phases", pod.phases_since(deleted_at), gaps=pod.gaps_since(deleted_at))
     probe.conclude()
 
 
@@ -123,7 +123,7 @@ def test_always_pod_trapping_sigterm(probe: Probe) -> None:
     """
     pod, deleted_at = delete_and_watch(probe, probe.manifest("pod-finalizer-traps-sigterm.yaml"))
     check_exited_on_sigterm(probe, pod)
-    probe.check("always.sigterm-handled.phases", pod.phases_since(deleted_at))
+    probe.check("always.sigterm-handled.phases", pod.phases_since(deleted_at), gaps=pod.gaps_since(deleted_at))
     check_stopped_on_node(probe, pod)
     probe.conclude()
 
@@ -137,7 +137,7 @@ def test_onfailure_pod_ignoring_sigterm(probe: Probe) -> None:
     manifest["spec"]["restartPolicy"] = "OnFailure"
     pod, deleted_at = delete_and_watch(probe, manifest)
     check_sigkilled(probe, pod)
-    probe.check("onfailure.sigterm-ignored.phases", pod.phases_since(deleted_at))
+    probe.check("onfailure.sigterm-ignored.phases", pod.phases_since(deleted_at), gaps=pod.gaps_since(deleted_at))
     check_stopped_on_node(probe, pod)
     probe.conclude()
 
@@ -148,7 +148,7 @@ def test_onfailure_pod_trapping_sigterm(probe: Probe) -> None:
     manifest["spec"]["restartPolicy"] = "OnFailure"
     pod, deleted_at = delete_and_watch(probe, manifest)
     check_exited_on_sigterm(probe, pod)
-    probe.check("onfailure.sigterm-handled.phases", pod.phases_since(deleted_at))
+    probe.check("onfailure.sigterm-handled.phases", pod.phases_since(deleted_at), gaps=pod.gaps_since(deleted_at))
     check_stopped_on_node(probe, pod)
     probe.conclude()
 
@@ -161,7 +161,7 @@ def test_pod_without_finalizer_ignoring_sigterm(probe: Probe) -> None:
     manifest = probe.manifest("pod-finalizer-ignores-sigterm.yaml")
     del manifest["metadata"]["finalizers"]
     pod, deleted_at = delete_and_watch(probe, manifest, until_gone=True)
-    probe.check("no-finalizer.sigterm-ignored.phases", pod.phases_since(deleted_at))
+    probe.check("no-finalizer.sigterm-ignored.phases", pod.phases_since(deleted_at), gaps=pod.gaps_since(deleted_at))
     probe.conclude()
 
 
@@ -170,5 +170,5 @@ def test_pod_without_finalizer_trapping_sigterm(probe: Probe) -> None:
     manifest = probe.manifest("pod-finalizer-traps-sigterm.yaml")
     del manifest["metadata"]["finalizers"]
     pod, deleted_at = delete_and_watch(probe, manifest, until_gone=True)
-    probe.check("no-finalizer.sigterm-handled.phases", pod.phases_since(deleted_at))
+    probe.check("no-finalizer.sigterm-handled.phases", pod.phases_since(deleted_at), gaps=pod.gaps_since(deleted_at))
     probe.conclude()

@@ -9,6 +9,7 @@ from harness.expectations import (
     FAIL,
     NOT_OBSERVABLE,
     PASS,
+    UNDECIDED,
     Claim,
     Expectation,
     ExpectationError,
@@ -97,3 +98,11 @@ def test_a_gap_in_the_ranges_is_an_error_naming_the_claim_and_version() -> None:
 
 def test_the_expectation_files_are_found() -> None:
     assert "phase_after_deletion" in FAMILIES
+
+
+def test_a_mismatch_after_a_watch_gap_is_undecided_and_a_match_keeps_the_gap_on_record() -> None:
+    undecided = evaluate(PHASES, KubeVersion.parse("v1.27.3"), ["Running"], gaps=["watch expired (410 Gone)"])
+    assert undecided.status == UNDECIDED
+    assert "undecided: a watch gap covered the transition (watch expired (410 Gone))" in undecided.message
+    passed = evaluate(PHASES, KubeVersion.parse("v1.27.3"), ["Running", "Failed"], gaps=["connection lost"])
+    assert passed.status == PASS and passed.detail == {"watch_gaps": ["connection lost"]}

@@ -221,3 +221,22 @@ def test_a_kubelet_that_kills_at_once_after_an_overrun_fails_the_two_second_clai
         ClaimsFailed, match=r"prestop-overrun\.killed-after-delete: .* was 5\.0, expected between 6\.0 and 10\.0"
     ):
         termination_probes.test_prestop_overrunning_the_grace_period(probe)
+
+
+def test_a_watch_gap_over_the_transition_makes_the_claim_undecided_never_passed(tmp_path: Path) -> None:
+    recording = copy.deepcopy(load("always_pod_ignoring_sigterm--v1.27.3-derived.json"))
+    watch = next(step for step in recording.interactions if step["call"] == "watch")
+    last = watch["events"][-1]
+    last["object"]["status"]["phase"] = "Running"  # what a re-list shows if it missed the Failed update
+    watch["events"][-1] = {
+        "t": last["t"],
+        "type": "RELISTED",
+        "object": {"items": [last["object"]]},
+        "gap": "watch expired (410 Gone)",
+    }
+    with pytest.raises(ClaimsFailed) as err:
+        run_probe(recording, tmp_path)
+    assert (
+        "always.sigterm-ignored.phases: undecided: a watch gap covered the transition (watch expired (410 Gone))"
+        in str(err.value)
+    )
