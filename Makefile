@@ -19,7 +19,9 @@ CONTEXT ?=
 VERSIONS ?=
 JOBS ?= 2
 
-.PHONY: probe matrix clean test lint typecheck unit versions recordings clean-venv
+RUNS ?= runs
+
+.PHONY: probe matrix clean report test lint typecheck unit versions recordings clean-venv
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +43,11 @@ matrix: $(STAMP)
 # labelled namespaces on that cluster (only the suite's finalizer is removed).
 clean: $(STAMP)
 	$(PY) -m harness clean $(if $(KUBECONFIG_FILE),--kubeconfig "$(KUBECONFIG_FILE)") $(if $(CONTEXT),--context "$(CONTEXT)")
+
+# The behaviour matrix (claims × versions) of the run records under RUNS (default: runs/), re-evaluated
+# against the current expectations: report.md and a single-file report.html.
+report: $(STAMP)
+	$(PY) -m harness report $(RUNS)
 
 versions: $(STAMP)
 	$(PY) -m harness versions

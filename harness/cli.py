@@ -17,6 +17,7 @@ from pathlib import Path
 from kubernetes import client, config
 
 from harness import janitor, matrix
+from harness import report as report_module
 from harness.kind import INSTALL_KIND, PrerequisiteMissing, check_docker, check_prerequisites
 from harness.kind_install import KindInstallError, ensure_kind
 from harness.run import new_run_id
@@ -46,6 +47,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     clean.add_argument("--kubeconfig", default="", help="also clean the suite's namespaces on this cluster")
     clean.add_argument("--context", default="", help="context in --kubeconfig")
     clean.add_argument("--kind-bin", default="kind", help="the kind executable")
+    report = commands.add_parser("report", help="the behaviour matrix of run records as Markdown and HTML")
+    report.add_argument("runs", nargs="+", help="run directories (or record files) to read")
+    report.add_argument(
+        "--out", default="", help="where to write report.md and report.html (default: runs/report-<id>)"
+    )
     matrix = commands.add_parser("matrix", help="run the probes on several versions, one kind cluster each")
     matrix.add_argument("--versions", default="", help="space-separated versions (default: every minor in the table)")
     matrix.add_argument("--jobs", type=int, default=2, help="how many clusters at a time")
@@ -135,6 +141,12 @@ def main(argv: Sequence[str]) -> int:
         return run_matrix_command(args)
     if args.command == "clean":
         return run_clean_command(args)
+    if args.command == "report":
+        out = Path(args.out) if args.out else REPO / "runs" / f"report-{new_run_id()}"
+        built = report_module.write_report([Path(p) for p in args.runs], out)
+        print(f"{len(built.claims)} claims × {len(built.versions)} versions; {len(built.changed())} verdicts changed")
+        print(f"report: {out / 'report.html'} and {out / 'report.md'}")
+        return 0
     if args.kubeconfig:
         problem = check_existing_cluster(args.kubeconfig, args.context)
         if problem:

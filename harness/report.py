@@ -1,0 +1,131 @@
+"""`make report`: the behaviour matrix (claims × versions) from run records, as Markdown and one HTML file.
+
+Every verdict is re-evaluated against the current expectations from the recorded observation, so a
+corrected expectation can be tried on old recordings without a cluster; the report says which verdicts
+changed. Templates are Jinja2 (harness/templates/).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from harness.expectations import NOT_OBSERVABLE, Claim, evaluate, load_claims
+from harness.versions import KubeVersion
+
+JsonDict = dict[str, Any]
+ClaimsLoader = Callable[[str], dict[str, Claim]]
+
+
+@dataclass
+class Cell:
+    observed: Any
+    status: str
+    recorded_status: str
+    expected: JsonDict | None
+    message: str
+    probes: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.status != self.recorded_status
+
+
+@dataclass
+class Matrix:
+    versions: list[str]  # server versions, oldest first
+    claims: dict[str, JsonDict]  # claim id -> statement, observable, document
+    cells: dict[tuple[str, str], Cell]  # (claim id, version) -> cell
+    provenance: dict[str, JsonDict]  # version -> provenance of the run(s) behind that column
+
+    def changed(self) -> list[tuple[str, str, Cell]]:
+        return [(claim, version, cell) for (claim, version), cell in sorted(self.cells.items()) if cell.changed]
+
+    def differences(self, a: str, b: str) -> list[tuple[str, Cell | None, Cell | None]]:
+        """Claims whose observed value differs between version a and version b."""
+        rows = []
+        for claim in self.claims:
+            left, right = self.cells.get((claim, a)), self.cells.get((claim, b))
+            if (left and left.observed) != (right and right.observed):
+                rows.append((claim, left, right))
+        return rows
+
+
+def load_records(paths: Iterable[Path]) -> list[JsonDict]:
+    """Probe records under the given run directories (or record files), in a stable order."""
+    records: list[JsonDict] = []
+    for path in paths:
+        files = [path] if path.is_file() else sorted(path.rglob("probes/*.json"))
+        records.extend(json.loads(f.read_text()) for f in files)
+    return records
+
+
+def build_matrix(records: Iterable[JsonDict], claims_loader: ClaimsLoader = load_claims) -> Matrix:
+    cells: dict[tuple[str, str], Cell] = {}
+    claims: dict[str, JsonDict] = {}
+    provenance: dict[str, JsonDict] = {}
+    versions: set[str] = set()
+    for record in records:
+        version = record.get("server_version")
+        if not version:
+            continue
+        versions.add(version)
+        origin = record.get("recording_origin") or {}
+        provenance.setdefault(version, {
+            "transport": record.get("transport"),
+            "origin": origin.get("kind", "live" if record.get("transport") == "live" else "?"),
+            "node_image": origin.get("node_image") or record.get("provenance", {}).get("node_image"),
+            "kind_version": origin.get("kind_version") or record.get("provenance", {}).get("kind_version"),
+            "when": origin.get("recorded_at") or record.get("provenance", {}).get("started"),
+        })  # fmt: skip
+        current = claims_loader(record["family"])
+        for verdict in record.get("verdicts", []):
+            claim = current.get(verdict["claim"])
+            if claim is None:
+                continue
+            claims.setdefault(
+                claim.id, {"statement": claim.claim, "observable": claim.observable, "document": claim.document}
+            )
+            if verdict["status"] == NOT_OBSERVABLE:
+                now = verdict
+            else:
+                gaps = (verdict.get("detail") or {}).get("watch_gaps")
+                now = evaluate(claim, KubeVersion.parse(version), verdict["observed"], gaps).to_json()
+            cell = cells.setdefault(
+                (claim.id, version),
+                Cell(now["observed"], now["status"], verdict["status"], now["expected"], now["message"]),
+            )
+            cell.probes.append(record["probe"])
+            if now["status"] != "pass":  # several probes check one claim: the cell shows the worst
+                cell.status, cell.observed, cell.message = now["status"], now["observed"], now["message"]
+    ordered = sorted(versions, key=lambda v: KubeVersion.parse(v).version)
+    return Matrix(ordered, dict(sorted(claims.items())), cells, provenance)
+
+
+def _environment() -> Environment:
+    env = Environment(loader=PackageLoader("harness", "templates"), autoescape=select_autoescape(["html"]))
+    env.filters["show"] = lambda value: json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+    return env
+
+
+def render_markdown(matrix: Matrix) -> str:
+    return _environment().get_template("matrix.md.j2").render(matrix=matrix)
+
+
+def render_html(matrix: Matrix) -> str:
+    pairs = list(pairwise(matrix.versions))
+    return _environment().get_template("report.html.j2").render(matrix=matrix, pairs=pairs)
+
+
+def write_report(paths: Iterable[Path], out: Path, claims_loader: ClaimsLoader = load_claims) -> Matrix:
+    matrix = build_matrix(load_records(paths), claims_loader)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.md").write_text(render_markdown(matrix))
+    (out / "report.html").write_text(render_html(matrix))
+    return matrix

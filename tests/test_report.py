@@ -1,0 +1,86 @@
+"""make report (harness/report.py): the behaviour matrix from run records of several versions, and the
+offline re-evaluation of recorded observations against changed expectations."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.expectations import Claim, Expectation, load_claims
+from harness.report import build_matrix, load_records, render_html, render_markdown, write_report
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def replayed_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Run records of every probe on every recording (several versions), as `make test` makes them."""
+    runs = tmp_path_factory.mktemp("runs")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "probes",
+            "--replay",
+            "recordings",
+            "--run-dir",
+            str(runs),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout
+    return runs
+
+
+def test_the_matrix_has_claims_by_versions_with_observed_values(replayed_runs: Path) -> None:
+    matrix = build_matrix(load_records([replayed_runs]))
+    assert len(matrix.versions) >= 3
+    assert matrix.versions[:2] == ["v1.21.1", "v1.21.14"]
+    cell = matrix.cells[("always.sigterm-ignored.phases", "v1.26.6")]
+    assert (cell.observed, cell.status, cell.changed) == (["Running"], "pass", False)
+    assert matrix.cells[("always.sigterm-ignored.phases", "v1.27.3")].observed == ["Running", "Failed"]
+    differences = {claim for claim, _, _ in matrix.differences("v1.26.6", "v1.27.3")}
+    assert "always.sigterm-ignored.phases" in differences
+    assert "onfailure.sigterm-handled.phases" not in differences  # Succeeded on both sides
+
+
+def test_markdown_and_html_show_the_matrix_and_provenance(replayed_runs: Path, tmp_path: Path) -> None:
+    matrix = write_report([replayed_runs], tmp_path)
+    markdown = (tmp_path / "report.md").read_text()
+    assert "| `always.sigterm-ignored.phases` |" in markdown and '✅ ["Running", "Failed"]' in markdown
+    assert "| v1.27.3 | derived |" in markdown
+    html = (tmp_path / "report.html").read_text()
+    assert 'data-claim="always.sigterm-ignored.phases" data-version="v1.27.3"' in html
+    assert "k/k#115331" in html  # the sources, one click away
+    assert "<h3>v1.26.6 → v1.27.3</h3>" in html
+    assert render_markdown(matrix) == markdown and render_html(matrix) == html
+
+
+def test_a_corrected_expectation_re_evaluates_old_recordings_and_says_what_changed(replayed_runs: Path) -> None:
+    def stricter(family: str) -> dict[str, Claim]:
+        claims = dict(load_claims(family))
+        if "always.sigterm-ignored.phases" in claims:
+            claim = claims["always.sigterm-ignored.phases"]
+            claims[claim.id] = dataclasses.replace(
+                claim,
+                expectations=(
+                    Expectation(">=1.19", value=["Running"], sources=("what if the 1.27 change were reverted",)),
+                ),
+            )
+        return claims
+
+    matrix = build_matrix(load_records([replayed_runs]), claims_loader=stricter)
+    changed = [(claim, version, cell.recorded_status, cell.status) for claim, version, cell in matrix.changed()]
+    assert changed == [("always.sigterm-ignored.phases", "v1.27.3", "pass", "fail")]
+    assert "(was pass)" in render_markdown(matrix)
