@@ -143,6 +143,15 @@ def pytest_runtest_makereport(
     return report
 
 
+def _junit_properties(request: pytest.FixtureRequest, probe: Probe) -> None:
+    """Each claim's id, verdict and sources as JUnit XML properties of the probe's test case."""
+    for verdict in probe.verdicts:
+        request.node.user_properties.append((f"claim:{verdict.claim.id}", verdict.status))
+        if verdict.expected is not None:
+            request.node.user_properties.append((f"source:{verdict.claim.id}", " | ".join(verdict.expected.sources)))
+    request.node.user_properties.append(("server_version", str(probe.server_version)))
+
+
 def _outcome(request: pytest.FixtureRequest) -> str:
     call = request.node.stash.get(REPORTS, {}).get("call")
     return "not run" if call is None else call.outcome
@@ -260,6 +269,7 @@ def _replayed_probe(request: pytest.FixtureRequest, run: Run, family: str, name:
     assert isinstance(transport, ReplayTransport)
     yield probe
     probe.close()
+    _junit_properties(request, probe)
     outcome = _outcome(request)
     if outcome == "failed":
         probe.save_evidence(live=None)
@@ -289,6 +299,7 @@ def _live_probe(request: pytest.FixtureRequest, run: Run, family: str, name: str
     finally:
         outcome = _outcome(request)
         probe.close()
+        _junit_properties(request, probe)
         try:
             if outcome == "failed":
                 probe.save_evidence(live=target.transport)

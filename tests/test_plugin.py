@@ -223,3 +223,22 @@ def test_a_live_run_on_an_existing_cluster_cleans_up_and_its_recording_replays(t
     )
     assert replay.returncode == 0, replay.stdout
     assert "1 passed" in replay.stdout
+
+
+def test_junit_xml_carries_each_claim_and_its_sources(tmp_path: Path) -> None:
+    junit = tmp_path / "junit.xml"
+    proc = pytest_run(
+        "probes/test_phase_after_deletion.py",
+        "--replay",
+        "recordings",
+        "--run-dir",
+        str(tmp_path / "runs"),
+        "-k",
+        "test_always_pod_ignoring_sigterm and v1.27.3 and not default",
+        f"--junitxml={junit}",
+    )
+    assert proc.returncode == 0, proc.stdout
+    xml = junit.read_text()
+    assert '<property name="claim:always.sigterm-ignored.phases" value="pass"' in xml
+    assert '<property name="source:always.sigterm-ignored.phases" value="document 000' in xml
+    assert '<property name="server_version" value="v1.27.3"' in xml

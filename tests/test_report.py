@@ -84,3 +84,61 @@ def test_a_corrected_expectation_re_evaluates_old_recordings_and_says_what_chang
     changed = [(claim, version, cell.recorded_status, cell.status) for claim, version, cell in matrix.changed()]
     assert changed == [("always.sigterm-ignored.phases", "v1.27.3", "pass", "fail")]
     assert "(was pass)" in render_markdown(matrix)
+
+
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def chromium() -> str:
+    import os
+    import shutil
+
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI needs Debian's chromium for the browser test (.ci/run installs it)")
+        pytest.skip("the browser test needs Debian's chromium (apt-get install chromium)")
+    return found
+
+
+def test_the_html_report_renders_in_a_browser_with_its_cells(replayed_runs: Path, tmp_path: Path) -> None:
+    browser = chromium()
+    write_report([replayed_runs], tmp_path)
+    page = (tmp_path / "report.html").as_uri()
+    profile = tmp_path / "profile"
+    dom = subprocess.run(
+        [browser, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", page],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert 'data-claim="always.sigterm-ignored.phases"' in dom.stdout
+    assert dom.stdout.count("<td class=") > 40
+    screenshot = tmp_path / "report.png"
+    shot = subprocess.run(
+        [
+            browser,
+            *CHROMIUM_FLAGS,
+            f"--user-data-dir={profile}",
+            "--window-size=1600,1200",
+            f"--screenshot={screenshot}",
+            page,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shot.returncode == 0, shot.stderr[-2000:]
+    assert screenshot.stat().st_size > 10_000  # a rendered page, not an empty canvas
+    (REPO / "runs").mkdir(exist_ok=True)
+    (REPO / "runs" / "report-screenshot.png").write_bytes(screenshot.read_bytes())  # kept for a person to look at
