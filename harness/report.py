@@ -16,6 +16,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from harness import timeline_svg
 from harness.expectations import NOT_OBSERVABLE, Claim, evaluate, load_claims
 from harness.versions import KubeVersion
 
@@ -43,16 +44,17 @@ class Matrix:
     claims: dict[str, JsonDict]  # claim id -> statement, observable, document
     cells: dict[tuple[str, str], Cell]  # (claim id, version) -> cell
     provenance: dict[str, JsonDict]  # version -> provenance of the run(s) behind that column
+    timelines: dict[str, dict[str, list[JsonDict]]] = field(default_factory=dict)  # probe -> version -> entries
 
     def changed(self) -> list[tuple[str, str, Cell]]:
         return [(claim, version, cell) for (claim, version), cell in sorted(self.cells.items()) if cell.changed]
 
-    def differences(self, a: str, b: str) -> list[tuple[str, Cell | None, Cell | None]]:
-        """Claims whose observed value differs between version a and version b."""
+    def differences(self, a: str, b: str) -> list[tuple[str, Cell, Cell]]:
+        """Claims observed on both versions whose observed value differs between them."""
         rows = []
         for claim in self.claims:
             left, right = self.cells.get((claim, a)), self.cells.get((claim, b))
-            if (left and left.observed) != (right and right.observed):
+            if left is not None and right is not None and left.observed != right.observed:
                 rows.append((claim, left, right))
         return rows
 
@@ -71,6 +73,7 @@ def build_matrix(records: Iterable[JsonDict], claims_loader: ClaimsLoader = load
     claims: dict[str, JsonDict] = {}
     provenance: dict[str, JsonDict] = {}
     versions: set[str] = set()
+    timelines: dict[str, dict[str, list[JsonDict]]] = {}
     for record in records:
         version = record.get("server_version")
         if not version:
@@ -84,6 +87,7 @@ def build_matrix(records: Iterable[JsonDict], claims_loader: ClaimsLoader = load
             "kind_version": origin.get("kind_version") or record.get("provenance", {}).get("kind_version"),
             "when": origin.get("recorded_at") or record.get("provenance", {}).get("started"),
         })  # fmt: skip
+        timelines.setdefault(record["probe"], {}).setdefault(version, record.get("timeline", {}).get("entries", []))
         current = claims_loader(record["family"])
         for verdict in record.get("verdicts", []):
             claim = current.get(verdict["claim"])
@@ -105,7 +109,11 @@ def build_matrix(records: Iterable[JsonDict], claims_loader: ClaimsLoader = load
             if now["status"] != "pass":  # several probes check one claim: the cell shows the worst
                 cell.status, cell.observed, cell.message = now["status"], now["observed"], now["message"]
     ordered = sorted(versions, key=lambda v: KubeVersion.parse(v).version)
-    return Matrix(ordered, dict(sorted(claims.items())), cells, provenance)
+    by_version = {
+        probe: dict(sorted(series.items(), key=lambda kv: KubeVersion.parse(kv[0]).version))
+        for probe, series in sorted(timelines.items())
+    }
+    return Matrix(ordered, dict(sorted(claims.items())), cells, provenance, by_version)
 
 
 def _environment() -> Environment:
@@ -120,7 +128,8 @@ def render_markdown(matrix: Matrix) -> str:
 
 def render_html(matrix: Matrix) -> str:
     pairs = list(pairwise(matrix.versions))
-    return _environment().get_template("report.html.j2").render(matrix=matrix, pairs=pairs)
+    drawings = {probe: timeline_svg.draw(probe, series) for probe, series in matrix.timelines.items()}
+    return _environment().get_template("report.html.j2").render(matrix=matrix, pairs=pairs, drawings=drawings)
 
 
 def write_report(paths: Iterable[Path], out: Path, claims_loader: ClaimsLoader = load_claims) -> Matrix:

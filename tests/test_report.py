@@ -142,3 +142,18 @@ def test_the_html_report_renders_in_a_browser_with_its_cells(replayed_runs: Path
     assert screenshot.stat().st_size > 10_000  # a rendered page, not an empty canvas
     (REPO / "runs").mkdir(exist_ok=True)
     (REPO / "runs" / "report-screenshot.png").write_bytes(screenshot.read_bytes())  # kept for a person to look at
+
+
+def test_each_probe_has_a_timeline_drawn_with_its_versions_stacked(replayed_runs: Path) -> None:
+    from harness.timeline_svg import marks
+
+    matrix = build_matrix(load_records([replayed_runs]))
+    series = matrix.timelines["test_phase_after_deletion.py::test_always_pod_ignoring_sigterm"]
+    assert list(series) == ["v1.26.6", "v1.27.3"]
+    assert (0.0, "delete") in marks(series["v1.27.3"])
+    labels = [label for _, label in marks(series["v1.27.3"])]
+    assert "running-pod Failed" in labels and "main exit 137" in labels
+    assert "running-pod Failed" not in [label for _, label in marks(series["v1.26.6"])]
+    html = render_html(matrix)
+    assert html.count('<figure class="timeline"') == len(matrix.timelines)
+    assert "<svg" in html and "main exit 137" in html
