@@ -140,8 +140,10 @@ def test_the_html_report_renders_in_a_browser_with_its_cells(replayed_runs: Path
     )
     assert shot.returncode == 0, shot.stderr[-2000:]
     assert screenshot.stat().st_size > 10_000  # a rendered page, not an empty canvas
-    (REPO / "runs").mkdir(exist_ok=True)
-    (REPO / "runs" / "report-screenshot.png").write_bytes(screenshot.read_bytes())  # kept for a person to look at
+    kept = REPO / "runs" / "report" / "report-screenshot.png"  # kept beside a copy of the page, for a person
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.write_bytes(screenshot.read_bytes())
+    (kept.parent / "report.html").write_text((tmp_path / "report.html").read_text())
 
 
 def test_each_probe_has_a_timeline_drawn_with_its_versions_stacked(replayed_runs: Path) -> None:
