@@ -124,6 +124,7 @@ def test_the_html_report_renders_in_a_browser_with_its_cells(replayed_runs: Path
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert 'data-claim="always.sigterm-ignored.phases"' in dom.stdout
     assert dom.stdout.count("<td class=") > 40
+    assert dom.stdout.count('<figure class="timeline"') >= 19 and "<svg" in dom.stdout
     screenshot = tmp_path / "report.png"
     shot = subprocess.run(
         [
