@@ -31,6 +31,8 @@ class Script:
     log: str = "Hello world\n"
     namespaces: set[str] = field(default_factory=set)
     deleted: threading.Event = field(default_factory=threading.Event)
+    # Faults to inject: (method, last path segment) -> statuses to answer, one per request, before behaving.
+    faults: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     nodes_ready: str = "True"
     requests: list[tuple[str, str, dict[str, list[str]], Any]] = field(default_factory=list)
     rv: int = 10
@@ -44,6 +46,16 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:  # keep test output quiet
             pass
+
+        def _fault(self, path: str) -> bool:
+            """Answer with an injected error status if one is scripted for this request."""
+            pending = script.faults.get((self.command, path.rstrip("/").rsplit("/", 1)[-1]))
+            if not pending:
+                return False
+            status = pending.pop(0)
+            body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": status, "reason": "Injected"}
+            self._send(status, body)
+            return True
 
         def _record(self, body: Any = None) -> tuple[str, dict[str, list[str]]]:
             url = urlparse(self.path)
@@ -62,6 +74,8 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             path, query = self._record()
+            if self._fault(path):
+                return
             parts = path.strip("/").split("/")
             if path == "/version":
                 self._send(200, {"major": "1", "minor": "27", "gitVersion": script.git_version})
@@ -122,6 +136,8 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             path, _ = self._record(body)
+            if self._fault(path):
+                return
             if path == "/api/v1/namespaces":
                 script.namespaces.add(body["metadata"]["name"])
                 self._send(201, body)

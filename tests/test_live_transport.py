@@ -116,3 +116,32 @@ def test_cluster_setup_and_cleanup_through_the_real_client(script: Script) -> No
     assert content_type == "application/json-patch+json"
     assert patch[0] == {"op": "test", "path": "/metadata/finalizers", "value": [PROBE_FINALIZER, "example.com/keep"]}
     assert script.pods["held"]["metadata"]["finalizers"] == ["example.com/keep"]
+
+
+def test_transient_api_errors_are_retried_and_other_errors_are_not(transport: LiveTransport, script: Script) -> None:
+    """Injected by the stand-in API server: 503 then 429 on create, retried; 403 on create, raised at once."""
+    from kubernetes.client.exceptions import ApiException
+
+    script.faults[("POST", "pods")] = [503, 429]
+    created = transport.create("ns", copy.deepcopy(MANIFEST))
+    assert created["metadata"]["name"] == "running-pod"
+    assert [m for m, p, _, _ in script.requests if (m, p) == ("POST", "/api/v1/namespaces/ns/pods")] == ["POST"] * 3
+    script.faults[("POST", "pods")] = [403]
+    with pytest.raises(ApiException) as err:
+        transport.create("ns", copy.deepcopy(MANIFEST))
+    assert err.value.status == 403
+
+
+def test_a_watch_refused_with_500_is_retried_with_a_relist_and_a_marked_gap(
+    transport: LiveTransport, script: Script
+) -> None:
+    script.pods["running-pod"] = pod(rv="30")
+    script.faults[("GET", "pods")] = [500]  # the first watch request fails
+    script.watch_streams = [[watch_line("MODIFIED", pod(rv="32", phase="Failed"))]]
+    handle = transport.watch("Pod", "ns", "running-pod", "20")
+    try:
+        events = [handle.next_event(10.0) for _ in range(2)]
+    finally:
+        handle.close()
+    assert [e.type if e else None for e in events] == ["RELISTED", "MODIFIED"]
+    assert events[0] is not None and events[0].gap == "watch failed (500)"
