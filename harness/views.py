@@ -46,6 +46,11 @@ class ContainerView:
         )
 
     @property
+    def exit(self) -> JsonDict:
+        """How the container ended, as the claims compare it: {"exitCode": ..., "reason": ...}."""
+        return {"exitCode": self.exit_code, "reason": self.reason}
+
+    @property
     def runtime_id(self) -> str | None:
         """The runtime's container id without its scheme ('containerd://abc' -> 'abc')."""
         if not self.container_id:

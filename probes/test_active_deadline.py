@@ -46,11 +46,6 @@ def pod_outcome(pod: PodView) -> JsonDict:
     return {"phase": pod.phase, "reason": pod.reason, "message": pod.message}
 
 
-def exit_of(pod: PodView) -> JsonDict:
-    main = pod.container("main")
-    return {"exitCode": main.exit_code, "reason": main.reason}
-
-
 def job_failure(job: JobView) -> JsonDict | None:
     failed = job.condition("Failed")
     return None if failed is None else {"reason": failed.reason, "message": failed.message}
@@ -97,7 +92,7 @@ def check_pod_failed_by_its_deadline(probe: Probe, pods: PodObserver, name: str,
     )
     pod = pods.states[name]
     probe.check("pod-deadline.status", pod_outcome(pod))
-    probe.check("pod-deadline.killed", exit_of(pod))
+    probe.check("pod-deadline.killed", pod.container("main").exit)
     probe.check(
         "pod-deadline.killed-after-deadline",
         seconds_between(pod.container("main").finished_at, deadline_of(pod.raw["status"].get("startTime"), deadline_s)),

@@ -68,15 +68,13 @@ def seconds_after_delete(pod: PodView, container: str) -> float:
 
 def check_sigkilled(probe: Probe, pod: PodObserver) -> None:
     """The container ignored SIGTERM: SIGKILLed when the grace period ran out."""
-    main = pod.latest.container("main")
-    probe.check("sigterm-ignored.exit", {"exitCode": main.exit_code, "reason": main.reason})
+    probe.check("sigterm-ignored.exit", pod.latest.container("main").exit)
     probe.check("sigterm-ignored.killed-after-grace", seconds_after_grace(pod.latest, "main"))
 
 
 def check_exited_on_sigterm(probe: Probe, pod: PodObserver) -> None:
     """The container trapped SIGTERM and exited 0, well before the grace period ran out."""
-    main = pod.latest.container("main")
-    probe.check("sigterm-handled.exit", {"exitCode": main.exit_code, "reason": main.reason})
+    probe.check("sigterm-handled.exit", pod.latest.container("main").exit)
     probe.check("sigterm-handled.exited-after-delete", seconds_after_delete(pod.latest, "main"))
 
 

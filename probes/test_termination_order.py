@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.observe import Observer
+from harness.observe import Observer, PodObserver
 from harness.probe import POD_START_BUDGET_S, NotServed, Probe
 from harness.transport import JsonDict
 from harness.views import EndpointsView, PodView, parse_time
@@ -130,7 +130,7 @@ def test_prestop_within_the_grace_period(probe: Probe) -> None:
     pod, _ = delete_and_observe(probe, timeline_pod(probe, "pod-prestop-timeline.yaml", prestop_s=3, grace_s=10))
     instants = container_instants(probe, pod)
     probe.check("prestop-in-time.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
-    probe.check("sigkilled.exit", {"exitCode": pod.container("main").exit_code, "reason": pod.container("main").reason})
+    probe.check("sigkilled.exit", pod.container("main").exit)
     probe.check("prestop-in-time.killed-after-delete", finished_after_delete(pod))
     probe.conclude()
 
@@ -143,7 +143,7 @@ def test_prestop_overrunning_the_grace_period(probe: Probe) -> None:
     instants = container_instants(probe, pod)
     probe.check("prestop-overrun.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
     probe.check("prestop-overrun.prestop-cut-off", "prestop-end" not in instants)
-    probe.check("sigkilled.exit", {"exitCode": pod.container("main").exit_code, "reason": pod.container("main").reason})
+    probe.check("sigkilled.exit", pod.container("main").exit)
     probe.check("prestop-overrun.killed-after-delete", finished_after_delete(pod))
     probe.conclude()
 
@@ -154,12 +154,26 @@ def test_sigterm_handled_after_prestop(probe: Probe) -> None:
     pod, _ = delete_and_observe(probe, manifest)
     instants = container_instants(probe, pod)
     probe.check("graceful.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
-    probe.check("graceful.exit", {"exitCode": pod.container("main").exit_code, "reason": pod.container("main").reason})
+    probe.check("graceful.exit", pod.container("main").exit)
     probe.check("graceful.finished-after-delete", finished_after_delete(pod))
     probe.conclude()
 
 
 # ------------------------------------------------------------------------------ owner (ReplicaSet)
+
+
+def running_deployment_pod(pods: PodObserver) -> PodView:
+    """Wait for the Deployment's pod to be Running and Ready, and return it."""
+
+    def ready(p: PodView) -> bool:
+        return p.phase == "Running" and p.ready
+
+    pods.wait_for(
+        "the Deployment's pod to be Running and Ready",
+        lambda o: any(map(ready, o.states.values())),
+        within=POD_START_BUDGET_S,
+    )
+    return next(p for p in pods.states.values() if ready(p))
 
 
 def test_replicaset_replaces_a_pod_while_it_terminates(probe: Probe) -> None:
@@ -169,12 +183,7 @@ def test_replicaset_replaces_a_pod_while_it_terminates(probe: Probe) -> None:
     """
     pods = probe.watch_pods()
     probe.create(probe.manifest("deployment-slow-to-stop.yaml"))
-    pods.wait_for(
-        "the Deployment's pod to be Running and Ready",
-        lambda o: any(p.phase == "Running" and p.ready for p in o.states.values()),
-        within=POD_START_BUDGET_S,
-    )
-    old = next(p for p in pods.states.values() if p.phase == "Running" and p.ready)
+    old = running_deployment_pod(pods)
     probe.delete_pod(old)
     pods.wait_for(
         "a replacement pod, and the old pod's container to stop",
@@ -225,12 +234,7 @@ def test_endpoint_removal_while_the_container_still_runs(probe: Probe) -> None:
         probe.check_not_observable("endpoints.slice-entry-after-delete", str(err))
     probe.create(probe.manifest("service-web.yaml"))
     probe.create(probe.manifest("deployment-slow-to-stop.yaml"))
-    pods.wait_for(
-        "the Deployment's pod to be Running and Ready",
-        lambda o: any(p.phase == "Running" and p.ready for p in o.states.values()),
-        within=POD_START_BUDGET_S,
-    )
-    old = next(p for p in pods.states.values() if p.phase == "Running" and p.ready)
+    old = running_deployment_pod(pods)
     legacy.wait_for(
         f"pod {old.name} to be a ready address of Service web",
         lambda o: (endpoint_of(o, old.name) or {}).get("ready") is True,
