@@ -10,6 +10,7 @@ Without any of these, and without Docker and kind, live probes are skipped with 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -280,8 +281,14 @@ def _replayed_probe(request: pytest.FixtureRequest, run: Run, family: str, name:
 
 def _live_probe(request: pytest.FixtureRequest, run: Run, family: str, name: str) -> Iterator[Probe]:
     target: LiveTarget = request.getfixturevalue("live_cluster")
-    namespace = f"plp-{safe_name(request.function.__name__.removeprefix('test_'), 45)}-{run.run_id[-4:]}"
-    create_probe_namespace(target.core, namespace, run.run_id)
+    # Unique per test item (REPEAT runs one function several times) and per run; at most 63 characters.
+    item = hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:4]
+    namespace = f"plp-{safe_name(request.function.__name__.removeprefix('test_'), 40)}-{item}-{run.run_id[-4:]}"
+    try:
+        create_probe_namespace(target.core, namespace, run.run_id)
+    except BaseException:
+        cleanup_probe_namespace(target.core, namespace)  # created but never usable: still ours to remove
+        raise
     origin = {
         "kind": "live",
         "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),

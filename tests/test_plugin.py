@@ -206,6 +206,7 @@ def test_a_live_run_on_an_existing_cluster_cleans_up_and_its_recording_replays(t
     methods = [(m, p) for m, p, _, _ in script.requests]
     namespace = next(p for m, p in methods if m == "DELETE" and p.count("/") == 4).rsplit("/", 1)[-1]
     assert namespace.startswith("plp-pod-without-finalizer-trapping-sigterm-")
+    assert len(namespace) <= 63
     assert namespace not in script.namespaces  # deleted, and gone when the run ended
     (run_dir,) = (tmp_path / "runs").iterdir()
     provenance = json.loads((run_dir / "run.json").read_text())
