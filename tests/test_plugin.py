@@ -243,3 +243,74 @@ def test_junit_xml_carries_each_claim_and_its_sources(tmp_path: Path) -> None:
     assert '<property name="claim:always.sigterm-ignored.phases" value="pass"' in xml
     assert '<property name="source:always.sigterm-ignored.phases" value="document 000' in xml
     assert '<property name="server_version" value="v1.27.3"' in xml
+
+
+def test_make_probe_creates_probes_and_deletes_its_own_kind_cluster(tmp_path: Path) -> None:
+    """`python -m harness probe --version 1.27.3` end to end with stand-ins for kind, docker (tests/fake_tools.py)
+    and the API server with its kubelet (tests/fake_apiserver.py): the cluster is created with the pinned image
+    and a private kubeconfig, the node's containers are read through docker exec, the probe passes, its
+    finalizer is removed, and the cluster is deleted at the end."""
+    import os
+
+    from tests import fake_tools
+    from tests.doubles import pod
+    from tests.fake_apiserver import AFTER_DELETE, Script, fake_apiserver
+
+    killed = {"terminated": {"exitCode": 137, "reason": "Error", "finishedAt": "2023-12-11T00:00:09Z"}}
+    deleting = pod(rv="40", deletion_timestamp="2023-12-11T00:00:09Z", grace=5)
+    failed = pod(
+        rv="41", phase="Failed", ready=False, container_state=killed, deletion_timestamp="2023-12-11T00:00:09Z", grace=5
+    )
+    for obj in (deleting, failed):
+        obj["metadata"]["finalizers"] = ["pod-lifecycle-probes.test/hold"]  # type: ignore[index]
+    script = Script(
+        watch_streams=[
+            [{"type": "MODIFIED", "object": pod(rv="30")}],
+            [AFTER_DELETE, {"type": "MODIFIED", "object": deleting}, {"type": "MODIFIED", "object": failed}],
+        ]
+    )
+    log = tmp_path / "calls.log"
+    with fake_apiserver(script) as url:
+        fake_tools.install(tmp_path / "bin", log, url, [{"id": "abc123", "state": "CONTAINER_EXITED"}])
+        env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "harness",
+                "probe",
+                "--version",
+                "1.27.3",
+                "--probe",
+                "test_always_pod_ignoring_sigterm and not default",
+                "--",
+                "--run-dir",
+                str(tmp_path / "runs"),
+                "-p",
+                "no:cacheprovider",
+            ],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "1 passed" in proc.stdout
+    kind_calls = [c for c in fake_tools.calls(log) if c[0] != "docker"]
+    create = next(c for c in kind_calls if c[:2] == ["create", "cluster"])
+    name = create[create.index("--name") + 1]
+    assert name.startswith("plp-1-27-")
+    assert create[create.index("--image") + 1].endswith(
+        "@sha256:3966ac761ae0136263ffdb6cfd4db23ef8a83cba8a463690e98317add2c9ba72"
+    )
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert create[create.index("--kubeconfig") + 1] == str(run_dir / "kubeconfig")  # private, never ~/.kube/config
+    assert kind_calls[-1][:4] == ["delete", "cluster", "--name", name]
+    assert ["docker", "exec", "kind-control-plane", "crictl", "ps", "-a", "-o", "json"] in fake_tools.calls(log)
+    patches = [b for m, _, _, b in script.requests if m == "PATCH"]
+    assert patches and patches[0][1][1]["value"] == []  # the suite's finalizer removed
+    record = json.loads(next((run_dir / "probes").iterdir()).read_text())
+    assert record["provenance"]["node_image"].startswith("kindest/node:v1.27.3@sha256:")
+    assert record["provenance"]["kind_version"] == "v0.20.0"
+    assert {v["claim"]: v["status"] for v in record["verdicts"]}["container-stopped-on-node"] == "pass"
