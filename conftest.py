@@ -239,12 +239,11 @@ def live_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
         pytest.fail(str(err), pytrace=False)
     finally:
         if pytestconfig.getoption("--keep-cluster") and cluster.created:
-            run.write_provenance(cluster_kept=True)
-            print(f"\nkept kind cluster {cluster.name}; kubeconfig: {cluster.kubeconfig}")
+            run.write_provenance(cluster_kept=True)  # said in the terminal summary
         else:
             deleted = cluster.delete()
             if deleted is not None and deleted.returncode != 0:
-                print(f"\ncould not delete kind cluster {cluster.name}: {deleted.output}")
+                run.write_provenance(cluster_delete_error=deleted.output)  # said in the terminal summary
 
 
 @pytest.fixture
@@ -335,6 +334,16 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if run is not None:
         terminalreporter.write_sep("-", "pod-lifecycle probes")
         terminalreporter.write_line(f"run records, recordings and evidence: {run.directory}")
+        if run.provenance.get("cluster_delete_error"):
+            terminalreporter.write_line(
+                f"could not delete kind cluster {run.provenance['cluster_name']}: {run.provenance['cluster_delete_error']}"
+                "\n(make clean removes the suite's leftover clusters)"
+            )
+        if run.provenance.get("cluster_kept"):
+            name, kubeconfig = run.provenance["cluster_name"], run.provenance["kubeconfig"]
+            terminalreporter.write_line(
+                f"kept kind cluster {name}; kubeconfig: {kubeconfig} (remove it: kind delete cluster --name {name})"
+            )
         rows = spread_of_run(run.directory)
         if config.getoption("--repeat") > 1 and rows:
             (run.directory / "spread.json").write_text(json.dumps(rows, indent=1) + "\n")

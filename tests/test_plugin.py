@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from harness.transport import Recording
 
@@ -245,11 +246,9 @@ def test_junit_xml_carries_each_claim_and_its_sources(tmp_path: Path) -> None:
     assert '<property name="server_version" value="v1.27.3"' in xml
 
 
-def test_make_probe_creates_probes_and_deletes_its_own_kind_cluster(tmp_path: Path) -> None:
-    """`python -m harness probe --version 1.27.3` end to end with stand-ins for kind, docker (tests/fake_tools.py)
-    and the API server with its kubelet (tests/fake_apiserver.py): the cluster is created with the pinned image
-    and a private kubeconfig, the node's containers are read through docker exec, the probe passes, its
-    finalizer is removed, and the cluster is deleted at the end."""
+def probe_with_stand_ins(tmp_path: Path, *cli_args: str) -> tuple[subprocess.CompletedProcess[str], Path, Any]:
+    """`python -m harness probe --version 1.27.3 …` with stand-ins for kind, docker (tests/fake_tools.py) and the
+    API server with its kubelet (tests/fake_apiserver.py), on the SIGTERM-ignoring finalizer pod."""
     import os
 
     from tests import fake_tools
@@ -281,6 +280,7 @@ def test_make_probe_creates_probes_and_deletes_its_own_kind_cluster(tmp_path: Pa
                 "probe",
                 "--version",
                 "1.27.3",
+                *cli_args,
                 "--probe",
                 "test_always_pod_ignoring_sigterm and not default",
                 "--",
@@ -295,6 +295,16 @@ def test_make_probe_creates_probes_and_deletes_its_own_kind_cluster(tmp_path: Pa
             text=True,
             timeout=180,
         )
+    return proc, log, script
+
+
+def test_make_probe_creates_probes_and_deletes_its_own_kind_cluster(tmp_path: Path) -> None:
+    """The kind path end to end on stand-ins: the cluster is created with the pinned image and a private
+    kubeconfig, the node's containers are read through docker exec, the probe passes, its finalizer is
+    removed, and the cluster is deleted at the end."""
+    from tests import fake_tools
+
+    proc, log, script = probe_with_stand_ins(tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "1 passed" in proc.stdout
     kind_calls = [c for c in fake_tools.calls(log) if c[0] != "docker"]
@@ -314,3 +324,14 @@ def test_make_probe_creates_probes_and_deletes_its_own_kind_cluster(tmp_path: Pa
     assert record["provenance"]["node_image"].startswith("kindest/node:v1.27.3@sha256:")
     assert record["provenance"]["kind_version"] == "v0.20.0"
     assert {v["claim"]: v["status"] for v in record["verdicts"]}["container-stopped-on-node"] == "pass"
+
+
+def test_keep_cluster_keeps_it_and_says_where_its_kubeconfig_is(tmp_path: Path) -> None:
+    from tests import fake_tools
+
+    proc, log, _ = probe_with_stand_ins(tmp_path, "--keep-cluster")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert not [c for c in fake_tools.calls(log) if c[:2] == ["delete", "cluster"]]
+    assert "kept kind cluster plp-1-27-" in proc.stdout
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert json.loads((run_dir / "run.json").read_text())["cluster_kept"] is True
