@@ -334,11 +334,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if run is not None:
         terminalreporter.write_sep("-", "pod-lifecycle probes")
         terminalreporter.write_line(f"run records, recordings and evidence: {run.directory}")
-        if run.provenance.get("cluster_delete_error"):
-            terminalreporter.write_line(
-                f"could not delete kind cluster {run.provenance['cluster_name']}: {run.provenance['cluster_delete_error']}"
-                "\n(make clean removes the suite's leftover clusters)"
-            )
+        if error := run.provenance.get("cluster_delete_error"):
+            name = run.provenance["cluster_name"]
+            terminalreporter.write_line(f"could not delete kind cluster {name}: {error}\n(make clean removes it)")
         if run.provenance.get("cluster_kept"):
             name, kubeconfig = run.provenance["cluster_name"], run.provenance["kubeconfig"]
             terminalreporter.write_line(
