@@ -26,7 +26,14 @@ import pytest
 from kubernetes import client, config
 
 from harness.cluster import cleanup_probe_namespace, create_probe_namespace, wait_nodes_ready
-from harness.kind import ClusterFailed, KindCluster, PrerequisiteMissing, check_prerequisites, parse_kind_version
+from harness.kind import (
+    ClusterFailed,
+    KindCluster,
+    PrerequisiteMissing,
+    check_prerequisites,
+    list_node_containers,
+    parse_kind_version,
+)
 from harness.probe import Probe
 from harness.run import Run, safe_name
 from harness.spread import render as render_spread
@@ -56,7 +63,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--kubeconfig", metavar="FILE", help="probe an existing cluster from this kubeconfig (never written)"
     )
-    group.addoption("--context", metavar="NAME", help="context in --kubeconfig (default: its current context)")
+    group.addoption("--context", metavar="NAME", help="context in --kubeconfig")
+    group.addoption(
+        "--kind-nodes",
+        action="store_true",
+        help="the --kubeconfig cluster is a kind cluster on this machine: read its nodes with docker exec",
+    )
+    group.addoption("--run-id", help="share this run's directory (the parallel workers of one make probe)")
     group.addoption(
         "--replay", metavar="PATH", help="run the probes on recordings (a directory or one file) instead of a cluster"
     )
@@ -164,7 +177,11 @@ def _outcome(request: pytest.FixtureRequest) -> str:
 @pytest.fixture(scope="session")
 def run(pytestconfig: pytest.Config) -> Run:
     try:
-        started = Run.start(Path(pytestconfig.getoption("--run-dir")))
+        started = Run.start(
+            Path(pytestconfig.getoption("--run-dir")),
+            run_id=pytestconfig.getoption("--run-id"),
+            worker=os.environ.get("PYTEST_XDIST_WORKER"),
+        )
     except OSError as err:
         raise pytest.UsageError(str(err)) from err
     pytestconfig.stash[RUN] = started
@@ -184,11 +201,15 @@ def live_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
     kubeconfig, context = pytestconfig.getoption("--kubeconfig"), pytestconfig.getoption("--context")
     if kubeconfig:
         api = config.new_client_from_config(config_file=kubeconfig, context=context)
+        kind_nodes = pytestconfig.getoption("--kind-nodes")
+        kind = "kind (created by make probe)" if kind_nodes else "existing"
         target = LiveTarget(
-            LiveTransport(api, node_lister=None), client.CoreV1Api(api), {"cluster": "existing", "context": context}
+            LiveTransport(api, node_lister=list_node_containers if kind_nodes else None),
+            client.CoreV1Api(api),
+            {"cluster": kind, "context": context},
         )
         run.write_provenance(
-            cluster="existing", kubeconfig=kubeconfig, context=context, server_version=target.transport.server_version()
+            cluster=kind, kubeconfig=kubeconfig, context=context, server_version=target.transport.server_version()
         )
         yield target
         return

@@ -184,11 +184,15 @@ class KindCluster:
         return str(directory) if result.returncode == 0 else f"(kind export logs failed: {result.output})"
 
     def node_containers(self, node: str) -> list[JsonDict]:
-        """Every container on the node, running or exited, as crictl reports it (`crictl ps -a -o json`)."""
-        result = self.runner(["docker", "exec", node, "crictl", "ps", "-a", "-o", "json"], 60)
-        if result.returncode != 0:
-            raise RuntimeError(f"could not list containers on node {node}: {result.output}")
-        return list(json.loads(result.stdout).get("containers") or [])
+        return list_node_containers(node, self.runner)
+
+
+def list_node_containers(node: str, runner: Runner = run_command) -> list[JsonDict]:
+    """Every container on a kind node, running or exited, as crictl reports it (`crictl ps -a -o json`)."""
+    result = runner(["docker", "exec", node, "crictl", "ps", "-a", "-o", "json"], 60)
+    if result.returncode != 0:
+        raise RuntimeError(f"could not list containers on node {node}: {result.output}")
+    return list(json.loads(result.stdout).get("containers") or [])
 
 
 def container_state_on_node(containers: list[JsonDict], runtime_id: str) -> str:

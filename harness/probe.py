@@ -60,6 +60,7 @@ class Probe:
         self._created: dict[str, PodView] = {}
         self._observers: list[Observer[Any]] = []
         self._server_version: KubeVersion | None = None
+        self._started = transport.now()
 
     @classmethod
     def replaying(cls, recording: Recording, family: str, run: Run, record_name: str = "") -> Probe:
@@ -223,6 +224,7 @@ class Probe:
             "probe": self.name,
             "family": self.family,
             "outcome": outcome,
+            "duration_s": round(self.transport.now() - self._started, 2),
             "namespace": self.namespace,
             "server_version": str(self._server_version) if self._server_version else None,
             "transport": transport_kind,

@@ -32,22 +32,25 @@ class Run:
     run_id: str
     directory: Path
     provenance: dict[str, Any] = field(default_factory=dict)
+    provenance_file: str = "run.json"  # "run-<worker>.json" for each parallel worker sharing a run
 
     @classmethod
-    def start(cls, base: Path, run_id: str | None = None) -> Run:
+    def start(cls, base: Path, run_id: str | None = None, worker: str | None = None) -> Run:
         run_id = run_id or new_run_id()
         directory = base / run_id
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise OSError(f"cannot create the run directory {directory}: {err.strerror}") from err
-        run = cls(run_id, directory, {"run_id": run_id, "started": _now()})
+        run = cls(
+            run_id, directory, {"run_id": run_id, "started": _now()}, f"run-{worker}.json" if worker else "run.json"
+        )
         run.write_provenance()
         return run
 
     def write_provenance(self, **updates: Any) -> None:
         self.provenance.update(updates)
-        (self.directory / "run.json").write_text(json.dumps(self.provenance, indent=2, default=str) + "\n")
+        (self.directory / self.provenance_file).write_text(json.dumps(self.provenance, indent=2, default=str) + "\n")
 
     def finish(self, status: str) -> None:
         self.write_provenance(finished=_now(), status=status)
