@@ -1,4 +1,5 @@
 # make probe VERSION=1.27 [PROBE=<name or -k expression>] [IMAGE=kindest/node:...@sha256:...] [KEEP=1] [REPEAT=N]
+#            [PARALLEL=N: N probes at a time in one cluster]
 # make probe KUBECONFIG_FILE=~/.kube/other CONTEXT=name     (an existing cluster instead of a new one)
 # make test                                               (offline: no Docker, no cluster)
 # PYTEST_ARGS="--junitxml=out.xml" passes arguments on to pytest
@@ -12,6 +13,7 @@ PROBE ?=
 IMAGE ?=
 KEEP ?=
 REPEAT ?= 1
+PARALLEL ?= 1
 PYTEST_ARGS ?=
 KUBECONFIG_FILE ?=
 CONTEXT ?=
@@ -31,7 +33,7 @@ $(STAMP): pyproject.toml
 
 probe: $(STAMP)
 	$(PY) -m harness probe --version "$(VERSION)" --image "$(IMAGE)" --probe "$(PROBE)" \
-		$(if $(filter 1 yes true,$(KEEP)),--keep-cluster) --repeat "$(REPEAT)" \
+		$(if $(filter 1 yes true,$(KEEP)),--keep-cluster) --repeat "$(REPEAT)" --parallel "$(PARALLEL)" \
 		$(if $(KUBECONFIG_FILE),--kubeconfig "$(KUBECONFIG_FILE)") $(if $(CONTEXT),--context "$(CONTEXT)") \
 		-- $(PYTEST_ARGS)
 

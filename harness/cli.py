@@ -8,9 +8,13 @@ Exit codes: pytest's own for a run that started (0 all passed, 1 some failed, 2 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,10 +22,19 @@ from kubernetes import client, config
 
 from harness import janitor, matrix
 from harness import report as report_module
-from harness.kind import INSTALL_KIND, PrerequisiteMissing, check_docker, check_prerequisites
+from harness.cluster import wait_nodes_ready
+from harness.kind import (
+    INSTALL_KIND,
+    ClusterFailed,
+    KindCluster,
+    PrerequisiteMissing,
+    check_docker,
+    check_prerequisites,
+    parse_kind_version,
+)
 from harness.kind_install import KindInstallError, ensure_kind
-from harness.run import new_run_id
-from harness.versions import VersionError, known_versions, resolve_image
+from harness.run import Run, new_run_id, safe_name
+from harness.versions import NodeImage, VersionError, known_versions, resolve_image
 
 REPO = Path(__file__).resolve().parent.parent
 BAD_INPUT, PREREQUISITE_MISSING = 2, 3
@@ -38,6 +51,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     probe.add_argument("--probe", default="", help="run only the probes matching this name or pytest -k expression")
     probe.add_argument("--keep-cluster", action="store_true", help="do not delete the kind cluster afterwards")
     probe.add_argument("--repeat", type=int, default=1, help="run each probe N times and report the spread")
+    probe.add_argument(
+        "--parallel", type=int, default=1, help="run N probes at a time in one kind cluster (pytest-xdist workers)"
+    )
+    probe.add_argument("--run-dir", default=str(REPO / "runs"), help="where run records go (default: runs/)")
     probe.add_argument("--kubeconfig", default="", help="probe an existing cluster from this kubeconfig instead")
     probe.add_argument("--context", default="", help="context in --kubeconfig")
     probe.add_argument("--kind-bin", default="kind", help="the kind executable")
@@ -59,17 +76,21 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def pytest_argv(args: argparse.Namespace) -> list[str]:
+def pytest_argv(args: argparse.Namespace, target: Sequence[str] | None = None) -> list[str]:
+    """pytest's command line; `target` replaces the cluster options (the parallel mode's own cluster)."""
     argv = [sys.executable, "-m", "pytest", str(REPO / "probes"), "-p", "no:cacheprovider"]
-    if args.kubeconfig:
+    if target is not None:
+        argv += list(target)
+    elif args.kubeconfig:
         argv += ["--kubeconfig", args.kubeconfig] + (["--context", args.context] if args.context else [])
     else:
         argv += ["--kind-bin", args.kind_bin]
         argv += ["--kind-version", args.version] if args.version else []
         argv += ["--kind-image", args.image] if args.image else []
-    argv += ["--keep-cluster"] if args.keep_cluster else []
+        argv += ["--keep-cluster"] if args.keep_cluster else []
     argv += ["--repeat", str(args.repeat)] if args.repeat > 1 else []
     argv += ["-k", args.probe] if args.probe else []
+    argv += ["--run-dir", args.run_dir]
     return argv + list(args.pytest_args)
 
 
@@ -88,6 +109,80 @@ def run_matrix_command(args: argparse.Namespace) -> int:
     print(matrix.render(results))
     print(f"matrix record: {matrix.write_results(base, results)}")
     return 0 if all(r.status == "passed" for r in results) else 1
+
+
+def run_parallel(args: argparse.Namespace, image: NodeImage, kind_line: str) -> int:
+    """One kind cluster, created here; the probes on it `--parallel` at a time as pytest-xdist workers.
+
+    The cluster is this process's: it is deleted after pytest ends (also after Ctrl-C or SIGTERM, which
+    pytest receives too and answers with its own cleanup first), unless --keep-cluster.
+    """
+    run = Run.start(Path(args.run_dir))
+    cluster = KindCluster(
+        name=f"plp-{safe_name(image.kubernetes.minor)}-{run.run_id[-4:]}",
+        image=image.reference,
+        kubeconfig=run.directory / "kubeconfig",
+        kind_bin=args.kind_bin,
+    )
+    run.write_provenance(
+        cluster="kind",
+        cluster_name=cluster.name,
+        node_image=image.reference,
+        kind_version=parse_kind_version(kind_line),
+        kubeconfig=str(cluster.kubeconfig),
+        parallel=args.parallel,
+    )
+    started = time.monotonic()
+    code = 1
+    try:
+        cluster.create(logs_dir=run.directory / "kind-logs")
+        wait_nodes_ready(client.CoreV1Api(config.new_client_from_config(config_file=str(cluster.kubeconfig))))
+        startup = time.monotonic() - started
+        target = ["--kubeconfig", str(cluster.kubeconfig), "--context", f"kind-{cluster.name}", "--kind-nodes"]
+        command = pytest_argv(args, [*target, "--run-id", run.run_id, "-n", str(args.parallel)])
+        print("+ " + " ".join(command), flush=True)
+        code = _wait_for(subprocess.Popen(command))
+        timing = probe_timing(run.directory, time.monotonic() - started, startup)
+        run.write_provenance(timing=timing)
+        print(
+            f"wall {timing['wall_s']:.0f}s = cluster start-up {timing['cluster_startup_s']:.0f}s + probes; "
+            f"longest probe {timing['longest_probe_s']:.0f}s; wall / (start-up + longest) = {timing['ratio']:.2f}"
+        )
+    except ClusterFailed as err:
+        run.write_provenance(cluster_error=str(err))
+        print(f"error: {err}", file=sys.stderr)
+    finally:
+        if args.keep_cluster and cluster.created:
+            run.write_provenance(cluster_kept=True)
+            print(f"kept kind cluster {cluster.name}; kubeconfig: {cluster.kubeconfig}")
+        else:
+            cluster.delete()
+        run.finish("passed" if code == 0 else "failed")
+    return code
+
+
+def _wait_for(process: subprocess.Popen[bytes]) -> int:
+    """Wait for pytest to end, through Ctrl-C (it got the signal too) and forwarding SIGTERM to it."""
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: process.send_signal(signal.SIGTERM))
+    try:
+        while True:
+            try:
+                return process.wait()
+            except KeyboardInterrupt:
+                continue
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def probe_timing(run_dir: Path, wall_s: float, startup_s: float) -> dict[str, float]:
+    durations = [float(json.loads(p.read_text()).get("duration_s") or 0) for p in run_dir.glob("probes/*.json")]
+    longest = max(durations, default=0.0)
+    return {
+        "wall_s": round(wall_s, 1),
+        "cluster_startup_s": round(startup_s, 1),
+        "longest_probe_s": round(longest, 1),
+        "ratio": round(wall_s / max(startup_s + longest, 0.001), 2),
+    }
 
 
 def check_existing_cluster(kubeconfig: str, context: str) -> str | None:
@@ -187,6 +282,8 @@ def main(argv: Sequence[str]) -> int:
                 "the release that built it (best effort otherwise)",
                 file=sys.stderr,
             )
+    if args.parallel > 1 and not args.kubeconfig:
+        return run_parallel(args, image, kind_line)
     command = pytest_argv(args)
     print("+ " + " ".join(command), flush=True)
     # Become pytest: Ctrl-C and CI's SIGTERM then reach it directly and its teardown cleans up; its

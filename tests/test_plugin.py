@@ -283,11 +283,8 @@ def probe_with_stand_ins(tmp_path: Path, *cli_args: str) -> tuple[subprocess.Com
                 *cli_args,
                 "--probe",
                 "test_always_pod_ignoring_sigterm and not default",
-                "--",
                 "--run-dir",
                 str(tmp_path / "runs"),
-                "-p",
-                "no:cacheprovider",
             ],
             cwd=REPO,
             env=env,
@@ -335,3 +332,24 @@ def test_keep_cluster_keeps_it_and_says_where_its_kubeconfig_is(tmp_path: Path) 
     assert "kept kind cluster plp-1-27-" in proc.stdout
     (run_dir,) = (tmp_path / "runs").iterdir()
     assert json.loads((run_dir / "run.json").read_text())["cluster_kept"] is True
+
+
+def test_parallel_probes_share_one_cluster_that_the_cli_creates_and_deletes(tmp_path: Path) -> None:
+    from tests import fake_tools
+
+    proc, log, _ = probe_with_stand_ins(tmp_path, "--parallel", "2")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "1 passed" in proc.stdout
+    assert " -n 2" in proc.stdout and "--kind-nodes" in proc.stdout
+    kind_calls = [c for c in fake_tools.calls(log) if c[0] != "docker"]
+    assert [c[:2] for c in kind_calls if c[:2] in (["create", "cluster"], ["delete", "cluster"])] == [
+        ["create", "cluster"],
+        ["delete", "cluster"],
+    ]
+    assert "wall " in proc.stdout and "longest probe" in proc.stdout
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    provenance = json.loads((run_dir / "run.json").read_text())
+    assert set(provenance["timing"]) == {"wall_s", "cluster_startup_s", "longest_probe_s", "ratio"}
+    assert provenance["status"] == "passed"
+    record = json.loads(next((run_dir / "probes").iterdir()).read_text())
+    assert {v["claim"]: v["status"] for v in record["verdicts"]}["container-stopped-on-node"] == "pass"
