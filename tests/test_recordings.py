@@ -240,3 +240,15 @@ def test_a_watch_gap_over_the_transition_makes_the_claim_undecided_never_passed(
         "always.sigterm-ignored.phases: undecided: a watch gap covered the transition (watch expired (410 Gone))"
         in str(err.value)
     )
+
+
+def test_a_1_27_job_that_ignores_its_pod_failure_policy_behaves_like_before_1_26(tmp_path: Path) -> None:
+    from probes import test_job_failure_policy as policy_probes
+
+    recording = copy.deepcopy(Recording.load(RECORDINGS / "job_failure_policy" / "exit_code_42--v1.25.16-derived.json"))
+    recording.interactions[0]["response"]["gitVersion"] = "v1.27.3"  # the 1.25 behaviour, reported by a 1.27 server
+    probe = Probe.replaying(recording, "job_failure_policy", Run.start(tmp_path))
+    with pytest.raises(ClaimsFailed) as err:
+        policy_probes.test_exit_code_42_fails_the_job_through_its_pod_failure_policy(probe)
+    assert "failure-policy.failed" in str(err.value) and "the v1.27.3 cluster behaved like <1.26" in str(err.value)
+    assert "failure-policy.pods-run: number of pods the Job created was 2, expected 1" in str(err.value)

@@ -24,6 +24,7 @@ from harness.transport import RECORDING_FORMAT
 JsonDict = dict[str, Any]
 REPO = Path(__file__).resolve().parent.parent
 DOC_001 = "shared/seeds/001_626b127e201bb90e.txt"
+DOC_000 = "shared/seeds/000_c1d4d88888778485.txt"
 NAMESPACE = "plp-derived"
 NODE = "kind-control-plane"
 EPOCH = datetime(2021, 6, 11, 14, 0, 0, tzinfo=UTC)  # the document's experiments ran on 2021-06-11
@@ -43,6 +44,7 @@ class Script:
     git_version: str
     basis: str
     steps: list[JsonDict] = field(default_factory=list)
+    probe_module: str = "test_active_deadline.py"
     watches: dict[str, JsonDict] = field(default_factory=dict)
     rv: int = 100
 
@@ -92,7 +94,7 @@ class Script:
         }
         return {
             "format": RECORDING_FORMAT,
-            "probe": f"test_active_deadline.py::{self.probe}",
+            "probe": f"{self.probe_module}::{self.probe}",
             "origin": {
                 "kind": "derived",
                 "note": "Derived, not recorded: no cluster ran. States and timings are what the basis reports; "
@@ -163,6 +165,13 @@ class PodStates:
 
     def deadline_failed(self) -> JsonDict:
         self.obj["status"].update(phase="Failed", reason="DeadlineExceeded", message=POD_DEADLINE_MESSAGE)
+        self.conditions(False)
+        return self.obj
+
+    def exited(self, code: int, started: float, finished: float) -> JsonDict:
+        terminated = {"exitCode": code, "reason": "Error", "startedAt": ts(started), "finishedAt": ts(finished)}
+        self.container({"terminated": {**terminated, "containerID": f"containerd://{self.id}"}}, ready=False)
+        self.obj["status"]["phase"] = "Failed"
         self.conditions(False)
         return self.obj
 
@@ -410,9 +419,60 @@ JOB_RUNS = [
 ]
 
 
+def failure_policy(git_version: str) -> JsonDict:
+    """Document 000's Job: exit 42. With the policy (1.26+): one pod, Failed/PodFailurePolicy. Without it:
+    the field is dropped, one retry after the 10 s back-off, Failed/BackoffLimitExceeded."""
+    with_policy = git_version >= "v1.26"
+    s = Script(
+        "test_exit_code_42_fails_the_job_through_its_pod_failure_policy",
+        git_version,
+        f"{DOC_000} (Pod Failure Policy section); outcome per kubernetes/kubernetes pkg/controller/job "
+        "pod_failure_policy.go and the JobPodFailurePolicy feature gate (beta from 1.26)",
+    )
+    s.probe_module = "test_job_failure_policy.py"
+    m = manifest("job-pod-failure-policy-exit-42.yaml")
+    name = m["metadata"]["name"]
+    s.watch("Job", 0.05)
+    s.watch("Pod", 0.1)
+    job = job_object(m["spec"], name, 0.0)
+    job["metadata"]["labels"] = m["metadata"]["labels"]
+    s.call("create", {"namespace": NAMESPACE, "manifest": m}, 0.2, {**copy.deepcopy(job), "status": {}})
+    s.event("Job", 0.3, "ADDED", job)
+    first = PodStates(f"{name}-7xk2p", m["spec"]["template"]["spec"], 0.3, owner=name)
+    s.event("Pod", 0.35, "ADDED", first.obj)
+    s.event("Pod", 2.1, "MODIFIED", first.running(2.0))
+    s.event("Pod", 7.3, "MODIFIED", first.exited(42, 2.0, 7.0))
+    if with_policy:
+        pod = f"{NAMESPACE}/{first.obj['metadata']['name']}"
+        message = f"Container main for pod {pod} failed with exit code 42 matching FailJob rule at index 0"
+        conditions = [
+            condition("FailureTarget", "PodFailurePolicy", message, 7.0),
+            condition("Failed", "PodFailurePolicy", message, 7.0),
+        ]
+        job["status"].update(active=0, failed=1, conditions=conditions)
+        s.event("Job", 7.5, "MODIFIED", job)
+        return s.recording()
+    job["status"].update(active=0, failed=1)
+    s.event("Job", 7.4, "MODIFIED", job)
+    retry = PodStates(f"{name}-m2d9q", m["spec"]["template"]["spec"], 17.4, owner=name)
+    s.event("Pod", 17.45, "ADDED", retry.obj)
+    s.event("Pod", 19.1, "MODIFIED", retry.running(19.0))
+    s.event("Pod", 24.3, "MODIFIED", retry.exited(42, 19.0, 24.0))
+    job["status"].update(
+        failed=2,
+        conditions=[condition("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit", 24.0)],
+    )
+    s.event("Job", 24.5, "MODIFIED", job)
+    return s.recording()
+
+
 def recordings() -> dict[str, JsonDict]:
     """File name -> recording, for every derived scenario of the active-deadline probes."""
     out = {"pod_deadline--v1.21.1-derived.json": pod_deadline("v1.21.1")}
     for run, version, basis in JOB_RUNS:
         out[f"{run.probe.removeprefix('test_')}--{version}-derived.json"] = job_run(run, version, basis)
     return out
+
+
+def failure_policy_recordings() -> dict[str, JsonDict]:
+    return {f"exit_code_42--{v}-derived.json": failure_policy(v) for v in ("v1.25.16", "v1.27.3")}

@@ -311,6 +311,9 @@ def all_recordings() -> dict[str, JsonDict]:
     }
     out.update({f"active_deadline/{name}": rec for name, rec in derive_deadline_recordings.recordings().items()})
     out.update({f"termination_order/{name}": rec for name, rec in derive_termination_recordings.recordings().items()})
+    out.update(
+        {f"job_failure_policy/{n}": rec for n, rec in derive_deadline_recordings.failure_policy_recordings().items()}
+    )
     return out
 
 
