@@ -265,6 +265,8 @@ def live_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
             deleted = cluster.delete()
             if deleted is not None and deleted.returncode != 0:
                 run.write_provenance(cluster_delete_error=deleted.output)  # said in the terminal summary
+            elif deleted is not None:
+                run.write_provenance(cluster_deleted=True)
 
 
 @pytest.fixture
@@ -343,10 +345,20 @@ def _live_probe(request: pytest.FixtureRequest, run: Run, family: str, name: str
 # ---------------------------------------------------------------------------------------- summary
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own sessionfinish has torn the fixtures down (the cleanup)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run = session.config.stash.get(RUN, None)
     if run is not None:
         status = {0: "passed", 1: "failed", 2: "interrupted"}.get(int(exitstatus), f"exit {int(exitstatus)}")
+        cleanup = run.provenance.get("cleanup", [])
+        run.write_provenance(
+            cleaned={
+                "namespaces_deleted": [c["namespace"] for c in cleanup if c.get("namespace_deleted")],
+                "namespaces_left": [c["namespace"] for c in cleanup if not c.get("namespace_deleted")],
+                "finalizers_removed": sum(len(c.get("finalizers_removed", [])) for c in cleanup),
+                "cluster_deleted": bool(run.provenance.get("cluster_deleted")),
+            }
+        )
         run.finish(status)
 
 

@@ -95,7 +95,7 @@ def held(tmp_path_factory):
     yield
     (MARKER).write_text("teardown ran")
 
-def test_waits(held):
+def test_waits(held, run):
     print("waiting", flush=True)
     time.sleep(60)
 """
@@ -136,6 +136,15 @@ def test_sigterm_while_a_probe_waits_still_runs_teardown(tmp_path: Path) -> None
     output, _ = proc.communicate(timeout=30)
     assert proc.returncode == 2, output  # pytest's "interrupted"
     assert marker.read_text() == "teardown ran"
+    (run_json,) = (tmp_path / "runs").glob("*/run.json")
+    record = json.loads(run_json.read_text())
+    assert record["status"] == "interrupted"
+    assert record["cleaned"] == {
+        "namespaces_deleted": [],
+        "namespaces_left": [],
+        "finalizers_removed": 0,
+        "cluster_deleted": False,
+    }
 
 
 def test_repeat_runs_each_live_probe_n_times(tmp_path: Path) -> None:
@@ -321,6 +330,9 @@ def test_make_probe_creates_probes_and_deletes_its_own_kind_cluster(tmp_path: Pa
     assert record["provenance"]["node_image"].startswith("kindest/node:v1.27.3@sha256:")
     assert record["provenance"]["kind_version"] == "v0.20.0"
     assert {v["claim"]: v["status"] for v in record["verdicts"]}["container-stopped-on-node"] == "pass"
+    cleaned = json.loads((run_dir / "run.json").read_text())["cleaned"]
+    assert cleaned["cluster_deleted"] is True and cleaned["finalizers_removed"] == 1
+    assert len(cleaned["namespaces_deleted"]) == 1 and cleaned["namespaces_left"] == []
 
 
 def test_keep_cluster_keeps_it_and_says_where_its_kubeconfig_is(tmp_path: Path) -> None:
