@@ -24,7 +24,7 @@ FAMILIES = sorted(p.stem for p in EXPECTATIONS_DIR.glob("*.yaml"))
 VERSIONS = [
     *sorted({str(i.kubernetes.version) for i in known_images()}),
     "1.27.0-alpha.3",
-    "1.27.0-beta.0",
+    "1.27.0-rc.0",
     "1.27.0-rc.0",
 ]
 
@@ -34,8 +34,8 @@ PHASES = Claim(
     observable="phases after delete",
     document="doc",
     expectations=(
-        Expectation("<1.27.0-beta.0", value=["Running"], sources=("k/k#115331",)),
-        Expectation(">=1.27.0-beta.0", value=["Running", "Failed"], sources=("k/k#115331",)),
+        Expectation("<1.27.0-rc.0", value=["Running"], sources=("k/k#115331",)),
+        Expectation(">=1.27.0-rc.0", value=["Running", "Failed"], sources=("k/k#115331",)),
     ),
 )
 
@@ -60,7 +60,7 @@ def test_every_expectation_cites_a_source_and_the_claim_a_document(family: str) 
 def test_a_matching_observation_passes() -> None:
     verdict = evaluate(PHASES, KubeVersion.parse("v1.27.3"), ["Running", "Failed"])
     assert verdict.status == PASS
-    assert verdict.expected is not None and verdict.expected.versions == ">=1.27.0-beta.0"
+    assert verdict.expected is not None and verdict.expected.versions == ">=1.27.0-rc.0"
 
 
 def test_a_mismatch_names_the_version_range_the_cluster_behaved_like() -> None:
@@ -69,7 +69,7 @@ def test_a_mismatch_names_the_version_range_the_cluster_behaved_like() -> None:
     assert (
         "phases after delete was ['Running'], expected ['Running', 'Failed'] on Kubernetes v1.27.3" in verdict.message
     )
-    assert "the v1.27.3 cluster behaved like <1.27.0-beta.0" in verdict.message
+    assert "the v1.27.3 cluster behaved like <1.27.0-rc.0" in verdict.message
 
 
 def test_a_mismatch_like_no_known_version_says_only_what_was_expected() -> None:

@@ -43,7 +43,7 @@ def test_a_contradicting_recording_fails_the_probe_and_leaves_evidence(tmp_path:
         "test_always_pod_trapping_sigterm",
     )
     assert proc.returncode == 1, proc.stdout
-    assert "the v1.27.3 cluster behaved like <1.27.0-beta.0" in proc.stdout
+    assert "the v1.27.3 cluster behaved like <1.27.0-rc.0" in proc.stdout
     assert "1 failed" in proc.stdout
     (run_dir,) = (tmp_path / "runs").iterdir()
     (record_file,) = (run_dir / "probes").iterdir()

@@ -91,7 +91,7 @@ def test_a_1_27_cluster_whose_deleted_pod_stays_running_fails_and_says_it_behave
     assert "always.sigterm-ignored.phases: phases of the pod from the delete" in message
     assert "after its container stopped was ['Running']" in message
     assert "expected ['Running', 'Failed']" in message
-    assert "the v1.27.3 cluster behaved like <1.27.0-beta.0" in message
+    assert "the v1.27.3 cluster behaved like <1.27.0-rc.0" in message
     assert "timeline:" in message and "delete" in message
 
 
@@ -104,7 +104,7 @@ def test_a_1_26_cluster_that_fails_the_pod_fails_the_probe_the_other_way(tmp_pat
             else None
         ),
     )
-    with pytest.raises(ClaimsFailed, match=r"the v1\.26\.6 cluster behaved like >=1\.27\.0-beta\.0"):
+    with pytest.raises(ClaimsFailed, match=r"the v1\.26\.6 cluster behaved like >=1\.27\.0-rc\.0"):
         run_probe(went_failed, tmp_path)
 
 
