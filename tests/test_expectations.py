@@ -24,7 +24,7 @@ FAMILIES = sorted(p.stem for p in EXPECTATIONS_DIR.glob("*.yaml"))
 VERSIONS = [
     *sorted({str(i.kubernetes.version) for i in known_images()}),
     "1.27.0-alpha.3",
-    "1.27.0-rc.0",
+    "1.27.0-beta.0",
     "1.27.0-rc.0",
 ]
 
