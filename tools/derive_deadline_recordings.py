@@ -359,35 +359,28 @@ def job_03(s: Script, job: JsonDict, pods: list[PodStates]) -> None:
 
 
 def job_04(s: Script, job: JsonDict, pods: list[PodStates]) -> None:
-    """Pod deadline 12 s, Job's 30 s: the first pod fails and stays; the retry is deleted at 30 s."""
+    """Pod deadline 15 s, Job's 37 s: the first pod fails and stays; the retry is deleted at 37 s."""
     first, retry = pods
     s.event("Pod", 0.35, "ADDED", first.obj)
     s.event("Pod", 2.1, "MODIFIED", first.running(2.0))
-    s.event("Pod", 15.0, "MODIFIED", first.deadline_failed())
+    s.event("Pod", 17.5, "MODIFIED", first.deadline_failed())
     job["status"].update(active=0, failed=1)
-    s.event("Job", 15.2, "MODIFIED", job)
-    s.event("Pod", 19.6, "MODIFIED", first.killed(2.0, 19.0))
-    s.event("Pod", 25.1, "ADDED", retry.obj)
+    s.event("Job", 17.7, "MODIFIED", job)
+    s.event("Pod", 22.6, "MODIFIED", first.killed(2.0, 22.0))
+    s.event("Pod", 27.6, "ADDED", retry.obj)
     job["status"].update(active=1)
-    s.event("Job", 25.2, "MODIFIED", job)
-    s.event("Pod", 26.6, "MODIFIED", retry.running(26.5))
-    job["status"].update(
-        active=0,
-        failed=2,
-        conditions=[condition("Failed", "DeadlineExceeded", "Job was active longer than specified deadline", 30.0)],
-    )
-    s.event("Job", 30.3, "MODIFIED", job)
-    s.event("Pod", 30.4, "MODIFIED", retry.deleting(30.3))
-    s.event("Pod", 35.8, "MODIFIED", retry.killed(26.5, 35.3))
-    s.event("Pod", 36.1, "DELETED", retry.obj)
-    s.call(
-        "node_containers",
-        {"node": NODE},
-        36.3,
-        node_listing({first.id: "CONTAINER_EXITED", retry.id: "CONTAINER_EXITED"}),
-    )
-    s.call("node_containers", {"node": NODE}, 39.4, node_listing({first.id: "CONTAINER_EXITED"}))
-    s.call("node_containers", {"node": NODE}, 39.5, node_listing({first.id: "CONTAINER_EXITED"}))
+    s.event("Job", 27.7, "MODIFIED", job)
+    s.event("Pod", 29.1, "MODIFIED", retry.running(29.0))
+    message = "Job was active longer than specified deadline"
+    job["status"].update(active=0, failed=2, conditions=[condition("Failed", "DeadlineExceeded", message, 37.0)])
+    s.event("Job", 37.3, "MODIFIED", job)
+    s.event("Pod", 37.4, "MODIFIED", retry.deleting(37.3))
+    s.event("Pod", 42.8, "MODIFIED", retry.killed(29.0, 42.3))
+    s.event("Pod", 43.1, "DELETED", retry.obj)
+    both = {first.id: "CONTAINER_EXITED", retry.id: "CONTAINER_EXITED"}
+    s.call("node_containers", {"node": NODE}, 43.3, node_listing(both))
+    s.call("node_containers", {"node": NODE}, 46.4, node_listing({first.id: "CONTAINER_EXITED"}))
+    s.call("node_containers", {"node": NODE}, 46.5, node_listing({first.id: "CONTAINER_EXITED"}))
 
 
 DOC_JOB = f"{DOC_001}, %s (kind v1.21.1)"
