@@ -133,11 +133,6 @@ def not_observable(claim: Claim, version: KubeVersion, why: str) -> Verdict:
     return Verdict(claim, str(version), NOT_OBSERVABLE, None, expected, f"{claim.id}: not observable: {why}")
 
 
-def undecided(claim: Claim, version: KubeVersion, why: str) -> Verdict:
-    expected = claim.expectation_for(version)
-    return Verdict(claim, str(version), UNDECIDED, None, expected, f"{claim.id}: undecided: {why}")
-
-
 @cache
 def load_claims(family: str) -> dict[str, Claim]:
     """The claims of expectations/<family>.yaml, by id."""

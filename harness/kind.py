@@ -128,10 +128,6 @@ class KindCluster:
     runner: Runner = run_command
     created: bool = False
 
-    @property
-    def control_plane(self) -> str:
-        return f"{self.name}-control-plane"
-
     def create(self, logs_dir: Path, timeout: float = 600) -> None:
         argv = [
             self.kind_bin,
