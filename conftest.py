@@ -17,6 +17,7 @@ import signal
 import tempfile
 import threading
 from collections.abc import Generator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +35,7 @@ from harness.kind import (
     list_node_containers,
     parse_kind_version,
 )
+from harness.node_shutdown import announce_shutdown, cluster_config, ensure_derived_image
 from harness.probe import Probe
 from harness.run import Run, safe_name
 from harness.spread import render as render_spread
@@ -213,6 +215,29 @@ def live_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
         )
         yield target
         return
+    with _new_kind_cluster(pytestconfig, run, shutdown=False) as target:
+        yield target
+
+
+@pytest.fixture(scope="session")
+def shutdown_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
+    """A second kind cluster for graceful node shutdown: derived node image, a worker, kubelet shutdown grace."""
+    if pytestconfig.getoption("--kubeconfig"):
+        pytest.skip(
+            "live probe: graceful node shutdown needs a kind cluster the suite creates from its shutdown-capable "
+            "node image (give --kind-version, not --kubeconfig)"
+        )
+    with _new_kind_cluster(pytestconfig, run, shutdown=True) as target:
+        yield target
+
+
+@contextmanager
+def _new_kind_cluster(pytestconfig: pytest.Config, run: Run, shutdown: bool) -> Iterator[LiveTarget]:
+    """Create a kind cluster for this run, yield it, and delete it unless asked to keep it.
+
+    `shutdown`: the graceful-node-shutdown cluster (harness/node_shutdown.py); its provenance is kept under
+    `shutdown_cluster` in run.json, the other cluster's at the top level.
+    """
     image = pytestconfig.stash.get(IMAGE, None)
     if image is None:
         pytest.skip(
@@ -223,13 +248,23 @@ def live_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
         kind_line = check_prerequisites(kind_bin=kind_bin)
     except PrerequisiteMissing as err:
         pytest.skip(f"live probe: {err}")
+    suffix = "-gns" if shutdown else ""
     cluster = KindCluster(
-        name=f"plp-{safe_name(image.kubernetes.minor)}-{run.run_id[-4:]}",
+        name=f"plp-{safe_name(image.kubernetes.minor)}-{run.run_id[-4:]}{suffix}",
         image=image.reference,
-        kubeconfig=run.path("kubeconfig"),
+        kubeconfig=run.path(f"kubeconfig{suffix}"),
         kind_bin=kind_bin,
     )
-    run.write_provenance(
+    facts: dict[str, Any] = {}
+
+    def note(**values: Any) -> None:
+        facts.update(values)
+        if shutdown:
+            run.write_provenance(shutdown_cluster=dict(facts))
+        else:
+            run.write_provenance(**values)
+
+    note(
         cluster="kind",
         cluster_name=cluster.name,
         node_image=image.reference,
@@ -239,34 +274,41 @@ def live_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
         kubeconfig=str(cluster.kubeconfig),
     )
     try:
-        cluster.create(logs_dir=run.directory / "kind-logs")
+        node_shutdown = None
+        if shutdown:
+            cluster.image, built = ensure_derived_image(image.reference, REPO / ".tools" / "node-images")
+            cluster.config = run.path("kind-config-gns.yaml")
+            cluster.config.write_text(cluster_config(image.kubernetes))
+            node_shutdown = announce_shutdown
+            note(derived_node_image=cluster.image, derived_image_note=built)
+        cluster.create(logs_dir=run.directory / f"kind-logs{suffix}")
         api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
         core = client.CoreV1Api(api)
         nodes = wait_nodes_ready(core)
-        transport = LiveTransport(api, node_lister=cluster.node_containers)
-        run.write_provenance(nodes=nodes, server_version=transport.server_version())
+        transport = LiveTransport(api, node_lister=cluster.node_containers, node_shutdown=node_shutdown)
+        note(nodes=nodes, server_version=transport.server_version())
         yield LiveTarget(
             transport,
             core,
             {
                 "cluster": "kind",
                 "cluster_name": cluster.name,
-                "node_image": image.reference,
+                "node_image": cluster.image,
                 "kind_version": parse_kind_version(kind_line),
             },
         )
     except ClusterFailed as err:
-        run.write_provenance(cluster_error=str(err))
+        note(cluster_error=str(err))
         pytest.fail(str(err), pytrace=False)
     finally:
         if pytestconfig.getoption("--keep-cluster") and cluster.created:
-            run.write_provenance(cluster_kept=True)  # said in the terminal summary
+            note(cluster_kept=True)  # said in the terminal summary
         else:
             deleted = cluster.delete()
             if deleted is not None and deleted.returncode != 0:
-                run.write_provenance(cluster_delete_error=deleted.output)  # said in the terminal summary
+                note(cluster_delete_error=deleted.output)  # said in the terminal summary
             elif deleted is not None:
-                run.write_provenance(cluster_deleted=True)
+                note(cluster_deleted=True)
 
 
 @pytest.fixture
@@ -302,7 +344,8 @@ def _replayed_probe(request: pytest.FixtureRequest, run: Run, family: str, name:
 
 
 def _live_probe(request: pytest.FixtureRequest, run: Run, family: str, name: str) -> Iterator[Probe]:
-    target: LiveTarget = request.getfixturevalue("live_cluster")
+    needs_shutdown = request.node.get_closest_marker("node_shutdown") is not None
+    target: LiveTarget = request.getfixturevalue("shutdown_cluster" if needs_shutdown else "live_cluster")
     # Unique per test item (REPEAT runs one function several times) and per run; at most 63 characters.
     item = hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:4]
     namespace = f"plp-{safe_name(request.function.__name__.removeprefix('test_'), 40)}-{item}-{run.run_id[-4:]}"
@@ -357,6 +400,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 "namespaces_left": [c["namespace"] for c in cleanup if not c.get("namespace_deleted")],
                 "finalizers_removed": sum(len(c.get("finalizers_removed", [])) for c in cleanup),
                 "cluster_deleted": bool(run.provenance.get("cluster_deleted")),
+                **(
+                    {"shutdown_cluster_deleted": bool(run.provenance["shutdown_cluster"].get("cluster_deleted"))}
+                    if "shutdown_cluster" in run.provenance
+                    else {}
+                ),
             }
         )
         run.finish(status)
@@ -367,14 +415,15 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if run is not None:
         terminalreporter.write_sep("-", "pod-lifecycle probes")
         terminalreporter.write_line(f"run records, recordings and evidence: {run.directory}")
-        if error := run.provenance.get("cluster_delete_error"):
-            name = run.provenance["cluster_name"]
-            terminalreporter.write_line(f"could not delete kind cluster {name}: {error}\n(make clean removes it)")
-        if run.provenance.get("cluster_kept"):
-            name, kubeconfig = run.provenance["cluster_name"], run.provenance["kubeconfig"]
-            terminalreporter.write_line(
-                f"kept kind cluster {name}; kubeconfig: {kubeconfig} (remove it: kind delete cluster --name {name})"
-            )
+        for facts in (run.provenance, run.provenance.get("shutdown_cluster") or {}):
+            if error := facts.get("cluster_delete_error"):
+                name = facts["cluster_name"]
+                terminalreporter.write_line(f"could not delete kind cluster {name}: {error}\n(make clean removes it)")
+            if facts.get("cluster_kept"):
+                name, kubeconfig = facts["cluster_name"], facts["kubeconfig"]
+                terminalreporter.write_line(
+                    f"kept kind cluster {name}; kubeconfig: {kubeconfig} (remove it: kind delete cluster --name {name})"
+                )
         rows = spread_of_run(run.directory)
         if config.getoption("--repeat") > 1 and rows:
             (run.directory / "spread.json").write_text(json.dumps(rows, indent=1) + "\n")

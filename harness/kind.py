@@ -127,6 +127,7 @@ class KindCluster:
     kind_bin: str = "kind"
     runner: Runner = run_command
     created: bool = False
+    config: Path | None = None  # a kind cluster config (nodes, kubelet patches); None: one control-plane node
 
     def create(self, logs_dir: Path, timeout: float = 600) -> None:
         argv = [
@@ -141,6 +142,7 @@ class KindCluster:
             str(self.kubeconfig),
             "--wait",
             "120s",
+            *(["--config", str(self.config)] if self.config else []),
         ]
         try:
             result = self.runner(argv, timeout)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Self, TypeVar
 
 from harness.transport import WatchEvent, WatchHandle
-from harness.views import DeploymentView, EndpointsView, JobView, PodView
+from harness.views import DaemonSetView, DeploymentView, EndpointsView, JobView, PodView, StatefulSetView
 
 JsonDict = dict[str, Any]
 
@@ -102,7 +102,7 @@ class ProbeImpossible(AssertionError):
     """What the probe waits for can no longer happen (the object is gone, the image cannot be pulled ...)."""
 
 
-V = TypeVar("V", PodView, JobView, DeploymentView, EndpointsView)
+V = TypeVar("V", PodView, JobView, DeploymentView, EndpointsView, StatefulSetView, DaemonSetView)
 Condition = Callable[["Observer[V]"], bool]
 Veto = Callable[["Observer[V]"], "str | None"]
 
@@ -112,6 +112,8 @@ VIEWS: dict[str, Callable[[JsonDict], Any]] = {
     "Deployment": DeploymentView.from_object,
     "EndpointSlice": EndpointsView.from_object,
     "Endpoints": EndpointsView.from_object,
+    "StatefulSet": StatefulSetView.from_object,
+    "DaemonSet": DaemonSetView.from_object,
 }
 
 
@@ -140,6 +142,8 @@ class Observer(Generic[V]):
         self.deleted: set[str] = set()
         self.gaps: list[tuple[float, str]] = []  # (when, why) events may have been missed before `when`
         self.history: list[tuple[float, V]] = []
+        # Every change as it arrived: (when, ADDED/MODIFIED/DELETED/RELISTED/GONE, the object as then seen).
+        self.changes: list[tuple[float, str, V]] = []
         for obj in initial:
             self._record(now(), self._view(obj))
 
@@ -186,15 +190,21 @@ class Observer(Generic[V]):
             present = {self._view(item).name: self._view(item) for item in event.object.get("items", [])}
             for name in set(self.states) - set(present) - self.deleted:
                 self.deleted.add(name)
+                self.changes.append((event.t, "GONE", self.states[name]))
                 self._timeline.observed(event.t, self.source(name), "GONE", {}, event.gap)
             for view in present.values():
+                self.deleted.discard(view.name)
                 self._record(event.t, view)
+                self.changes.append((event.t, event.type, view))
                 self._timeline.observed(event.t, self.source(view.name), event.type, view.timeline_fields(), event.gap)
             return
         view = self._view(event.object)
         self._record(event.t, view)
+        self.changes.append((event.t, event.type, view))
         if event.type == "DELETED":
             self.deleted.add(view.name)
+        else:  # a name can come back (a StatefulSet recreates its pod under the same name)
+            self.deleted.discard(view.name)
         self._timeline.observed(event.t, self.source(view.name), event.type, view.timeline_fields(), event.gap)
 
     # ----------------------------------------------------------------------------------- waits
@@ -213,6 +223,18 @@ class Observer(Generic[V]):
             event = self._handle.next_event(remaining)
             if event is not None:
                 self._apply(event)
+
+    def observe_until(self, done: Condition[V], within: float) -> bool:
+        """Consume events until `done` holds (True) or `within` s pass (False): for outcomes that may not come."""
+        deadline = self._now() + within
+        while not done(self):
+            remaining = deadline - self._now()
+            if remaining <= 0:
+                return False
+            event = self._handle.next_event(remaining)
+            if event is not None:
+                self._apply(event)
+        return True
 
     def observe_for(self, seconds: float) -> None:
         """Keep recording every event for a window (to show that something did NOT happen)."""
@@ -288,3 +310,24 @@ def cannot_start(observer: Observer[PodView]) -> str | None:
     if stuck:
         return "; ".join(f"container {c.name} is waiting: {c.reason}" for c in stuck)
     return None
+
+
+def in_server_order(*observers: Observer[Any]) -> list[tuple[float, str, str, Any]]:
+    """Every change seen by several watches, as one stream in the order the API server made them.
+
+    Each watch delivers its own kind in order, but two watches interleave by arrival. The server's order is
+    the resourceVersion: in kind (one etcd) it is the etcd revision, an integer that grows with every write.
+    The API asks clients to treat it as opaque; the suite uses it only to order what it already saw, and
+    falls back to arrival order when any change has no integer version (another storage, or a GONE noticed
+    by a relist). Items: (arrival, kind, type, view).
+    """
+    merged = [(t, o.kind, type_, view) for o in observers for t, type_, view in o.changes]
+
+    def key(item: tuple[float, str, str, Any]) -> tuple[int, float]:
+        t, _, type_, view = item
+        version = getattr(view, "resource_version", "")
+        return (int(version), t) if type_ != "GONE" and str(version).isdigit() else (-1, t)
+
+    if all(key(item)[0] >= 0 for item in merged):
+        return sorted(merged, key=key)
+    return sorted(merged, key=lambda item: item[0])

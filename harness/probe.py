@@ -173,6 +173,31 @@ class Probe:
         self.timeline.action(t, "delete", {"pod": pod.name, "gracePeriodSeconds": grace_period_seconds}, anchor=True)
         return t
 
+    def patch(self, kind: str, name: str, patch: JsonDict, label: str) -> JsonDict:
+        """Merge-patch an object of the probe's namespace; `label` names the action on the timeline."""
+        patched = self.transport.patch(kind, self.namespace, name, patch)
+        self.timeline.action(self.transport.last_call_started(), label, {kind.lower(): name, "patch": patch})
+        return patched
+
+    def evict(self, pod: str) -> float:
+        """Evict a pod through the Eviction API (policy/v1 from 1.22, policy/v1beta1 before); returns when."""
+        api_version = "policy/v1" if self.server_version.satisfies(">=1.22.0-alpha.0") else "policy/v1beta1"
+        self.transport.evict(self.namespace, pod, api_version)
+        t = self.transport.last_call_started()
+        self.timeline.action(t, "evict", {"pod": pod, "apiVersion": api_version}, anchor=True)
+        return t
+
+    def shutdown_node(self, node: str, starting: bool) -> JsonDict:
+        """Announce (True) or cancel (False) a graceful shutdown of a node of the shutdown cluster.
+
+        Starting one anchors the timeline. The answer says whether the kubelet held its inhibitor lock.
+        """
+        answer = self.transport.node_shutdown(node, starting)
+        label = "node shutdown" if starting else "node shutdown cancelled"
+        detail = {"node": node, "kubeletInhibitor": answer.get("kubelet_inhibitor")}
+        self.timeline.action(self.transport.last_call_started(), label, detail, anchor=starting)
+        return answer
+
     def node_container_state(self, pod: PodView, container: str) -> str | None:
         """The container's state on its node (running / exited / removed), or None if nodes are not reachable."""
         runtime_id = pod.container(container).runtime_id

@@ -25,6 +25,8 @@ from tenacity import retry, retry_if_exception, stop_after_attempt, stop_after_d
 
 JsonDict = dict[str, Any]
 RECORDING_FORMAT = "pod-lifecycle-probes/recording/v1"
+# Calls that act on the cluster: their start is the instant the action happened (also when replayed).
+ACTIONS = frozenset({"create", "delete", "patch", "evict", "node_shutdown"})
 
 # Transient API failures worth retrying (k/k test/e2e/framework/get.go retries the same family:
 # timeouts, 429 Too Many Requests, 5xx); everything else is an answer and is raised at once.
@@ -106,6 +108,14 @@ class Transport(Protocol):
 
     def list_objects(self, kind: str, namespace: str) -> JsonDict: ...
 
+    def patch(self, kind: str, namespace: str, name: str, patch: JsonDict) -> JsonDict:
+        """A JSON merge patch (RFC 7386) of one object; the request's start is an action instant."""
+        ...
+
+    def evict(self, namespace: str, pod: str, api_version: str) -> JsonDict:
+        """POST an Eviction (`policy/v1`, or `policy/v1beta1` before 1.22) for a pod; returns the server's Status."""
+        ...
+
     def watch(self, kind: str, namespace: str, name: str | None, resource_version: str) -> WatchHandle:
         """Watch one named object, or (name None) every object of the kind in the namespace."""
         ...
@@ -116,8 +126,36 @@ class Transport(Protocol):
 
     def node_containers(self, node: str) -> list[JsonDict] | None: ...
 
+    def node_shutdown(self, node: str, starting: bool) -> JsonDict:
+        """Tell a node's kubelet that the node is shutting down (True) or that the shutdown was cancelled (False).
+
+        Only on clusters the suite created from its shutdown-capable node image (harness/node_shutdown.py);
+        returns whether the kubelet held its inhibitor lock, and what the node printed.
+        """
+        ...
+
 
 # --------------------------------------------------------------------------------------------- live
+
+
+class Rejected(RuntimeError):
+    """The API server refused a request as invalid (400/422): e.g. a field this version does not know."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"{status}: {message}")
+        self.status = status
+        self.message = message
+
+    def to_json(self) -> JsonDict:
+        return {"status": self.status, "message": self.message}
+
+
+def _rejected(err: ApiException) -> Rejected:
+    try:
+        message = str(json.loads(err.body or "{}").get("message") or err.reason)
+    except ValueError:
+        message = str(err.body or err.reason)
+    return Rejected(int(err.status or 0), message)
 
 
 @dataclass(frozen=True)
@@ -128,6 +166,7 @@ class _KindApi:
     read: Callable[..., Any]
     delete: Callable[..., Any]
     list: Callable[..., Any]
+    patch: Callable[..., Any] | None = None
 
 
 class LiveTransport:
@@ -137,6 +176,7 @@ class LiveTransport:
         self,
         api_client: client.ApiClient,
         node_lister: Callable[[str], list[JsonDict]] | None,
+        node_shutdown: Callable[[str, bool], JsonDict] | None = None,
     ) -> None:
         self.api_client = api_client
         self.core = client.CoreV1Api(api_client)
@@ -145,6 +185,7 @@ class LiveTransport:
         discovery = client.DiscoveryV1Api(api_client)
         self.node_access = node_lister is not None
         self._node_lister = node_lister
+        self._node_shutdown = node_shutdown
         self._origin = time.monotonic()
         self._last_started = 0.0
         self._kinds = {
@@ -165,6 +206,19 @@ class LiveTransport:
                 read=apps.read_namespaced_deployment,
                 delete=apps.delete_namespaced_deployment,
                 list=apps.list_namespaced_deployment,
+            ),
+            "StatefulSet": _KindApi(
+                create=apps.create_namespaced_stateful_set,
+                read=apps.read_namespaced_stateful_set,
+                delete=apps.delete_namespaced_stateful_set,
+                list=apps.list_namespaced_stateful_set,
+                patch=apps.patch_namespaced_stateful_set,
+            ),
+            "DaemonSet": _KindApi(
+                create=apps.create_namespaced_daemon_set,
+                read=apps.read_namespaced_daemon_set,
+                delete=apps.delete_namespaced_daemon_set,
+                list=apps.list_namespaced_daemon_set,
             ),
             "Service": _KindApi(
                 create=self.core.create_namespaced_service,
@@ -216,7 +270,12 @@ class LiveTransport:
         # fields instead of silently dropping them.
         api = self._kind(manifest["kind"])
         self._last_started = self.now()
-        return raw_call(api.create, namespace, body=manifest, field_validation="Strict")
+        try:
+            return raw_call(api.create, namespace, body=manifest, field_validation="Strict")
+        except ApiException as err:
+            if err.status in (400, 422):
+                raise _rejected(err) from err
+            raise
 
     @api_retry
     def get(self, kind: str, namespace: str, name: str) -> JsonDict | None:
@@ -243,6 +302,23 @@ class LiveTransport:
                 return {"notServed": True, "metadata": {}, "items": []}
             raise
 
+    @api_retry
+    def patch(self, kind: str, namespace: str, name: str, patch: JsonDict) -> JsonDict:
+        patch_fn = self._kind(kind).patch
+        if patch_fn is None:
+            raise ValueError(f"the live transport does not patch {kind} objects yet")
+        self._last_started = self.now()
+        # The generated client would send a dict as application/json-patch+json (its first JSON patch
+        # type); a merge patch has to be named.
+        return raw_call(patch_fn, name, namespace, patch, _content_type="application/merge-patch+json")
+
+    @api_retry
+    def evict(self, namespace: str, pod: str, api_version: str) -> JsonDict:
+        # pods/eviction takes policy/v1 from 1.22 and policy/v1beta1 before (k/k#100724, CHANGELOG-1.22).
+        body = {"apiVersion": api_version, "kind": "Eviction", "metadata": {"name": pod, "namespace": namespace}}
+        self._last_started = self.now()
+        return raw_call(self.core.create_namespaced_pod_eviction, pod, namespace, body)
+
     def watch(self, kind: str, namespace: str, name: str | None, resource_version: str) -> WatchHandle:
         return _LiveWatch(self._kind(kind).list, namespace, name, resource_version, self.now)
 
@@ -256,6 +332,18 @@ class LiveTransport:
 
     def node_containers(self, node: str) -> list[JsonDict] | None:
         return self._node_lister(node) if self._node_lister else None
+
+    def node_shutdown(self, node: str, starting: bool) -> JsonDict:
+        if self._node_shutdown is None:
+            raise NodeActionUnavailable(
+                "this cluster's nodes cannot be told to shut down (not the suite's GNS cluster)"
+            )
+        self._last_started = self.now()
+        return self._node_shutdown(node, starting)
+
+
+class NodeActionUnavailable(RuntimeError):
+    """The probe asked for something done on a node the suite cannot act on."""
 
 
 def raw_call(call: Callable[..., Any], *args: Any, **kwargs: Any) -> JsonDict:
@@ -468,10 +556,17 @@ class RecordingTransport:
 
     def _call(self, call: str, request: JsonDict, fn: Callable[[], Any]) -> Any:
         t_start = self.inner.now()
-        response = fn()
-        if call in ("create", "delete"):
+        try:
+            response, rejected = fn(), None
+        except Rejected as err:
+            response, rejected = None, err
+        if call in ACTIONS:
             t_start = self.inner.last_call_started()
         step = {"call": call, "request": request, "t_start": round(t_start, 3), "t_end": round(self.inner.now(), 3)}
+        if rejected is not None:
+            step["rejected"] = rejected.to_json()
+            self.recording.interactions.append(step)
+            raise rejected
         step["response"] = response
         self.recording.interactions.append(step)
         return response
@@ -501,6 +596,14 @@ class RecordingTransport:
         request = {"kind": kind, "namespace": namespace}
         return cast(JsonDict, self._call("list_objects", request, lambda: self.inner.list_objects(kind, namespace)))
 
+    def patch(self, kind: str, namespace: str, name: str, patch: JsonDict) -> JsonDict:
+        request = {"kind": kind, "namespace": namespace, "name": name, "patch": patch}
+        return cast(JsonDict, self._call("patch", request, lambda: self.inner.patch(kind, namespace, name, patch)))
+
+    def evict(self, namespace: str, pod: str, api_version: str) -> JsonDict:
+        request = {"namespace": namespace, "pod": pod, "api_version": api_version}
+        return cast(JsonDict, self._call("evict", request, lambda: self.inner.evict(namespace, pod, api_version)))
+
     def watch(self, kind: str, namespace: str, name: str | None, resource_version: str) -> WatchHandle:
         step: JsonDict = {
             "call": "watch",
@@ -526,6 +629,10 @@ class RecordingTransport:
             "list[JsonDict] | None",
             self._call("node_containers", {"node": node}, lambda: self.inner.node_containers(node)),
         )
+
+    def node_shutdown(self, node: str, starting: bool) -> JsonDict:
+        request = {"node": node, "starting": starting}
+        return cast(JsonDict, self._call("node_shutdown", request, lambda: self.inner.node_shutdown(node, starting)))
 
 
 class _RecordingWatch:
@@ -612,6 +719,8 @@ class ReplayTransport:
                 f"the probe created a different {manifest.get('kind')} than the recording of "
                 f"{self.recording.probe} holds: {_diff(step['request'].get('manifest'), key['manifest'])}"
             )
+        if "rejected" in step:
+            raise Rejected(int(step["rejected"]["status"]), str(step["rejected"]["message"]))
         return cast(JsonDict, step["response"])
 
     def get(self, kind: str, namespace: str, name: str) -> JsonDict | None:
@@ -625,6 +734,14 @@ class ReplayTransport:
 
     def list_objects(self, kind: str, namespace: str) -> JsonDict:
         return cast(JsonDict, self._next("list_objects", {"kind": kind, "namespace": namespace})["response"])
+
+    def patch(self, kind: str, namespace: str, name: str, patch: JsonDict) -> JsonDict:
+        request = {"kind": kind, "namespace": namespace, "name": name, "patch": patch}
+        return cast(JsonDict, self._next("patch", request)["response"])
+
+    def evict(self, namespace: str, pod: str, api_version: str) -> JsonDict:
+        request = {"namespace": namespace, "pod": pod, "api_version": api_version}
+        return cast(JsonDict, self._next("evict", request)["response"])
 
     def watch(self, kind: str, namespace: str, name: str | None, resource_version: str) -> WatchHandle:
         step = self._next("watch", {"kind": kind, "namespace": namespace, "name": name})
@@ -644,6 +761,9 @@ class ReplayTransport:
     def node_containers(self, node: str) -> list[JsonDict] | None:
         response = self._next("node_containers", {"node": node})["response"]
         return cast("list[JsonDict] | None", response) if self.node_access else None
+
+    def node_shutdown(self, node: str, starting: bool) -> JsonDict:
+        return cast(JsonDict, self._next("node_shutdown", {"node": node, "starting": starting})["response"])
 
     def unused_calls(self) -> list[str]:
         return [f"{s['call']}({_brief(s['request'])})" for s in self._steps[self._position :]]

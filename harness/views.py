@@ -84,6 +84,16 @@ class PodView:
     containers: tuple[ContainerView, ...]
     raw: JsonDict
 
+    @property
+    def revision(self) -> str | None:
+        """The controller revision a StatefulSet or DaemonSet pod was made from (label controller-revision-hash)."""
+        labels = (self.raw.get("metadata") or {}).get("labels") or {}
+        return labels.get("controller-revision-hash")
+
+    def condition(self, type_: str) -> JsonDict | None:
+        """A pod condition as the server wrote it (type, status, reason, message ...), if present."""
+        return next((c for c in (self.raw.get("status") or {}).get("conditions") or () if c.get("type") == type_), None)
+
     @classmethod
     def from_object(cls, obj: JsonDict) -> PodView:
         meta = obj.get("metadata") or {}
@@ -286,3 +296,92 @@ class EndpointsView:
 
     def timeline_fields(self) -> JsonDict:
         return {"pods": self.pods}
+
+
+@dataclass(frozen=True)
+class StatefulSetView:
+    """A StatefulSet's spec and status as the rolling-update and scaling invariants need them."""
+
+    name: str
+    resource_version: str
+    generation: int
+    observed_generation: int
+    spec_replicas: int
+    partition: int
+    replicas: int
+    ready_replicas: int
+    current_replicas: int
+    updated_replicas: int
+    current_revision: str | None
+    update_revision: str | None
+    raw: JsonDict
+
+    @classmethod
+    def from_object(cls, obj: JsonDict) -> StatefulSetView:
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        rolling = (spec.get("updateStrategy") or {}).get("rollingUpdate") or {}
+        return cls(
+            name=meta.get("name", ""),
+            resource_version=meta.get("resourceVersion", ""),
+            generation=int(meta.get("generation") or 0),
+            observed_generation=int(status.get("observedGeneration") or 0),
+            spec_replicas=int(spec.get("replicas", 1)),
+            partition=int(rolling.get("partition") or 0),
+            replicas=int(status.get("replicas") or 0),
+            ready_replicas=int(status.get("readyReplicas") or 0),
+            current_replicas=int(status.get("currentReplicas") or 0),
+            updated_replicas=int(status.get("updatedReplicas") or 0),
+            current_revision=status.get("currentRevision"),
+            update_revision=status.get("updateRevision"),
+            raw=obj,
+        )
+
+    def summary(self) -> str:
+        return (
+            f"rv={self.resource_version} generation={self.generation}/{self.observed_generation} "
+            f"replicas={self.replicas}/{self.spec_replicas} ready={self.ready_replicas} "
+            f"current={self.current_replicas}@{self.current_revision} "
+            f"updated={self.updated_replicas}@{self.update_revision} "
+            f"partition={self.partition}"
+        )
+
+    def timeline_fields(self) -> JsonDict:
+        return {
+            "observedGeneration": self.observed_generation,
+            "replicas": self.replicas,
+            "readyReplicas": self.ready_replicas,
+            "currentReplicas": self.current_replicas,
+            "updatedReplicas": self.updated_replicas,
+            "currentRevision": self.current_revision,
+            "updateRevision": self.update_revision,
+        }
+
+
+@dataclass(frozen=True)
+class DaemonSetView:
+    """The parts of a DaemonSet's status the node-shutdown probes observe."""
+
+    name: str
+    desired: int
+    current: int
+    ready: int
+    raw: JsonDict
+
+    @classmethod
+    def from_object(cls, obj: JsonDict) -> DaemonSetView:
+        status = obj.get("status") or {}
+        return cls(
+            name=(obj.get("metadata") or {}).get("name", ""),
+            desired=int(status.get("desiredNumberScheduled") or 0),
+            current=int(status.get("currentNumberScheduled") or 0),
+            ready=int(status.get("numberReady") or 0),
+            raw=obj,
+        )
+
+    def summary(self) -> str:
+        return f"desired={self.desired} current={self.current} ready={self.ready}"
+
+    def timeline_fields(self) -> JsonDict:
+        return {"desired": self.desired, "current": self.current, "ready": self.ready}

@@ -5,21 +5,30 @@ matches exit code 42 and whose Ignore rule matches the DisruptionTarget pod cond
 exists and is on (JobPodFailurePolicy beta from 1.26), the first pod's exit 42 fails the Job with reason
 PodFailurePolicy and no retry; where it does not (before 1.26: alpha and off in 1.25, absent before), the
 field is dropped, the Job retries up to its backoffLimit (1 here) and fails with BackoffLimitExceeded.
-This is issue 8's fifth probe, first half; the eviction / DisruptionTarget half is not written yet.
+
+The second probe evicts the Job's running pod through the Eviction API. Where pod disruption conditions
+are on (PodDisruptionConditions beta from 1.26) the API server first gives the pod the DisruptionTarget
+condition, and the policy's Ignore rule then keeps its failure from counting against backoffLimit (0 here):
+the Job replaces the pod and completes. Before 1.26 there is no such condition and no policy; what the
+evicted pod does to the Job then depends on how the controller tracks pods (see the expectations).
 """
 
 from __future__ import annotations
 
 import pytest
 
+from harness.observe import Observer
 from harness.probe import Probe
 from harness.transport import JsonDict
-from harness.views import JobView
+from harness.views import JobView, PodView
 
 pytestmark = pytest.mark.probe("job_failure_policy")
 
 # Pod start-up, 5 s of work, the controller's back-off before a retry (10 s) and a second run.
 BUDGET_S = 120.0
+# Pod start-up, then the evicted pod's stop (5 s grace at most) and a replacement's 12 s of work.
+START_BUDGET_S = 180.0
+EVICTION_BUDGET_S = 120.0
 
 
 def failure(job: JobView, namespace: str, pods: list[str]) -> JsonDict | None:
@@ -48,4 +57,46 @@ def test_exit_code_42_fails_the_job_through_its_pod_failure_policy(probe: Probe)
     probe.check("failure-policy.pods-run", len(pods.names()))
     exits = sorted({str(p.container("main").exit_code) for p in pods.states.values() if p.all_containers_terminated})
     probe.check("failure-policy.exit-codes", exits)
+    probe.conclude()
+
+
+def running(pods: Observer[PodView]) -> PodView | None:
+    return next((p for p in pods.states.values() if p.phase == "Running" and p.ready), None)
+
+
+def disruption_target(pods: Observer[PodView], pod: PodView) -> JsonDict | None:
+    """The DisruptionTarget condition the evicted pod (by uid) was given, as first seen; None if never."""
+    for _, view in pods.history:
+        condition = view.condition("DisruptionTarget") if view.uid == pod.uid else None
+        if condition is not None:
+            return {k: condition.get(k) for k in ("status", "reason", "message")}
+    return None
+
+
+def outcome(job: JobView) -> JsonDict:
+    """How the Job ended: its Complete or Failed condition and reason, and status.failed."""
+    ended = job.condition("Complete") or job.condition("Failed")
+    return {
+        "condition": ended.type if ended else None,
+        "reason": ended.reason if ended else None,
+        "failed": job.failed,
+    }
+
+
+def test_evicted_pod_is_ignored_through_the_disruption_target_rule(probe: Probe) -> None:
+    """Document 000, Pod Failure Policy: the Ignore rule on DisruptionTarget; an evicted pod does not count."""
+    manifest = probe.manifest("job-evicted-pod-ignored.yaml")
+    name = manifest["metadata"]["name"]
+    jobs: Observer[JobView] = probe.watch_all("Job", focus=name)
+    pods = probe.watch_pods()
+    probe.create(manifest)
+    pods.wait_for(f"Job {name}'s first pod to run", lambda o: running(o) is not None, within=START_BUDGET_S)
+    first = running(pods)
+    assert first is not None
+    evicted_at = probe.evict(first.name)
+    jobs.wait_for(f"Job {name} to complete or fail", lambda o: o.latest.finished, within=EVICTION_BUDGET_S)
+    pods.catch_up()
+    probe.check("eviction.disruption-target", disruption_target(pods, first), pods.gaps_since(evicted_at))
+    probe.check("eviction.job-outcome", outcome(jobs.latest), jobs.gaps_since(evicted_at))
+    probe.check("eviction.pods-run", len({v.uid for _, v in pods.history}))
     probe.conclude()

@@ -35,6 +35,7 @@ class Script:
     faults: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     nodes_ready: str = "True"
     requests: list[tuple[str, str, dict[str, list[str]], Any]] = field(default_factory=list)
+    workloads: dict[str, JsonDict] = field(default_factory=dict)  # by path: StatefulSets etc. as patched
     rv: int = 10
 
     def next_rv(self) -> str:
@@ -53,7 +54,14 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
             if not pending:
                 return False
             status = pending.pop(0)
-            body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": status, "reason": "Injected"}
+            body = {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "status": "Failure",
+                "code": status,
+                "reason": "Injected",
+                "message": f"injected {status}",
+            }
             self._send(status, body)
             return True
 
@@ -142,7 +150,11 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
                 script.namespaces.add(body["metadata"]["name"])
                 self._send(201, body)
                 return
-            namespace = path.strip("/").split("/")[3]
+            parts = path.strip("/").split("/")
+            if parts[-1] == "eviction":  # pods/NAME/eviction: the API server answers with a Status
+                self._send(201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})
+                return
+            namespace = parts[3]
             body.setdefault("metadata", {}).update(namespace=namespace, uid="uid-1", resourceVersion=script.next_rv())
             body["status"] = {"phase": "Pending"}
             script.pods[body["metadata"]["name"]] = body
@@ -151,6 +163,11 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
         def do_PATCH(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             path, _ = self._record((self.headers["Content-Type"], body))
+            if "/apis/apps/v1/" in path:  # a merge patch of a workload: answer with the patch applied
+                merged = _merge(script.workloads.get(path, {}), body)
+                script.workloads[path] = merged
+                self._send(200, merged)
+                return
             pod = script.pods[path.strip("/").split("/")[-1]]
             test, replace = body
             if pod["metadata"].get("finalizers") != test["value"]:
@@ -181,6 +198,19 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
             self._send(200, pod)
 
     return Handler
+
+
+def _merge(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch, as the API server applies application/merge-patch+json."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = _merge(result.get(key), value)
+    return result
 
 
 @contextmanager

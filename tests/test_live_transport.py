@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from harness.transport import LiveTransport
+from harness.transport import LiveTransport, Rejected
 from tests.doubles import pod
 from tests.fake_apiserver import Script, fake_apiserver
 
@@ -145,3 +145,36 @@ def test_a_watch_refused_with_500_is_retried_with_a_relist_and_a_marked_gap(
         handle.close()
     assert [e.type if e else None for e in events] == ["RELISTED", "MODIFIED"]
     assert events[0] is not None and events[0].gap == "watch failed (500)"
+
+
+def test_evict_posts_an_eviction_of_the_version_asked_for(transport: LiveTransport, script: Script) -> None:
+    status = transport.evict("ns", "running-pod", "policy/v1beta1")
+    method, path, _, body = script.requests[-1]
+    assert (method, path) == ("POST", "/api/v1/namespaces/ns/pods/running-pod/eviction")
+    assert body == {
+        "apiVersion": "policy/v1beta1",
+        "kind": "Eviction",
+        "metadata": {"name": "running-pod", "namespace": "ns"},
+    }
+    assert status["status"] == "Success"
+
+
+def test_patch_sends_a_merge_patch_not_a_json_patch(transport: LiveTransport, script: Script) -> None:
+    patched = transport.patch(
+        "StatefulSet", "ns", "web", {"spec": {"updateStrategy": {"rollingUpdate": {"partition": 2}}}}
+    )
+    method, path, _, (content_type, body) = script.requests[-1]
+    assert (method, path) == ("PATCH", "/apis/apps/v1/namespaces/ns/statefulsets/web")
+    assert content_type == "application/merge-patch+json"
+    assert body == {"spec": {"updateStrategy": {"rollingUpdate": {"partition": 2}}}}
+    assert patched["spec"]["updateStrategy"]["rollingUpdate"]["partition"] == 2
+
+
+def test_a_create_refused_as_invalid_is_a_rejection_with_the_servers_message(
+    transport: LiveTransport, script: Script
+) -> None:
+    script.faults[("POST", "pods")] = [400]
+    with pytest.raises(Rejected, match="injected 400") as refused:
+        transport.create("ns", copy.deepcopy(MANIFEST))
+    assert refused.value.status == 400
+    assert len([r for r in script.requests if r[0] == "POST"]) == 1  # an answer, not retried

@@ -16,6 +16,7 @@ from harness.transport import (
     Recording,
     RecordingMismatch,
     RecordingTransport,
+    Rejected,
     ReplayTransport,
     WatchEvent,
     _LiveWatch,
@@ -74,6 +75,18 @@ class ScriptedCluster:
     def node_containers(self, node: str) -> list[dict[str, Any]] | None:
         return [{"id": "abc123", "state": "CONTAINER_EXITED"}]
 
+    def patch(self, kind: str, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        self.watch_stream.now += 0.25
+        return {"kind": kind, "metadata": {"name": name}, **patch}
+
+    def evict(self, namespace: str, pod: str, api_version: str) -> dict[str, Any]:
+        self.watch_stream.now += 0.25
+        return {"kind": "Status", "status": "Success", "apiVersion": api_version}
+
+    def node_shutdown(self, node: str, starting: bool) -> dict[str, Any]:
+        self.watch_stream.now += 0.25
+        return {"kubelet_inhibitor": True, "output": f"{node} {starting}"}
+
 
 def converse(transport: Any) -> list[Any]:
     """A fixed conversation, as a probe would have it."""
@@ -84,6 +97,9 @@ def converse(transport: Any) -> list[Any]:
         seen.append((event.type, event.t))
     handle.close()
     seen.append(transport.node_containers("kind-control-plane"))
+    seen.append((transport.patch("StatefulSet", "ns", "web", {"spec": {"replicas": 2}}), transport.last_call_started()))
+    seen.append((transport.evict("ns", "running-pod", "policy/v1"), transport.last_call_started()))
+    seen.append((transport.node_shutdown("kind-worker", True), transport.last_call_started()))
     return seen
 
 
@@ -196,5 +212,24 @@ def test_live_transport_refuses_kinds_it_does_not_handle() -> None:
 
     transport = LiveTransport(client.ApiClient(), node_lister=None)
     assert transport.node_access is False
-    with pytest.raises(ValueError, match="does not handle StatefulSet"):
-        transport.watch("StatefulSet", "ns", "x", "1")
+    with pytest.raises(ValueError, match="does not handle ReplicaSet"):
+        transport.watch("ReplicaSet", "ns", "x", "1")
+
+
+class RefusingCluster(ScriptedCluster):
+    """Stands in for a server that does not know a field: refuses the create as Strict validation would."""
+
+    def create(self, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
+        raise Rejected(400, 'strict decoding error: unknown field "spec.podReplacementPolicy"')
+
+
+def test_a_rejected_create_is_recorded_and_replayed_as_the_same_rejection() -> None:
+    recording = Recording("p.py::test_x", {"kind": "live"})
+    recorder = RecordingTransport(RefusingCluster(), recording)
+    with pytest.raises(Rejected):
+        recorder.create("ns", {"kind": "Job", "x": 1})
+    assert recording.interactions[-1]["rejected"]["status"] == 400
+    replay = ReplayTransport(Recording(recording.probe, recording.origin, recording.interactions))
+    with pytest.raises(Rejected, match="unknown field") as replayed:
+        replay.create("ns", {"kind": "Job", "x": 1})
+    assert replayed.value.status == 400

@@ -1,0 +1,150 @@
+"""Graceful node shutdown in kind: a node image that can do it, the cluster for it, and the shutdown signal.
+
+Stock kind nodes cannot shut down gracefully: they run neither D-Bus nor systemd-logind, so the kubelet's
+shutdown manager cannot take its inhibitor lock and never hears of a shutdown (shared/research/kind.md
+section 4; kind#3135, kind#3648). The suite therefore derives an image from the pinned node image that adds
+D-Bus and starts logind, builds it with `docker build` the first time it is needed and keeps it (tagged by
+the base digest, so it is rebuilt only for a new base), and runs the shutdown probes on a cluster of a
+control-plane and one worker whose kubelets have `shutdownGracePeriod` set.
+
+A shutdown is announced the way upstream's node e2e test does it (test/e2e_node/node_shutdown_linux_test.go
+emits org.freedesktop.login1.Manager.PrepareForShutdown on the system bus): the kubelet subscribes to that
+signal with a match on interface, member and path but not on the sender
+(pkg/kubelet/nodeshutdown/systemd/inhibit_linux.go), so `busctl emit` inside the node is heard as logind's
+own; `true` starts the shutdown, `false` cancels it and the node becomes Ready again.
+
+What is verified and what is only reasoned (nothing here has run: no Docker on the machine it was written
+on) is listed in the module docstring of probes/test_node_shutdown.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from harness.kind import ClusterFailed, Runner, run_command
+from harness.versions import KubeVersion
+
+JsonDict = dict[str, Any]
+
+# Pods of the shutdown probes are pinned to the worker by this node label (kind's per-node `labels`).
+SHUTDOWN_NODE_LABEL = "pod-lifecycle-probes.test/shutdown-target"
+# The kubelet's budget for a shutdown: pods get SHUTDOWN_GRACE - CRITICAL_PODS_GRACE (20 s), critical pods
+# the last 10 s (the values upstream's node e2e test uses: ShutdownGracePeriod 20s / critical 10s; ours
+# leave the regular pods 20 s for their 5 s grace).
+SHUTDOWN_GRACE = "30s"
+# GracefulNodeShutdown: alpha (off) in 1.20, beta (on) from 1.21 (kubernetes.io feature-gates table; k/k#99735).
+GRACEFUL_NODE_SHUTDOWN_ON = ">=1.21.0-alpha.0"
+CRITICAL_PODS_GRACE = "10s"
+
+DOCKERFILE = """\
+# Derived by pod-lifecycle-probes from a pinned kind node image: adds D-Bus and starts systemd-logind, which
+# the kubelet's graceful node shutdown manager needs (shared/research/kind.md section 4).
+FROM {base}
+RUN apt-get update \\
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends dbus \\
+ && rm -rf /var/lib/apt/lists/* \\
+ && mkdir -p /etc/systemd/system/multi-user.target.wants \\
+ && ln -sf /lib/systemd/system/dbus.service /etc/systemd/system/multi-user.target.wants/dbus.service \\
+ && ln -sf /lib/systemd/system/systemd-logind.service \\
+      /etc/systemd/system/multi-user.target.wants/systemd-logind.service
+LABEL pod-lifecycle-probes.test/base-image="{base}"
+"""
+
+
+def derived_image_tag(base_reference: str) -> str:
+    """`plp-node-shutdown:v1.29.14-<12 hex of the base reference>`: one tag per base image."""
+    repository_tag = base_reference.split("@", 1)[0]
+    version = repository_tag.rsplit(":", 1)[-1] if ":" in repository_tag.rsplit("/", 1)[-1] else "latest"
+    digest = hashlib.sha256(base_reference.encode()).hexdigest()[:12]
+    return f"plp-node-shutdown:{version}-{digest}"
+
+
+def ensure_derived_image(base_reference: str, cache_dir: Path, runner: Runner = run_command) -> tuple[str, str]:
+    """The shutdown-capable image for a base node image: (tag, what was done), building it if absent."""
+    tag = derived_image_tag(base_reference)
+    if runner(["docker", "image", "inspect", tag], 60).returncode == 0:
+        return tag, f"using the shutdown-capable node image {tag} built earlier"
+    context = cache_dir / tag.replace(":", "-")
+    context.mkdir(parents=True, exist_ok=True)
+    (context / "Dockerfile").write_text(DOCKERFILE.format(base=base_reference))
+    built = runner(["docker", "build", "--tag", tag, str(context)], 1200)
+    if built.returncode != 0:
+        raise ClusterFailed(
+            f"could not build the shutdown-capable node image {tag} from {base_reference}:\n{built.output}\n"
+            f"hint: the build runs apt-get in the node image and needs network access; Dockerfile: {context}"
+        )
+    return tag, f"built the shutdown-capable node image {tag} from {base_reference} (Dockerfile: {context})"
+
+
+def cluster_config(version: KubeVersion) -> str:
+    """kind config: a control-plane and a labelled worker; from 1.21 every kubelet has a shutdown grace period.
+
+    The KubeletConfiguration patch is cluster-level because kubeadm reads the kubelet configuration from
+    the first node only (kind docs, kind#3849). shutdownGracePeriod needs the GracefulNodeShutdown gate,
+    beta and on by default from 1.21 (kubernetes/kubernetes#99735); before, the kubelet's config validation
+    refuses a grace period while the gate is off, so older clusters get none and show the default: a
+    kubelet that does not listen for shutdowns.
+    """
+    config = (
+        "kind: Cluster\n"
+        "apiVersion: kind.x-k8s.io/v1alpha4\n"
+        "nodes:\n"
+        "- role: control-plane\n"
+        "- role: worker\n"
+        "  labels:\n"
+        f'    {SHUTDOWN_NODE_LABEL}: "true"\n'
+    )
+    if version.satisfies(GRACEFUL_NODE_SHUTDOWN_ON):
+        config += (
+            "kubeadmConfigPatches:\n"
+            "- |\n"
+            "  kind: KubeletConfiguration\n"
+            f"  shutdownGracePeriod: {SHUTDOWN_GRACE}\n"
+            f"  shutdownGracePeriodCriticalPods: {CRITICAL_PODS_GRACE}\n"
+        )
+    return config
+
+
+def prepare_for_shutdown_argv(node: str, starting: bool) -> list[str]:
+    """`busctl emit OBJECT INTERFACE SIGNAL SIGNATURE ARGS`: logind's PrepareForShutdown(b) on the system bus."""
+    return [
+        "docker",
+        "exec",
+        node,
+        "busctl",
+        "emit",
+        "/org/freedesktop/login1",
+        "org.freedesktop.login1.Manager",
+        "PrepareForShutdown",
+        "b",
+        "true" if starting else "false",
+    ]
+
+
+def kubelet_inhibitor_argv(node: str) -> list[str]:
+    """The node's inhibitor locks; the kubelet's ('kubelet', mode 'delay') shows its shutdown manager is active."""
+    return ["docker", "exec", node, "systemd-inhibit", "--list", "--no-pager"]
+
+
+class NodeShutdownUnavailable(RuntimeError):
+    """The shutdown signal could not be sent into the node (busctl failed, node gone)."""
+
+
+def announce_shutdown(node: str, starting: bool, runner: Runner = run_command) -> JsonDict:
+    """Start (True) or cancel (False) a graceful shutdown of a node of the suite's shutdown cluster.
+
+    Also says whether the kubelet held its delay inhibitor lock when the signal went out: without it the
+    kubelet's shutdown manager is not running (gate off, no grace period, no logind) and the signal proves
+    nothing about it — the probes check that premise as a claim of its own.
+    """
+    locks = runner(kubelet_inhibitor_argv(node), 30)
+    emitted = runner(prepare_for_shutdown_argv(node, starting), 30)
+    if emitted.returncode != 0:
+        raise NodeShutdownUnavailable(f"could not signal PrepareForShutdown({starting}) on {node}:\n{emitted.output}")
+    return {
+        "kubelet_inhibitor": locks.returncode == 0 and "kubelet" in locks.stdout,
+        "inhibitors": locks.output,
+        "output": emitted.output,
+    }

@@ -1,0 +1,113 @@
+"""Job pod deleted while running: is its replacement created before the old pod is terminal? (issue 8, probe 4)
+
+Document 000 (shared/seeds/000_c1d4d88888778485.txt) explains why Jobs used to start a replacement while the
+old pod was still terminating, and how KEP-3329 (podFailurePolicy) and KEP-3939 (podReplacementPolicy,
+`status.terminating`) changed that. Four Jobs, one per combination: no policy, a podFailurePolicy,
+podReplacementPolicy TerminatingOrFailed, podReplacementPolicy Failed. Each pod takes 8 s to stop after
+SIGTERM, so the order of "replacement created" and "old pod terminal (or gone)" shows plainly in the one
+pod watch that sees both (a single watch delivers events in the server's order).
+
+Where the server does not know podReplacementPolicy, the Strict create (harness/transport.py) is refused as
+an unknown field; the probe records that as the claim `replacement.policy-field` and then creates the Job
+without the field, as a client with the default field validation (Warn: unknown fields dropped) would have
+it, so the remaining claims show the default behaviour on that version.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from harness.observe import Observer
+from harness.probe import Probe
+from harness.transport import JsonDict, Rejected
+from harness.views import JobView, PodView
+
+pytestmark = pytest.mark.probe("job_replacement")
+
+START_BUDGET_S = 180.0
+# The old pod stops 8 s after SIGTERM (grace 20 s); the replacement comes at once or after that.
+REPLACEMENT_BUDGET_S = 60.0
+
+
+def create_job(probe: Probe, manifest: JsonDict) -> str:
+    """Create the Job; return what the server kept of spec.podReplacementPolicy ('rejected' if refused)."""
+    try:
+        created = probe.create(manifest, anchor=False)
+    except Rejected as rejected:
+        if "podReplacementPolicy" not in rejected.message:
+            raise
+        without = copy.deepcopy(manifest)
+        del without["spec"]["podReplacementPolicy"]
+        probe.create(without)
+        return "rejected"
+    return str(created["spec"].get("podReplacementPolicy"))
+
+
+def running(pods: Observer[PodView]) -> PodView | None:
+    return next((p for p in pods.states.values() if p.phase == "Running" and p.ready), None)
+
+
+def terminal_or_gone(pods: Observer[PodView], pod: PodView) -> float | None:
+    """When the pod (by uid) was first seen in a terminal phase or deleted."""
+    for t, type_, view in pods.changes:
+        if view.uid == pod.uid and (type_ in ("DELETED", "GONE") or view.phase in ("Failed", "Succeeded")):
+            return t
+    return None
+
+
+def replacement(pods: Observer[PodView], old: PodView) -> tuple[float, PodView] | None:
+    """The first pod other than `old` seen after it, and when."""
+    return next(((t, v) for t, type_, v in pods.changes if type_ == "ADDED" and v.uid != old.uid), None)
+
+
+def max_terminating(jobs: Observer[JobView]) -> int | None:
+    """The largest status.terminating the Job reported (None: the server never set the field)."""
+    values = [view.terminating for _, view in jobs.history if view.terminating is not None]
+    return max(values) if values else None
+
+
+def delete_running_pod_and_watch(probe: Probe, manifest_file: str, claim_field: bool) -> None:
+    manifest = probe.manifest(manifest_file)
+    name = manifest["metadata"]["name"]
+    jobs: Observer[JobView] = probe.watch_all("Job", focus=name)
+    pods = probe.watch_pods()
+    kept = create_job(probe, manifest)
+    if claim_field:
+        probe.check("replacement.policy-field", kept)
+    pods.wait_for(f"Job {name}'s pod to run", lambda o: running(o) is not None, within=START_BUDGET_S)
+    old = running(pods)
+    assert old is not None
+    deleted_at = probe.delete_pod(old)
+    pods.wait_for(
+        f"pod {old.name} to be terminal or gone, and a replacement to be created",
+        lambda o: terminal_or_gone(o, old) is not None and replacement(o, old) is not None,
+        within=REPLACEMENT_BUDGET_S,
+    )
+    jobs.catch_up()
+    old_done, new = terminal_or_gone(pods, old), replacement(pods, old)
+    assert old_done is not None and new is not None
+    probe.check("replacement.before-old-pod-terminal", new[0] < old_done, pods.gaps_since(deleted_at))
+    probe.check("replacement.terminating-reported", max_terminating(jobs), jobs.gaps_since(deleted_at))
+    probe.conclude()
+
+
+def test_job_without_policies_replaces_a_deleted_pod(probe: Probe) -> None:
+    """Document 000: without policies the Job controller counts a terminating pod as gone and replaces it."""
+    delete_running_pod_and_watch(probe, "job-pod-replaced-default.yaml", claim_field=False)
+
+
+def test_job_with_pod_failure_policy_replaces_a_deleted_pod(probe: Probe) -> None:
+    """Document 000 / KEP-3329: with a podFailurePolicy the replacement waits for the old pod (on some versions)."""
+    delete_running_pod_and_watch(probe, "job-pod-replaced-with-failure-policy.yaml", claim_field=False)
+
+
+def test_job_replacing_terminating_or_failed_pods(probe: Probe) -> None:
+    """KEP-3939: podReplacementPolicy TerminatingOrFailed replaces a pod as soon as it is terminating."""
+    delete_running_pod_and_watch(probe, "job-pod-replaced-terminating-or-failed.yaml", claim_field=True)
+
+
+def test_job_replacing_failed_pods_only(probe: Probe) -> None:
+    """KEP-3939: podReplacementPolicy Failed replaces a pod only once it is terminal."""
+    delete_running_pod_and_watch(probe, "job-pod-replaced-when-failed.yaml", claim_field=True)

@@ -1,0 +1,120 @@
+"""Pods of a DaemonSet and of a StatefulSet through a graceful node shutdown (issue 8, probes 1 and 2).
+
+Document 000 (shared/seeds/000_c1d4d88888778485.txt): since 1.27 (k/k#115331) a pod the kubelet stops can
+end Succeeded instead of Failed, and a graceful node shutdown stops pods without deleting them. The
+DaemonSet controller handled only Failed pods and left a Succeeded one in place (k/k#117018, fixed by
+k/k#117073); the StatefulSet controller did the same (k/k#118310, fixed by k/k#120398, reverted, re-landed
+as k/k#121389). Each probe also checks what the shutdown does to the pod itself: phase, reason, message,
+the DisruptionTarget condition, the container's exit.
+
+How (harness/node_shutdown.py): a cluster of a control-plane and one labelled worker, from a node image
+derived from the pinned one that adds D-Bus and logind, with the kubelets' shutdownGracePeriod 30 s (20 s
+for regular pods). The probe starts the pod on the worker, announces a shutdown there by emitting logind's
+PrepareForShutdown(true) on the node's system bus (as the kubelet's node e2e test does), observes the pod,
+cancels the shutdown (PrepareForShutdown(false): the kubelet takes its lock again, the node turns Ready),
+and waits for the controller to run a pod on the node again.
+
+Verified and reasoned. Read in the sources: the kubelet's signal match (interface, member, path, no
+sender), the e2e test's use of the signal and of `false` to recover, the kubelet's shutdown status and
+messages, kind's cluster config fields (node labels, cluster-level KubeletConfiguration patch) — see the
+expectations' sources. Only reasoned, never run (no Docker where this was written): that the derived image
+brings up D-Bus and logind inside a kind node so the kubelet gets its inhibitor lock (the probe checks this
+premise as a claim: `shutdown.kubelet-listening`), and that `busctl emit` is accepted there.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.observe import Observer, PodObserver
+from harness.probe import Probe
+from harness.transport import JsonDict
+from harness.views import PodView
+
+pytestmark = [pytest.mark.probe("node_shutdown"), pytest.mark.node_shutdown]
+
+START_BUDGET_S = 180.0
+# The kubelet's shutdown grace (30 s) bounds how long stopping the pods takes, plus its status update.
+SHUTDOWN_BUDGET_S = 45.0
+# After the shutdown is cancelled: node Ready again, the controller's back-off for failed daemon pods
+# (1 s doubling, pkg/controller/daemon/daemon_controller.go failedPodsBackoff), the pod's start.
+RECOVERY_BUDGET_S = 150.0
+
+
+def on_worker(pods: Observer[PodView]) -> PodView | None:
+    """A pod of the namespace that runs, Ready, on a node and is not being deleted."""
+    return next(
+        (
+            p
+            for p in pods.states.values()
+            if p.phase == "Running" and p.ready and p.node_name and not p.deletion_timestamp
+        ),
+        None,
+    )
+
+
+def stopped(pod: PodView) -> bool:
+    return pod.phase in ("Failed", "Succeeded") or pod.all_containers_terminated
+
+
+def disruption_target(pod: PodView) -> JsonDict | None:
+    condition = pod.condition("DisruptionTarget")
+    if condition is None:
+        return None
+    return {"status": condition.get("status"), "reason": condition.get("reason"), "message": condition.get("message")}
+
+
+def shut_down_and_recover(probe: Probe, manifest_name: str) -> tuple[PodObserver, PodView, PodView | None]:
+    """Start the workload, shut its node down, check the pod's own fate, cancel, wait for a new pod.
+
+    Returns the pods' observer, the first pod as last seen, and the pod that ran afterwards (None if none).
+    """
+    pods = probe.watch_pods()
+    probe.create(probe.manifest(manifest_name))
+    pods.wait_for("the workload's pod to run on the shutdown node", lambda o: on_worker(o) is not None, START_BUDGET_S)
+    first = on_worker(pods)
+    assert first is not None and first.node_name is not None
+    name, node = first.name, first.node_name
+
+    signal = probe.shutdown_node(node, starting=True)
+    probe.check("shutdown.kubelet-listening", signal.get("kubelet_inhibitor"))
+    pods.observe_until(lambda o: name in o.deleted or stopped(o.states[name]), within=SHUTDOWN_BUDGET_S)
+    shut = pods.states[name]
+    gaps = pods.gaps_since(0.0)
+    probe.check("shutdown.pod-status", {"phase": shut.phase, "reason": shut.reason, "message": shut.message}, gaps)
+    probe.check("shutdown.disruption-target", disruption_target(shut), gaps)
+    probe.check("shutdown.container-exit", shut.container("main").exit if shut.all_containers_terminated else None)
+
+    probe.shutdown_node(node, starting=False)
+    pods.observe_until(lambda o: successor(o, shut) is not None, within=RECOVERY_BUDGET_S)
+    return pods, shut, successor(pods, shut)
+
+
+def successor(pods: Observer[PodView], stopped_pod: PodView) -> PodView | None:
+    """A pod other than the stopped one (another uid; a StatefulSet reuses the name) running Ready again."""
+    pod = on_worker(pods)
+    return pod if pod is not None and pod.uid != stopped_pod.uid else None
+
+
+def fate(pods: PodObserver, first: PodView) -> str:
+    """What became of the stopped pod (by uid): 'deleted', or its phase as last seen."""
+    seen = [(type_, view) for _, type_, view in pods.changes if view.uid == first.uid]
+    if any(type_ in ("DELETED", "GONE") for type_, _ in seen):
+        return "deleted"
+    return str(seen[-1][1].phase if seen else first.phase)
+
+
+def test_daemonset_pod_after_graceful_node_shutdown(probe: Probe) -> None:
+    """Document 000 / k/k#117018: a DaemonSet pod stopped by a node shutdown is replaced once the node is back."""
+    pods, first, after = shut_down_and_recover(probe, "daemonset-on-shutdown-node.yaml")
+    probe.check("daemonset.pod-replaced", after is not None, pods.gaps_since(0.0))
+    probe.check("daemonset.stopped-pod", fate(pods, first), pods.gaps_since(0.0))
+    probe.conclude()
+
+
+def test_statefulset_pod_after_graceful_node_shutdown(probe: Probe) -> None:
+    """Document 000 / k/k#118310: a StatefulSet pod stopped by a node shutdown is recreated once the node is back."""
+    pods, first, after = shut_down_and_recover(probe, "statefulset-on-shutdown-node.yaml")
+    probe.check("statefulset.pod-recreated", after is not None, pods.gaps_since(0.0))
+    probe.check("statefulset.stopped-pod", fate(pods, first), pods.gaps_since(0.0))
+    probe.conclude()

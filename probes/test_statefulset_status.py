@@ -1,0 +1,164 @@
+"""StatefulSet status through a Parallel scale-up and a partitioned rolling update (issue 8, probe 3).
+
+Document 000 (shared/seeds/000_c1d4d88888778485.txt), "StatefulSet の Conformance テストの破壊": k/k#117865
+made Parallel pod management create pods in parallel, and with it `status.replicas` was first written
+smaller than the pods just created, corrected on the next sync. The controller judged a rolling update
+complete from status.replicas, so a partitioned update could be taken as finished early: currentRevision
+moved to the update revision, and a pod below the partition that was deleted came back at the new revision
+(k/k#119684, k/k#119685). k/k#120731 judges completion from spec.replicas instead. k/k#117865 was
+cherry-picked into patch lines that did not all get k/k#120731: the expectations list which.
+
+The probe records every StatefulSet and pod change from before it creates anything, orders them as the
+API server made them (resourceVersion, see harness.observe.in_server_order) and checks three invariants
+over the whole stream; a violation is reported with the offending status update and the pods then.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from harness.observe import Observer, PodObserver, in_server_order
+from harness.probe import Probe
+from harness.views import PodView, StatefulSetView
+
+pytestmark = pytest.mark.probe("statefulset_status")
+
+REPLICAS = 3
+PARTITION = 2  # only the highest ordinal (parallel-web-2) is updated
+BELOW_PARTITION = "parallel-web-0"
+# Three small pods on one node: scheduling, the pinned image's pull and start.
+START_BUDGET_S = 180.0
+# After the last expected change, keep recording this long: a late status write is part of the stream.
+SETTLE_S = 10.0
+
+
+def existing_pods(changes: list[tuple[float, str, str, Any]], upto: int) -> list[str]:
+    """The pods that existed just before change number `upto` of the ordered stream."""
+    alive: set[str] = set()
+    for _, kind, type_, view in changes[:upto]:
+        if kind != "Pod":
+            continue
+        if type_ in ("DELETED", "GONE"):
+            alive.discard(view.name)
+        else:
+            alive.add(view.name)
+    return sorted(alive)
+
+
+def status_updates(changes: list[tuple[float, str, str, Any]]) -> list[tuple[int, StatefulSetView]]:
+    """(position in the stream, StatefulSet as written) for every change of the StatefulSet."""
+    return [(i, view) for i, (_, kind, type_, view) in enumerate(changes) if kind == "StatefulSet" and type_ != "GONE"]
+
+
+def replicas_below_pods(changes: list[tuple[float, str, str, Any]]) -> str | None:
+    """The first status write whose status.replicas is below the number of pods that existed, or None."""
+    for position, view in status_updates(changes):
+        pods = existing_pods(changes, position)
+        if view.observed_generation and view.replicas < len(pods):
+            return (
+                f"status.replicas {view.replicas} while {len(pods)} pods existed ({', '.join(pods)}): {view.summary()}"
+            )
+    return None
+
+
+def current_revision_moved_early(changes: list[tuple[float, str, str, Any]], original: str | None) -> str | None:
+    """The first status write that moved currentRevision away from `original` before every pod was updated.
+
+    With the partition above 0 not every pod is ever updated here, so any move is early.
+    """
+    for _, view in status_updates(changes):
+        if original and view.current_revision and view.current_revision != original:
+            moved = f"currentRevision moved to {view.current_revision}"
+            return f"{moved} with updatedReplicas {view.updated_replicas} of {view.spec_replicas}: {view.summary()}"
+    return None
+
+
+def revision_name(pod: PodView, current: str | None, update: str | None) -> str:
+    """'current' or 'update' for the pod's controller-revision-hash (currentRevision ends with it)."""
+    revision = pod.revision or ""
+    if current and revision and current.endswith(revision):
+        return "current"
+    if update and revision and update.endswith(revision):
+        return "update"
+    return f"unknown ({revision or 'no label'})"
+
+
+def all_ready(sets: Observer[StatefulSetView]) -> bool:
+    latest = sets.latest
+    return latest.observed_generation >= latest.generation and latest.ready_replicas == REPLICAS
+
+
+def recreated_and_ready(pods: Observer[PodView], name: str) -> bool:
+    """A pod of this name was seen terminating, and later a Ready pod of the same name without deletion."""
+    terminating = pods.first_seen(name, lambda p: p.deletion_timestamp is not None)
+    if terminating is None:
+        return False
+    return any(
+        seen > terminating and view.name == name and view.deletion_timestamp is None and view.ready
+        for seen, view in pods.history
+    )
+
+
+def test_statefulset_status_through_parallel_scale_up_and_partitioned_update(probe: Probe) -> None:
+    """Document 000: status.replicas covers the pods created; a partitioned update keeps the pods below it."""
+    manifest = probe.manifest("statefulset-parallel-partitioned.yaml")
+    name = manifest["metadata"]["name"]
+    sets: Observer[StatefulSetView] = probe.watch_all("StatefulSet", focus=name)
+    pods: PodObserver = probe.watch_pods()
+    probe.create(manifest, anchor=True)
+
+    # Act 1: the Parallel scale-up from 0 to 3.
+    sets.wait_for(
+        f"StatefulSet {name} to have {REPLICAS} ready replicas",
+        lambda o: name in o.states and all_ready(o),
+        within=START_BUDGET_S,
+    )
+    pods.catch_up()
+    original = sets.latest.current_revision
+
+    # Act 2: a partitioned rolling update; the pod above the partition moves to the new revision.
+    probe.patch(
+        "StatefulSet",
+        name,
+        {
+            "spec": {
+                "updateStrategy": {"rollingUpdate": {"partition": PARTITION}},
+                "template": {"metadata": {"annotations": {"pod-lifecycle-probes.test/revision": "2"}}},
+            }
+        },
+        label=f"rolling update, partition {PARTITION}",
+    )
+    sets.wait_for(
+        f"StatefulSet {name} to update the pod above partition {PARTITION}",
+        lambda o: (
+            o.latest.update_revision not in (None, original)
+            and o.latest.updated_replicas >= REPLICAS - PARTITION
+            and o.latest.ready_replicas == REPLICAS
+        ),
+        within=START_BUDGET_S,
+    )
+    pods.catch_up()
+
+    # Act 3: delete a pod below the partition; the controller recreates it.
+    deleted_at = probe.delete_pod(pods.states[BELOW_PARTITION])
+    pods.wait_for(
+        f"pod {BELOW_PARTITION} to be recreated and Ready",
+        lambda o: recreated_and_ready(o, BELOW_PARTITION),
+        within=START_BUDGET_S,
+    )
+    sets.observe_for(SETTLE_S)
+    pods.catch_up()
+
+    changes = in_server_order(sets, pods)
+    gaps = sets.gaps_since(0.0) + pods.gaps_since(0.0)
+    latest = sets.latest
+    probe.check("statefulset.scale-up.replicas-cover-pods", replicas_below_pods(changes), gaps)
+    probe.check(
+        "statefulset.partition.recreated-pod-revision",
+        revision_name(pods.states[BELOW_PARTITION], original, latest.update_revision),
+        pods.gaps_since(deleted_at),
+    )
+    probe.check("statefulset.partition.current-revision-holds", current_revision_moved_early(changes, original), gaps)
+    probe.conclude()
