@@ -95,12 +95,24 @@ class Verdict:
         }
 
 
-def evaluate(claim: Claim, version: KubeVersion, observed: Any, gaps: list[str] | None = None) -> Verdict:
+def evaluate(
+    claim: Claim, version: KubeVersion, observed: Any, gaps: list[str] | None = None, evidence: str | None = None
+) -> Verdict:
     """Judge one observation; a mismatch says which other version range it looks like, if any.
 
     When the watch had gaps in the window the observation comes from, a mismatch is undecided, not failed:
     the transition that would have matched may have happened unseen. It is never a pass either.
+    `evidence`: what the observation rests on (e.g. the offending status update), kept and shown on a mismatch.
     """
+    verdict = _evaluate(claim, version, observed, gaps)
+    if evidence:
+        verdict.detail["evidence"] = evidence
+        if verdict.status != PASS:
+            verdict.message += f"\n  evidence: {evidence}"
+    return verdict
+
+
+def _evaluate(claim: Claim, version: KubeVersion, observed: Any, gaps: list[str] | None) -> Verdict:
     expected = claim.expectation_for(version)
     if expected.matches(observed):
         detail = {"watch_gaps": gaps} if gaps else {}

@@ -215,12 +215,15 @@ class Probe:
 
     # ---------------------------------------------------------------------------------- checking
 
-    def check(self, claim_id: str, observed: Any, gaps: list[str] | None = None) -> Verdict:
+    def check(
+        self, claim_id: str, observed: Any, gaps: list[str] | None = None, evidence: str | None = None
+    ) -> Verdict:
         """Judge an observation against the claim's expectation for the server's version.
 
         `gaps`: watch gaps in the window the observation covers; a mismatch then is undecided, not failed.
+        `evidence`: what the observation rests on, shown with a mismatch (e.g. the offending status update).
         """
-        verdict = evaluate(self.claims[claim_id], self.server_version, observed, gaps)
+        verdict = evaluate(self.claims[claim_id], self.server_version, observed, gaps, evidence)
         self.verdicts.append(verdict)
         return verdict
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import hashlib
 import re
 import secrets
 from dataclasses import dataclass, field
@@ -21,8 +22,16 @@ def new_run_id() -> str:
 
 
 def safe_name(text: str, limit: int = 120) -> str:
-    """A file- and DNS-friendly name: lower case, [a-z0-9-], no leading/trailing dash."""
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:limit].strip("-")
+    """A file- and DNS-friendly name: lower case, [a-z0-9-], no leading/trailing dash.
+
+    A name longer than `limit` is cut and ends with 8 hex of the whole text, so two long names that share a
+    beginning (one probe, several recordings) stay distinct.
+    """
+    name = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    return f"{name[: max(limit - 9, 1)].strip('-')}-{digest}"
 
 
 @dataclass

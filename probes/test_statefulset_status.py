@@ -154,11 +154,13 @@ def test_statefulset_status_through_parallel_scale_up_and_partitioned_update(pro
     changes = in_server_order(sets, pods)
     gaps = sets.gaps_since(0.0) + pods.gaps_since(0.0)
     latest = sets.latest
-    probe.check("statefulset.scale-up.replicas-cover-pods", replicas_below_pods(changes), gaps)
+    below = replicas_below_pods(changes)
+    probe.check("statefulset.scale-up.replicas-cover-pods", below is None, gaps, evidence=below)
     probe.check(
         "statefulset.partition.recreated-pod-revision",
         revision_name(pods.states[BELOW_PARTITION], original, latest.update_revision),
         pods.gaps_since(deleted_at),
     )
-    probe.check("statefulset.partition.current-revision-holds", current_revision_moved_early(changes, original), gaps)
+    moved = current_revision_moved_early(changes, original)
+    probe.check("statefulset.partition.current-revision-holds", moved is None, gaps, evidence=moved)
     probe.conclude()

@@ -41,6 +41,16 @@ def test_derived_recordings_are_current_and_say_they_are_derived() -> None:
         assert "not recorded" in written[name]["origin"]["note"]
 
 
+def test_every_derived_recording_of_every_family_is_current() -> None:
+    derived = derive_recordings.all_recordings()
+    on_disk = {str(p.relative_to(RECORDINGS)) for p in RECORDINGS.rglob("*-derived.json")}
+    assert on_disk == set(derived), "run make recordings"
+    for relative, recording in derived.items():
+        written = json.loads((RECORDINGS / relative).read_text())
+        assert written == json.loads(json.dumps(recording)), f"{relative}: run make recordings"
+        assert written["origin"]["kind"] == "derived"
+
+
 def test_every_probe_module_has_recordings_for_every_probe() -> None:
     recorded = {Recording.load(p).probe for p in RECORDINGS.rglob("*.json")}
     for module in (REPO / "probes").glob("test_*.py"):

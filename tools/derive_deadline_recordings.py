@@ -47,6 +47,8 @@ class Script:
     probe_module: str = "test_active_deadline.py"
     watches: dict[str, JsonDict] = field(default_factory=dict)
     rv: int = 100
+    document: str = DOC_001
+    watch_until: float = 0.0  # the probe keeps watching at least until then (a settle window)
 
     def call(self, call: str, request: JsonDict, t: float, response: Any) -> None:
         self.steps.append(
@@ -82,7 +84,7 @@ class Script:
         self.watches[kind]["events"].append({"t": round(t, 3), "type": type_, "object": snapshot})
 
     def recording(self) -> JsonDict:
-        end = max(s.get("t_end", 0.0) for s in self.steps) + 0.5
+        end = max([s.get("t_end", 0.0) for s in self.steps] + [self.watch_until]) + 0.5
         for step in self.watches.values():
             step["events"].sort(key=lambda e: e["t"])
             step["closed_at"] = round(max([end] + [e["t"] for e in step["events"]]), 3)
@@ -100,7 +102,7 @@ class Script:
                 "note": "Derived, not recorded: no cluster ran. States and timings are what the basis reports; "
                 "object fields not shown by the basis are filled with plausible values.",
                 "basis": self.basis,
-                "document": DOC_001,
+                "document": self.document,
                 "namespace": NAMESPACE,
                 "run_id": "derived",
                 "node_access": True,
@@ -423,6 +425,7 @@ def failure_policy(git_version: str) -> JsonDict:
         "pod_failure_policy.go and the JobPodFailurePolicy feature gate (beta from 1.26)",
     )
     s.probe_module = "test_job_failure_policy.py"
+    s.document = DOC_000
     m = manifest("job-pod-failure-policy-exit-42.yaml")
     name = m["metadata"]["name"]
     s.watch("Job", 0.05)

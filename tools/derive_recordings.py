@@ -30,6 +30,7 @@ from harness.transport import RECORDING_FORMAT  # noqa: E402
 from harness.versions import resolve_image  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import derive_controller_recordings  # noqa: E402
 import derive_deadline_recordings  # noqa: E402
 import derive_termination_recordings  # noqa: E402
 
@@ -313,6 +314,9 @@ def all_recordings() -> dict[str, JsonDict]:
     out.update({f"termination_order/{name}": rec for name, rec in derive_termination_recordings.recordings().items()})
     out.update(
         {f"job_failure_policy/{n}": rec for n, rec in derive_deadline_recordings.failure_policy_recordings().items()}
+    )
+    out.update(
+        {f"statefulset_status/{n}": r for n, r in derive_controller_recordings.statefulset_status_recordings().items()}
     )
     return out
 

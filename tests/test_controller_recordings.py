@@ -1,0 +1,73 @@
+"""Issue 8's controller probes on edited copies of their derived recordings: a contradiction fails them clearly.
+
+Stood in: the cluster (a derived recording, edited). Real: the probe functions, Probe, the replayed
+transport and the evaluator, as in `make test`'s --replay run.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from harness.probe import ClaimsFailed, Probe
+from harness.run import Run
+from harness.transport import Recording
+from probes import test_statefulset_status as statefulset_probes
+
+RECORDINGS = Path(__file__).resolve().parent.parent / "recordings"
+
+
+def replay(family: str, module: object, name: str, tmp_path: Path, recording: Recording | None = None) -> Probe:
+    recording = recording or Recording.load(RECORDINGS / family / name)
+    probe = Probe.replaying(recording, family, Run.start(tmp_path))
+    getattr(module, recording.probe.split("::")[1])(probe)
+    return probe
+
+
+STS_129 = "statefulset_status_through_parallel_scale_up_and_partitioned_update--v1.29.14-derived.json"
+
+
+def test_a_fixed_statefulset_controller_that_moves_current_revision_early_fails_with_the_offending_update(
+    tmp_path: Path,
+) -> None:
+    recording = copy.deepcopy(Recording.load(RECORDINGS / "statefulset_status" / STS_129))
+    for step in recording.interactions:
+        if step["call"] == "watch" and step["request"]["kind"] == "StatefulSet":
+            for event in step["events"]:
+                status = event["object"]["status"]
+                if event["t"] >= 8.3:  # after parallel-web-0 came back: the update judged complete
+                    status["currentRevision"] = status["updateRevision"]
+    with pytest.raises(ClaimsFailed) as failed:
+        replay("statefulset_status", statefulset_probes, STS_129, tmp_path, recording)
+    message = str(failed.value)
+    assert "1 of 3 claims failed on Kubernetes v1.29.14" in message
+    assert "statefulset.partition.current-revision-holds" in message
+    assert "the v1.29.14 cluster behaved like >=1.28.0,<1.28.4" in message
+    assert "evidence: currentRevision moved to parallel-web-7b4f9d6c58 with updatedReplicas 1 of 3" in message
+    assert "rv=" in message and "partition=2" in message  # the offending status update itself
+
+
+def test_a_statefulset_that_recreates_the_pod_below_the_partition_at_the_new_revision_fails(tmp_path: Path) -> None:
+    recording = copy.deepcopy(Recording.load(RECORDINGS / "statefulset_status" / STS_129))
+    for step in recording.interactions:
+        if step["call"] == "watch" and step["request"]["kind"] == "Pod":
+            for event in step["events"]:
+                labels = event["object"]["metadata"]["labels"]
+                if event["object"]["metadata"]["name"] == "parallel-web-0" and event["t"] >= 8.2:
+                    labels["controller-revision-hash"] = "parallel-web-7b4f9d6c58"
+    with pytest.raises(ClaimsFailed, match=r"recreated-pod-revision: .* was 'update', expected 'current'"):
+        replay("statefulset_status", statefulset_probes, STS_129, tmp_path, recording)
+
+
+def test_the_regression_recording_passes_on_its_own_version_with_all_three_violations_seen(tmp_path: Path) -> None:
+    name = "statefulset_status_through_parallel_scale_up_and_partitioned_update--v1.28.0-derived.json"
+    probe = replay("statefulset_status", statefulset_probes, name, tmp_path)
+    observed = {v.claim.id: v.observed for v in probe.verdicts}
+    assert observed == {
+        "statefulset.scale-up.replicas-cover-pods": False,
+        "statefulset.partition.recreated-pod-revision": "update",
+        "statefulset.partition.current-revision-holds": False,
+    }
+    assert all(v.status == "pass" for v in probe.verdicts)

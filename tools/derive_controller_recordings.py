@@ -1,0 +1,154 @@
+"""Recordings for issue 8's controller probes, derived from document 000 and the Kubernetes sources it cites.
+
+Not recorded: no cluster ran. Each scenario plays what document 000 and the cited PRs say the controllers
+do on that version (which status a StatefulSet writes, which pods a Job or DaemonSet creates and when,
+what a node shutdown does to a pod); object fields the sources do not show are filled with plausible
+values. Called by tools/derive_recordings.py.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from derive_deadline_recordings import DOC_000, NAMESPACE, PodStates, Script, manifest, ts
+
+JsonDict = dict[str, Any]
+REV_1, REV_2 = "parallel-web-5d9c7b8f6d", "parallel-web-7b4f9d6c58"
+
+
+# ------------------------------------------------------------------------------ StatefulSet status
+
+
+class StatefulSetStates:
+    """A StatefulSet's object as the controller writes its status."""
+
+    def __init__(self, m: JsonDict) -> None:
+        self.obj: JsonDict = copy.deepcopy(m)
+        self.obj["metadata"].update(namespace=NAMESPACE, uid="uid-parallel-web", generation=1)
+        self.obj["status"] = {}
+
+    def status(self, **values: Any) -> JsonDict:
+        self.obj["status"].update(values)
+        return self.obj
+
+
+def stateful_pod(name: str, m: JsonDict, revision: str, created: float) -> PodStates:
+    pod = PodStates(name, m["spec"]["template"]["spec"], created)
+    pod.obj["metadata"]["labels"] = {
+        **m["spec"]["template"]["metadata"]["labels"],
+        "controller-revision-hash": revision,
+        "statefulset.kubernetes.io/pod-name": name,
+    }
+    pod.obj["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "parallel-web", "uid": "uid-parallel-web"}
+    ]
+    return pod
+
+
+def deleting(pod: PodStates, t: float, grace: int) -> JsonDict:
+    pod.obj["metadata"].update(deletionTimestamp=ts(t + grace), deletionGracePeriodSeconds=grace)
+    return pod.obj
+
+
+def statefulset_status(git_version: str, replicas_dip: bool, regression: bool, basis: str) -> JsonDict:
+    """Parallel scale-up to 3, partition 2 with a new template, delete parallel-web-0, watch it come back.
+
+    `replicas_dip`: the k/k#117865 controller — status.replicas first written below the pods just created.
+    `regression`: and without k/k#120731 — the update judged complete from status.replicas, currentRevision
+    moved, the deleted pod recreated at the update revision (document 000; k/k#119684, k/k#119685). The
+    order of status writes is illustrative: the sources give the outcome, not every write.
+    """
+    s = Script("test_statefulset_status_through_parallel_scale_up_and_partitioned_update", git_version, basis)
+    s.probe_module, s.document = "test_statefulset_status.py", DOC_000
+    m = manifest("statefulset-parallel-partitioned.yaml")
+    s.watch("StatefulSet", 0.05)
+    s.watch("Pod", 0.1)
+    sts = StatefulSetStates(m)
+    s.call("create", {"namespace": NAMESPACE, "manifest": m}, 0.2, copy.deepcopy(sts.obj))
+    s.event("StatefulSet", 0.3, "ADDED", sts.obj)
+    pods = {i: stateful_pod(f"parallel-web-{i}", m, REV_1, 0.35) for i in range(3)}
+    for i, pod in pods.items():
+        s.event("Pod", 0.35 + i * 0.01, "ADDED", pod.obj)
+    revisions = {"currentRevision": REV_1, "updateRevision": REV_1}
+    if replicas_dip:  # the pods just created are not counted yet (document 000: "a small value first")
+        s.event("StatefulSet", 0.5, "MODIFIED", sts.status(observedGeneration=1, replicas=1, **revisions))
+    s.event(
+        "StatefulSet",
+        0.6,
+        "MODIFIED",
+        sts.status(observedGeneration=1, replicas=3, currentReplicas=3, updatedReplicas=3, **revisions),
+    )
+    for i, pod in pods.items():
+        s.event("Pod", 2.1 + i * 0.05, "MODIFIED", pod.running(2.0))
+    s.event("StatefulSet", 2.4, "MODIFIED", sts.status(readyReplicas=3, availableReplicas=3))
+
+    patch = {
+        "spec": {
+            "updateStrategy": {"rollingUpdate": {"partition": 2}},
+            "template": {"metadata": {"annotations": {"pod-lifecycle-probes.test/revision": "2"}}},
+        }
+    }
+    sts.obj["metadata"]["generation"] = 2
+    sts.obj["spec"]["updateStrategy"]["rollingUpdate"]["partition"] = 2
+    sts.obj["spec"]["template"]["metadata"]["annotations"] = {"pod-lifecycle-probes.test/revision": "2"}
+    s.call("patch", {"kind": "StatefulSet", "namespace": NAMESPACE, "name": "parallel-web", "patch": patch}, 3.0,
+           copy.deepcopy(sts.obj))  # fmt: skip
+    s.event("StatefulSet", 3.05, "MODIFIED", sts.obj)
+    s.event("StatefulSet", 3.1, "MODIFIED", sts.status(observedGeneration=2, updateRevision=REV_2, updatedReplicas=0))
+    s.event("Pod", 3.2, "MODIFIED", deleting(pods[2], 3.2, 1))
+    s.event("Pod", 4.3, "DELETED", pods[2].obj)
+    pods[2] = stateful_pod("parallel-web-2", m, REV_2, 4.4)
+    s.event("Pod", 4.4, "ADDED", pods[2].obj)
+    s.event("StatefulSet", 4.5, "MODIFIED", sts.status(currentReplicas=2, updatedReplicas=1, readyReplicas=2))
+    s.event("Pod", 6.2, "MODIFIED", pods[2].running(6.1))
+    s.event("StatefulSet", 6.3, "MODIFIED", sts.status(readyReplicas=3, availableReplicas=3))
+
+    doomed = copy.deepcopy(deleting(pods[0], 7.0, 1))
+    s.call("delete", {"kind": "Pod", "namespace": NAMESPACE, "name": "parallel-web-0", "grace_period_seconds": None},
+           7.0, doomed)  # fmt: skip
+    s.event("Pod", 7.05, "MODIFIED", doomed)
+    s.event("Pod", 8.1, "DELETED", doomed)
+    recreated_revision = REV_1
+    if regression:  # replicas written from the pods before the recreation: 2 updated of "2" -> judged complete
+        s.event(
+            "StatefulSet",
+            8.15,
+            "MODIFIED",
+            sts.status(replicas=1, currentReplicas=0, updatedReplicas=1, readyReplicas=1, currentRevision=REV_2),
+        )
+        recreated_revision = REV_2
+    pods[0] = stateful_pod("parallel-web-0", m, recreated_revision, 8.2)
+    s.event("Pod", 8.2, "ADDED", pods[0].obj)
+    current = 1 if regression else 2
+    updated = 2 if regression else 1
+    s.event(
+        "StatefulSet",
+        8.3,
+        "MODIFIED",
+        sts.status(replicas=3, currentReplicas=current, updatedReplicas=updated, readyReplicas=2),
+    )
+    s.event("Pod", 10.1, "MODIFIED", pods[0].running(10.0))
+    s.event("StatefulSet", 10.2, "MODIFIED", sts.status(readyReplicas=3, availableReplicas=3))
+    s.watch_until = 10.2 + 10.0  # the probe's settle window after the pod is back
+    return s.recording()
+
+
+SOURCE_STS = (
+    f"{DOC_000} (StatefulSet の Conformance テストの破壊): status.replicas first written small after k/k#117865, "
+    "rolling-update completion judged from it until k/k#120731"
+)
+
+
+def statefulset_status_recordings() -> dict[str, JsonDict]:
+    return {
+        "statefulset_status_through_parallel_scale_up_and_partitioned_update--v1.28.0-derived.json": (
+            statefulset_status("v1.28.0", True, True, SOURCE_STS)
+        ),
+        "statefulset_status_through_parallel_scale_up_and_partitioned_update--v1.29.14-derived.json": (
+            statefulset_status("v1.29.14", True, False, SOURCE_STS)
+        ),
+        "statefulset_status_through_parallel_scale_up_and_partitioned_update--v1.25.3-derived.json": (
+            statefulset_status("v1.25.3", False, False, SOURCE_STS)
+        ),
+    }
