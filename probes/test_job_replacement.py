@@ -8,7 +8,7 @@ SIGTERM, so the order of "replacement created" and "old pod terminal (or gone)" 
 pod watch that sees both (a single watch delivers events in the server's order).
 
 Where the server does not know podReplacementPolicy, the Strict create (harness/transport.py) is refused as
-an unknown field; the probe records that as the claim `replacement.policy-field` and then creates the Job
+an unknown field; the probe records that as the claim `<variant>.policy-field` and then creates the Job
 without the field, as a client with the default field validation (Warn: unknown fields dropped) would have
 it, so the remaining claims show the default behaviour on that version.
 """
@@ -68,14 +68,15 @@ def max_terminating(jobs: Observer[JobView]) -> int | None:
     return max(values) if values else None
 
 
-def delete_running_pod_and_watch(probe: Probe, manifest_file: str, claim_field: bool) -> None:
+def delete_running_pod_and_watch(probe: Probe, manifest_file: str, variant: str) -> None:
+    """Create the Job, delete its running pod, and check the `variant`'s claims (expectations/job_replacement.yaml)."""
     manifest = probe.manifest(manifest_file)
     name = manifest["metadata"]["name"]
     jobs: Observer[JobView] = probe.watch_all("Job", focus=name)
     pods = probe.watch_pods()
     kept = create_job(probe, manifest)
-    if claim_field:
-        probe.check("replacement.policy-field", kept)
+    if "podReplacementPolicy" in manifest["spec"]:
+        probe.check(f"{variant}.policy-field", kept)
     pods.wait_for(f"Job {name}'s pod to run", lambda o: running(o) is not None, within=START_BUDGET_S)
     old = running(pods)
     assert old is not None
@@ -88,26 +89,26 @@ def delete_running_pod_and_watch(probe: Probe, manifest_file: str, claim_field: 
     jobs.catch_up()
     old_done, new = terminal_or_gone(pods, old), replacement(pods, old)
     assert old_done is not None and new is not None
-    probe.check("replacement.before-old-pod-terminal", new[0] < old_done, pods.gaps_since(deleted_at))
-    probe.check("replacement.terminating-reported", max_terminating(jobs), jobs.gaps_since(deleted_at))
+    probe.check(f"{variant}.before-old-pod-terminal", new[0] < old_done, pods.gaps_since(deleted_at))
+    probe.check(f"{variant}.terminating-reported", max_terminating(jobs), jobs.gaps_since(deleted_at))
     probe.conclude()
 
 
 def test_job_without_policies_replaces_a_deleted_pod(probe: Probe) -> None:
     """Document 000: without policies the Job controller counts a terminating pod as gone and replaces it."""
-    delete_running_pod_and_watch(probe, "job-pod-replaced-default.yaml", claim_field=False)
+    delete_running_pod_and_watch(probe, "job-pod-replaced-default.yaml", "default")
 
 
 def test_job_with_pod_failure_policy_replaces_a_deleted_pod(probe: Probe) -> None:
     """Document 000 / KEP-3329: with a podFailurePolicy the replacement waits for the old pod (on some versions)."""
-    delete_running_pod_and_watch(probe, "job-pod-replaced-with-failure-policy.yaml", claim_field=False)
+    delete_running_pod_and_watch(probe, "job-pod-replaced-with-failure-policy.yaml", "failure-policy")
 
 
 def test_job_replacing_terminating_or_failed_pods(probe: Probe) -> None:
     """KEP-3939: podReplacementPolicy TerminatingOrFailed replaces a pod as soon as it is terminating."""
-    delete_running_pod_and_watch(probe, "job-pod-replaced-terminating-or-failed.yaml", claim_field=True)
+    delete_running_pod_and_watch(probe, "job-pod-replaced-terminating-or-failed.yaml", "terminating-or-failed")
 
 
 def test_job_replacing_failed_pods_only(probe: Probe) -> None:
     """KEP-3939: podReplacementPolicy Failed replaces a pod only once it is terminal."""
-    delete_running_pod_and_watch(probe, "job-pod-replaced-when-failed.yaml", claim_field=True)
+    delete_running_pod_and_watch(probe, "job-pod-replaced-when-failed.yaml", "failed")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from derive_deadline_recordings import DOC_000, NAMESPACE, PodStates, Script, manifest, ts
+from derive_deadline_recordings import DOC_000, NAMESPACE, PodStates, Script, job_object, manifest, ts
 
 JsonDict = dict[str, Any]
 REV_1, REV_2 = "parallel-web-5d9c7b8f6d", "parallel-web-7b4f9d6c58"
@@ -152,3 +152,120 @@ def statefulset_status_recordings() -> dict[str, JsonDict]:
             statefulset_status("v1.25.3", False, False, SOURCE_STS)
         ),
     }
+
+
+# ---------------------------------------------------------------------------------- Job replacement
+
+SOURCE_JOB = (
+    f"{DOC_000} (why Jobs started a replacement while the old pod was terminating); the job controller's "
+    "FilterActivePods and onlyReplaceFailedPods (k/k#119301, v1.28.0); KEP-3939 for podReplacementPolicy"
+)
+
+
+def job_pod(name: str, m: JsonDict, owner: str, created: float) -> PodStates:
+    return PodStates(name, m["spec"]["template"]["spec"], created, owner=owner)
+
+
+def stopped_by_sigterm(pod: PodStates, started: float, finished: float, terminal_phase: bool) -> JsonDict:
+    """The container's exit 143 after its trap; the phase turns Failed only where deleted pods get one (1.27+)."""
+    pod.exited(143, started, finished)
+    if not terminal_phase:
+        pod.obj["status"]["phase"] = "Running"
+    return pod.obj
+
+
+def job_replacement(
+    probe: str,
+    manifest_file: str,
+    git_version: str,
+    field: str | None,
+    waits: bool,
+    terminating_field: bool,
+) -> JsonDict:
+    """Delete the running pod at 5 s; it stops at 13 s (8 s trap). `field`: what the server does with
+    spec.podReplacementPolicy ('rejected', 'dropped', 'kept', None: not in the manifest)."""
+    terminal_phase = git_version >= "v1.27"
+    s = Script(probe, git_version, SOURCE_JOB)
+    s.probe_module, s.document = "test_job_replacement.py", DOC_000
+    m = manifest(manifest_file)
+    name = m["metadata"]["name"]
+    s.watch("Job", 0.05)
+    s.watch("Pod", 0.1)
+    job = job_object(copy.deepcopy(m["spec"]), name, 0.3)
+    job["metadata"]["labels"] = m["metadata"]["labels"]
+    if field in ("rejected",):
+        s.steps.append(
+            {
+                "call": "create",
+                "request": {"namespace": NAMESPACE, "manifest": m},
+                "t_start": 0.2,
+                "t_end": 0.22,
+                "rejected": {"status": 400, "message": STRICT_REJECTION},
+            }
+        )
+        without = copy.deepcopy(m)
+        del without["spec"]["podReplacementPolicy"]
+        del job["spec"]["podReplacementPolicy"]
+        s.call("create", {"namespace": NAMESPACE, "manifest": without}, 0.25, {**copy.deepcopy(job), "status": {}})
+    else:
+        if field == "dropped":
+            del job["spec"]["podReplacementPolicy"]
+        s.call("create", {"namespace": NAMESPACE, "manifest": m}, 0.2, {**copy.deepcopy(job), "status": {}})
+    s.event("Job", 0.3, "ADDED", job)
+    old = job_pod(f"{name}-7xk2p", m, name, 0.35)
+    s.event("Pod", 0.35, "ADDED", old.obj)
+    s.event("Pod", 2.1, "MODIFIED", old.running(2.0))
+    doomed = copy.deepcopy(old.deleting(5.0 + 15.0))  # grace 20 s: deletionTimestamp = 25 s
+    doomed["metadata"]["deletionGracePeriodSeconds"] = 20
+    s.call("delete", {"kind": "Pod", "namespace": NAMESPACE, "name": old.obj["metadata"]["name"],
+                      "grace_period_seconds": None}, 5.0, doomed)  # fmt: skip
+    old.obj = doomed
+    s.event("Pod", 5.05, "MODIFIED", old.obj)
+    new = job_pod(f"{name}-m2d9q", m, name, 5.1 if not waits else 13.3)
+    if terminating_field:
+        job["status"]["terminating"] = 1
+    if not waits:
+        s.event("Pod", 5.1, "ADDED", new.obj)
+        job["status"].update(active=1)
+        s.event("Job", 5.2, "MODIFIED", job)
+        s.event("Pod", 7.1, "MODIFIED", new.running(7.0))
+    else:
+        job["status"].update(active=0)
+        s.event("Job", 5.2, "MODIFIED", job)
+    s.event("Pod", 13.2, "MODIFIED", stopped_by_sigterm(old, 2.0, 13.0, terminal_phase))
+    if waits:
+        s.event("Pod", 13.3, "ADDED", new.obj)
+    if terminating_field:
+        job["status"]["terminating"] = 0
+    job["status"].update(active=1, failed=1)
+    s.event("Job", 13.35, "MODIFIED", job)
+    s.event("Pod", 13.4, "DELETED", old.obj)
+    if waits:
+        s.event("Pod", 15.1, "MODIFIED", new.running(15.0))
+    return s.recording()
+
+
+# The API server's answer to a Strict create with a field it does not know (apiserver strict decoding).
+STRICT_REJECTION = (
+    'Job in version "v1" cannot be handled as a Job: strict decoding error: unknown field "spec.podReplacementPolicy"'
+)
+
+
+def job_replacement_recordings() -> dict[str, JsonDict]:
+    scenarios = [
+        ("test_job_without_policies_replaces_a_deleted_pod", "job-pod-replaced-default.yaml",
+         [("v1.26.6", None, False, False), ("v1.29.14", None, False, True)]),
+        ("test_job_with_pod_failure_policy_replaces_a_deleted_pod", "job-pod-replaced-with-failure-policy.yaml",
+         [("v1.27.3", None, False, False), ("v1.29.14", None, True, True)]),
+        ("test_job_replacing_terminating_or_failed_pods", "job-pod-replaced-terminating-or-failed.yaml",
+         [("v1.27.3", "rejected", False, False), ("v1.29.14", "kept", False, True)]),
+        ("test_job_replacing_failed_pods_only", "job-pod-replaced-when-failed.yaml",
+         [("v1.27.3", "rejected", False, False), ("v1.28.15", "dropped", False, False),
+          ("v1.29.14", "kept", True, True)]),
+    ]  # fmt: skip
+    out = {}
+    for probe, manifest_file, versions in scenarios:
+        for version, field, waits, terminating in versions:
+            name = f"{probe.removeprefix('test_')}--{version}-derived.json"
+            out[name] = job_replacement(probe, manifest_file, version, field, waits, terminating)
+    return out

@@ -318,6 +318,9 @@ def all_recordings() -> dict[str, JsonDict]:
     out.update(
         {f"statefulset_status/{n}": r for n, r in derive_controller_recordings.statefulset_status_recordings().items()}
     )
+    out.update(
+        {f"job_replacement/{n}": r for n, r in derive_controller_recordings.job_replacement_recordings().items()}
+    )
     return out
 
 
