@@ -252,7 +252,7 @@ STRICT_REJECTION = (
 
 
 def job_replacement_recordings() -> dict[str, JsonDict]:
-    scenarios = [
+    scenarios: list[tuple[str, str, list[tuple[str, str | None, bool, bool]]]] = [
         ("test_job_without_policies_replaces_a_deleted_pod", "job-pod-replaced-default.yaml",
          [("v1.26.6", None, False, False), ("v1.29.14", None, False, True)]),
         ("test_job_with_pod_failure_policy_replaces_a_deleted_pod", "job-pod-replaced-with-failure-policy.yaml",
