@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from derive_deadline_recordings import DOC_000, NAMESPACE, PodStates, Script, job_object, manifest, ts
+from derive_deadline_recordings import DOC_000, NAMESPACE, PodStates, Script, condition, job_object, manifest, ts
 
 JsonDict = dict[str, Any]
 REV_1, REV_2 = "parallel-web-5d9c7b8f6d", "parallel-web-7b4f9d6c58"
@@ -269,3 +269,79 @@ def job_replacement_recordings() -> dict[str, JsonDict]:
             name = f"{probe.removeprefix('test_')}--{version}-derived.json"
             out[name] = job_replacement(probe, manifest_file, version, field, waits, terminating)
     return out
+
+
+# ------------------------------------------------------------------------------ eviction and Ignore
+
+SOURCE_EVICTION = (
+    f"{DOC_000} (Pod Failure Policy: Ignore on DisruptionTarget); pkg/registry/core/pod/storage/eviction.go "
+    "(DisruptionTarget/EvictionByEvictionAPI); the job controller's pod tracking per version"
+)
+
+
+def eviction(git_version: str) -> JsonDict:
+    """Evict the Job's running pod at 5 s (its trap exits 143 at once); what the Job does with it."""
+    conditions_on = git_version >= "v1.26"  # PodDisruptionConditions and JobPodFailurePolicy beta
+    finalizer_tracking = git_version >= "v1.25"
+    terminal_phase = git_version >= "v1.27"
+    s = Script("test_evicted_pod_is_ignored_through_the_disruption_target_rule", git_version, SOURCE_EVICTION)
+    s.probe_module, s.document = "test_job_failure_policy.py", DOC_000
+    m = manifest("job-evicted-pod-ignored.yaml")
+    name = m["metadata"]["name"]
+    s.watch("Job", 0.05)
+    s.watch("Pod", 0.1)
+    job = job_object(copy.deepcopy(m["spec"]), name, 0.3)
+    job["metadata"]["labels"] = m["metadata"]["labels"]
+    s.call("create", {"namespace": NAMESPACE, "manifest": m}, 0.2, {**copy.deepcopy(job), "status": {}})
+    s.event("Job", 0.3, "ADDED", job)
+    first = job_pod(f"{name}-7xk2p", m, name, 0.35)
+    s.event("Pod", 0.35, "ADDED", first.obj)
+    s.event("Pod", 2.1, "MODIFIED", first.running(2.0))
+    api_version = "policy/v1" if git_version >= "v1.22" else "policy/v1beta1"
+    s.call("evict", {"namespace": NAMESPACE, "pod": first.obj["metadata"]["name"], "api_version": api_version}, 5.0,
+           {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})  # fmt: skip
+    if conditions_on:
+        first.obj["status"]["conditions"].append(
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": "EvictionByEvictionAPI",
+                "message": "Eviction API: evicting",
+                "lastTransitionTime": ts(5.0),
+            }
+        )
+        s.event("Pod", 5.02, "MODIFIED", first.obj)
+    s.event("Pod", 5.05, "MODIFIED", deleting(first, 5.05, 5))
+    if finalizer_tracking and not conditions_on:  # 1.25: the deletion counts as a failure at once
+        job["status"].update(active=0, failed=1)
+        job["status"]["conditions"] = [
+            condition("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit", 5.1)
+        ]
+        s.event("Job", 5.2, "MODIFIED", job)
+        s.event("Pod", 6.1, "MODIFIED", stopped_by_sigterm(first, 2.0, 6.0, terminal_phase))
+        s.event("Pod", 6.3, "DELETED", first.obj)
+        return s.recording()
+    second = job_pod(f"{name}-m2d9q", m, name, 5.1)
+    s.event("Pod", 5.1, "ADDED", second.obj)
+    s.event("Pod", 6.1, "MODIFIED", stopped_by_sigterm(first, 2.0, 6.0, terminal_phase))
+    s.event("Pod", 6.3, "DELETED", first.obj)
+    s.event("Pod", 7.1, "MODIFIED", second.running(7.0))
+    s.event("Pod", 19.2, "MODIFIED", completed(second, 7.0, 19.0))
+    job["status"].update(active=0, succeeded=1, failed=0)
+    job["status"]["conditions"] = [{"type": "Complete", "status": "True", "lastTransitionTime": ts(19.3)}]
+    s.event("Job", 19.4, "MODIFIED", job)
+    return s.recording()
+
+
+def completed(pod: PodStates, started: float, finished: float) -> JsonDict:
+    pod.exited(0, started, finished)
+    pod.obj["status"]["phase"] = "Succeeded"
+    pod.obj["status"]["containerStatuses"][0]["state"]["terminated"]["reason"] = "Completed"
+    return pod.obj
+
+
+def eviction_recordings() -> dict[str, JsonDict]:
+    return {
+        f"evicted_pod_is_ignored_through_the_disruption_target_rule--{v}-derived.json": eviction(v)
+        for v in ("v1.21.14", "v1.25.16", "v1.27.3")
+    }
