@@ -54,14 +54,32 @@ def on_worker(pods: Observer[PodView]) -> PodView | None:
 
 
 def stopped(pod: PodView) -> bool:
-    return pod.phase in ("Failed", "Succeeded") or pod.all_containers_terminated
+    """Terminal in the API and its containers stopped (the kubelet writes the phase first, then the exits)."""
+    return pod.phase in ("Failed", "Succeeded") and pod.all_containers_terminated
 
 
-def disruption_target(pod: PodView) -> JsonDict | None:
-    condition = pod.condition("DisruptionTarget")
-    if condition is None:
-        return None
-    return {"status": condition.get("status"), "reason": condition.get("reason"), "message": condition.get("message")}
+def last_state(pods: Observer[PodView], pod: PodView) -> PodView:
+    """The pod as last seen, by uid (a StatefulSet's replacement takes the same name)."""
+    return next((v for _, v in reversed(pods.history) if v.uid == pod.uid), pod)
+
+
+def was_deleted(pods: Observer[PodView], pod: PodView) -> bool:
+    return any(type_ in ("DELETED", "GONE") and v.uid == pod.uid for _, type_, v in pods.changes)
+
+
+def container_exit(pods: Observer[PodView], pod: PodView) -> JsonDict | None:
+    """How the pod's (by uid) container ended, from the first state that shows it; None if it never stopped."""
+    ended = next((v for _, v in pods.history if v.uid == pod.uid and v.all_containers_terminated), None)
+    return None if ended is None else ended.container("main").exit
+
+
+def disruption_target(pods: Observer[PodView], pod: PodView) -> JsonDict | None:
+    """The DisruptionTarget condition the pod (by uid) was given, as first seen; None if never."""
+    for _, view in pods.history:
+        condition = view.condition("DisruptionTarget") if view.uid == pod.uid else None
+        if condition is not None:
+            return {k: condition.get(k) for k in ("status", "reason", "message")}
+    return None
 
 
 def shut_down_and_recover(probe: Probe, manifest_name: str) -> tuple[PodObserver, PodView, PodView | None]:
@@ -74,16 +92,17 @@ def shut_down_and_recover(probe: Probe, manifest_name: str) -> tuple[PodObserver
     pods.wait_for("the workload's pod to run on the shutdown node", lambda o: on_worker(o) is not None, START_BUDGET_S)
     first = on_worker(pods)
     assert first is not None and first.node_name is not None
-    name, node = first.name, first.node_name
+    node = first.node_name
 
     signal = probe.shutdown_node(node, starting=True)
     probe.check("shutdown.kubelet-listening", signal.get("kubelet_inhibitor"))
-    pods.observe_until(lambda o: name in o.deleted or stopped(o.states[name]), within=SHUTDOWN_BUDGET_S)
-    shut = pods.states[name]
+    pods.observe_until(lambda o: was_deleted(o, first) or stopped(last_state(o, first)), within=SHUTDOWN_BUDGET_S)
+    shut = last_state(pods, first)
     gaps = pods.gaps_since(0.0)
-    probe.check("shutdown.pod-status", {"phase": shut.phase, "reason": shut.reason, "message": shut.message}, gaps)
-    probe.check("shutdown.disruption-target", disruption_target(shut), gaps)
-    probe.check("shutdown.container-exit", shut.container("main").exit if shut.all_containers_terminated else None)
+    probe.check("shutdown.pod-phase", shut.phase, gaps)
+    probe.check("shutdown.pod-reason", {"reason": shut.reason, "message": shut.message}, gaps)
+    probe.check("shutdown.disruption-target", disruption_target(pods, first), gaps)
+    probe.check("shutdown.container-exit", container_exit(pods, first), gaps)
 
     probe.shutdown_node(node, starting=False)
     pods.observe_until(lambda o: successor(o, shut) is not None, within=RECOVERY_BUDGET_S)
@@ -98,10 +117,7 @@ def successor(pods: Observer[PodView], stopped_pod: PodView) -> PodView | None:
 
 def fate(pods: PodObserver, first: PodView) -> str:
     """What became of the stopped pod (by uid): 'deleted', or its phase as last seen."""
-    seen = [(type_, view) for _, type_, view in pods.changes if view.uid == first.uid]
-    if any(type_ in ("DELETED", "GONE") for type_, _ in seen):
-        return "deleted"
-    return str(seen[-1][1].phase if seen else first.phase)
+    return "deleted" if was_deleted(pods, first) else str(last_state(pods, first).phase)
 
 
 def test_daemonset_pod_after_graceful_node_shutdown(probe: Probe) -> None:

@@ -46,7 +46,7 @@ def replayed_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_matrix_has_claims_by_versions_with_observed_values(replayed_runs: Path) -> None:
     matrix = build_matrix(load_records([replayed_runs]))
     assert len(matrix.versions) >= 3
-    assert matrix.versions[:2] == ["v1.21.1", "v1.21.14"]
+    assert matrix.versions[:3] == ["v1.20.15", "v1.21.1", "v1.21.14"]  # ordered as versions, not as text
     cell = matrix.cells[("always.sigterm-ignored.phases", "v1.26.6")]
     assert (cell.observed, cell.status, cell.changed) == (["Running"], "pass", False)
     assert matrix.cells[("always.sigterm-ignored.phases", "v1.27.3")].observed == ["Running", "Failed"]
@@ -63,7 +63,7 @@ def test_markdown_and_html_show_the_matrix_and_provenance(replayed_runs: Path, t
     html = (tmp_path / "report.html").read_text()
     assert 'data-claim="always.sigterm-ignored.phases" data-version="v1.27.3"' in html
     assert "k/k#115331" in html  # the sources, one click away
-    assert "<h3>v1.26.6 → v1.27.3</h3>" in html
+    assert "<h3>v1.26.6 → v1.27.0-rc.0</h3>" in html  # consecutive versions, pre-releases in order
     assert render_markdown(matrix) == markdown and render_html(matrix) == html
 
 

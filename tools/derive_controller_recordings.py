@@ -345,3 +345,110 @@ def eviction_recordings() -> dict[str, JsonDict]:
         f"evicted_pod_is_ignored_through_the_disruption_target_rule--{v}-derived.json": eviction(v)
         for v in ("v1.21.14", "v1.25.16", "v1.27.3")
     }
+
+
+# ------------------------------------------------------------------------------ graceful node shutdown
+
+WORKER = "kind-worker"
+SHUTDOWN_MESSAGE = "Pod was terminated in response to imminent node shutdown."
+SOURCE_SHUTDOWN = (
+    f"{DOC_000} (DaemonSet / StatefulSet pods after graceful node shutdown, k/k#117018, k/k#118310); the kubelet's "
+    "nodeshutdown manager (reason, message, DisruptionTarget); k/k#115331 release note (Succeeded after shutdown)"
+)
+INHIBITORS = (
+    "WHO     UID USER PID  COMM    WHAT     WHY                                        MODE\n"
+    "kubelet 0   root 212  kubelet shutdown Kubelet needs time to handle node shutdown delay\n\n1 inhibitors listed."
+)
+
+
+def workload_pod(kind: str, workload: str, m: JsonDict, name: str, created: float) -> PodStates:
+    pod = PodStates(name, m["spec"]["template"]["spec"], created)
+    pod.obj["spec"]["nodeName"] = WORKER
+    pod.obj["metadata"]["uid"] = f"uid-{name}-{created}"
+    pod.obj["metadata"]["labels"] = dict(m["spec"]["template"]["metadata"]["labels"])
+    pod.obj["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": kind, "name": workload, "uid": f"uid-{workload}", "controller": True}
+    ]
+    return pod
+
+
+def node_shutdown(kind: str, git_version: str, replaced: bool) -> JsonDict:
+    """Shut the worker down at 5 s; the pod's trap exits 0 at once; cancel; the controller's answer.
+
+    `replaced`: the controller deletes the stopped pod and runs a new one once the node is back.
+    """
+    listening = git_version >= "v1.21"
+    succeeded = git_version >= "v1.27"  # k/k#115331 (v1.27.0-rc.0): exit 0 after a shutdown is Succeeded
+    conditions_on = git_version >= "v1.26"
+    legacy_reason = git_version < "v1.22"
+    daemon = kind == "DaemonSet"
+    probe = f"test_{'daemonset' if daemon else 'statefulset'}_pod_after_graceful_node_shutdown"
+    s = Script(probe, git_version, SOURCE_SHUTDOWN)
+    s.probe_module, s.document = "test_node_shutdown.py", DOC_000
+    m = manifest("daemonset-on-shutdown-node.yaml" if daemon else "statefulset-on-shutdown-node.yaml")
+    workload = m["metadata"]["name"]
+    s.watch("Pod", 0.1)
+    created = copy.deepcopy(m)
+    created["metadata"].update(namespace=NAMESPACE, uid=f"uid-{workload}", generation=1)
+    s.call("create", {"namespace": NAMESPACE, "manifest": m}, 0.2, created)
+    name = f"{workload}-x7k2p" if daemon else f"{workload}-0"
+    first = workload_pod(kind, workload, m, name, 0.4)
+    s.event("Pod", 0.4, "ADDED", first.obj)
+    s.event("Pod", 3.1, "MODIFIED", first.running(3.0))
+    s.call("node_shutdown", {"node": WORKER, "starting": True}, 5.0,
+           {"kubelet_inhibitor": listening, "inhibitors": INHIBITORS if listening else "0 inhibitors listed.",
+            "output": ""})  # fmt: skip
+    if not listening:  # the kubelet does not act on the signal: the probe waits its 45 s, then cancels
+        cancel_at = 5.0 + 45.0 + 0.1
+        s.call("node_shutdown", {"node": WORKER, "starting": False}, cancel_at,
+               {"kubelet_inhibitor": False, "inhibitors": "0 inhibitors listed.", "output": ""})  # fmt: skip
+        s.watch_until = cancel_at + 150.0
+        return s.recording()
+    status = first.obj["status"]
+    reason, message = (
+        ("Shutdown", "Node is shutting, evicting pods") if legacy_reason else ("Terminated", SHUTDOWN_MESSAGE)
+    )
+    status.update(phase="Failed", reason=reason, message=message)
+    if conditions_on:
+        status["conditions"].append(
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": "TerminationByKubelet",
+                "message": message,
+                "lastTransitionTime": ts(5.2),
+            }
+        )
+    s.event("Pod", 5.3, "MODIFIED", first.obj)
+    kept = [c for c in status["conditions"] if c["type"] == "DisruptionTarget"]
+    first.exited(0, 3.0, 6.0)  # (resets the Ready conditions)
+    status["conditions"].extend(kept)
+    status["containerStatuses"][0]["state"]["terminated"]["reason"] = "Completed"
+    status["phase"] = "Succeeded" if succeeded else "Failed"
+    s.event("Pod", 6.3, "MODIFIED", first.obj)
+    cancel_at = 6.4
+    s.call("node_shutdown", {"node": WORKER, "starting": False}, cancel_at,
+           {"kubelet_inhibitor": True, "inhibitors": INHIBITORS, "output": ""})  # fmt: skip
+    if not replaced:  # k/k#117018 / k/k#118310: the Succeeded pod is left in place
+        s.watch_until = cancel_at + 150.0
+        return s.recording()
+    s.event("Pod", 8.0, "MODIFIED", deleting(first, 8.0, 0))
+    s.event("Pod", 8.1, "DELETED", first.obj)
+    second = workload_pod(kind, workload, m, f"{workload}-p4m8z" if daemon else name, 9.0)
+    s.event("Pod", 9.0, "ADDED", second.obj)
+    s.event("Pod", 11.1, "MODIFIED", second.running(11.0))
+    return s.recording()
+
+
+def node_shutdown_recordings() -> dict[str, JsonDict]:
+    runs = [
+        ("DaemonSet", "v1.20.15", False), ("DaemonSet", "v1.21.14", True), ("DaemonSet", "v1.26.6", True),
+        ("DaemonSet", "v1.27.0-rc.0", False), ("DaemonSet", "v1.27.3", True),
+        ("StatefulSet", "v1.26.6", True), ("StatefulSet", "v1.27.3", False), ("StatefulSet", "v1.28.0", False),
+        ("StatefulSet", "v1.28.15", True),
+    ]  # fmt: skip
+    out = {}
+    for kind, version, replaced in runs:
+        probe = f"{'daemonset' if kind == 'DaemonSet' else 'statefulset'}_pod_after_graceful_node_shutdown"
+        out[f"{probe}--{version}-derived.json"] = node_shutdown(kind, version, replaced)
+    return out

@@ -322,6 +322,7 @@ def all_recordings() -> dict[str, JsonDict]:
         {f"job_replacement/{n}": r for n, r in derive_controller_recordings.job_replacement_recordings().items()}
     )
     out.update({f"job_failure_policy/{n}": r for n, r in derive_controller_recordings.eviction_recordings().items()})
+    out.update({f"node_shutdown/{n}": r for n, r in derive_controller_recordings.node_shutdown_recordings().items()})
     return out
 
 
