@@ -1,0 +1,108 @@
+"""harness/node_shutdown.py: the derived node image, the shutdown cluster's config and the shutdown signal.
+
+Stood in: the docker and kind processes (tests/doubles.FakeRunner answers from a script and records argv).
+Real: the argv the suite builds, the Dockerfile it writes, the kind config it writes, and their parsing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.kind import ClusterFailed, Completed, KindCluster
+from harness.node_shutdown import (
+    SHUTDOWN_NODE_LABEL,
+    NodeShutdownUnavailable,
+    announce_shutdown,
+    cluster_config,
+    derived_image_tag,
+    ensure_derived_image,
+)
+from harness.versions import KubeVersion
+from tests.doubles import FakeRunner, failed, ok
+
+BASE = "kindest/node:v1.29.14@sha256:8703bd94ee24e51b778d5556ae310c6c0fa67d761add3d1f1a4c1b0c8f3cf4a6"
+
+
+def test_the_derived_image_is_tagged_per_base_and_built_only_when_absent(tmp_path: Path) -> None:
+    tag = derived_image_tag(BASE)
+    assert tag.startswith("plp-node-shutdown:v1.29.14-") and tag != derived_image_tag(BASE.replace("87", "78"))
+    present = FakeRunner({"docker image inspect": ok("[{}]")})
+    assert ensure_derived_image(BASE, tmp_path, present)[0] == tag
+    assert not present.ran("docker", "build")
+
+    absent = FakeRunner({"docker image inspect": failed("No such image")})
+    built, said = ensure_derived_image(BASE, tmp_path, absent)
+    build = next(call for call in absent.calls if call[:2] == ["docker", "build"])
+    dockerfile = (Path(build[-1]) / "Dockerfile").read_text()
+    assert f"FROM {BASE}" in dockerfile  # the pinned digest, not a tag
+    assert "install -y --no-install-recommends dbus" in dockerfile
+    assert "systemd-logind.service" in dockerfile and "dbus.service" in dockerfile
+    assert build[:4] == ["docker", "build", "--tag", built] and "built" in said
+
+
+def test_a_failed_build_is_a_cluster_failure_with_dockers_output_and_a_hint(tmp_path: Path) -> None:
+    runner = FakeRunner(
+        {"docker image inspect": failed("No such image"), "docker build --tag": failed("E: no network")}
+    )
+    with pytest.raises(ClusterFailed, match=r"(?s)could not build .*E: no network.*needs network access"):
+        ensure_derived_image(BASE, tmp_path, runner)
+
+
+def test_the_cluster_config_has_a_labelled_worker_and_a_kubelet_shutdown_grace_from_1_21() -> None:
+    config = yaml.safe_load(cluster_config(KubeVersion.parse("v1.29.14")))
+    assert config["kind"] == "Cluster" and config["apiVersion"] == "kind.x-k8s.io/v1alpha4"
+    assert [n["role"] for n in config["nodes"]] == ["control-plane", "worker"]
+    assert config["nodes"][1]["labels"] == {SHUTDOWN_NODE_LABEL: "true"}
+    kubelet = yaml.safe_load(config["kubeadmConfigPatches"][0])
+    assert kubelet == {
+        "kind": "KubeletConfiguration",
+        "shutdownGracePeriod": "30s",
+        "shutdownGracePeriodCriticalPods": "10s",
+    }
+    old = yaml.safe_load(cluster_config(KubeVersion.parse("v1.20.15")))
+    assert "kubeadmConfigPatches" not in old  # the 1.20 kubelet refuses a grace period with the gate off
+
+
+def test_kind_gets_the_config_file(tmp_path: Path) -> None:
+    runner = FakeRunner()
+    cluster = KindCluster("plp-1-29-abcd-gns", "plp-node-shutdown:x", tmp_path / "kc", runner=runner)
+    cluster.config = tmp_path / "kind-config-gns.yaml"
+    cluster.create(tmp_path / "logs")
+    create = runner.calls[0]
+    assert create[create.index("--config") + 1] == str(cluster.config)
+    assert create[create.index("--image") + 1] == "plp-node-shutdown:x"
+
+
+def test_announcing_a_shutdown_emits_prepare_for_shutdown_and_says_whether_the_kubelet_listens() -> None:
+    listening = FakeRunner({"docker exec kind-worker": ok("kubelet 0 root 212 kubelet shutdown ... delay")})
+    answer = announce_shutdown("kind-worker", True, listening)
+    assert answer["kubelet_inhibitor"] is True
+    assert listening.calls[-1] == [
+        "docker",
+        "exec",
+        "kind-worker",
+        "busctl",
+        "emit",
+        "/org/freedesktop/login1",
+        "org.freedesktop.login1.Manager",
+        "PrepareForShutdown",
+        "b",
+        "true",
+    ]
+    deaf = FakeRunner({"docker exec kind-worker": ok("0 inhibitors listed.")})
+    assert announce_shutdown("kind-worker", False, deaf)["kubelet_inhibitor"] is False
+    assert deaf.calls[-1][-1] == "false"
+
+
+def test_a_signal_that_cannot_be_sent_is_an_error_not_a_silent_no_op() -> None:
+    class BusctlMissing(FakeRunner):
+        def __call__(self, argv: Sequence[str], timeout: float) -> Completed:
+            result = super().__call__(argv, timeout)
+            return failed("busctl: not found", 127) if "busctl" in argv else result
+
+    with pytest.raises(NodeShutdownUnavailable, match="busctl: not found"):
+        announce_shutdown("kind-worker", True, BusctlMissing())
