@@ -14,6 +14,8 @@ import pytest
 from harness.probe import ClaimsFailed, Probe
 from harness.run import Run
 from harness.transport import Recording
+from probes import test_job_replacement as replacement_probes
+from probes import test_node_shutdown as shutdown_probes
 from probes import test_statefulset_status as statefulset_probes
 
 RECORDINGS = Path(__file__).resolve().parent.parent / "recordings"
@@ -71,3 +73,38 @@ def test_the_regression_recording_passes_on_its_own_version_with_all_three_viola
         "statefulset.partition.current-revision-holds": False,
     }
     assert all(v.status == "pass" for v in probe.verdicts)
+
+
+def drop_events_after(recording: Recording, kind: str, t: float) -> Recording:
+    """A copy in which the watch of `kind` saw nothing after time t (the controller did nothing more)."""
+    edited = copy.deepcopy(recording)
+    for step in edited.interactions:
+        if step["call"] == "watch" and step["request"]["kind"] == kind:
+            step["events"] = [e for e in step["events"] if e["t"] <= t]
+            step["closed_at"] = max(step["closed_at"], 6.4 + 150.0 + 1.0)  # the probe waits its recovery budget
+    return edited
+
+
+def test_a_1_28_5_statefulset_that_leaves_its_succeeded_pod_behaves_like_the_regression(tmp_path: Path) -> None:
+    name = "statefulset_pod_after_graceful_node_shutdown--v1.28.15-derived.json"
+    stuck = drop_events_after(Recording.load(RECORDINGS / "node_shutdown" / name), "Pod", 6.3)
+    with pytest.raises(ClaimsFailed) as failed:
+        replay("node_shutdown", shutdown_probes, name, tmp_path, stuck)
+    message = str(failed.value)
+    assert "2 of 7 claims failed on Kubernetes v1.28.15" in message
+    assert "statefulset.pod-recreated" in message and "statefulset.stopped-pod" in message
+    assert "the v1.28.15 cluster behaved like >=1.27.0-rc.0,<1.28.5" in message
+    assert "node shutdown cancelled" in message  # the timeline shows the actions
+
+
+def test_a_1_29_job_that_replaces_a_terminating_pod_despite_podreplacementpolicy_failed_fails(tmp_path: Path) -> None:
+    name = "job_replacing_failed_pods_only--v1.29.14-derived.json"
+    recording = copy.deepcopy(Recording.load(RECORDINGS / "job_replacement" / name))
+    for step in recording.interactions:
+        if step["call"] == "watch" and step["request"]["kind"] == "Pod":
+            for event in step["events"]:
+                if event["type"] == "ADDED" and event["object"]["metadata"]["name"].endswith("m2d9q"):
+                    event["t"] = 5.1  # created right after the delete, while the old pod still terminates
+            step["events"].sort(key=lambda e: e["t"])
+    with pytest.raises(ClaimsFailed, match=r"failed\.before-old-pod-terminal: .* was True, expected False"):
+        replay("job_replacement", replacement_probes, name, tmp_path, recording)
