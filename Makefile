@@ -23,7 +23,7 @@ JOBS ?= 2
 
 RUNS ?= runs
 
-.PHONY: probe matrix clean report test lint typecheck unit versions recordings clean-venv
+.PHONY: probe matrix clean report test lint typecheck unit versions recordings clean-venv node-image
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,11 @@ clean: $(STAMP)
 # against the current expectations: report.md and a single-file report.html.
 report: $(STAMP)
 	$(PY) -m harness report $(RUNS)
+
+# A node image for a release kind does not publish (kind build node-image --type release), built once:
+# make node-image VERSION=1.27.0-rc.0, then make probe IMAGE=plp-node:v1.27.0-rc.0
+node-image: $(STAMP)
+	$(PY) -m harness node-image --version "$(VERSION)"
 
 versions: $(STAMP)
 	$(PY) -m harness versions

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from kubernetes import client, config
 
-from harness import janitor, matrix
+from harness import janitor, matrix, node_image_build
 from harness import report as report_module
 from harness.cluster import wait_nodes_ready
 from harness.kind import (
@@ -69,6 +69,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     report.add_argument(
         "--out", default="", help="where to write report.md and report.html (default: runs/report-<id>)"
     )
+    build = commands.add_parser(
+        "node-image", help="build a node image for a Kubernetes release kind does not publish (kind build node-image)"
+    )
+    build.add_argument("--version", required=True, help="a full release version, e.g. 1.27.0-rc.0")
     matrix = commands.add_parser("matrix", help="run the probes on several versions, one kind cluster each")
     matrix.add_argument("--versions", default="", help="space-separated versions (default: every minor in the table)")
     matrix.add_argument("--jobs", type=int, default=2, help="how many clusters at a time")
@@ -219,6 +223,28 @@ def run_clean_command(args: argparse.Namespace) -> int:
     return 1 if report.errors else 0
 
 
+def run_node_image_command(args: argparse.Namespace) -> int:
+    """Build (or reuse) plp-node:vX.Y.Z with the newest kind release, checksum-verified like make probe's."""
+    try:
+        tag = node_image_build.local_tag(args.version)
+        release = node_image_build.build_kind_release()
+        check_docker()
+        kind_bin = ensure_kind(release)
+        tag, said = node_image_build.build_node_image(args.version, kind_bin, release)
+    except VersionError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return BAD_INPUT
+    except (PrerequisiteMissing, KindInstallError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return PREREQUISITE_MISSING
+    except node_image_build.NodeImageBuildFailed as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(said)
+    print(f"run the probes on it: make probe IMAGE={tag}")
+    return 0
+
+
 def kind_status(release: str | None) -> str:
     if shutil.which("kind"):
         return "kind is on PATH"
@@ -234,6 +260,8 @@ def main(argv: Sequence[str]) -> int:
         return 0
     if args.command == "matrix":
         return run_matrix_command(args)
+    if args.command == "node-image":
+        return run_node_image_command(args)
     if args.command == "clean":
         return run_clean_command(args)
     if args.command == "report":
@@ -253,7 +281,7 @@ def main(argv: Sequence[str]) -> int:
         except VersionError as err:
             print(f"error: {err}", file=sys.stderr)
             return BAD_INPUT
-        if image.digest is None:
+        if image.digest is None and not image.reference.startswith(f"{node_image_build.LOCAL_REPOSITORY}:"):
             print(
                 f"warning: {image.reference} is not pinned by digest; kind asks for @sha256 digests because tags "
                 "are rebuilt (kind#3853), so what runs may not be what this name meant before",

@@ -24,6 +24,10 @@ _NODE_IMAGE = re.compile(
 )
 
 
+# Where `make node-image` records which kind release built each local image (harness/node_image_build.py).
+LOCAL_BUILDS_DIR = Path(__file__).resolve().parent.parent / ".tools" / "node-images"
+
+
 class VersionError(ValueError):
     """A version or image the suite cannot use; the message says what would work."""
 
@@ -134,7 +138,9 @@ def resolve_image(version: str | None, image: str | None = None) -> NodeImage:
 
 
 def _kind_release_of(reference: str) -> str | None:
+    """The kind release that built an image: from the table, or for `make node-image`'s builds its record."""
     for known in known_images():
         if known.reference == reference:
             return known.kind_release
-    return None
+    record = LOCAL_BUILDS_DIR / f"{reference.replace(':', '-')}.json"
+    return str(yaml.safe_load(record.read_text())["kind_release"]) if record.is_file() else None

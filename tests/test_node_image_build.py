@@ -1,0 +1,80 @@
+"""make node-image (harness/node_image_build.py): a node image for a release kind does not publish.
+
+Stood in: docker and kind (tests/doubles.FakeRunner). Real: the tag, the kind command line, the record of
+which kind built the image, and how `make probe IMAGE=` then finds that kind release.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import node_image_build, versions
+from harness.node_image_build import NodeImageBuildFailed, build_kind_release, build_node_image, local_tag
+from harness.versions import VersionError, resolve_image
+from tests.doubles import FakeRunner, failed, ok
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_the_tag_names_the_full_release_and_a_minor_alone_is_refused() -> None:
+    assert local_tag("1.27.0-rc.0") == "plp-node:v1.27.0-rc.0"
+    assert local_tag("v1.30.1") == "plp-node:v1.30.1"
+    with pytest.raises(VersionError, match="full release version"):
+        local_tag("1.27")
+
+
+def test_the_newest_kind_release_in_the_table_builds_release_images() -> None:
+    release = build_kind_release()
+    assert tuple(int(p) for p in release.lstrip("v").split(".")) >= (0, 26, 0)
+
+
+def test_a_build_runs_kind_once_records_the_kind_release_and_is_reused(tmp_path: Path) -> None:
+    runner = FakeRunner({"docker image inspect": failed("No such image")})
+    tag, said = build_node_image("1.27.0-rc.0", "/tools/kind-v0.33.0", "v0.33.0", runner, tmp_path)
+    assert tag == "plp-node:v1.27.0-rc.0" and "built" in said
+    assert runner.calls[-1] == [
+        "/tools/kind-v0.33.0",
+        "build",
+        "node-image",
+        "--type",
+        "release",
+        "v1.27.0-rc.0",
+        "--image",
+        "plp-node:v1.27.0-rc.0",
+    ]
+    assert node_image_build.built_by(tag, tmp_path) == "v0.33.0"
+    again = FakeRunner({"docker image inspect": ok("[{}]")})
+    assert "reused" in build_node_image("1.27.0-rc.0", "kind", "v0.33.0", again, tmp_path)[1]
+    assert not again.ran("kind")
+
+
+def test_a_failed_build_shows_kinds_output(tmp_path: Path) -> None:
+    runner = FakeRunner({"docker image inspect": failed("No such image"), "kind build node-image": failed("404")})
+    with pytest.raises(NodeImageBuildFailed, match=r"(?s)could not build plp-node:v1.27.0-rc.9.*404.*dl.k8s.io"):
+        build_node_image("1.27.0-rc.9", "kind", "v0.33.0", runner, tmp_path)
+
+
+def test_make_probe_image_finds_the_kind_release_that_built_a_local_image(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(versions, "LOCAL_BUILDS_DIR", tmp_path)
+    (tmp_path / "plp-node-v1.27.0-rc.0.json").write_text('{"kind_release": "v0.33.0"}')
+    image = resolve_image(None, "plp-node:v1.27.0-rc.0")
+    assert (str(image.kubernetes), image.kind_release, image.digest) == ("v1.27.0-rc.0", "v0.33.0", None)
+
+
+def test_node_image_without_a_full_version_exits_2_and_without_docker_exits_3(tmp_path: Path) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        env = {"PATH": str(tmp_path), "HOME": str(tmp_path)}
+        return subprocess.run(
+            [sys.executable, "-m", "harness", "node-image", *args], cwd=REPO, env=env, capture_output=True, text=True
+        )
+
+    minor = run("--version", "1.27")
+    assert minor.returncode == 2 and "full release version" in minor.stderr
+    no_docker = run("--version", "1.27.0-rc.0")
+    assert no_docker.returncode == 3 and "docker is not on PATH" in no_docker.stderr
