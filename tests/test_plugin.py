@@ -255,7 +255,9 @@ def test_junit_xml_carries_each_claim_and_its_sources(tmp_path: Path) -> None:
     assert '<property name="server_version" value="v1.27.3"' in xml
 
 
-def probe_with_stand_ins(tmp_path: Path, *cli_args: str) -> tuple[subprocess.CompletedProcess[str], Path, Any]:
+def probe_with_stand_ins(
+    tmp_path: Path, *cli_args: str, run_dir: Path | None = None
+) -> tuple[subprocess.CompletedProcess[str], Path, Any]:
     """`python -m harness probe --version 1.27.3 …` with stand-ins for kind, docker (tests/fake_tools.py) and the
     API server with its kubelet (tests/fake_apiserver.py), on the SIGTERM-ignoring finalizer pod."""
     import os
@@ -293,7 +295,7 @@ def probe_with_stand_ins(tmp_path: Path, *cli_args: str) -> tuple[subprocess.Com
                 "--probe",
                 "test_always_pod_ignoring_sigterm and not default",
                 "--run-dir",
-                str(tmp_path / "runs"),
+                str(run_dir or tmp_path / "runs"),
             ],
             cwd=REPO,
             env=env,
@@ -365,3 +367,29 @@ def test_parallel_probes_share_one_cluster_that_the_cli_creates_and_deletes(tmp_
     assert provenance["status"] == "passed"
     record = json.loads(next((run_dir / "probes").iterdir()).read_text())
     assert {v["claim"]: v["status"] for v in record["verdicts"]}["container-stopped-on-node"] == "pass"
+
+
+def test_two_runs_at_once_use_their_own_clusters_run_directories_and_namespaces(tmp_path: Path) -> None:
+    """Two `make probe` at the same moment, sharing runs/: stand-ins as above, one set per run (each its own
+    API server stand-in and kind/docker log). Each creates and deletes only its own uniquely named cluster."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests import fake_tools
+
+    shared_runs = tmp_path / "runs"
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda i: probe_with_stand_ins(tmp_path / f"run{i}", run_dir=shared_runs), range(2)))
+    names = []
+    for proc, log, _ in results:
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+        kind_calls = [c for c in fake_tools.calls(log) if c[0] != "docker"]
+        create = next(c for c in kind_calls if c[:2] == ["create", "cluster"])
+        deletes = [c for c in kind_calls if c[:2] == ["delete", "cluster"]]
+        name = create[create.index("--name") + 1]
+        assert [d[d.index("--name") + 1] for d in deletes] == [name]  # its own cluster, and only that one
+        names.append(name)
+    assert len(set(names)) == 2
+    run_dirs = sorted(shared_runs.iterdir())
+    assert len(run_dirs) == 2
+    namespaces = {json.loads((d / "run.json").read_text())["cleaned"]["namespaces_deleted"][0] for d in run_dirs}
+    assert len(namespaces) == 2
