@@ -35,13 +35,14 @@ from harness.kind import (
     list_node_containers,
     parse_kind_version,
 )
+from harness.manifest_check import check_manifests
 from harness.node_shutdown import announce_shutdown, cluster_config, ensure_derived_image
 from harness.probe import Probe
 from harness.run import Run, safe_name
 from harness.spread import render as render_spread
 from harness.spread import spread_of_run
 from harness.transport import LiveTransport, Recording, RecordingMismatch, RecordingTransport, ReplayTransport
-from harness.versions import NodeImage, VersionError, resolve_image
+from harness.versions import KubeVersion, NodeImage, VersionError, resolve_image
 
 REPO = Path(__file__).resolve().parent
 REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
@@ -210,9 +211,9 @@ def live_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
             client.CoreV1Api(api),
             {"cluster": kind, "context": context},
         )
-        run.write_provenance(
-            cluster=kind, kubeconfig=kubeconfig, context=context, server_version=target.transport.server_version()
-        )
+        server_version = target.transport.server_version()
+        run.write_provenance(cluster=kind, kubeconfig=kubeconfig, context=context, server_version=server_version)
+        _refuse_invalid_manifests(server_version)
         yield target
         return
     with _new_kind_cluster(pytestconfig, run, shutdown=False) as target:
@@ -229,6 +230,15 @@ def shutdown_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarg
         )
     with _new_kind_cluster(pytestconfig, run, shutdown=True) as target:
         yield target
+
+
+def _refuse_invalid_manifests(server_version: dict[str, Any]) -> None:
+    """Stop the run before any probe applies a manifest the server's version's schema says is invalid."""
+    version = KubeVersion.parse(str(server_version["gitVersion"]))
+    problems, _ = check_manifests(version)
+    if problems:
+        listed = "\n  ".join(str(p) for p in problems)
+        pytest.exit(f"manifests invalid for Kubernetes {version}:\n  {listed}", returncode=2)
 
 
 @contextmanager
@@ -286,7 +296,9 @@ def _new_kind_cluster(pytestconfig: pytest.Config, run: Run, shutdown: bool) -> 
         core = client.CoreV1Api(api)
         nodes = wait_nodes_ready(core)
         transport = LiveTransport(api, node_lister=cluster.node_containers, node_shutdown=node_shutdown)
-        note(nodes=nodes, server_version=transport.server_version())
+        server_version = transport.server_version()
+        note(nodes=nodes, server_version=server_version)
+        _refuse_invalid_manifests(server_version)
         yield LiveTarget(
             transport,
             core,

@@ -33,6 +33,7 @@ from harness.kind import (
     parse_kind_version,
 )
 from harness.kind_install import KindInstallError, ensure_kind
+from harness.manifest_check import check_manifests
 from harness.run import Run, new_run_id, safe_name
 from harness.versions import NodeImage, VersionError, known_versions, resolve_image
 
@@ -287,6 +288,12 @@ def main(argv: Sequence[str]) -> int:
                 "are rebuilt (kind#3853), so what runs may not be what this name meant before",
                 file=sys.stderr,
             )
+        problems, checked = check_manifests(image.kubernetes)
+        if problems:
+            listed = "\n  ".join(str(p) for p in problems)
+            print(f"error: manifests invalid for Kubernetes {image.kubernetes}:\n  {listed}", file=sys.stderr)
+            return BAD_INPUT
+        print(checked)
         try:
             check_docker()
         except PrerequisiteMissing as err:

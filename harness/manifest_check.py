@@ -1,0 +1,96 @@
+"""Check the suite's manifests against the target version's schema before anything is applied.
+
+The schemas are kubernetes-validate's (JSON schemas generated from each release's OpenAPI, 1.25 onwards).
+Two deliberate departures from a plain schema validation, both because the API server itself decides:
+- Unknown fields are left to the server. Some probes apply a field on versions that do not know it on
+  purpose (podReplacementPolicy before 1.28, podFailurePolicy before 1.25) and check how the server answers.
+- `required` is not enforced. The OpenAPI of built-in kinds marks fields required that the API server does
+  not require: the 1.25-1.28 schemas require `onPodConditions` in every podFailurePolicy rule and 1.29's
+  require `status` in it, yet document 000's manifest (the Kubernetes docs' example) has neither and is
+  accepted. The server's own validation reports what is really missing, at create.
+What is left — wrong types, values outside an enum, malformed formats — is an error before the run.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+from kubernetes_validate import utils as schema_files
+from referencing import Registry, Resource
+
+from harness.versions import KubeVersion
+
+MANIFESTS_DIR = Path(__file__).resolve().parent.parent / "manifests"
+SCHEMA_PACKAGE_VERSION = importlib.metadata.version("kubernetes-validate")
+
+
+# Validator that ignores `required` (see the module docstring).
+def _not_enforced(*_: Any) -> None:
+    return None
+
+
+_Validator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]  # (extend is untyped in the stubs)
+    jsonschema.validators.Draft202012Validator, {"required": _not_enforced}
+)
+
+
+@dataclass(frozen=True)
+class ManifestProblem:
+    file: str
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.path or '(top level)'}: {self.message}"
+
+
+def schema_version(version: KubeVersion) -> str | None:
+    """The kubernetes-validate schema release for a server version, or None when it has none (before 1.25)."""
+    wanted = (version.version.major, version.version.minor)
+    known = sorted({tuple(int(p) for p in v.split(".")[:2]) for v in schema_files.all_versions()})
+    if wanted < known[0] or wanted > known[-1]:
+        return None
+    return f"{wanted[0]}.{wanted[1]}.0"
+
+
+def check_manifest(data: dict[str, Any], version: str, name: str) -> list[ManifestProblem]:
+    """Every schema problem of one manifest for a schema release ('1.27.0'); unknown fields, `required` aside."""
+    api_version = str(data.get("apiVersion", ""))
+    group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)  # batch/v1 -> batch-v1 (as the library)
+    directory = f"kubernetes-json-schema/v{version}-local"
+    try:
+        schema = schema_files.schema_contents(
+            f"{directory}/{str(data.get('kind', '')).lower()}-{group_version}.json", version
+        )
+    except FileNotFoundError:
+        return [ManifestProblem(name, "", f"no schema for {data.get('kind')} {api_version} in Kubernetes {version}")]
+    definitions = schema_files.schema_contents(f"{directory}/_definitions.json", version)
+    registry: Registry[Any] = Resource.from_contents(schema) @ (Resource.from_contents(definitions) @ Registry())
+    validator = _Validator(schema, registry=registry)
+    return [
+        ManifestProblem(name, ".".join(str(p) for p in error.absolute_path), error.message)
+        for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    ]
+
+
+def check_manifests(version: KubeVersion, directory: Path = MANIFESTS_DIR) -> tuple[list[ManifestProblem], str]:
+    """Problems of every manifest for this version, and a sentence saying what was checked against what."""
+    schema = schema_version(version)
+    if schema is None:
+        return [], (
+            f"manifests not checked against a schema: kubernetes-validate {SCHEMA_PACKAGE_VERSION} has none "
+            f"for Kubernetes {version} (the server still validates them at create)"
+        )
+    problems: list[ManifestProblem] = []
+    files = sorted(directory.glob("*.yaml"))
+    for path in files:
+        for document in yaml.safe_load_all(path.read_text()):
+            if document:
+                problems.extend(check_manifest(document, schema, path.name))
+    return problems, f"{len(files)} manifests checked against the Kubernetes {schema} schema"

@@ -1,0 +1,62 @@
+"""Manifests checked against the target version's schema before a run (harness/manifest_check.py).
+
+Real: kubernetes-validate's schemas and the checks. Nothing is stood in; no cluster is needed.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness import cli, manifest_check
+from harness.manifest_check import check_manifest, check_manifests, schema_version
+from harness.versions import KubeVersion
+
+REPO = Path(__file__).resolve().parent.parent
+POD = yaml.safe_load((REPO / "manifests" / "pod-finalizer-traps-sigterm.yaml").read_text())
+
+
+def test_every_manifest_of_the_suite_is_valid_for_every_version_with_a_schema() -> None:
+    for minor in range(25, 38):
+        problems, said = check_manifests(KubeVersion.parse(f"v1.{minor}.0"))
+        assert problems == [], (minor, [str(p) for p in problems])
+        assert "manifests checked against the Kubernetes" in said
+
+
+def test_every_wrong_type_is_reported_with_its_path() -> None:
+    broken = copy.deepcopy(POD)
+    broken["spec"]["terminationGracePeriodSeconds"] = "five"
+    broken["spec"]["containers"][0]["ports"] = [{"containerPort": "http"}]
+    problems = [str(p) for p in check_manifest(broken, "1.27.0", "pod.yaml")]
+    assert len(problems) == 2, problems
+    assert any(p.startswith("pod.yaml: spec.terminationGracePeriodSeconds:") and "'five'" in p for p in problems)
+    assert any(p.startswith("pod.yaml: spec.containers.0.ports.0.containerPort:") for p in problems), problems
+
+
+def test_unknown_fields_and_schema_only_required_fields_are_left_to_the_server() -> None:
+    job = yaml.safe_load((REPO / "manifests" / "job-pod-replaced-when-failed.yaml").read_text())
+    assert check_manifest(job, "1.27.0", "job.yaml") == []  # podReplacementPolicy unknown in 1.27: on purpose
+    policy = yaml.safe_load((REPO / "manifests" / "job-pod-failure-policy-exit-42.yaml").read_text())
+    assert check_manifest(policy, "1.26.0", "job.yaml") == []  # the schema 'requires' onPodConditions; the server not
+
+
+def test_versions_without_a_schema_are_said_to_be_unchecked() -> None:
+    assert schema_version(KubeVersion.parse("v1.24.17")) is None
+    problems, said = check_manifests(KubeVersion.parse("v1.24.17"))
+    assert problems == [] and "not checked against a schema" in said and "v1.24.17" in said
+
+
+def test_make_probe_refuses_an_invalid_manifest_before_it_needs_docker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = copy.deepcopy(POD)
+    broken["spec"]["containers"][0]["image"] = 5
+    (tmp_path / "pod.yaml").write_text(yaml.safe_dump(broken))
+    monkeypatch.setattr(manifest_check, "MANIFESTS_DIR", tmp_path)
+    monkeypatch.setattr(cli, "check_manifests", lambda v: check_manifests(v, tmp_path))
+    assert cli.main(["probe", "--version", "1.27.3"]) == 2
+    err = capsys.readouterr().err
+    assert "manifests invalid for Kubernetes v1.27.3" in err and "pod.yaml: spec.containers.0.image" in err
