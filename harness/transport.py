@@ -406,6 +406,7 @@ class _LiveWatch:
         self._rv = resource_version
         self._clock = clock
         self._events: queue.Queue[WatchEvent] = queue.Queue()
+        self._gap_reasons: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"watch-{name or namespace}", daemon=True)
         self._thread.start()
@@ -490,14 +491,23 @@ class _LiveWatch:
             response.release_conn()
 
     def _relist(self, why: str, failures: int) -> None:
-        """Re-list after a gap: what exists now (and, by omission, what is gone) becomes a RELISTED event."""
+        """Re-list after a gap: what exists now (and, by omission, what is gone) becomes a RELISTED event.
+
+        Every failure since the last good answer is named in the gap (a failed re-list is one too).
+        """
+        self._gap_reasons.append(why)
         self._stop.wait(min(0.2 * 2**failures, 5.0))
         try:
             listing = json.loads(self._list_fn(self._namespace, _preload_content=False, **self._selector).data)
-        except (ApiException, urllib3.exceptions.HTTPError, ConnectionError, TimeoutError):
+        except ApiException as err:
+            self._gap_reasons.append(f"re-list failed ({err.status})")
             return  # the next loop iteration fails again and retries with a longer pause
+        except (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError) as err:
+            self._gap_reasons.append(f"re-list failed ({type(err).__name__})")
+            return
         self._rv = listing["metadata"]["resourceVersion"]
-        self._events.put(WatchEvent(self._clock(), "RELISTED", {"items": listing.get("items") or []}, gap=why))
+        gap, self._gap_reasons = "; ".join(self._gap_reasons), []
+        self._events.put(WatchEvent(self._clock(), "RELISTED", {"items": listing.get("items") or []}, gap=gap))
 
 
 # ---------------------------------------------------------------------------------------- recording

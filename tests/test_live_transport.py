@@ -178,3 +178,64 @@ def test_a_create_refused_as_invalid_is_a_rejection_with_the_servers_message(
         transport.create("ns", copy.deepcopy(MANIFEST))
     assert refused.value.status == 400
     assert len([r for r in script.requests if r[0] == "POST"]) == 1  # an answer, not retried
+
+
+def test_a_sequence_of_429_and_5xx_on_the_watch_relists_each_time_and_marks_every_gap(
+    transport: LiveTransport, script: Script
+) -> None:
+    """Injected by the stand-in API server: 429, 502, 503 on three watch requests in a row, then a stream."""
+    script.pods["running-pod"] = pod(rv="30")
+    script.faults[("GET", "pods")] = [429, 502, 503]
+    script.watch_streams = [[watch_line("MODIFIED", pod(rv="32", phase="Failed"))]]
+    handle = transport.watch("Pod", "ns", "running-pod", "20")
+    try:
+        events = []
+        while (event := handle.next_event(15.0)) is not None:
+            events.append(event)
+            if event.type == "MODIFIED":
+                break
+    finally:
+        handle.close()
+    assert [e.type for e in events] == ["RELISTED", "MODIFIED"]
+    # the re-list after the 429 met the 502: one gap, naming every failure in it
+    assert events[0].gap == "watch failed (429); re-list failed (502); watch failed (503)"
+
+
+def no_pause_between_retries(monkeypatch: pytest.MonkeyPatch, *methods: Any) -> None:
+    """The retry policy as configured, minus its exponential pauses (they only make the test slow)."""
+    from tenacity import wait_none
+
+    for method in methods:
+        monkeypatch.setattr(method.retry, "wait", wait_none())
+
+
+def test_a_server_that_keeps_failing_is_given_up_on_visibly(
+    transport: LiveTransport, script: Script, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """503 on every attempt: the retry budget (6 attempts) runs out and the error is raised, not swallowed."""
+    from kubernetes.client.exceptions import ApiException
+
+    no_pause_between_retries(monkeypatch, LiveTransport.create)
+    script.faults[("POST", "pods")] = [503] * 10
+    with pytest.raises(ApiException) as err:
+        transport.create("ns", copy.deepcopy(MANIFEST))
+    assert err.value.status == 503
+    assert len([r for r in script.requests if r[0] == "POST"]) == 6
+
+
+def test_connection_refused_is_retried_then_raised(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing listens on the port (the API server went away): retried as transient, then raised."""
+    import socket
+
+    import urllib3
+
+    no_pause_between_retries(monkeypatch, LiveTransport.server_version)
+    with socket.socket() as probe_port:
+        probe_port.bind(("127.0.0.1", 0))
+        port = probe_port.getsockname()[1]
+    configuration = client.Configuration(host=f"http://127.0.0.1:{port}")
+    configuration.retries = False
+    transport = LiveTransport(client.ApiClient(configuration), node_lister=None)
+    with pytest.raises((urllib3.exceptions.HTTPError, ConnectionError)):
+        transport.server_version()
+    assert LiveTransport.server_version.retry.statistics["attempt_number"] == 6

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.observe import PodObserver, ProbeImpossible, ProbeTimeout, Timeline, cannot_start
+from harness.observe import Observer, PodObserver, ProbeImpossible, ProbeTimeout, Timeline, cannot_start
 from harness.transport import WatchEvent
 from tests.doubles import ScriptedWatch, pod
 
@@ -146,3 +146,26 @@ def test_job_views_read_conditions_and_counts() -> None:
     assert failed is not None and failed.message == "Job was active longer than specified deadline"
     assert job.finished and job.failed == 1 and job.active == 0
     assert job.condition("Complete") is None
+
+
+def test_two_watches_are_merged_in_the_servers_order_not_their_arrival_order() -> None:
+    from harness.observe import in_server_order
+
+    timeline = Timeline()
+    later_arrival = ScriptedWatch([WatchEvent(5.0, "MODIFIED", {"metadata": {"name": "web", "resourceVersion": "12"}})])
+    earlier_arrival = ScriptedWatch([WatchEvent(1.0, "ADDED", pod(rv="13"))])
+    sets = Observer(later_arrival, timeline, later_arrival.clock, "StatefulSet")
+    pods = Observer(earlier_arrival, timeline, earlier_arrival.clock, "Pod")
+    sets.observe_for(6.0)
+    pods.observe_for(6.0)
+    merged = in_server_order(sets, pods)
+    assert [(kind, view.resource_version) for _, kind, _, view in merged] == [("StatefulSet", "12"), ("Pod", "13")]
+
+
+def test_a_name_that_comes_back_is_no_longer_counted_as_deleted() -> None:
+    watch = ScriptedWatch([WatchEvent(1.0, "DELETED", pod(rv="3")), WatchEvent(2.0, "ADDED", pod(rv="4"))])
+    observer = Observer(watch, Timeline(), watch.clock, "Pod", focus="running-pod")
+    observer.observe_for(1.5)
+    assert observer.gone
+    observer.wait_for("the pod to come back", lambda o: not o.gone, within=2.0)
+    assert [t for _, t, _ in observer.changes] == ["DELETED", "ADDED"]
