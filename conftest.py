@@ -225,8 +225,9 @@ def shutdown_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarg
     """A second kind cluster for graceful node shutdown: derived node image, a worker, kubelet shutdown grace."""
     if pytestconfig.getoption("--kubeconfig"):
         pytest.skip(
-            "live probe: graceful node shutdown needs a kind cluster the suite creates from its shutdown-capable "
-            "node image (give --kind-version, not --kubeconfig)"
+            "live probe: graceful node shutdown needs a second kind cluster the suite creates from its "
+            "shutdown-capable node image; it is not made on an existing cluster nor by PARALLEL's workers "
+            "(run these probes with make probe VERSION=... PROBE=node_shutdown)"
         )
     with _new_kind_cluster(pytestconfig, run, shutdown=True) as target:
         yield target
