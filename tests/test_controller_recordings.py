@@ -46,7 +46,7 @@ def test_a_fixed_statefulset_controller_that_moves_current_revision_early_fails_
     message = str(failed.value)
     assert "1 of 3 claims failed on Kubernetes v1.29.14" in message
     assert "statefulset.partition.current-revision-holds" in message
-    assert "the v1.29.14 cluster behaved like >=1.28.0,<1.28.4" in message
+    assert "the v1.29.14 cluster behaved like >=1.25.12,<1.26.0-alpha.0 / >=1.26.7,<1.27.0-alpha.0" in message
     assert "evidence: currentRevision moved to parallel-web-7b4f9d6c58 with updatedReplicas 1 of 3" in message
     assert "rv=" in message and "partition=2" in message  # the offending status update itself
 

@@ -151,6 +151,14 @@ def statefulset_status_recordings() -> dict[str, JsonDict]:
         "statefulset_status_through_parallel_scale_up_and_partitioned_update--v1.25.3-derived.json": (
             statefulset_status("v1.25.3", False, False, SOURCE_STS)
         ),
+        # the 1.26 line got k/k#117865 (1.26.7) but never k/k#120731: still broken at its last patch
+        "statefulset_status_through_parallel_scale_up_and_partitioned_update--v1.26.15-derived.json": (
+            statefulset_status("v1.26.15", True, True, SOURCE_STS)
+        ),
+        # the 1.27 line got both (1.27.4, 1.27.8)
+        "statefulset_status_through_parallel_scale_up_and_partitioned_update--v1.27.10-derived.json": (
+            statefulset_status("v1.27.10", True, False, SOURCE_STS)
+        ),
     }
 
 
