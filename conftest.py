@@ -35,7 +35,7 @@ from harness.kind import (
     list_node_containers,
     parse_kind_version,
 )
-from harness.manifest_check import check_manifests
+from harness.manifest_check import check_manifests, images_in_manifests
 from harness.node_shutdown import announce_shutdown, cluster_config, ensure_derived_image
 from harness.probe import Probe
 from harness.run import Run, safe_name
@@ -296,6 +296,7 @@ def _new_kind_cluster(pytestconfig: pytest.Config, run: Run, shutdown: bool) -> 
         api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
         core = client.CoreV1Api(api)
         nodes = wait_nodes_ready(core)
+        note(preloaded=cluster.preload(images_in_manifests(), nodes))
         transport = LiveTransport(api, node_lister=cluster.node_containers, node_shutdown=node_shutdown)
         server_version = transport.server_version()
         note(nodes=nodes, server_version=server_version)

@@ -33,7 +33,7 @@ from harness.kind import (
     parse_kind_version,
 )
 from harness.kind_install import KindInstallError, ensure_kind
-from harness.manifest_check import check_manifests
+from harness.manifest_check import check_manifests, images_in_manifests
 from harness.run import Run, new_run_id, safe_name
 from harness.versions import NodeImage, VersionError, known_versions, resolve_image
 
@@ -141,7 +141,10 @@ def run_parallel(args: argparse.Namespace, image: NodeImage, kind_line: str) -> 
     code = 1
     try:
         cluster.create(logs_dir=run.directory / "kind-logs")
-        wait_nodes_ready(client.CoreV1Api(config.new_client_from_config(config_file=str(cluster.kubeconfig))))
+        nodes = wait_nodes_ready(client.CoreV1Api(config.new_client_from_config(config_file=str(cluster.kubeconfig))))
+        preloaded = cluster.preload(images_in_manifests(), nodes)
+        run.write_provenance(preloaded=preloaded)
+        print("images: " + "; ".join(f"{image}: {said}" for image, said in preloaded.items()))
         startup = time.monotonic() - started
         target = ["--kubeconfig", str(cluster.kubeconfig), "--context", f"kind-{cluster.name}", "--kind-nodes"]
         command = pytest_argv(args, [*target, "--run-id", run.run_id, "-n", str(args.parallel)])

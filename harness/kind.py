@@ -184,6 +184,36 @@ class KindCluster:
     def node_containers(self, node: str) -> list[JsonDict]:
         return list_node_containers(node, self.runner)
 
+    def preload(self, images: list[str], nodes: list[str]) -> dict[str, str]:
+        """Load the probes' images that Docker has locally into the nodes, so they need not be pulled again.
+
+        `kind load docker-image` saves the image with `docker save` and imports it into each node's containerd
+        (pkg/cmd/kind/load/docker-image, nodeutils.LoadImageArchive). The manifests pin images by digest; the
+        kubelet finds a loaded image only if the node's CRI resolves that digest, which depends on what
+        `docker save` exported (the multi-arch index with Docker's containerd image store, one platform's
+        manifest otherwise). So each image is checked in the nodes afterwards (`crictl inspecti`) and the
+        outcome is reported per image: preloaded, loaded but not resolvable by its digest (the node will pull
+        it), not present locally, or the load's error. Nothing here can fail the run.
+        """
+        outcome: dict[str, str] = {}
+        for image in images:
+            if self.runner(["docker", "image", "inspect", image], 60).returncode != 0:
+                outcome[image] = "not in local Docker: the node pulls it"
+                continue
+            loaded = self.runner([self.kind_bin, "load", "docker-image", image, "--name", self.name], 300)
+            if loaded.returncode != 0:
+                outcome[image] = f"kind load failed: {loaded.output.strip()[:300]}"
+                continue
+            unresolved = [
+                n for n in nodes if self.runner(["docker", "exec", n, "crictl", "inspecti", image], 60).returncode
+            ]
+            outcome[image] = (
+                "preloaded"
+                if not unresolved
+                else f"loaded, but {', '.join(unresolved)} cannot resolve it by digest: the node pulls it"
+            )
+        return outcome
+
 
 def list_node_containers(node: str, runner: Runner = run_command) -> list[JsonDict]:
     """Every container on a kind node, running or exited, as crictl reports it (`crictl ps -a -o json`)."""

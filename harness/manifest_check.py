@@ -94,3 +94,16 @@ def check_manifests(version: KubeVersion, directory: Path = MANIFESTS_DIR) -> tu
             if document:
                 problems.extend(check_manifest(document, schema, path.name))
     return problems, f"{len(files)} manifests checked against the Kubernetes {schema} schema"
+
+
+def images_in_manifests(directory: Path = MANIFESTS_DIR) -> list[str]:
+    """Every container image the suite's manifests name (pods, and the pod templates of workloads)."""
+    images: set[str] = set()
+    for path in sorted(directory.glob("*.yaml")):
+        for document in yaml.safe_load_all(path.read_text()):
+            spec = (document or {}).get("spec") or {}
+            pod_spec = ((spec.get("template") or {}).get("spec")) or spec
+            for container in (pod_spec.get("containers") or []) + (pod_spec.get("initContainers") or []):
+                if container.get("image"):
+                    images.add(str(container["image"]))
+    return sorted(images)

@@ -133,3 +133,34 @@ def test_an_interrupt_during_creation_removes_the_half_created_cluster(tmp_path:
     with pytest.raises(KeyboardInterrupt):
         c.create(tmp_path / "logs")
     assert runner.calls[-1][:5] == ["kind", "delete", "cluster", "--name", "plp-1-27-ab12"]
+
+
+ALPINE = "docker.io/library/alpine:3.18.4@sha256:eece025e432126ce23f223450a0326fbebde39cdf496a85d8c016293fc851978"
+
+
+def test_preload_loads_local_images_and_checks_the_nodes_can_resolve_them(tmp_path: Path) -> None:
+    """Stood in: docker and kind (FakeRunner). The image is local, kind loads it, crictl finds it on one node
+    of two: the outcome says which node will still pull."""
+
+    class OneNodeMisses(FakeRunner):
+        def __call__(self, argv: Sequence[str], timeout: float) -> Completed:
+            result = super().__call__(argv, timeout)
+            return failed("no such image") if list(argv[:3]) == ["docker", "exec", "c-worker"] else result
+
+    runner = OneNodeMisses()
+    cluster = KindCluster("c", "img", tmp_path / "kc", runner=runner)
+    outcome = cluster.preload([ALPINE], ["c-control-plane", "c-worker"])
+    assert runner.calls[1] == ["kind", "load", "docker-image", ALPINE, "--name", "c"]
+    assert ["docker", "exec", "c-control-plane", "crictl", "inspecti", ALPINE] in runner.calls
+    assert outcome == {ALPINE: "loaded, but c-worker cannot resolve it by digest: the node pulls it"}
+
+
+def test_preload_skips_images_docker_does_not_have_and_reports_load_errors(tmp_path: Path) -> None:
+    absent = FakeRunner({"docker image inspect": failed("No such image")})
+    cluster = KindCluster("c", "img", tmp_path / "kc", runner=absent)
+    assert cluster.preload([ALPINE], ["c-control-plane"]) == {ALPINE: "not in local Docker: the node pulls it"}
+    assert not absent.ran("kind", "load")
+    broken = FakeRunner({"kind load docker-image": failed("ERROR: failed to detect containerd snapshotter")})
+    cluster = KindCluster("c", "img", tmp_path / "kc", runner=broken)
+    said = cluster.preload([ALPINE], ["c-control-plane"])[ALPINE]
+    assert said.startswith("kind load failed: ERROR: failed to detect containerd snapshotter")

@@ -332,7 +332,10 @@ def test_make_probe_creates_probes_and_deletes_its_own_kind_cluster(tmp_path: Pa
     assert record["provenance"]["node_image"].startswith("kindest/node:v1.27.3@sha256:")
     assert record["provenance"]["kind_version"] == "v0.20.0"
     assert {v["claim"]: v["status"] for v in record["verdicts"]}["container-stopped-on-node"] == "pass"
-    cleaned = json.loads((run_dir / "run.json").read_text())["cleaned"]
+    provenance = json.loads((run_dir / "run.json").read_text())
+    (preloaded,) = provenance["preloaded"].values()  # the stand-in docker has no local images
+    assert preloaded == "not in local Docker: the node pulls it"
+    cleaned = provenance["cleaned"]
     assert cleaned["cluster_deleted"] is True and cleaned["finalizers_removed"] == 1
     assert len(cleaned["namespaces_deleted"]) == 1 and cleaned["namespaces_left"] == []
 
