@@ -295,7 +295,7 @@ def _new_kind_cluster(pytestconfig: pytest.Config, run: Run, shutdown: bool) -> 
         cluster.create(logs_dir=run.directory / f"kind-logs{suffix}")
         api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
         core = client.CoreV1Api(api)
-        nodes = wait_nodes_ready(core)
+        nodes = cluster.wait_ready(lambda: wait_nodes_ready(core), run.directory / f"kind-logs{suffix}")
         note(preloaded=cluster.preload(images_in_manifests(), nodes))
         transport = LiveTransport(api, node_lister=cluster.node_containers, node_shutdown=node_shutdown)
         server_version = transport.server_version()

@@ -141,7 +141,8 @@ def run_parallel(args: argparse.Namespace, image: NodeImage, kind_line: str) -> 
     code = 1
     try:
         cluster.create(logs_dir=run.directory / "kind-logs")
-        nodes = wait_nodes_ready(client.CoreV1Api(config.new_client_from_config(config_file=str(cluster.kubeconfig))))
+        core = client.CoreV1Api(config.new_client_from_config(config_file=str(cluster.kubeconfig)))
+        nodes = cluster.wait_ready(lambda: wait_nodes_ready(core), run.directory / "kind-logs")
         preloaded = cluster.preload(images_in_manifests(), nodes)
         run.write_provenance(preloaded=preloaded)
         print("images: " + "; ".join(f"{image}: {said}" for image, said in preloaded.items()))

@@ -167,6 +167,23 @@ class KindCluster:
             message += f"\nkind's logs: {exported}"
         raise ClusterFailed(message)
 
+    def wait_ready(self, wait: Callable[[], list[str]], logs_dir: Path) -> list[str]:
+        """Wait for the nodes (kind's own --wait does not fail); if they never get Ready, keep kind's logs and say so.
+
+        `wait` raises an exception whose message says what was last seen (harness.cluster.wait_nodes_ready).
+        The caller deletes the cluster afterwards, as after any failure.
+        """
+        try:
+            return wait()
+        except (TimeoutError, RuntimeError) as err:
+            exported = self.export_logs(logs_dir)
+            raise ClusterFailed(
+                f"kind created cluster {self.name} from {self.image}, but its nodes never became Ready: {err}\n"
+                "hint: the kubelet's log of each node is in kind's logs (<node>/kubelet.log); a node image much older "
+                "than this host's kernel or cgroup setup is a common cause (see kind's known issues)\n"
+                f"kind's logs: {exported}"
+            ) from err
+
     def delete(self) -> Completed | None:
         if not self.created:
             return None
@@ -191,7 +208,8 @@ class KindCluster:
         (pkg/cmd/kind/load/docker-image, nodeutils.LoadImageArchive). The manifests pin images by digest; the
         kubelet finds a loaded image only if the node's CRI resolves that digest, which depends on what
         `docker save` exported (the multi-arch index with Docker's containerd image store, one platform's
-        manifest otherwise). So each image is checked in the nodes afterwards (`crictl inspecti`) and the
+        manifest otherwise). So each image is checked in the nodes afterwards with `crictl inspecti`, as kind
+        itself looks images up (pkg/cluster/nodeutils/util.go ImageID), and the
         outcome is reported per image: preloaded, loaded but not resolvable by its digest (the node will pull
         it), not present locally, or the load's error. Nothing here can fail the run.
         """

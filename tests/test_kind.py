@@ -164,3 +164,21 @@ def test_preload_skips_images_docker_does_not_have_and_reports_load_errors(tmp_p
     cluster = KindCluster("c", "img", tmp_path / "kc", runner=broken)
     said = cluster.preload([ALPINE], ["c-control-plane"])[ALPINE]
     assert said.startswith("kind load failed: ERROR: failed to detect containerd snapshotter")
+
+
+def test_nodes_that_never_get_ready_are_a_cluster_failure_with_kinds_logs_and_a_hint(tmp_path: Path) -> None:
+    """Stood in: kind (FakeRunner) and the readiness wait (a function raising what wait_nodes_ready raises)."""
+    from harness.cluster import NotReady
+
+    runner = FakeRunner()
+    cluster = KindCluster("c", "kindest/node:v1.19.16@sha256:x", tmp_path / "kc", runner=runner)
+
+    def never_ready() -> list[str]:
+        raise NotReady("nodes not Ready after 180s; last seen: c-control-plane: Ready=False")
+
+    with pytest.raises(ClusterFailed) as failed_create:
+        cluster.wait_ready(never_ready, tmp_path / "logs")
+    message = str(failed_create.value)
+    assert "nodes never became Ready" in message and "c-control-plane: Ready=False" in message
+    assert "hint: the kubelet's log" in message and f"kind's logs: {tmp_path / 'logs'}" in message
+    assert runner.calls == [["kind", "export", "logs", str(tmp_path / "logs"), "--name", "c"]]
