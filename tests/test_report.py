@@ -63,7 +63,7 @@ def test_markdown_and_html_show_the_matrix_and_provenance(replayed_runs: Path, t
     html = (tmp_path / "report.html").read_text()
     assert 'data-claim="always.sigterm-ignored.phases" data-version="v1.27.3"' in html
     assert "k/k#115331" in html  # the sources, one click away
-    assert "<h3>v1.26.6 → v1.27.0-rc.0</h3>" in html  # consecutive versions, pre-releases in order
+    assert "<h3>v1.26.15 → v1.27.0-rc.0</h3>" in html  # consecutive versions, pre-releases in their place
     assert render_markdown(matrix) == markdown and render_html(matrix) == html
 
 
