@@ -23,7 +23,7 @@ JOBS ?= 2
 
 RUNS ?= runs
 
-.PHONY: probe matrix clean report test lint typecheck unit versions recordings clean-venv node-image actionlint
+.PHONY: probe matrix clean report test lint typecheck unit versions recordings clean-venv node-image actionlint bisect
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,11 @@ report: $(STAMP)
 # make node-image VERSION=1.27.0-rc.0, then make probe IMAGE=plp-node:v1.27.0-rc.0
 node-image: $(STAMP)
 	$(PY) -m harness node-image --version "$(VERSION)"
+
+# The first patch release on which a probe fails: make bisect PROBE=... GOOD=1.27.3 BAD=1.27.16 [BUILD=1]
+# (BUILD=1 also tries patch releases without a pinned image, building them with node-image)
+bisect: $(STAMP)
+	$(PY) -m harness bisect --probe "$(PROBE)" --good "$(GOOD)" --bad "$(BAD)" $(if $(filter 1 yes true,$(BUILD)),--build)
 
 versions: $(STAMP)
 	$(PY) -m harness versions

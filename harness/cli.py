@@ -20,6 +20,7 @@ from pathlib import Path
 
 from kubernetes import client, config
 
+from harness import bisect as bisect_module
 from harness import janitor, matrix, node_image_build
 from harness import report as report_module
 from harness.cluster import wait_nodes_ready
@@ -35,7 +36,7 @@ from harness.kind import (
 from harness.kind_install import KindInstallError, ensure_kind
 from harness.manifest_check import check_manifests, images_in_manifests
 from harness.run import Run, new_run_id, safe_name
-from harness.versions import NodeImage, VersionError, known_versions, resolve_image
+from harness.versions import NodeImage, VersionError, known_images, known_versions, resolve_image
 
 REPO = Path(__file__).resolve().parent.parent
 BAD_INPUT, PREREQUISITE_MISSING = 2, 3
@@ -74,6 +75,14 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "node-image", help="build a node image for a Kubernetes release kind does not publish (kind build node-image)"
     )
     build.add_argument("--version", required=True, help="a full release version, e.g. 1.27.0-rc.0")
+    bisect_cmd = commands.add_parser("bisect", help="the first patch release on which a probe fails")
+    bisect_cmd.add_argument("--probe", required=True, help="the probe (name or pytest -k expression)")
+    bisect_cmd.add_argument("--good", required=True, help="a patch release where the probe passes, e.g. 1.27.3")
+    bisect_cmd.add_argument("--bad", required=True, help="a later patch release of that minor where it fails")
+    bisect_cmd.add_argument(
+        "--build", action="store_true", help="also try patch releases without a pinned image (built by node-image)"
+    )
+    bisect_cmd.add_argument("--run-dir", default=str(REPO / "runs"), help="where the runs go (default: runs/)")
     matrix = commands.add_parser("matrix", help="run the probes on several versions, one kind cluster each")
     matrix.add_argument("--versions", default="", help="space-separated versions (default: every minor in the table)")
     matrix.add_argument("--jobs", type=int, default=2, help="how many clusters at a time")
@@ -250,6 +259,42 @@ def run_node_image_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_bisect_command(args: argparse.Namespace) -> int:
+    """Each candidate version is one `python -m harness probe` run (its own cluster); see harness/bisect.py."""
+    try:
+        versions = bisect_module.candidates(args.good, args.bad, args.build)
+    except VersionError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return BAD_INPUT
+    directory = Path(args.run_dir) / f"bisect-{new_run_id()}"
+    pinned = {str(i.kubernetes.version) for i in known_images()}
+
+    def run(version: str) -> str:
+        where = ["--version", version]
+        if version not in pinned:  # only with --build
+            built = main(["node-image", "--version", version])
+            if built != 0:
+                return bisect_module.SKIP
+            where = ["--image", node_image_build.local_tag(version)]
+        run_dir = directory / version
+        command = [sys.executable, "-m", "harness", "probe", *where, "--probe", args.probe, "--run-dir", str(run_dir)]
+        print("+ " + " ".join(command), flush=True)
+        code = subprocess.run(command, check=False).returncode
+        records = sorted(run_dir.glob("*/run.json"))
+        return bisect_module.outcome_of_run(code, records[-1] if records else run_dir / "run.json")
+
+    print(f"bisecting {args.probe!r} over {', '.join(versions)}")
+    try:
+        found = bisect_module.bisect(versions, run)
+    except bisect_module.BisectError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "bisect.json").write_text(json.dumps(found.to_json(), indent=1) + "\n")
+    print(f"{found.conclusion}; record: {directory / 'bisect.json'}")
+    return 0 if found.first_bad else 1
+
+
 def kind_status(release: str | None) -> str:
     if shutil.which("kind"):
         return "kind is on PATH"
@@ -267,6 +312,8 @@ def main(argv: Sequence[str]) -> int:
         return run_matrix_command(args)
     if args.command == "node-image":
         return run_node_image_command(args)
+    if args.command == "bisect":
+        return run_bisect_command(args)
     if args.command == "clean":
         return run_clean_command(args)
     if args.command == "report":
