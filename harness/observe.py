@@ -270,6 +270,18 @@ class Observer(Generic[V]):
 class PodObserver(Observer[PodView]):
     """An observer of Pods: one pod (focus) or every pod of the namespace."""
 
+    def first_condition(self, pod: PodView, type_: str) -> JsonDict | None:
+        """A condition the pod (by uid) was given, as first seen (status, reason, message); None if never.
+
+        By uid, because a StatefulSet's replacement takes the same name; first seen, because a later state
+        (or the pod's deletion) may drop what the writer of the condition said.
+        """
+        for _, view in self.history:
+            condition = view.condition(type_) if view.uid == pod.uid else None
+            if condition is not None:
+                return {k: condition.get(k) for k in ("status", "reason", "message")}
+        return None
+
     def phases_since(self, t: float, name: str | None = None) -> list[str | None]:
         """The phases a pod was in from time t on: the phase at t, then each change (repeats collapsed)."""
         name = name or self.focus

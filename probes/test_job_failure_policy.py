@@ -64,15 +64,6 @@ def running(pods: Observer[PodView]) -> PodView | None:
     return next((p for p in pods.states.values() if p.phase == "Running" and p.ready), None)
 
 
-def disruption_target(pods: Observer[PodView], pod: PodView) -> JsonDict | None:
-    """The DisruptionTarget condition the evicted pod (by uid) was given, as first seen; None if never."""
-    for _, view in pods.history:
-        condition = view.condition("DisruptionTarget") if view.uid == pod.uid else None
-        if condition is not None:
-            return {k: condition.get(k) for k in ("status", "reason", "message")}
-    return None
-
-
 def outcome(job: JobView) -> JsonDict:
     """How the Job ended: Complete, or Failed with its reason; and status.failed (the failures it counted)."""
     failed = job.condition("Failed")
@@ -96,7 +87,9 @@ def test_evicted_pod_is_ignored_through_the_disruption_target_rule(probe: Probe)
         f"Job {name} to complete or fail", lambda o: name in o.states and o.latest.finished, within=EVICTION_BUDGET_S
     )
     pods.catch_up()
-    probe.check("eviction.disruption-target", disruption_target(pods, first), pods.gaps_since(evicted_at))
+    probe.check(
+        "eviction.disruption-target", pods.first_condition(first, "DisruptionTarget"), pods.gaps_since(evicted_at)
+    )
     probe.check("eviction.job-outcome", outcome(jobs.latest), jobs.gaps_since(evicted_at))
     probe.check("eviction.pods-run", len({v.uid for _, v in pods.history}))
     probe.conclude()

@@ -73,15 +73,6 @@ def container_exit(pods: Observer[PodView], pod: PodView) -> JsonDict | None:
     return None if ended is None else ended.container("main").exit
 
 
-def disruption_target(pods: Observer[PodView], pod: PodView) -> JsonDict | None:
-    """The DisruptionTarget condition the pod (by uid) was given, as first seen; None if never."""
-    for _, view in pods.history:
-        condition = view.condition("DisruptionTarget") if view.uid == pod.uid else None
-        if condition is not None:
-            return {k: condition.get(k) for k in ("status", "reason", "message")}
-    return None
-
-
 def shut_down_and_recover(probe: Probe, manifest_name: str) -> tuple[PodObserver, PodView, PodView | None]:
     """Start the workload, shut its node down, check the pod's own fate, cancel, wait for a new pod.
 
@@ -101,7 +92,7 @@ def shut_down_and_recover(probe: Probe, manifest_name: str) -> tuple[PodObserver
     gaps = pods.gaps_since(0.0)
     probe.check("shutdown.pod-phase", shut.phase, gaps)
     probe.check("shutdown.pod-reason", {"reason": shut.reason, "message": shut.message}, gaps)
-    probe.check("shutdown.disruption-target", disruption_target(pods, first), gaps)
+    probe.check("shutdown.disruption-target", pods.first_condition(first, "DisruptionTarget"), gaps)
     probe.check("shutdown.container-exit", container_exit(pods, first), gaps)
 
     probe.shutdown_node(node, starting=False)
