@@ -49,6 +49,11 @@ def marks(entries: list[JsonDict]) -> list[tuple[float, str]]:
                 and str(value).startswith("True")
             ):
                 out.append((t, f"Job {condition}"))
+        if kind == "statefulset" and before:
+            for field in ("replicas", "currentRevision", "updatedReplicas"):
+                if detail.get(field) != before.get(field):
+                    value = str(detail.get(field)).rsplit("-", 1)[-1]  # a revision by its hash
+                    out.append((t, f"{field} {value}"))
         if what == "crictl":
             out.append((t, f"node: {detail.get('state')}"))
     return out

@@ -160,3 +160,17 @@ def test_each_probe_has_a_timeline_drawn_with_its_versions_stacked(replayed_runs
     html = render_html(matrix)
     assert html.count('<figure class="timeline"') == len(matrix.timelines)
     assert "<svg" in html and "main exit 137" in html
+
+
+def test_the_statefulset_timeline_marks_the_status_writes_that_matter(replayed_runs: Path) -> None:
+    from harness.timeline_svg import marks
+
+    matrix = build_matrix(load_records([replayed_runs]))
+    series = matrix.timelines[
+        "test_statefulset_status.py::test_statefulset_status_through_parallel_scale_up_and_partitioned_update"
+    ]
+    regression = [label for _, label in marks(series["v1.28.0"])]
+    assert "replicas 1" in regression  # the too-small status.replicas of k/k#117865
+    assert "currentRevision 7b4f9d6c58" in regression  # moved to the update revision too early
+    fixed = [label for _, label in marks(series["v1.29.14"])]
+    assert "currentRevision 7b4f9d6c58" not in fixed
