@@ -226,8 +226,8 @@ def shutdown_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarg
     if pytestconfig.getoption("--kubeconfig"):
         pytest.skip(
             "live probe: graceful node shutdown needs a second kind cluster the suite creates from its "
-            "shutdown-capable node image; it is not made on an existing cluster nor by PARALLEL's workers "
-            "(run these probes with make probe VERSION=... PROBE=node_shutdown)"
+            "shutdown-capable node image, which it does not make next to an existing cluster "
+            "(run these probes with make probe VERSION=...)"
         )
     with _new_kind_cluster(pytestconfig, run, shutdown=True) as target:
         yield target

@@ -40,6 +40,7 @@ from harness.versions import NodeImage, VersionError, known_images, known_versio
 
 REPO = Path(__file__).resolve().parent.parent
 BAD_INPUT, PREREQUISITE_MISSING = 2, 3
+NO_TESTS_COLLECTED = 5  # pytest's exit code when a selection matches nothing
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -157,9 +158,18 @@ def run_parallel(args: argparse.Namespace, image: NodeImage, kind_line: str) -> 
         print("images: " + "; ".join(f"{image}: {said}" for image, said in preloaded.items()))
         startup = time.monotonic() - started
         target = ["--kubeconfig", str(cluster.kubeconfig), "--context", f"kind-{cluster.name}", "--kind-nodes"]
-        command = pytest_argv(args, [*target, "--run-id", run.run_id, "-n", str(args.parallel)])
+        command = pytest_argv(
+            args, [*target, "--run-id", run.run_id, "-n", str(args.parallel), "-m", "not node_shutdown"]
+        )
         print("+ " + " ".join(command), flush=True)
         code = _wait_for(subprocess.Popen(command))
+        # The node-shutdown probes need their own cluster (harness/node_shutdown.py), which only the kind
+        # mode of the fixtures makes: they run afterwards, one at a time, in this run's directory.
+        shutdown = pytest_argv(args) + ["--run-id", run.run_id, "-m", "node_shutdown"]
+        print("+ " + " ".join(shutdown), flush=True)
+        shutdown_code = _wait_for(subprocess.Popen(shutdown, env={**os.environ, "PYTEST_XDIST_WORKER": "shutdown"}))
+        if shutdown_code not in (0, NO_TESTS_COLLECTED):
+            code = code or shutdown_code
         timing = probe_timing(run.directory, time.monotonic() - started, startup)
         run.write_provenance(timing=timing)
         print(

@@ -357,7 +357,8 @@ def test_parallel_probes_share_one_cluster_that_the_cli_creates_and_deletes(tmp_
     proc, log, _ = probe_with_stand_ins(tmp_path, "--parallel", "2")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "1 passed" in proc.stdout
-    assert " -n 2" in proc.stdout and "--kind-nodes" in proc.stdout
+    assert " -n 2" in proc.stdout and "--kind-nodes" in proc.stdout and "-m not node_shutdown" in proc.stdout
+    assert "--kind-version 1.27.3" in proc.stdout and "-m node_shutdown" in proc.stdout  # then on their own cluster
     kind_calls = [c for c in fake_tools.calls(log) if c[0] != "docker"]
     assert [c[:2] for c in kind_calls if c[:2] in (["create", "cluster"], ["delete", "cluster"])] == [
         ["create", "cluster"],
