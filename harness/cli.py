@@ -165,7 +165,7 @@ def run_parallel(args: argparse.Namespace, image: NodeImage, kind_line: str) -> 
         code = _wait_for(subprocess.Popen(command))
         # The node-shutdown probes need their own cluster (harness/node_shutdown.py), which only the kind
         # mode of the fixtures makes: they run afterwards, one at a time, in this run's directory.
-        shutdown = pytest_argv(args) + ["--run-id", run.run_id, "-m", "node_shutdown"]
+        shutdown = [*_own_junit(pytest_argv(args), "shutdown"), "--run-id", run.run_id, "-m", "node_shutdown"]
         print("+ " + " ".join(shutdown), flush=True)
         shutdown_code = _wait_for(subprocess.Popen(shutdown, env={**os.environ, "PYTEST_XDIST_WORKER": "shutdown"}))
         if shutdown_code not in (0, NO_TESTS_COLLECTED):
@@ -187,6 +187,11 @@ def run_parallel(args: argparse.Namespace, image: NodeImage, kind_line: str) -> 
             cluster.delete()
         run.finish("passed" if code == 0 else "failed")
     return code
+
+
+def _own_junit(argv: list[str], part: str) -> list[str]:
+    """The same command line, but a --junitxml=FILE of it written to FILE-<part>.xml (not over the first run's)."""
+    return [f"{a.removesuffix('.xml')}-{part}.xml" if a.startswith("--junitxml=") else a for a in argv]
 
 
 def _wait_for(process: subprocess.Popen[bytes]) -> int:

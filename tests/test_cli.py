@@ -115,3 +115,17 @@ def test_an_image_without_digest_is_warned_about(tmp_path: Path) -> None:
     proc, _ = run_cli("probe", "--image", "kindest/node:v1.27.3", path=str(tmp_path))
     assert "is not pinned by digest" in proc.stderr
     assert proc.returncode == 3  # and then stops: no Docker here
+
+
+def test_the_second_pytest_run_of_parallel_mode_writes_its_own_junit_file() -> None:
+    from harness.cli import _own_junit
+
+    argv = ["python", "-m", "pytest", "--junitxml=runs/junit-1.27.xml", "-k", "x"]
+    assert _own_junit(argv, "shutdown") == [
+        "python",
+        "-m",
+        "pytest",
+        "--junitxml=runs/junit-1.27-shutdown.xml",
+        "-k",
+        "x",
+    ]
