@@ -296,6 +296,16 @@ class PodObserver(Observer[PodView]):
         return phases
 
 
+def conditions_before_failed(jobs: Observer[JobView]) -> list[str]:
+    """The condition types that were True in some state of the Job seen before its Failed condition appeared."""
+    seen: list[str] = []
+    for _, view in jobs.history:
+        if view.condition("Failed") is not None:
+            break
+        seen.extend(c.type for c in view.conditions if c.status == "True" and c.type not in seen)
+    return seen
+
+
 # Waiting reasons after which a container will not start by itself (kubelet/images and CRI reasons).
 UNSTARTABLE_REASONS = frozenset(
     {

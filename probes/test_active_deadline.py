@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from harness.observe import Observer, PodObserver
+from harness.observe import Observer, PodObserver, conditions_before_failed
 from harness.probe import Probe
 from harness.transport import JsonDict
 from harness.views import JobView, PodView, parse_time
@@ -49,16 +49,6 @@ def pod_outcome(pod: PodView) -> JsonDict:
 def job_failure(job: JobView) -> JsonDict | None:
     failed = job.condition("Failed")
     return None if failed is None else {"reason": failed.reason, "message": failed.message}
-
-
-def conditions_before_failed(job: Observer[JobView]) -> list[str]:
-    """The condition types that were True in some state seen before the Failed condition appeared."""
-    seen: list[str] = []
-    for _, view in job.history:
-        if view.condition("Failed") is not None:
-            break
-        seen.extend(c.type for c in view.conditions if c.status == "True" and c.type not in seen)
-    return seen
 
 
 def controller_event_reasons(events: Iterable[JsonDict], job: str) -> list[str]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.observe import Observer
+from harness.observe import Observer, conditions_before_failed
 from harness.probe import Probe
 from harness.transport import JsonDict
 from harness.views import JobView, PodView
@@ -54,6 +54,7 @@ def test_exit_code_42_fails_the_job_through_its_pod_failure_policy(probe: Probe)
     )
     pods.catch_up()
     probe.check("failure-policy.failed", failure(jobs.latest, probe.namespace, pods.names()))
+    probe.check("failure-policy.conditions-before-failed", conditions_before_failed(jobs))
     probe.check("failure-policy.pods-run", len(pods.names()))
     exits = sorted({str(p.container("main").exit_code) for p in pods.states.values() if p.all_containers_terminated})
     probe.check("failure-policy.exit-codes", exits)

@@ -441,12 +441,16 @@ def failure_policy(git_version: str) -> JsonDict:
     if with_policy:
         pod = f"{NAMESPACE}/{first.obj['metadata']['name']}"
         message = f"Container main for pod {pod} failed with exit code 42 matching FailJob rule at index 0"
-        conditions = [
-            condition("FailureTarget", "PodFailurePolicy", message, 7.0),
-            condition("Failed", "PodFailurePolicy", message, 7.0),
-        ]
-        job["status"].update(active=0, failed=1, conditions=conditions)
+        # First the interim FailureTarget (the pod's finalizer is removed meanwhile), then Failed on the next sync.
+        job["status"].update(
+            active=0, failed=1, conditions=[condition("FailureTarget", "PodFailurePolicy", message, 7.0)]
+        )
         s.event("Job", 7.5, "MODIFIED", job)
+        job["status"]["conditions"] = [
+            condition("FailureTarget", "PodFailurePolicy", message, 7.0),
+            condition("Failed", "PodFailurePolicy", message, 8.0),
+        ]
+        s.event("Job", 8.1, "MODIFIED", job)
         return s.recording()
     job["status"].update(active=0, failed=1)
     s.event("Job", 7.4, "MODIFIED", job)
