@@ -34,9 +34,9 @@ SHUTDOWN_NODE_LABEL = "pod-lifecycle-probes.test/shutdown-target"
 # the last 10 s (the values upstream's node e2e test uses: ShutdownGracePeriod 20s / critical 10s; ours
 # leave the regular pods 20 s for their 5 s grace).
 SHUTDOWN_GRACE = "30s"
+CRITICAL_PODS_GRACE = "10s"
 # GracefulNodeShutdown: alpha (off) in 1.20, beta (on) from 1.21 (kubernetes.io feature-gates table; k/k#99735).
 GRACEFUL_NODE_SHUTDOWN_ON = ">=1.21.0-alpha.0"
-CRITICAL_PODS_GRACE = "10s"
 
 DOCKERFILE = """\
 # Derived by pod-lifecycle-probes from a pinned kind node image: adds D-Bus and starts systemd-logind, which
