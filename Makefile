@@ -1,6 +1,7 @@
 # make probe VERSION=1.27 [PROBE=<name or -k expression>] [IMAGE=kindest/node:...@sha256:...] [KEEP=1] [REPEAT=N]
 #            [PARALLEL=N: N probes at a time in one cluster]
 # make probe KUBECONFIG_FILE=~/.kube/other CONTEXT=name     (an existing cluster instead of a new one)
+# make probe VERSION=1.27.3 CLUSTER=local [KEEP=1]          (built from Go modules, run as processes here; root)
 # make test                                               (offline: no Docker, no cluster)
 # PYTEST_ARGS="--junitxml=out.xml" passes arguments on to pytest
 PYTHON ?= python3
@@ -12,6 +13,8 @@ VERSION ?=
 PROBE ?=
 IMAGE ?=
 KEEP ?=
+# kind (a kind cluster, Docker) or local (Kubernetes built from its Go modules, run as processes here; root)
+CLUSTER ?= kind
 REPEAT ?= 1
 PARALLEL ?= 1
 PYTEST_ARGS ?=
@@ -32,7 +35,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 probe: $(STAMP)
-	$(PY) -m harness probe --version "$(VERSION)" --image "$(IMAGE)" --probe "$(PROBE)" \
+	$(PY) -m harness probe --version "$(VERSION)" --image "$(IMAGE)" --probe "$(PROBE)" --cluster "$(CLUSTER)" \
 		$(if $(filter 1 yes true,$(KEEP)),--keep-cluster) --repeat "$(REPEAT)" --parallel "$(PARALLEL)" \
 		$(if $(KUBECONFIG_FILE),--kubeconfig "$(KUBECONFIG_FILE)") $(if $(CONTEXT),--context "$(CONTEXT)") \
 		-- $(PYTEST_ARGS)

@@ -18,7 +18,6 @@ import tempfile
 import threading
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from harness.cluster import cleanup_probe_namespace, create_probe_namespace, wait_nodes_ready
+from harness.cluster import cleanup_probe_namespace, create_probe_namespace
 from harness.kind import (
     ClusterFailed,
     KindCluster,
@@ -35,6 +34,9 @@ from harness.kind import (
     list_node_containers,
     parse_kind_version,
 )
+from harness.lifecycle import KindProvider, LiveTarget, LocalProvider, cluster_life
+from harness.local.build import Build, BuildError, build_kubernetes, existing_build
+from harness.local.cluster import local_node_lister
 from harness.manifest_check import check_manifests, images_in_manifests
 from harness.node_shutdown import announce_shutdown, cluster_config, ensure_derived_image
 from harness.probe import Probe
@@ -72,6 +74,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="the --kubeconfig cluster is a kind cluster on this machine: read its nodes with docker exec",
     )
+    group.addoption(
+        "--local-version",
+        metavar="VERSION",
+        help="Kubernetes release for a new local cluster (built from its Go modules, run as processes here; root)",
+    )
+    group.addoption(
+        "--local-state",
+        metavar="DIR",
+        help="the --kubeconfig cluster is a local cluster of the suite: read its node through the containerd in DIR",
+    )
     group.addoption("--run-id", help="share this run's directory (the parallel workers of one make probe)")
     group.addoption(
         "--replay", metavar="PATH", help="run the probes on recordings (a directory or one file) instead of a cluster"
@@ -86,12 +98,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if config.getoption("--replay") and (config.getoption("--kind-version") or config.getoption("--kubeconfig")):
+    if config.getoption("--replay") and any(
+        config.getoption(o) for o in ("--kind-version", "--local-version", "--kubeconfig")
+    ):
         raise pytest.UsageError(
-            "--replay runs on recordings; it cannot be combined with --kind-version or --kubeconfig"
+            "--replay runs on recordings; it cannot be combined with --kind-version, --local-version or --kubeconfig"
         )
-    if config.getoption("--kubeconfig") and config.getoption("--kind-version"):
-        raise pytest.UsageError("choose either a new kind cluster (--kind-version) or an existing one (--kubeconfig)")
+    chosen = [o for o in ("--kind-version", "--local-version", "--kubeconfig") if config.getoption(o)]
+    if len(chosen) > 1:
+        raise pytest.UsageError(
+            f"choose one cluster: a new kind cluster (--kind-version), a new local one (--local-version) or an "
+            f"existing one (--kubeconfig), not {' and '.join(chosen)}"
+        )
     if config.getoption("--kubeconfig") and not config.getoption("--context"):
         raise pytest.UsageError(
             "--kubeconfig needs an explicit --context: without one the suite acts only on clusters it creates itself"
@@ -191,32 +209,32 @@ def run(pytestconfig: pytest.Config) -> Run:
     return started
 
 
-@dataclass
-class LiveTarget:
-    transport: LiveTransport
-    core: client.CoreV1Api
-    origin: dict[str, Any]
-
-
 @pytest.fixture(scope="session")
 def live_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
-    """The cluster live probes run on: a new kind cluster, or an existing one from --kubeconfig."""
+    """The cluster live probes run on: a new kind or local cluster, or an existing one from --kubeconfig."""
     kubeconfig, context = pytestconfig.getoption("--kubeconfig"), pytestconfig.getoption("--context")
     if kubeconfig:
         api = config.new_client_from_config(config_file=kubeconfig, context=context)
-        kind_nodes = pytestconfig.getoption("--kind-nodes")
-        kind = "kind (created by make probe)" if kind_nodes else "existing"
+        kind_nodes, local_state = pytestconfig.getoption("--kind-nodes"), pytestconfig.getoption("--local-state")
+        node_lister = (
+            list_node_containers if kind_nodes else local_node_lister(Path(local_state)) if local_state else None
+        )
+        kind = (
+            "kind (created by make probe)"
+            if kind_nodes
+            else "local (created by make probe)"
+            if local_state
+            else "existing"
+        )
         target = LiveTarget(
-            LiveTransport(api, node_lister=list_node_containers if kind_nodes else None),
-            client.CoreV1Api(api),
-            {"cluster": kind, "context": context},
+            LiveTransport(api, node_lister=node_lister), client.CoreV1Api(api), {"cluster": kind, "context": context}
         )
         server_version = target.transport.server_version()
         run.write_provenance(cluster=kind, kubeconfig=kubeconfig, context=context, server_version=server_version)
         _refuse_invalid_manifests(server_version)
         yield target
         return
-    with _new_kind_cluster(pytestconfig, run, shutdown=False) as target:
+    with _new_cluster(pytestconfig, run, shutdown=False) as target:
         yield target
 
 
@@ -229,7 +247,12 @@ def shutdown_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarg
             "shutdown-capable node image, which it does not make next to an existing cluster "
             "(run these probes with make probe VERSION=...)"
         )
-    with _new_kind_cluster(pytestconfig, run, shutdown=True) as target:
+    if pytestconfig.getoption("--local-version"):
+        pytest.skip(
+            "live probe: graceful node shutdown needs systemd-logind on the node, which the local cluster (processes "
+            "on this host) does not have; it runs on the suite's own kind cluster (make probe VERSION=...)"
+        )
+    with _new_cluster(pytestconfig, run, shutdown=True) as target:
         yield target
 
 
@@ -243,16 +266,45 @@ def _refuse_invalid_manifests(server_version: dict[str, Any]) -> None:
 
 
 @contextmanager
-def _new_kind_cluster(pytestconfig: pytest.Config, run: Run, shutdown: bool) -> Iterator[LiveTarget]:
-    """Create a kind cluster for this run, yield it, and delete it unless asked to keep it.
+def _new_cluster(pytestconfig: pytest.Config, run: Run, shutdown: bool) -> Iterator[LiveTarget]:
+    """A cluster this run creates (kind or local), through the one lifecycle of harness/lifecycle.py.
 
-    `shutdown`: the graceful-node-shutdown cluster (harness/node_shutdown.py); its provenance is kept under
-    `shutdown_cluster` in run.json, the other cluster's at the top level.
+    `shutdown`: the graceful-node-shutdown kind cluster (harness/node_shutdown.py); its provenance is kept
+    under `shutdown_cluster` in run.json, the other cluster's at the top level.
     """
+    suffix = "-gns" if shutdown else ""
+    facts: dict[str, Any] = {}
+
+    def note(**values: Any) -> None:
+        facts.update(values)
+        if shutdown:
+            run.write_provenance(shutdown_cluster=dict(facts))
+        else:
+            run.write_provenance(**values)
+
+    provider = _provider(pytestconfig, run, shutdown, note)
+    try:
+        with cluster_life(
+            provider, note, pytestconfig.getoption("--keep-cluster"), run.directory / f"kind-logs{suffix}"
+        ) as target:
+            _refuse_invalid_manifests(target.transport.server_version())
+            yield target
+    except ClusterFailed as err:
+        pytest.fail(str(err), pytrace=False)
+
+
+def _provider(pytestconfig: pytest.Config, run: Run, shutdown: bool, note: Any) -> KindProvider | LocalProvider:
+    """The provider the options ask for; skips (with the reason) when none was asked for or none can run."""
+    local_version = pytestconfig.getoption("--local-version")
+    if local_version:
+        build = existing_build(local_version) or _build_or_skip(local_version)
+        name = f"plp-{safe_name(KubeVersion.parse(local_version).minor)}-{run.run_id[-4:]}"
+        return LocalProvider.for_build(name, build, run.directory / "local-logs")
     image = pytestconfig.stash.get(IMAGE, None)
     if image is None:
         pytest.skip(
-            "live probe: give --kind-version (a new kind cluster), --kubeconfig (an existing one) or --replay DIR"
+            "live probe: give --kind-version (a new kind cluster), --local-version (a local one), "
+            "--kubeconfig (an existing one) or --replay DIR"
         )
     kind_bin = pytestconfig.getoption("--kind-bin")
     try:
@@ -266,63 +318,27 @@ def _new_kind_cluster(pytestconfig: pytest.Config, run: Run, shutdown: bool) -> 
         kubeconfig=run.path(f"kubeconfig{suffix}"),
         kind_bin=kind_bin,
     )
-    facts: dict[str, Any] = {}
-
-    def note(**values: Any) -> None:
-        facts.update(values)
-        if shutdown:
-            run.write_provenance(shutdown_cluster=dict(facts))
-        else:
-            run.write_provenance(**values)
-
-    note(
-        cluster="kind",
-        cluster_name=cluster.name,
-        node_image=image.reference,
-        node_image_kind_release=image.kind_release,
-        kind_version=parse_kind_version(kind_line),
-        kind_version_line=kind_line,
-        kubeconfig=str(cluster.kubeconfig),
+    provider = KindProvider(
+        cluster, image.kind_release, parse_kind_version(kind_line), kind_line, preload_images=images_in_manifests()
     )
-    try:
-        node_shutdown = None
-        if shutdown:
+    if shutdown:
+        try:
             cluster.image, built = ensure_derived_image(image.reference, REPO / ".tools" / "node-images")
-            cluster.config = run.path("kind-config-gns.yaml")
-            cluster.config.write_text(cluster_config(image.kubernetes))
-            node_shutdown = announce_shutdown
-            note(derived_node_image=cluster.image, derived_image_note=built)
-        cluster.create(logs_dir=run.directory / f"kind-logs{suffix}")
-        api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
-        core = client.CoreV1Api(api)
-        nodes = cluster.wait_ready(lambda: wait_nodes_ready(core), run.directory / f"kind-logs{suffix}")
-        note(preloaded=cluster.preload(images_in_manifests(), nodes))
-        transport = LiveTransport(api, node_lister=cluster.node_containers, node_shutdown=node_shutdown)
-        server_version = transport.server_version()
-        note(nodes=nodes, server_version=server_version)
-        _refuse_invalid_manifests(server_version)
-        yield LiveTarget(
-            transport,
-            core,
-            {
-                "cluster": "kind",
-                "cluster_name": cluster.name,
-                "node_image": cluster.image,
-                "kind_version": parse_kind_version(kind_line),
-            },
-        )
-    except ClusterFailed as err:
-        note(cluster_error=str(err))
-        pytest.fail(str(err), pytrace=False)
-    finally:
-        if pytestconfig.getoption("--keep-cluster") and cluster.created:
-            note(cluster_kept=True)  # said in the terminal summary
-        else:
-            deleted = cluster.delete()
-            if deleted is not None and deleted.returncode != 0:
-                note(cluster_delete_error=deleted.output)  # said in the terminal summary
-            elif deleted is not None:
-                note(cluster_deleted=True)
+        except ClusterFailed as err:
+            note(**provider.facts(), cluster_error=str(err))
+            pytest.fail(str(err), pytrace=False)
+        cluster.config = run.path("kind-config-gns.yaml")
+        cluster.config.write_text(cluster_config(image.kubernetes))
+        provider.node_shutdown = announce_shutdown
+        note(derived_node_image=cluster.image, derived_image_note=built)
+    return provider
+
+
+def _build_or_skip(version: str) -> Build:
+    try:
+        return build_kubernetes(version)
+    except (BuildError, VersionError) as err:
+        pytest.fail(f"live probe: cannot build Kubernetes {version} for a local cluster: {err}", pytrace=False)
 
 
 @pytest.fixture
@@ -431,13 +447,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(f"run records, recordings and evidence: {run.directory}")
         for facts in (run.provenance, run.provenance.get("shutdown_cluster") or {}):
             if error := facts.get("cluster_delete_error"):
-                name = facts["cluster_name"]
-                terminalreporter.write_line(f"could not delete kind cluster {name}: {error}\n(make clean removes it)")
+                name, kind = facts["cluster_name"], facts.get("cluster", "kind")
+                terminalreporter.write_line(f"could not delete {kind} cluster {name}: {error}\n(make clean removes it)")
             if facts.get("cluster_kept"):
-                name, kubeconfig = facts["cluster_name"], facts["kubeconfig"]
-                terminalreporter.write_line(
-                    f"kept kind cluster {name}; kubeconfig: {kubeconfig} (remove it: kind delete cluster --name {name})"
-                )
+                terminalreporter.write_line(facts["cluster_kept_message"])
         rows = spread_of_run(run.directory)
         if config.getoption("--repeat") > 1 and rows:
             (run.directory / "spread.json").write_text(json.dumps(rows, indent=1) + "\n")

@@ -23,7 +23,6 @@ from kubernetes import client, config
 from harness import bisect as bisect_module
 from harness import janitor, matrix, node_image_build
 from harness import report as report_module
-from harness.cluster import wait_nodes_ready
 from harness.kind import (
     INSTALL_KIND,
     ClusterFailed,
@@ -34,9 +33,12 @@ from harness.kind import (
     parse_kind_version,
 )
 from harness.kind_install import KindInstallError, ensure_kind
+from harness.lifecycle import KindProvider, LocalProvider, cluster_life
+from harness.local import cluster as local_cluster
+from harness.local.build import BuildError, build_kubernetes, check_go, existing_build, release_text, resolve_module
 from harness.manifest_check import check_manifests, images_in_manifests
 from harness.run import Run, new_run_id, safe_name
-from harness.versions import NodeImage, VersionError, known_images, known_versions, resolve_image
+from harness.versions import KubeVersion, NodeImage, VersionError, known_images, known_versions, resolve_image
 
 REPO = Path(__file__).resolve().parent.parent
 BAD_INPUT, PREREQUISITE_MISSING = 2, 3
@@ -61,6 +63,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     probe.add_argument("--kubeconfig", default="", help="probe an existing cluster from this kubeconfig instead")
     probe.add_argument("--context", default="", help="context in --kubeconfig")
     probe.add_argument("--kind-bin", default="kind", help="the kind executable")
+    probe.add_argument(
+        "--cluster",
+        choices=("kind", "local"),
+        default="kind",
+        help="where a new cluster runs: kind (Docker) or local (built from Go modules, run as processes here; root)",
+    )
     probe.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     commands.add_parser("versions", help="list the Kubernetes versions with a pinned node image")
     clean = commands.add_parser("clean", help="remove the suite's leftovers: its kind clusters and labelled namespaces")
@@ -98,6 +106,9 @@ def pytest_argv(args: argparse.Namespace, target: Sequence[str] | None = None) -
         argv += list(target)
     elif args.kubeconfig:
         argv += ["--kubeconfig", args.kubeconfig] + (["--context", args.context] if args.context else [])
+    elif args.cluster == "local":
+        argv += ["--local-version", args.version]
+        argv += ["--keep-cluster"] if args.keep_cluster else []
     else:
         argv += ["--kind-bin", args.kind_bin]
         argv += ["--kind-version", args.version] if args.version else []
@@ -126,65 +137,66 @@ def run_matrix_command(args: argparse.Namespace) -> int:
     return 0 if all(r.status == "passed" for r in results) else 1
 
 
-def run_parallel(args: argparse.Namespace, image: NodeImage, kind_line: str) -> int:
-    """One kind cluster, created here; the probes on it `--parallel` at a time as pytest-xdist workers.
+def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: str) -> int:
+    """One cluster (kind, or local with --cluster local), created here through the one lifecycle of
+    harness/lifecycle.py; the probes on it `--parallel` at a time as pytest-xdist workers.
 
-    The cluster is this process's: it is deleted after pytest ends (also after Ctrl-C or SIGTERM, which
+    The cluster is this process's: it is removed after pytest ends (also after Ctrl-C or SIGTERM, which
     pytest receives too and answers with its own cleanup first), unless --keep-cluster.
     """
     run = Run.start(Path(args.run_dir))
-    cluster = KindCluster(
-        name=f"plp-{safe_name(image.kubernetes.minor)}-{run.run_id[-4:]}",
-        image=image.reference,
-        kubeconfig=run.directory / "kubeconfig",
-        kind_bin=args.kind_bin,
-    )
-    run.write_provenance(
-        cluster="kind",
-        cluster_name=cluster.name,
-        node_image=image.reference,
-        kind_version=parse_kind_version(kind_line),
-        kubeconfig=str(cluster.kubeconfig),
-        parallel=args.parallel,
-    )
+    run.write_provenance(parallel=args.parallel)
+    provider: KindProvider | LocalProvider
+    if image is None:
+        build = existing_build(args.version)
+        assert build is not None  # built by main() before
+        name = f"plp-{safe_name(KubeVersion.parse(args.version).minor)}-{run.run_id[-4:]}"
+        provider = LocalProvider.for_build(name, build, run.directory / "local-logs")
+        context, node_access = provider.context or name, ["--local-state", str(provider.cluster.state)]
+    else:
+        cluster = KindCluster(
+            name=f"plp-{safe_name(image.kubernetes.minor)}-{run.run_id[-4:]}",
+            image=image.reference,
+            kubeconfig=run.directory / "kubeconfig",
+            kind_bin=args.kind_bin,
+        )
+        provider = KindProvider(
+            cluster, image.kind_release, parse_kind_version(kind_line), kind_line, images_in_manifests()
+        )
+        context, node_access = f"kind-{cluster.name}", ["--kind-nodes"]
     started = time.monotonic()
     code = 1
     try:
-        cluster.create(logs_dir=run.directory / "kind-logs")
-        core = client.CoreV1Api(config.new_client_from_config(config_file=str(cluster.kubeconfig)))
-        nodes = cluster.wait_ready(lambda: wait_nodes_ready(core), run.directory / "kind-logs")
-        preloaded = cluster.preload(images_in_manifests(), nodes)
-        run.write_provenance(preloaded=preloaded)
-        print("images: " + "; ".join(f"{image}: {said}" for image, said in preloaded.items()))
-        startup = time.monotonic() - started
-        target = ["--kubeconfig", str(cluster.kubeconfig), "--context", f"kind-{cluster.name}", "--kind-nodes"]
-        command = pytest_argv(
-            args, [*target, "--run-id", run.run_id, "-n", str(args.parallel), "-m", "not node_shutdown"]
-        )
-        print("+ " + " ".join(command), flush=True)
-        code = _wait_for(subprocess.Popen(command))
-        # The node-shutdown probes need their own cluster (harness/node_shutdown.py), which only the kind
-        # mode of the fixtures makes: they run afterwards, one at a time, in this run's directory.
-        shutdown = [*_own_junit(pytest_argv(args), "shutdown"), "--run-id", run.run_id, "-m", "node_shutdown"]
-        print("+ " + " ".join(shutdown), flush=True)
-        shutdown_code = _wait_for(subprocess.Popen(shutdown, env={**os.environ, "PYTEST_XDIST_WORKER": "shutdown"}))
-        if shutdown_code not in (0, NO_TESTS_COLLECTED):
-            code = code or shutdown_code
-        timing = probe_timing(run.directory, time.monotonic() - started, startup)
-        run.write_provenance(timing=timing)
-        print(
-            f"wall {timing['wall_s']:.0f}s = cluster start-up {timing['cluster_startup_s']:.0f}s + probes; "
-            f"longest probe {timing['longest_probe_s']:.0f}s; wall / (start-up + longest) = {timing['ratio']:.2f}"
-        )
+        with cluster_life(provider, run.write_provenance, args.keep_cluster, run.directory / "kind-logs"):
+            if "preloaded" in run.provenance:
+                print("images: " + "; ".join(f"{i}: {said}" for i, said in run.provenance["preloaded"].items()))
+            startup = time.monotonic() - started
+            target = ["--kubeconfig", str(provider.kubeconfig), "--context", context, *node_access]
+            command = pytest_argv(
+                args, [*target, "--run-id", run.run_id, "-n", str(args.parallel), "-m", "not node_shutdown"]
+            )
+            print("+ " + " ".join(command), flush=True)
+            code = _wait_for(subprocess.Popen(command))
+            if image is not None:
+                # The node-shutdown probes need their own kind cluster (harness/node_shutdown.py), which only
+                # the kind mode of the fixtures makes: they run afterwards, one at a time, in this run's directory.
+                shutdown = [*_own_junit(pytest_argv(args), "shutdown"), "--run-id", run.run_id, "-m", "node_shutdown"]
+                print("+ " + " ".join(shutdown), flush=True)
+                env = {**os.environ, "PYTEST_XDIST_WORKER": "shutdown"}
+                shutdown_code = _wait_for(subprocess.Popen(shutdown, env=env))
+                if shutdown_code not in (0, NO_TESTS_COLLECTED):
+                    code = code or shutdown_code
+            timing = probe_timing(run.directory, time.monotonic() - started, startup)
+            run.write_provenance(timing=timing)
+            print(
+                f"wall {timing['wall_s']:.0f}s = cluster start-up {timing['cluster_startup_s']:.0f}s + probes; "
+                f"longest probe {timing['longest_probe_s']:.0f}s; wall / (start-up + longest) = {timing['ratio']:.2f}"
+            )
     except ClusterFailed as err:
-        run.write_provenance(cluster_error=str(err))
         print(f"error: {err}", file=sys.stderr)
     finally:
-        if args.keep_cluster and cluster.created:
-            run.write_provenance(cluster_kept=True)
-            print(f"kept kind cluster {cluster.name}; kubeconfig: {cluster.kubeconfig}")
-        else:
-            cluster.delete()
+        if run.provenance.get("cluster_kept"):
+            print(run.provenance["cluster_kept_message"])
         run.finish("passed" if code == 0 else "failed")
     return code
 
@@ -241,6 +253,11 @@ def run_clean_command(args: argparse.Namespace) -> int:
         janitor.clean_kind_clusters(report, args.kind_bin)
     else:
         print(f"{args.kind_bin} is not on PATH: no kind clusters to look for", file=sys.stderr)
+    if local_cluster.leftover_clusters():
+        if os.geteuid() == 0:
+            janitor.clean_local_clusters(report)
+        else:
+            print(f"local clusters under {local_cluster.DEFAULT_ROOT} need root to stop: run make clean as root")
     if args.kubeconfig:
         problem = check_existing_cluster(args.kubeconfig, args.context)
         if problem:
@@ -310,6 +327,52 @@ def run_bisect_command(args: argparse.Namespace) -> int:
     return 0 if found.first_bad else 1
 
 
+def prepare_local(args: argparse.Namespace) -> int:
+    """Check everything a local cluster needs in seconds, then build (or reuse) the release: 0 when ready."""
+    if args.image:
+        print("error: IMAGE is a kind node image; a local cluster (CLUSTER=local) takes VERSION only", file=sys.stderr)
+        return BAD_INPUT
+    try:
+        args.version = release_text(args.version or "")
+    except VersionError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return BAD_INPUT
+    host_problems = local_cluster.check_host()
+    if host_problems:
+        print("error: a local cluster cannot run here:\n  " + "\n  ".join(host_problems), file=sys.stderr)
+        return PREREQUISITE_MISSING
+    if running := local_cluster.running_clusters():
+        print(
+            f"error: a local cluster of the suite is already running ({', '.join(running)}); one at a time "
+            "(make clean stops it)",
+            file=sys.stderr,
+        )
+        return PREREQUISITE_MISSING
+    problems, checked = check_manifests(KubeVersion.parse(args.version))
+    if problems:
+        listed = "\n  ".join(str(p) for p in problems)
+        print(f"error: manifests invalid for Kubernetes {args.version}:\n  {listed}", file=sys.stderr)
+        return BAD_INPUT
+    print(checked)
+    if existing_build(args.version) is None:
+        try:
+            print(check_go())
+            resolve_module(args.version)
+        except BuildError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return BAD_INPUT if "does not serve" in str(err) else PREREQUISITE_MISSING
+    try:
+        build = build_kubernetes(args.version)
+    except BuildError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(
+        f"Kubernetes {build.version} built with {build.record['toolchain']} in {build.record['duration_s']:.0f}s "
+        f"({build.directory})"
+    )
+    return 0
+
+
 def kind_status(release: str | None) -> str:
     if shutil.which("kind"):
         return "kind is on PATH"
@@ -337,11 +400,17 @@ def main(argv: Sequence[str]) -> int:
         print(f"{len(built.claims)} claims × {len(built.versions)} versions; {len(built.changed())} verdicts changed")
         print(f"report: {out / 'report.html'} and {out / 'report.md'}")
         return 0
+    image: NodeImage | None = None
+    kind_line = ""
     if args.kubeconfig:
         problem = check_existing_cluster(args.kubeconfig, args.context)
         if problem:
             print(f"error: {problem}", file=sys.stderr)
             return BAD_INPUT
+    elif args.cluster == "local":
+        code = prepare_local(args)
+        if code != 0:
+            return code
     else:
         try:
             image = resolve_image(args.version or None, args.image or None)

@@ -2,6 +2,8 @@
 
 Only the suite's own leftovers, recognised by name prefix and label:
 - kind clusters named `plp-…` (the names the suite gives: `plp-<minor>-<run>`), deleted with kind;
+- local clusters (harness/local/cluster.py) whose state folder is under the local root: their processes
+  stopped by the ids they recorded, their mounts, cgroups, bridge and folders removed;
 - on a cluster given by kubeconfig/context: namespaces labelled `pod-lifecycle-probes.test/suite=true`, whose
   pods first lose the suite's own finalizer (and only that one), then are deleted.
 """
@@ -9,11 +11,13 @@ Only the suite's own leftovers, recognised by name prefix and label:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from kubernetes import client
 
 from harness.cluster import CleanupReport, cleanup_probe_namespace
 from harness.kind import Runner, run_command
+from harness.local.cluster import DEFAULT_ROOT, leftover_clusters, stop_cluster
 from harness.run import SUITE_LABEL
 from harness.transport import raw_call
 
@@ -24,11 +28,14 @@ CLUSTER_PREFIX = "plp-"
 class JanitorReport:
     clusters_deleted: list[str] = field(default_factory=list)
     clusters_left: list[str] = field(default_factory=list)  # not the suite's: never touched
+    local_stopped: list[str] = field(default_factory=list)
     namespaces: list[CleanupReport] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
     def render(self) -> str:
         lines = [f"kind clusters deleted: {', '.join(self.clusters_deleted) or 'none'}"]
+        if self.local_stopped:
+            lines.append(f"local clusters stopped and removed: {', '.join(self.local_stopped)}")
         if self.clusters_left:
             lines.append(f"kind clusters left alone (not the suite's): {', '.join(self.clusters_left)}")
         for ns in self.namespaces:
@@ -61,3 +68,10 @@ def clean_kind_clusters(report: JanitorReport, kind_bin: str = "kind", runner: R
 def clean_namespaces(report: JanitorReport, core: client.CoreV1Api) -> None:
     for namespace in raw_call(core.list_namespace, label_selector=f"{SUITE_LABEL}=true").get("items") or []:
         report.namespaces.append(cleanup_probe_namespace(core, namespace["metadata"]["name"]))
+
+
+def clean_local_clusters(report: JanitorReport, root: Path = DEFAULT_ROOT) -> None:
+    for state in leftover_clusters(root):
+        stopped = stop_cluster(state)
+        report.local_stopped.append(state.name)
+        report.errors += [f"local cluster {state.name}: {e}" for e in stopped.errors]

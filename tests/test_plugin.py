@@ -63,8 +63,8 @@ def test_without_a_cluster_live_probes_are_skipped_with_one_reason_never_passed(
     assert "7 skipped" in proc.stdout
     assert "passed" not in proc.stdout.splitlines()[-1]
     assert (
-        "live probe: give --kind-version (a new kind cluster), --kubeconfig (an existing one) or --replay DIR"
-        in proc.stdout
+        "live probe: give --kind-version (a new kind cluster), --local-version (a local one), "
+        "--kubeconfig (an existing one) or --replay DIR" in proc.stdout
     )
 
 

@@ -1,0 +1,245 @@
+"""Kubernetes server binaries built from the `k8s.io/kubernetes` Go module, once per version.
+
+No registry this suite can reach serves Kubernetes binaries, but every tag (pre-releases included) is a Go
+module. `k8s.io/kubernetes` cannot be `go install`ed directly: its go.mod requires the staging modules
+(`k8s.io/api`, `k8s.io/client-go`, ...) at v0.0.0 and maps them to `./staging/...`, and replace directives
+of a dependency are ignored. So a throw-away main module under `.tools/kubernetes/vX.Y.Z/` requires
+`k8s.io/kubernetes@vX.Y.Z` and replaces every staging module with its published `v0.Y.Z` twin (the same
+source, tagged together), then builds the components with the Go toolchain the release names in
+`.go-version` (`build/build-image/cross/VERSION` before 1.27), or the newest patch of that Go minor when
+the proxy does not serve that exact one. `-ldflags -X` stamps the version the way `hack/lib/version.sh`
+does, so `/version` reports the real gitVersion and commit.
+
+Everything lands in `.tools/` (ignored by git): the module and build caches under `.tools/go/`, the binaries,
+`build.json` (toolchain, commit, duration) and `build.log` under `.tools/kubernetes/vX.Y.Z/`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.versions import KubeVersion, VersionError
+
+TOOLS = Path(__file__).resolve().parent.parent.parent / ".tools"
+COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kubectl")
+_STAMPED_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
+# A replace line of k8s.io/kubernetes's go.mod: `k8s.io/api => ./staging/src/k8s.io/api` (in a block or not).
+_REPLACE = re.compile(r"^[ \t]*(?:replace[ \t]+)?(\S+)(?:[ \t]+v\S+)?[ \t]+=>[ \t]+(\S+)(?:[ \t]+(\S+))?[ \t]*$", re.M)
+
+
+class BuildError(RuntimeError):
+    """The binaries could not be built; the message says why (the proxy's answer, or the log's last lines)."""
+
+
+@dataclass(frozen=True)
+class Build:
+    """Binaries of one Kubernetes version, and how they were made."""
+
+    version: str  # "v1.27.3"
+    directory: Path
+    record: dict[str, Any]
+
+    def binary(self, component: str) -> Path:
+        return self.directory / "bin" / component
+
+
+def go_environment(tools: Path = TOOLS) -> dict[str, str]:
+    """Go's caches inside .tools/, reused by every build; cgo off as upstream builds the components."""
+    return {
+        **os.environ,
+        "GOMODCACHE": str(tools / "go" / "mod"),
+        "GOCACHE": str(tools / "go" / "cache"),
+        "GOPATH": str(tools / "go" / "path"),
+        "GOFLAGS": "-mod=mod",
+        "GOWORK": "off",
+        "CGO_ENABLED": "0",
+    }
+
+
+def release_text(version: str) -> str:
+    """'1.27.3' -> 'v1.27.3'; a minor alone is refused (a build needs one release)."""
+    parsed = KubeVersion.parse(version)
+    text = parsed.text if parsed.text.startswith("v") else f"v{parsed.text}"
+    if text.count(".") < 2:
+        raise VersionError(f"give a full Kubernetes release to build (e.g. 1.27.3 or 1.27.0-rc.0), not {version!r}")
+    return text
+
+
+def _go(args: list[str], env: Mapping[str, str], cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["go", *args], cwd=cwd, env=dict(env), capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def download_module(module: str, version: str, env: Mapping[str, str], cwd: Path) -> dict[str, Any]:
+    """`go mod download -json module@version`: where the source is, and the VCS commit the proxy reports."""
+    result = _go(["mod", "download", "-json", f"{module}@{version}"], env, cwd)
+    try:
+        info: dict[str, Any] = json.loads(result.stdout)
+    except json.JSONDecodeError:
+        info = {"Error": (result.stderr or result.stdout).strip()}
+    if info.get("Error") or "Dir" not in info:
+        raise BuildError(f"the Go module proxy does not serve {module}@{version}: {info.get('Error', result.stderr)}")
+    return info
+
+
+def upstream_go_version(source: Path) -> str:
+    """The Go release upstream built this tag with: `.go-version` (1.27+), else the cross build image's name."""
+    dot = source / ".go-version"
+    if dot.is_file():
+        return dot.read_text().strip()
+    cross = source / "build" / "build-image" / "cross" / "VERSION"
+    match = re.search(r"go(\d+\.\d+(?:\.\d+)?)", cross.read_text()) if cross.is_file() else None
+    if not match:
+        raise BuildError(f"cannot tell which Go release built {source.name}: no .go-version, no cross VERSION")
+    return match[1]
+
+
+def choose_toolchain(upstream: str, env: Mapping[str, str], cwd: Path) -> tuple[str, str]:
+    """(GOTOOLCHAIN value, why): upstream's exact Go when the proxy serves it, else the newest patch of its minor."""
+    minor = ".".join(upstream.split(".")[:2])
+    candidates = [upstream] + [f"{minor}.{patch}" for patch in range(30, -1, -1) if f"{minor}.{patch}" != upstream]
+    refused = []
+    for candidate in candidates:
+        probe = _go(["version"], {**env, "GOTOOLCHAIN": f"go{candidate}"}, cwd, timeout=300)
+        if probe.returncode == 0 and f"go{candidate} " in probe.stdout:
+            why = "upstream's" if candidate == upstream else f"newest go{minor} served (go{upstream}: not served)"
+            return f"go{candidate}", why
+        if candidate == upstream:
+            refused.append(probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else "refused")
+    raise BuildError(f"no go{minor} toolchain is served by the Go module proxy (go{upstream}: {refused[0]})")
+
+
+def _replacements(kubernetes_go_mod: str, staged_version: str) -> list[str]:
+    """`old=new@version` for every replace of k8s.io/kubernetes: staging dirs -> the published v0.Y.Z twins."""
+    out = []
+    for old, new, pinned in _REPLACE.findall(kubernetes_go_mod):
+        if new.startswith("./staging/"):
+            out.append(f"{old}={old}@{staged_version}")
+        elif pinned:
+            out.append(f"{old}={new}@{pinned}")
+    return out
+
+
+def ldflags(version: str, commit: str, built_at: str) -> str:
+    parsed = KubeVersion.parse(version)
+    minor = str(parsed.version.minor)
+    flags = ["-s", "-w"]
+    for package in _STAMPED_PACKAGES:
+        for key, value in (
+            ("gitVersion", version),
+            ("gitMajor", "1"),
+            ("gitMinor", minor),
+            ("gitCommit", commit),
+            ("gitTreeState", "clean"),
+            ("buildDate", built_at),
+        ):
+            flags.append(f"-X {package}.{key}={value}")
+    return " ".join(flags)
+
+
+def existing_build(version: str, tools: Path = TOOLS) -> Build | None:
+    directory = tools / "kubernetes" / release_text(version)
+    record = directory / "build.json"
+    if not record.is_file() or not all((directory / "bin" / c).is_file() for c in COMPONENTS):
+        return None
+    return Build(release_text(version), directory, json.loads(record.read_text()))
+
+
+def check_go() -> str:
+    """The host's Go (any release that can switch toolchains, 1.21+); raises BuildError if there is none."""
+    go = shutil.which("go")
+    if go is None:
+        raise BuildError("building Kubernetes needs Go 1.21 or newer on PATH (https://go.dev/dl/)")
+    out = subprocess.run([go, "version"], capture_output=True, text=True, check=False).stdout.strip()
+    match = re.search(r"go1\.(\d+)", out)
+    if not match or int(match[1]) < 21:
+        raise BuildError(f"building Kubernetes needs Go 1.21 or newer (toolchain switching); found: {out}")
+    return out
+
+
+def resolve_module(version: str, tools: Path = TOOLS) -> dict[str, Any]:
+    """Ask the proxy for k8s.io/kubernetes@version (seconds, cached after): a version it lacks is refused here."""
+    text = release_text(version)
+    (tools / "go").mkdir(parents=True, exist_ok=True)
+    return download_module("k8s.io/kubernetes", text, go_environment(tools), tools / "go")
+
+
+def build_kubernetes(version: str, tools: Path = TOOLS, log_progress: bool = True) -> Build:
+    """Build (or reuse) the components of one release under .tools/kubernetes/vX.Y.Z/."""
+    found = existing_build(version, tools)
+    if found is not None:
+        return found
+    check_go()
+    text = release_text(version)
+    env = go_environment(tools)
+    directory = tools / "kubernetes" / text
+    directory.mkdir(parents=True, exist_ok=True)
+    module = resolve_module(version, tools)
+    source = Path(module["Dir"])
+    commit = str((module.get("Origin") or {}).get("Hash") or "unknown")
+    upstream_go = upstream_go_version(source)
+    toolchain, toolchain_note = choose_toolchain(upstream_go, env, directory)
+    env = {**env, "GOTOOLCHAIN": toolchain}
+    parsed = KubeVersion.parse(text)
+    staged = f"v0.{parsed.version.minor}.{parsed.version.micro}" + (text[text.index("-") :] if "-" in text else "")
+    (directory / "go.mod").write_text("module local/plp-kubernetes-build\n\ngo 1.20\n")
+    (directory / "main.go").write_text("package main\n")  # the module needs a package of its own
+    log = directory / "build.log"
+    checksum_db = "sum.golang.org (through the proxy)"
+    started = time.monotonic()
+    with log.open("w") as out:
+        steps = [["mod", "edit", f"-replace={r}"] for r in _replacements((source / "go.mod").read_text(), staged)]
+        steps.append(["mod", "edit", f"-require=k8s.io/kubernetes@{text}"])
+        built_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        packages = [f"k8s.io/kubernetes/cmd/{c}" for c in COMPONENTS]
+        steps.append(["build", "-trimpath", "-ldflags", ldflags(text, commit, built_at), "-o", "bin/", *packages])
+        for step in steps:
+            out.write("+ go " + " ".join(step) + "\n")
+            out.flush()
+            if log_progress and step[0] == "build":
+                print(f"building Kubernetes {text} with {toolchain} (log: {log}); this takes a while", flush=True)
+            done = subprocess.run(
+                ["go", *step], cwd=directory, env=env, stdout=out, stderr=subprocess.STDOUT, check=False
+            )
+            if done.returncode != 0 and "verifying module" in log.read_text() and "sumdb" in log.read_text():
+                # The proxy's checksum database does not know some published staging tags (seen for
+                # k8s.io/*@v0.26.6): build again without it for k8s.io/*, and say so in build.json.
+                checksum_db = "off for k8s.io/* (the checksum database answered 404 for some staging modules)"
+                env = {**env, "GONOSUMDB": "k8s.io"}
+                out.write(f"+ retry with GONOSUMDB=k8s.io: {checksum_db}\n")
+                out.flush()
+                done = subprocess.run(
+                    ["go", *step], cwd=directory, env=env, stdout=out, stderr=subprocess.STDOUT, check=False
+                )
+            if done.returncode != 0:
+                tail = "\n".join(log.read_text().splitlines()[-20:])
+                raise BuildError(f"building Kubernetes {text} failed (go {step[0]}); last lines of {log}:\n{tail}")
+    record = {
+        "version": text,
+        "commit": commit,
+        "module_sum": module.get("Sum"),
+        "toolchain": toolchain,
+        "toolchain_note": toolchain_note,
+        "upstream_go": f"go{upstream_go}",
+        "staging_modules": staged,
+        "cgo": False,
+        "checksum_database": checksum_db,
+        "built_at": built_at,
+        "duration_s": round(time.monotonic() - started, 1),
+        "host_go": check_go(),
+        "components": list(COMPONENTS),
+        "how": "go build of k8s.io/kubernetes@" + text + " from the Go module proxy (harness/local/build.py)",
+    }
+    (directory / "build.json").write_text(json.dumps(record, indent=1) + "\n")
+    return Build(text, directory, record)

@@ -1,0 +1,317 @@
+"""The local cluster (harness/local/) offline: the build's module wiring, images, certificates, node access,
+stopping from a record, and the checks that refuse before anything slow starts.
+
+Nothing here builds Kubernetes or starts a component: `go` and `ctr` are stood in for where a test needs
+them (each says so). The live path is what `make probe VERSION=1.27.3 CLUSTER=local` runs (README).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography import x509
+from kubernetes import config
+
+from harness import cli
+from harness.local import build as build_module
+from harness.local import cluster as local
+from harness.local.images import FileEntry, layer_tar, oci_archive, pause_tag
+from harness.local.pki import Pki
+from harness.versions import VersionError
+
+GO_MOD = """module k8s.io/kubernetes
+
+go 1.20
+
+require (
+\tk8s.io/api v0.0.0
+\tk8s.io/client-go v0.0.0
+)
+
+replace (
+\tk8s.io/api => ./staging/src/k8s.io/api
+\tk8s.io/client-go => ./staging/src/k8s.io/client-go
+\tgithub.com/example/pinned => github.com/example/fork v1.2.3
+)
+"""
+
+
+def test_every_staging_module_is_replaced_by_its_published_twin_and_other_pins_carry_over() -> None:
+    assert build_module._replacements(GO_MOD, "v0.27.3") == [
+        "k8s.io/api=k8s.io/api@v0.27.3",
+        "k8s.io/client-go=k8s.io/client-go@v0.27.3",
+        "github.com/example/pinned=github.com/example/fork@v1.2.3",
+    ]
+
+
+def test_the_version_is_stamped_into_both_version_packages() -> None:
+    flags = build_module.ldflags("v1.27.3", "25b4e431", "2026-11-23T00:00:00Z")
+    for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        assert f"-X {package}.gitVersion=v1.27.3" in flags
+        assert f"-X {package}.gitMinor=27" in flags
+        assert f"-X {package}.gitCommit=25b4e431" in flags
+
+
+@pytest.mark.parametrize(
+    ("version", "said"),
+    [("1.27", "give a full Kubernetes release"), ("v1.27", "give a full"), ("latest", "not a Kubernetes version")],
+)
+def test_a_build_needs_one_release(version: str, said: str) -> None:
+    with pytest.raises(VersionError, match=said):
+        build_module.release_text(version)
+
+
+def test_release_text_keeps_pre_releases() -> None:
+    assert build_module.release_text("1.27.0-rc.0") == "v1.27.0-rc.0"
+    assert build_module.release_text("v1.26.6") == "v1.26.6"
+
+
+def test_the_upstream_go_release_comes_from_go_version_or_the_cross_image(tmp_path: Path) -> None:
+    (tmp_path / ".go-version").write_text("1.20.5\n")
+    assert build_module.upstream_go_version(tmp_path) == "1.20.5"
+    (tmp_path / ".go-version").unlink()
+    (tmp_path / "build" / "build-image" / "cross").mkdir(parents=True)
+    (tmp_path / "build" / "build-image" / "cross" / "VERSION").write_text("v1.26.0-go1.19.10-bullseye.0\n")
+    assert build_module.upstream_go_version(tmp_path) == "1.19.10"
+
+
+def _stand_in_go(served: set[str]) -> Any:
+    """Stands in for `go version` under GOTOOLCHAIN: answers only for the toolchains in `served`."""
+
+    def go(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 0) -> subprocess.CompletedProcess[str]:
+        wanted = env["GOTOOLCHAIN"]
+        if wanted.removeprefix("go") in served:
+            return subprocess.CompletedProcess(args, 0, f"go version {wanted} linux/amd64\n", "")
+        return subprocess.CompletedProcess(args, 1, "", f"go: download {wanted}: 403 Forbidden")
+
+    return go
+
+
+def test_upstreams_exact_go_is_used_when_served(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(build_module, "_go", _stand_in_go({"1.20.5", "1.20.14"}))
+    assert build_module.choose_toolchain("1.20.5", {}, tmp_path) == ("go1.20.5", "upstream's")
+
+
+def test_otherwise_the_newest_patch_of_that_go_minor(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(build_module, "_go", _stand_in_go({"1.20.13", "1.20.14"}))
+    toolchain, why = build_module.choose_toolchain("1.20.5", {}, tmp_path)
+    assert toolchain == "go1.20.14"
+    assert "go1.20.5: not served" in why
+
+
+def test_no_toolchain_of_that_minor_is_an_error_with_the_proxys_answer(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(build_module, "_go", _stand_in_go(set()))
+    with pytest.raises(build_module.BuildError, match=r"no go1\.20 toolchain .*403 Forbidden"):
+        build_module.choose_toolchain("1.20.5", {}, tmp_path)
+
+
+def test_an_existing_build_is_reused_without_go(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    directory = tmp_path / "kubernetes" / "v1.27.3"
+    (directory / "bin").mkdir(parents=True)
+    for component in build_module.COMPONENTS:
+        (directory / "bin" / component).write_text("")
+    (directory / "build.json").write_text(json.dumps({"version": "v1.27.3", "toolchain": "go1.20.14"}))
+    monkeypatch.setattr(build_module, "check_go", lambda: pytest.fail("go must not be asked"))
+    built = build_module.build_kubernetes("1.27.3", tools=tmp_path)
+    assert built.record["toolchain"] == "go1.20.14"
+    assert built.binary("kubelet") == directory / "bin" / "kubelet"
+
+
+def test_no_go_on_path_is_said_plainly(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    with pytest.raises(build_module.BuildError, match=r"needs Go 1\.21 or newer on PATH"):
+        build_module.check_go()
+
+
+# ------------------------------------------------------------------------------------------ images
+
+
+def _members(archive: bytes) -> dict[str, bytes]:
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
+
+
+def test_an_oci_archive_is_consistent_and_named_for_ctr_import() -> None:
+    layer = layer_tar([FileEntry("bin"), FileEntry("bin/hello", b"#!/bin/sh\n"), FileEntry("bin/sh", link="hello")])
+    archive, digest = oci_archive("docker.io/plp-local/test:1", layer, {"Cmd": ["/bin/sh"]})
+    files = _members(archive)
+    index = json.loads(files["index.json"])
+    descriptor = index["manifests"][0]
+    assert descriptor["digest"] == digest
+    assert descriptor["annotations"]["io.containerd.image.name"] == "docker.io/plp-local/test:1"
+    manifest = files[f"blobs/sha256/{digest.split(':')[1]}"]
+    assert hashlib.sha256(manifest).hexdigest() == digest.split(":")[1]
+    image_config = json.loads(files[f"blobs/sha256/{json.loads(manifest)['config']['digest'].split(':')[1]}"])
+    assert image_config["rootfs"]["diff_ids"] == [f"sha256:{hashlib.sha256(layer).hexdigest()}"]
+    assert oci_archive("docker.io/plp-local/test:1", layer, {"Cmd": ["/bin/sh"]})[1] == digest  # reproducible
+
+
+def test_the_pause_tag_is_kubeadms_constant(tmp_path: Path) -> None:
+    constants = tmp_path / "cmd" / "kubeadm" / "app" / "constants"
+    constants.mkdir(parents=True)
+    (constants / "constants.go").write_text('const (\n\t// PauseVersion ...\n\tPauseVersion = "3.9"\n)\n')
+    assert pause_tag(tmp_path) == "3.9"
+
+
+# ---------------------------------------------------------------------------------------- certificates
+
+
+def test_certificates_are_signed_by_the_clusters_ca_with_their_identities(tmp_path: Path) -> None:
+    pki = Pki(tmp_path)
+    cert_file, _ = pki.issue("kubelet", "system:node:n", "system:nodes", server=True, ips=("192.0.2.2",))
+    ca = x509.load_pem_x509_certificate(pki.ca_file.read_bytes())
+    cert = x509.load_pem_x509_certificate(cert_file.read_bytes())
+    cert.verify_directly_issued_by(ca)
+    assert cert.subject.rfc4514_string() == "CN=system:node:n,O=system:nodes"
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert [str(ip) for ip in names.get_values_for_type(x509.IPAddress)] == ["192.0.2.2"]
+    assert oct((tmp_path / "kubelet.key").stat().st_mode & 0o777) == "0o600"
+
+
+def test_kubeconfigs_load_with_the_official_client(tmp_path: Path) -> None:
+    pki = Pki(tmp_path)
+    cert, key = pki.issue("admin", "kubernetes-admin", "system:masters")
+    path = pki.kubeconfig(tmp_path / "admin.kubeconfig", "https://192.0.2.2:6443", "admin", cert, key, "plp-x")
+    contexts, current = config.list_kube_config_contexts(config_file=str(path))
+    assert current["name"] == "plp-x" and [c["name"] for c in contexts] == ["plp-x"]
+
+
+# ---------------------------------------------------------------------------------------- node access
+
+
+CTR = """#!{python}
+import sys
+args = sys.argv[1:]
+assert args[:4] == ["--address", {socket!r}, "--namespace", "k8s.io"], args
+if args[4:6] == ["containers", "list"]:
+    print("aaa111\\nbbb222\\nccc333")
+elif args[4:6] == ["tasks", "list"]:
+    print("TASK      PID     STATUS\\naaa111    4242    RUNNING\\nccc333    0       STOPPED")
+"""
+
+
+def test_the_nodes_containers_come_from_the_suites_containerd(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A stand-in `ctr` (not containerd's) prints a container list and a task list as ctr 1.6 does."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    socket_path = str(tmp_path / "state" / "containerd" / "containerd.sock")
+    (bin_dir / "ctr").write_text(CTR.format(python=sys.executable, socket=socket_path))
+    (bin_dir / "ctr").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    listed = local.list_containers(tmp_path / "state", local.NODE_NAME)
+    assert listed == [
+        {"id": "aaa111", "state": "CONTAINER_RUNNING"},
+        {"id": "bbb222", "state": "CONTAINER_EXITED"},
+        {"id": "ccc333", "state": "CONTAINER_EXITED"},
+    ]
+    with pytest.raises(RuntimeError, match="has one node"):
+        local.list_containers(tmp_path / "state", "other-node")
+
+
+# ---------------------------------------------------------------------------------------- stopping
+
+
+def test_stopping_from_the_record_ends_its_processes_and_removes_its_folder(tmp_path: Path) -> None:
+    state = tmp_path / "plp-1-27-abcd"
+    (state / "containerd").mkdir(parents=True)
+    sleeper = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    record = {"pids": {"etcd": sleeper.pid, "kube-apiserver": 2**22 + 7}}  # the second one is long gone
+    (state / "cluster.json").write_text(json.dumps(record))
+    assert local.running_clusters(tmp_path) == ["plp-1-27-abcd"]
+    report = local.stop_cluster(state)
+    assert sleeper.wait(timeout=5) is not None
+    assert report.processes == {"kube-apiserver": "not running", "etcd": "stopped"}
+    assert report.errors == []
+    assert not state.exists()
+    assert local.running_clusters(tmp_path) == []
+    assert local.stop_cluster(state).errors == []  # twice is harmless
+
+
+def test_a_second_local_cluster_is_refused_while_one_runs(tmp_path: Path) -> None:
+    running = tmp_path / "plp-1-26-0001"
+    running.mkdir()
+    (running / "cluster.json").write_text(json.dumps({"pids": {"kubelet": os.getpid()}}))
+    built = build_module.Build("v1.27.3", tmp_path, {})
+    second = local.LocalCluster("plp-1-27-0002", built, tmp_path / "logs", root=tmp_path)
+    with pytest.raises(local.LocalClusterError, match=r"already running on this host \(plp-1-26-0001\)"):
+        second.start()
+    assert not (tmp_path / "plp-1-27-0002").exists()
+
+
+def test_a_host_that_cannot_run_it_is_told_why_before_anything_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    monkeypatch.setattr("shutil.which", lambda name: None if name == "etcd" else f"/usr/bin/{name}")
+    problems = local.check_host()
+    assert "run as root" in problems[0]
+    assert "etcd is not on PATH (apt-get install etcd-server)" in problems
+
+
+# ---------------------------------------------------------------------------------------- make probe
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--version", "1.27"], "give a full Kubernetes release to build (e.g. 1.27.3"),
+        (["--version", "1.27.3", "--image", "kindest/node:v1.27.3"], "IMAGE is a kind node image"),
+        (["--version", "nonsense"], "nonsense"),
+    ],
+)
+def test_bad_local_input_is_refused_in_seconds(
+    argv: list[str], expected: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cli, "build_kubernetes", lambda v: pytest.fail("nothing may be built"))
+    assert cli.main(["probe", "--cluster", "local", *argv]) == cli.BAD_INPUT
+    assert expected in capsys.readouterr().err
+
+
+def test_a_host_that_cannot_run_a_local_cluster_exits_3_naming_each_problem(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(local, "check_host", lambda: ["x is not on PATH (apt-get install x)"])
+    monkeypatch.setattr(cli, "build_kubernetes", lambda v: pytest.fail("nothing may be built"))
+    assert cli.main(["probe", "--cluster", "local", "--version", "1.27.3"]) == cli.PREREQUISITE_MISSING
+    assert "a local cluster cannot run here:\n  x is not on PATH" in capsys.readouterr().err
+
+
+def test_a_version_the_proxy_does_not_serve_is_bad_input(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(version: str) -> dict[str, Any]:
+        raise build_module.BuildError("the Go module proxy does not serve k8s.io/kubernetes@v1.27.99: 404")
+
+    monkeypatch.setattr(local, "check_host", lambda: [])
+    monkeypatch.setattr(local, "running_clusters", lambda: [])
+    monkeypatch.setattr(cli, "existing_build", lambda v: None)
+    monkeypatch.setattr(cli, "check_go", lambda: "go version go1.26.8 linux/amd64")
+    monkeypatch.setattr(cli, "resolve_module", refuse)
+    monkeypatch.setattr(cli, "build_kubernetes", lambda v: pytest.fail("nothing may be built"))
+    assert cli.main(["probe", "--cluster", "local", "--version", "1.27.99"]) == cli.BAD_INPUT
+    assert "does not serve k8s.io/kubernetes@v1.27.99" in capsys.readouterr().err
+
+
+def test_a_failed_build_shows_the_end_of_its_log(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fail(version: str) -> build_module.Build:
+        raise build_module.BuildError("building Kubernetes v1.27.3 failed (go build); last lines of x:\nundefined: y")
+
+    monkeypatch.setattr(local, "check_host", lambda: [])
+    monkeypatch.setattr(local, "running_clusters", lambda: [])
+    monkeypatch.setattr(cli, "existing_build", lambda v: None)
+    monkeypatch.setattr(cli, "check_go", lambda: "go version go1.26.8 linux/amd64")
+    monkeypatch.setattr(cli, "resolve_module", lambda v: {})
+    monkeypatch.setattr(cli, "build_kubernetes", fail)
+    assert cli.main(["probe", "--cluster", "local", "--version", "1.27.3"]) == 1
+    assert "undefined: y" in capsys.readouterr().err
