@@ -11,6 +11,7 @@ unless it is kept.
 from __future__ import annotations
 
 import platform
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -242,11 +243,13 @@ def cluster_life(
 ) -> Iterator[LiveTarget]:
     """Create the provider's cluster, wait for it, yield it, and remove it unless `keep` (see module docstring)."""
     note(**provider.facts())
+    started = time.monotonic()
     try:
         provider.create(logs_dir)
         api = config.new_client_from_config(config_file=str(provider.kubeconfig), context=provider.context)
         core = client.CoreV1Api(api)
         nodes = provider.wait_ready(core, logs_dir)
+        note(cluster_ready_after_s=round(time.monotonic() - started, 1))
         note(**provider.prepare(nodes))
         transport = LiveTransport(api, node_lister=provider.node_containers, node_shutdown=provider.node_shutdown)
         note(nodes=nodes, server_version=transport.server_version())
