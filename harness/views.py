@@ -27,6 +27,7 @@ class ContainerView:
     container_id: str | None
     ready: bool
     restart_count: int
+    message: str | None = None  # a terminated container's termination message (the kubelet reads the file)
 
     @classmethod
     def from_status(cls, status: JsonDict) -> ContainerView:
@@ -43,6 +44,7 @@ class ContainerView:
             container_id=status.get("containerID") or detail.get("containerID"),
             ready=bool(status.get("ready")),
             restart_count=int(status.get("restartCount") or 0),
+            message=detail.get("message"),
         )
 
     @property

@@ -4,7 +4,9 @@ Document 002 (shared/seeds/002_a881ba7d7f4b4973.txt, "アルパカでもわか�
 deletionTimestamp = time of the delete + grace and deletionGracePeriodSeconds = grace; the kubelet runs
 the preStop hook, then sends SIGTERM, then SIGKILL when the grace runs out. A preStop that ends in time
 leaves the container what remains of the grace (at least 2 s); one that overruns it is cut off at the
-grace, and SIGTERM is then followed by SIGKILL 2 s later.
+grace, and SIGTERM is then followed by SIGKILL 2 s later. Not from 1.22 to 1.27: there the kubelet gave the
+container the whole grace again after the hook (k/k#115817, fixed by k/k#115835 in 1.28), which the first
+live run (1.27.3) showed: SIGKILL 15 s after the delete for a 3 s hook and a 10 s grace.
 
 Instants are measured on both sides: the container writes the instants it sees on the node's kernel
 clock (/proc/uptime, 10 ms resolution, so intervals between them are exact to ~0.02 s); the API server's
@@ -37,13 +39,18 @@ def timeline_pod(probe: Probe, manifest_name: str, prestop_s: int, grace_s: int)
 
 
 def container_instants(probe: Probe, pod: PodView) -> dict[str, float]:
-    """The instants the container logged ('prestop-start 1234.56'), by name, first occurrence.
+    """The instants the container wrote down ('prestop-start 1234.56'), by name, first occurrence.
 
+    Read from the terminated state's message (the container and its hook append every instant to
+    /dev/termination-log, which the kubelet copies into the pod's status): the container's log is gone by
+    then, as the kubelet removes a deleted pod's dead container at once. The log is read only when there is
+    no message (a runtime that does not support termination messages).
     They go into the timeline too, relative to the preStop's start on the container's own clock (the node's
     uptime cannot be placed exactly on the API server's or this machine's clock).
     """
     instants: dict[str, float] = {}
-    for line in probe.logs(pod.name, "main").splitlines():
+    written = pod.container("main").message or probe.logs(pod.name, "main")
+    for line in written.splitlines():
         name, _, value = line.partition(" ")
         try:
             instants.setdefault(name, float(value))

@@ -104,20 +104,20 @@ def derive(s: Scenario, git_version: str) -> JsonDict:
     deleting = snapshot()
     events.append({"t": DELETED + 0.03, "type": "MODIFIED", "object": copy.deepcopy(deleting)})
     reason = "Completed" if exit_code == 0 else "Error"
-    container(
-        {
-            "terminated": {
-                "exitCode": exit_code,
-                "reason": reason,
-                "startedAt": ts(STARTED),
-                "finishedAt": ts(finished),
-                "containerID": cid,
-            }
-        },
-        ready=False,
-    )
-    events.append({"t": round(finished + 0.4, 3), "type": "MODIFIED", "object": snapshot()})
+    # The timeline pods append each instant to /dev/termination-log, which the kubelet copies into the
+    # terminated state's message (the container and its log are removed as soon as it dies).
     log = "".join(f"{label} {UPTIME_AT_0 + t:.2f}\n" for label, t in sorted(instants, key=lambda i: i[1]))
+    terminated: JsonDict = {
+        "exitCode": exit_code,
+        "reason": reason,
+        "startedAt": ts(STARTED),
+        "finishedAt": ts(finished),
+        "containerID": cid,
+    }
+    if s.prestop is not None:
+        terminated["message"] = log
+    container({"terminated": terminated}, ready=False)
+    events.append({"t": round(finished + 0.4, 3), "type": "MODIFIED", "object": snapshot()})
     steps: list[JsonDict] = [
         {
             "call": "server_version",
@@ -160,16 +160,6 @@ def derive(s: Scenario, git_version: str) -> JsonDict:
             "response": deleting,
         },
     ]
-    if s.prestop is not None:
-        steps.append(
-            {
-                "call": "read_log",
-                "request": {"namespace": NAMESPACE, "pod": name, "container": "main"},
-                "t_start": finished + 0.5,
-                "t_end": finished + 0.52,
-                "response": log,
-            }
-        )
     return {
         "format": RECORDING_FORMAT,
         "probe": f"test_termination_order.py::{s.probe}",
