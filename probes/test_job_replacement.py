@@ -3,9 +3,15 @@
 Document 000 (shared/seeds/000_c1d4d88888778485.txt) explains why Jobs used to start a replacement while the
 old pod was still terminating, and how KEP-3329 (podFailurePolicy) and KEP-3939 (podReplacementPolicy,
 `status.terminating`) changed that. Four Jobs, one per combination: no policy, a podFailurePolicy,
-podReplacementPolicy TerminatingOrFailed, podReplacementPolicy Failed. Each pod takes 8 s to stop after
+podReplacementPolicy TerminatingOrFailed, podReplacementPolicy Failed. Each pod takes 20 s to stop after
 SIGTERM, so the order of "replacement created" and "old pod terminal (or gone)" shows plainly in the one
 pod watch that sees both (a single watch delivers events in the server's order).
+
+Why 20 s: from 1.27 the controller counts a deleted pod as failed at once and holds the replacement for its
+pod-failure back-off, 10 s after that first failure (k/k#114768, pkg/controller/job/backoff_utils.go at
+v1.27.3; absent at v1.26.6). The first live run on 1.27.3 had the pod stop 8 s after SIGTERM and saw the
+replacement 0.2 s after the old pod was Failed: a race between the back-off and the pod's exit, not the
+controller's rule about terminating pods, which is what the claims are about.
 
 Where the server does not know podReplacementPolicy, the Strict create (harness/transport.py) is refused as
 an unknown field; the probe records that as the claim `<variant>.policy-field` and then creates the Job
@@ -27,7 +33,8 @@ from harness.views import JobView, PodView
 pytestmark = pytest.mark.probe("job_replacement")
 
 START_BUDGET_S = 180.0
-# The old pod stops 8 s after SIGTERM (grace 20 s); the replacement comes at once or after that.
+# The old pod stops 20 s after SIGTERM (grace 30 s); the replacement comes at once (10 s later from 1.27: the
+# back-off) or after the old pod is terminal.
 REPLACEMENT_BUDGET_S = 60.0
 
 

@@ -190,9 +190,15 @@ def job_replacement(
     waits: bool,
     terminating_field: bool,
 ) -> JsonDict:
-    """Delete the running pod at 5 s; it stops at 13 s (8 s trap). `field`: what the server does with
-    spec.podReplacementPolicy ('rejected', 'dropped', 'kept', None: not in the manifest)."""
+    """Delete the running pod at 5 s; it stops at 25 s (20 s trap). `field`: what the server does with
+    spec.podReplacementPolicy ('rejected', 'dropped', 'kept', None: not in the manifest).
+
+    A replacement that does not wait for the old pod comes at once before 1.27, and from 1.27 after the
+    10 s pod-failure back-off that the deletion started (k/k#114768; seen live on 1.27.3: 10.2 s), except
+    with a podFailurePolicy, where the deleted pod is not counted as failed before it is terminal.
+    """
     terminal_phase = git_version >= "v1.27"
+    backoff = 10.1 if git_version >= "v1.27" and "failure-policy" not in manifest_file else 0.0
     s = Script(probe, git_version, SOURCE_JOB)
     s.probe_module, s.document = "test_job_replacement.py", DOC_000
     m = manifest(manifest_file)
@@ -223,33 +229,33 @@ def job_replacement(
     old = job_pod(f"{name}-7xk2p", m, name, 0.35)
     s.event("Pod", 0.35, "ADDED", old.obj)
     s.event("Pod", 2.1, "MODIFIED", old.running(2.0))
-    doomed = copy.deepcopy(old.deleting(5.0 + 15.0))  # grace 20 s: deletionTimestamp = 25 s
-    doomed["metadata"]["deletionGracePeriodSeconds"] = 20
+    doomed = copy.deepcopy(old.deleting(5.0 + 25.0))  # grace 30 s: deletionTimestamp = 35 s
+    doomed["metadata"]["deletionGracePeriodSeconds"] = 30
     s.call("delete", {"kind": "Pod", "namespace": NAMESPACE, "name": old.obj["metadata"]["name"],
                       "grace_period_seconds": None}, 5.0, doomed)  # fmt: skip
     old.obj = doomed
     s.event("Pod", 5.05, "MODIFIED", old.obj)
-    new = job_pod(f"{name}-m2d9q", m, name, 5.1 if not waits else 13.3)
+    created = 25.3 if waits else 5.1 + backoff
+    new = job_pod(f"{name}-m2d9q", m, name, created)
     if terminating_field:
         job["status"]["terminating"] = 1
+    job["status"].update(active=0)
+    s.event("Job", 5.2, "MODIFIED", job)
     if not waits:
-        s.event("Pod", 5.1, "ADDED", new.obj)
+        s.event("Pod", created, "ADDED", new.obj)
         job["status"].update(active=1)
-        s.event("Job", 5.2, "MODIFIED", job)
-        s.event("Pod", 7.1, "MODIFIED", new.running(7.0))
-    else:
-        job["status"].update(active=0)
-        s.event("Job", 5.2, "MODIFIED", job)
-    s.event("Pod", 13.2, "MODIFIED", stopped_by_sigterm(old, 2.0, 13.0, terminal_phase))
+        s.event("Job", created + 0.1, "MODIFIED", job)
+        s.event("Pod", created + 2.0, "MODIFIED", new.running(created + 1.9))
+    s.event("Pod", 25.2, "MODIFIED", stopped_by_sigterm(old, 2.0, 25.0, terminal_phase))
     if waits:
-        s.event("Pod", 13.3, "ADDED", new.obj)
+        s.event("Pod", 25.3, "ADDED", new.obj)
     if terminating_field:
         job["status"]["terminating"] = 0
     job["status"].update(active=1, failed=1)
-    s.event("Job", 13.35, "MODIFIED", job)
-    s.event("Pod", 13.4, "DELETED", old.obj)
+    s.event("Job", 25.35, "MODIFIED", job)
+    s.event("Pod", 25.4, "DELETED", old.obj)
     if waits:
-        s.event("Pod", 15.1, "MODIFIED", new.running(15.0))
+        s.event("Pod", 27.1, "MODIFIED", new.running(27.0))
     return s.recording()
 
 
