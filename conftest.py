@@ -34,7 +34,7 @@ from harness.kind import (
     list_node_containers,
     parse_kind_version,
 )
-from harness.lifecycle import KindProvider, LiveTarget, LocalProvider, cluster_life
+from harness.lifecycle import KindProvider, LiveTarget, LocalProvider, cluster_life, local_origin
 from harness.local.build import Build, BuildError, build_kubernetes, existing_build
 from harness.local.cluster import local_node_lister
 from harness.manifest_check import check_manifests, images_in_manifests
@@ -226,9 +226,10 @@ def live_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
             if local_state
             else "existing"
         )
-        target = LiveTarget(
-            LiveTransport(api, node_lister=node_lister), client.CoreV1Api(api), {"cluster": kind, "context": context}
-        )
+        origin = {"cluster": kind, "context": context}
+        if local_state:  # a PARALLEL worker on the suite's local cluster: say what ran, from the cluster's record
+            origin = {**local_origin(json.loads((Path(local_state) / "cluster.json").read_text())), "context": context}
+        target = LiveTarget(LiveTransport(api, node_lister=node_lister), client.CoreV1Api(api), origin)
         server_version = target.transport.server_version()
         run.write_provenance(cluster=kind, kubeconfig=kubeconfig, context=context, server_version=server_version)
         _refuse_invalid_manifests(server_version)

@@ -222,19 +222,22 @@ class LocalProvider:
         )
 
     def origin(self) -> dict[str, Any]:
-        local = self.cluster.provenance()
-        build = self.cluster.build.record
-        images = local.get("images") or {}
-        return {
-            "cluster": "local",
-            "cluster_name": self.name,
-            "kubernetes": {k: build.get(k) for k in ("version", "commit", "toolchain", "upstream_go", "how")},
-            "containerd": local.get("containerd_version"),
-            "runc": local.get("runc_version"),
-            "etcd": local.get("etcd_version"),
-            "kernel": platform.release(),
-            "images": images,
-        }
+        return local_origin(self.cluster.record)
+
+
+def local_origin(record: dict[str, Any]) -> dict[str, Any]:
+    """What a recording made on a local cluster says about what ran, from the cluster's own record."""
+    build = record.get("build") or {}
+    return {
+        "cluster": "local",
+        "cluster_name": record.get("name"),
+        "kubernetes": {k: build.get(k) for k in ("version", "commit", "toolchain", "upstream_go", "how")},
+        "containerd": record.get("containerd_version"),
+        "runc": record.get("runc_version"),
+        "etcd": record.get("etcd_version"),
+        "kernel": platform.release(),
+        "images": record.get("images") or {},
+    }
 
 
 @contextmanager
