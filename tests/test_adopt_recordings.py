@@ -1,0 +1,46 @@
+"""tools/adopt_recordings.py: a live run's passing recordings become offline tests, unchanged, replacing the
+derived recording of the same probe and version; failing ones are left for a person to resolve."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tools.adopt_recordings import adopt
+
+
+def live_run(tmp_path: Path, outcome: str) -> Path:
+    run = tmp_path / "runs" / "r1"
+    (run / "recordings").mkdir(parents=True)
+    (run / "probes").mkdir()
+    recording = {
+        "format": "pod-lifecycle-probes/recording/v1",
+        "probe": "test_active_deadline.py::test_pod_deadline",
+        "origin": {"kind": "live", "cluster": "local"},
+        "interactions": [{"call": "server_version", "request": {}, "response": {"gitVersion": "v1.27.3"}}],
+    }
+    (run / "recordings" / "test-pod-deadline.json").write_text(json.dumps(recording))
+    (run / "probes" / "test-pod-deadline.json").write_text(json.dumps({"outcome": outcome}))
+    return run
+
+
+def test_a_passing_live_recording_replaces_the_derived_one_byte_for_byte(tmp_path: Path) -> None:
+    recordings = tmp_path / "recordings"
+    (recordings / "active_deadline").mkdir(parents=True)
+    derived = recordings / "active_deadline" / "pod_deadline--v1.27.3-derived.json"
+    derived.write_text("{}")
+    run = live_run(tmp_path, "passed")
+    said = adopt(run, recordings=recordings)
+    adopted = recordings / "active_deadline" / "pod_deadline--v1.27.3-live-local.json"
+    assert adopted.read_bytes() == (run / "recordings" / "test-pod-deadline.json").read_bytes()
+    assert not derived.exists()
+    assert any("removed" in line for line in said)
+
+
+def test_a_failing_probes_recording_is_not_adopted_unless_asked(tmp_path: Path) -> None:
+    recordings = tmp_path / "recordings"
+    run = live_run(tmp_path, "failed")
+    assert adopt(run, recordings=recordings) == ["skipped test-pod-deadline.json: the probe failed"]
+    assert not recordings.exists()
+    adopt(run, include_failing=True, recordings=recordings)
+    assert (recordings / "active_deadline" / "pod_deadline--v1.27.3-live-local.json").is_file()

@@ -1,0 +1,76 @@
+"""Adopt a live run's recordings as offline tests: `python tools/adopt_recordings.py runs/<run-id> [...]`.
+
+Each recording of a passing probe is copied, unchanged (a live recording is evidence: never edited), into
+`recordings/<family>/<probe>--<server version>-live-<cluster>.json`; a derived recording of the same probe and
+version is removed, since the live one replaces it. Recordings of failing probes are not adopted unless
+`--failing` is given (a failing live recording is a finding to resolve first, not a test to keep green).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def family_of(probe: str) -> str:
+    """'test_active_deadline.py::test_pod_deadline' -> 'active_deadline'."""
+    return probe.split("::", 1)[0].removeprefix("test_").removesuffix(".py")
+
+
+def adopt(run_dir: Path, include_failing: bool = False, recordings: Path = REPO / "recordings") -> list[str]:
+    said = []
+    for path in sorted((run_dir / "recordings").glob("*.json")):
+        data = json.loads(path.read_text())
+        origin = data["origin"]
+        if origin.get("kind") != "live":
+            continue
+        record = run_dir / "probes" / path.name
+        outcome = json.loads(record.read_text()).get("outcome") if record.is_file() else "unknown"
+        if outcome != "passed" and not include_failing:
+            said.append(f"skipped {path.name}: the probe {outcome}")
+            continue
+        version = next(
+            (
+                str(i["response"]["gitVersion"])
+                for i in data["interactions"]
+                if i["call"] == "server_version" and "response" in i
+            ),
+            "unknown",
+        )
+        cluster = str(origin.get("cluster", "live")).split()[0]
+        probe = data["probe"].split("::", 1)[1].removeprefix("test_")
+        stem = path.stem.removeprefix("test-").replace("-", "_")
+        repeat = stem.rsplit("_repeat", 1)[1] if "_repeat" in stem else ""
+        target = (
+            recordings / family_of(data["probe"]) / f"{probe}--{version}-live-{cluster}{repeat and '-' + repeat}.json"
+        )
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+        said.append(f"adopted {target.relative_to(recordings.parent)}")
+        derived = target.parent / f"{probe}--{version}-derived.json"
+        if derived.is_file():
+            derived.unlink()
+            said.append(f"removed {derived.relative_to(recordings.parent)} (replaced by the live recording)")
+    return said
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("runs", nargs="+", help="run directories (runs/<run-id>)")
+    parser.add_argument("--failing", action="store_true", help="adopt recordings of failing probes too")
+    args = parser.parse_args(argv)
+    for run in args.runs:
+        if not (Path(run) / "recordings").is_dir():
+            print(f"error: {run} has no recordings/ folder", file=sys.stderr)
+            return 2
+        print("\n".join(adopt(Path(run), args.failing)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
