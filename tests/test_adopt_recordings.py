@@ -4,9 +4,11 @@ derived recording of the same probe and version; failing ones are left for a per
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
-from tools.adopt_recordings import adopt
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+from adopt_recordings import adopt
 
 
 def live_run(tmp_path: Path, outcome: str) -> Path:
