@@ -315,3 +315,18 @@ def test_a_failed_build_shows_the_end_of_its_log(
     monkeypatch.setattr(cli, "build_kubernetes", fail)
     assert cli.main(["probe", "--cluster", "local", "--version", "1.27.3"]) == 1
     assert "undefined: y" in capsys.readouterr().err
+
+
+def test_a_component_that_does_not_come_up_is_reported_with_its_log_tail(tmp_path: Path) -> None:
+    """A stand-in component (sh, not a Kubernetes binary) that prints and exits while the cluster waits for it."""
+    built = build_module.Build("v1.27.3", tmp_path, {})
+    cluster = local.LocalCluster("plp-1-27-0003", built, tmp_path / "logs", root=tmp_path)
+    cluster.state.mkdir(parents=True)
+    cluster.logs.mkdir()
+    cluster.record = {"pids": {}}
+    cluster._spawn("kube-apiserver", ["sh", "-c", "echo 'E1123 open /x/apiserver.crt: no such file'; exit 1"])
+    with pytest.raises(local.LocalClusterError) as err:
+        cluster._wait_for("kube-apiserver", lambda: False, 10, "ready (/readyz)")
+    assert "kube-apiserver exited while starting" in str(err.value)
+    assert "open /x/apiserver.crt: no such file" in str(err.value)
+    assert json.loads((cluster.state / "cluster.json").read_text())["pids"]["kube-apiserver"] > 0
