@@ -26,7 +26,14 @@ from harness.views import PodView, StatefulSetView
 pytestmark = pytest.mark.probe("statefulset_status")
 
 REPLICAS = 3
-PARTITION = 2  # only the highest ordinal (parallel-web-2) is updated
+# Ordinals 1 and 2 are updated; parallel-web-0 alone stays below the partition. The geometry matters: before
+# k/k#120731 a rolling update counted as complete when updatedReplicas == status.replicas (and ready ==
+# status.replicas; completeRollingUpdate in pkg/controller/statefulset/stateful_set_utils.go at v1.28.0),
+# and the sync that recreates a deleted pod does not count it (its local copy has no phase yet: isCreated,
+# computeReplicaStatus). With web-0 the only pod below the partition, that sync sees 2 pods, both updated:
+# the update "completes" and currentRevision moves. With partition 2 (web-0 and web-1 below it) the old-revision
+# web-1 is still counted, updated (1) never equals replicas (2), and the bug cannot show (issue 15).
+PARTITION = 1
 BELOW_PARTITION = "parallel-web-0"
 # Three small pods on one node: scheduling, the pinned image's pull and start.
 START_BUDGET_S = 180.0
@@ -90,9 +97,12 @@ def all_ready(sets: Observer[StatefulSetView]) -> bool:
     return latest.observed_generation >= latest.generation and latest.ready_replicas == REPLICAS
 
 
-def recreated_and_ready(pods: Observer[PodView], name: str) -> bool:
-    """A pod of this name was seen terminating, and later a Ready pod of the same name without deletion."""
-    terminating = pods.first_seen(name, lambda p: p.deletion_timestamp is not None)
+def recreated_and_ready(pods: Observer[PodView], name: str, since: float = 0.0) -> bool:
+    """A pod of this name was seen terminating after `since`, and later a Ready pod of the same name without
+    deletion."""
+    terminating = next(
+        (t for t, p in pods.history if t >= since and p.name == name and p.deletion_timestamp is not None), None
+    )
     if terminating is None:
         return False
     return any(
@@ -141,11 +151,22 @@ def test_statefulset_status_through_parallel_scale_up_and_partitioned_update(pro
     )
     pods.catch_up()
 
-    # Act 3: delete a pod below the partition; the controller recreates it.
-    deleted_at = probe.delete_pod(pods.states[BELOW_PARTITION])
+    # Act 3: delete the pod below the partition, twice; the controller recreates it each time. Where the update
+    # is wrongly judged complete, the sync that recreates the pod the first time moves currentRevision to the
+    # update revision, though it still creates that pod from the revision it started with (live 1.28.0); the
+    # second recreation then comes from the moved currentRevision: the pod below the partition "comes up with
+    # the updated image" (CHANGELOG-1.28 v1.28.4, k/k#120731).
+    first_deleted_at = probe.delete_pod(pods.states[BELOW_PARTITION])
     pods.wait_for(
         f"pod {BELOW_PARTITION} to be recreated and Ready",
-        lambda o: recreated_and_ready(o, BELOW_PARTITION),
+        lambda o: recreated_and_ready(o, BELOW_PARTITION, since=first_deleted_at),
+        within=START_BUDGET_S,
+    )
+    pods.catch_up()
+    deleted_at = probe.delete_pod(pods.states[BELOW_PARTITION])
+    pods.wait_for(
+        f"pod {BELOW_PARTITION} to be recreated and Ready a second time",
+        lambda o: recreated_and_ready(o, BELOW_PARTITION, since=deleted_at),
         within=START_BUDGET_S,
     )
     sets.observe_for(SETTLE_S)
