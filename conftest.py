@@ -39,7 +39,7 @@ from harness.local.build import Build, BuildError, build_kubernetes, existing_bu
 from harness.local.cluster import local_node_lister
 from harness.manifest_check import check_manifests, images_in_manifests
 from harness.node_shutdown import announce_shutdown, cluster_config, ensure_derived_image
-from harness.probe import Probe
+from harness.probe import ClaimsUndecided, Probe
 from harness.run import Run, safe_name
 from harness.spread import render as render_spread
 from harness.spread import spread_of_run
@@ -48,6 +48,8 @@ from harness.versions import KubeVersion, NodeImage, VersionError, resolve_image
 
 REPO = Path(__file__).resolve().parent
 REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
+OUTCOMES = pytest.StashKey[dict[str, int]]()  # failed / undecided probe calls of this session
+UNDECIDED_OUTCOME = "undecided"
 RUN = pytest.StashKey[Run]()
 IMAGE = pytest.StashKey[NodeImage]()
 
@@ -169,13 +171,46 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("probe", [None], indirect=True, ids=["no-recording"])
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """A probe's verdicts are always concluded: what it checked but did not conclude, the harness concludes.
+
+    A probe that checked no claim at all fails: a probe passes only on claims that held.
+    """
+    __tracebackhide__ = True
+    yield  # raises when the probe itself failed or skipped: nothing more to judge then
+    probe = getattr(item, "funcargs", {}).get("probe")
+    if isinstance(probe, Probe) and (probe.unconcluded or not probe.verdicts):
+        probe.conclude(note="(concluded by the harness: the probe did not call probe.conclude() at its end)")
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    if report.failed and call.excinfo is not None and call.excinfo.errisinstance(ClaimsUndecided):
+        vars(report)[UNDECIDED_OUTCOME] = True  # kept through pytest-xdist's report serialisation
+    if report.failed:  # for the run record's status: failed, or only undecided
+        counts = item.config.stash.setdefault(OUTCOMES, {})
+        key = UNDECIDED_OUTCOME if is_undecided(report) else "failed"
+        counts[key] = counts.get(key, 0) + 1
     item.stash.setdefault(REPORTS, {})[report.when] = report
     return report
+
+
+def is_undecided(report: pytest.TestReport | pytest.CollectReport) -> bool:
+    """A probe that failed only because claims stayed undecided (no claim failed)."""
+    return report.failed and bool(vars(report).get(UNDECIDED_OUTCOME))
+
+
+def pytest_report_teststatus(
+    report: pytest.TestReport | pytest.CollectReport, config: pytest.Config
+) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+    """Undecided probes are counted apart from failed ones in pytest's summary (they still fail the run)."""
+    if is_undecided(report):
+        return UNDECIDED_OUTCOME, "U", ("UNDECIDED", {"yellow": True})
+    return None
 
 
 def _junit_properties(request: pytest.FixtureRequest, probe: Probe) -> None:
@@ -184,12 +219,17 @@ def _junit_properties(request: pytest.FixtureRequest, probe: Probe) -> None:
         request.node.user_properties.append((f"claim:{verdict.claim.id}", verdict.status))
         if verdict.expected is not None:
             request.node.user_properties.append((f"source:{verdict.claim.id}", " | ".join(verdict.expected.sources)))
+    for status, count in probe.counts().items():  # failed and undecided apart, as in the summary
+        request.node.user_properties.append((f"claims_{status.replace(' ', '_')}", str(count)))
     request.node.user_properties.append(("server_version", str(probe.server_version)))
 
 
 def _outcome(request: pytest.FixtureRequest) -> str:
+    """passed / failed / undecided (failed only on undecided claims) / skipped / not run."""
     call = request.node.stash.get(REPORTS, {}).get("call")
-    return "not run" if call is None else call.outcome
+    if call is None:
+        return "not run"
+    return UNDECIDED_OUTCOME if is_undecided(call) else call.outcome
 
 
 # -------------------------------------------------------------------------------------- fixtures
@@ -366,7 +406,7 @@ def _replayed_probe(request: pytest.FixtureRequest, run: Run, family: str, name:
     probe.close()
     _junit_properties(request, probe)
     outcome = _outcome(request)
-    if outcome == "failed":
+    if outcome in ("failed", UNDECIDED_OUTCOME):
         probe.save_evidence(live=None)
     probe.write_record(outcome, "replay", {"file": str(path), **recording.origin})
     if outcome == "passed" and transport.unused_calls():
@@ -403,7 +443,7 @@ def _live_probe(request: pytest.FixtureRequest, run: Run, family: str, name: str
         probe.close()
         _junit_properties(request, probe)
         try:
-            if outcome == "failed":
+            if outcome in ("failed", UNDECIDED_OUTCOME):
                 probe.save_evidence(live=target.transport)
             probe.write_record(outcome, "live", origin)
             recording.write(run.path("recordings", f"{probe.record_name}.json"))
@@ -423,6 +463,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run = session.config.stash.get(RUN, None)
     if run is not None:
         status = {0: "passed", 1: "failed", 2: "interrupted"}.get(int(exitstatus), f"exit {int(exitstatus)}")
+        counts = session.config.stash.get(OUTCOMES, {})
+        if status == "failed" and counts.get(UNDECIDED_OUTCOME) and not counts.get("failed"):
+            status = UNDECIDED_OUTCOME  # every failure was a claim left undecided: not evidence of a regression
         cleanup = run.provenance.get("cleanup", [])
         run.write_provenance(
             cleaned={
@@ -441,6 +484,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    undecided = terminalreporter.stats.get(UNDECIDED_OUTCOME, [])
+    if undecided:  # pytest lists only its own "failed" under FAILURES: these get their own section
+        terminalreporter.write_sep("=", f"UNDECIDED ({len(undecided)}: no claim failed, but some could not be decided)")
+        for report in undecided:
+            terminalreporter.write_sep("_", report.head_line or report.nodeid)
+            terminalreporter.write_line(report.longreprtext)
+        for report in undecided:
+            crash = getattr(report.longrepr, "reprcrash", None)
+            terminalreporter.write_line(f"UNDECIDED {report.nodeid} - {getattr(crash, 'message', '')}")
     run = config.stash.get(RUN, None)
     if run is not None:
         terminalreporter.write_sep("-", "pod-lifecycle probes")
