@@ -17,11 +17,13 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from harness import timeline_svg
-from harness.expectations import NOT_OBSERVABLE, Claim, evaluate, load_claims
+from harness.expectations import FAIL, NOT_OBSERVABLE, PASS, UNDECIDED, Claim, evaluate, load_claims
 from harness.versions import KubeVersion
 
 JsonDict = dict[str, Any]
 ClaimsLoader = Callable[[str], dict[str, Claim]]
+# Where several probes check one claim on one version, the cell shows the worst: fail, then undecided.
+SEVERITY = {PASS: 0, NOT_OBSERVABLE: 1, UNDECIDED: 2, FAIL: 3}
 
 
 @dataclass
@@ -45,6 +47,18 @@ class Matrix:
     cells: dict[tuple[str, str], Cell]  # (claim id, version) -> cell
     provenance: dict[str, JsonDict]  # version -> provenance of the run(s) behind that column
     timelines: dict[str, dict[str, list[JsonDict]]] = field(default_factory=dict)  # probe -> version -> entries
+
+    def counts(self) -> dict[str, int]:
+        """How many cells have each status; failed and undecided are counted apart."""
+        counts = dict.fromkeys(SEVERITY, 0)
+        for cell in self.cells.values():
+            counts[cell.status] = counts.get(cell.status, 0) + 1
+        return counts
+
+    def summary(self) -> str:
+        """'12 claims × 3 versions: 30 pass, 2 fail, 1 undecided, 3 not observable'."""
+        counts = ", ".join(f"{n} {status}" for status, n in self.counts().items())
+        return f"{len(self.claims)} claims × {len(self.versions)} versions: {counts}"
 
     def changed(self) -> list[tuple[str, str, Cell]]:
         return [(claim, version, cell) for (claim, version), cell in sorted(self.cells.items()) if cell.changed]
@@ -101,13 +115,14 @@ def build_matrix(records: Iterable[JsonDict], claims_loader: ClaimsLoader = load
             else:
                 gaps = (verdict.get("detail") or {}).get("watch_gaps")
                 now = evaluate(claim, KubeVersion.parse(version), verdict["observed"], gaps).to_json()
-            cell = cells.setdefault(
-                (claim.id, version),
-                Cell(now["observed"], now["status"], verdict["status"], now["expected"], now["message"]),
-            )
-            cell.probes.append(record["probe"])
-            if now["status"] != "pass":  # several probes check one claim: the cell shows the worst
+            cell = cells.get((claim.id, version))
+            if cell is None:
+                cell = Cell(now["observed"], now["status"], verdict["status"], now["expected"], now["message"])
+                cells[(claim.id, version)] = cell
+            elif SEVERITY.get(now["status"], SEVERITY[FAIL]) > SEVERITY.get(cell.status, SEVERITY[FAIL]):
                 cell.status, cell.observed, cell.message = now["status"], now["observed"], now["message"]
+                cell.recorded_status, cell.expected = verdict["status"], now["expected"]
+            cell.probes.append(record["probe"])
     ordered = sorted(versions, key=lambda v: KubeVersion.parse(v).version)
     by_version = {
         probe: dict(sorted(series.items(), key=lambda kv: KubeVersion.parse(kv[0]).version))
