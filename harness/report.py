@@ -16,7 +16,6 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from harness import timeline_svg
 from harness.expectations import FAIL, NOT_OBSERVABLE, PASS, UNDECIDED, Claim, evaluate, load_claims
 from harness.versions import KubeVersion
 
@@ -73,13 +72,32 @@ class Matrix:
         return rows
 
 
+class RecordError(ValueError):
+    """A file given to the report is not a probe record; the message names it and says what it is instead."""
+
+
 def load_records(paths: Iterable[Path]) -> list[JsonDict]:
     """Probe records under the given run directories (or record files), in a stable order."""
     records: list[JsonDict] = []
     for path in paths:
         files = [path] if path.is_file() else sorted(path.rglob("probes/*.json"))
-        records.extend(json.loads(f.read_text()) for f in files)
+        records.extend(_read_record(f) for f in files)
     return records
+
+
+def _read_record(path: Path) -> JsonDict:
+    """One probe record, or RecordError saying why the file is not one."""
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except OSError as err:
+        raise RecordError(f"cannot read {path}: {err.strerror or err}") from err
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise RecordError(f"{path} is not a probe record: not JSON") from err
+    if isinstance(data, dict) and data.get("format", "").startswith("pod-lifecycle-probes/recording"):
+        raise RecordError(f"{path} is a recording, not a probe record (replay it: pytest probes --replay {path})")
+    if not isinstance(data, dict) or not {"probe", "family", "verdicts"} <= set(data):
+        raise RecordError(f"{path} is not a probe record: it has no probe, family and verdicts")
+    return data
 
 
 def build_matrix(records: Iterable[JsonDict], claims_loader: ClaimsLoader = load_claims) -> Matrix:
@@ -142,13 +160,19 @@ def render_markdown(matrix: Matrix) -> str:
 
 
 def render_html(matrix: Matrix) -> str:
+    from harness import timeline_svg  # matplotlib: imported only when drawing, so refusals stay quick
+
     pairs = list(pairwise(matrix.versions))
     drawings = {probe: timeline_svg.draw(probe, series) for probe, series in matrix.timelines.items()}
     return _environment().get_template("report.html.j2").render(matrix=matrix, pairs=pairs, drawings=drawings)
 
 
 def write_report(paths: Iterable[Path], out: Path, claims_loader: ClaimsLoader = load_claims) -> Matrix:
-    matrix = build_matrix(load_records(paths), claims_loader)
+    return write_matrix(build_matrix(load_records(paths), claims_loader), out)
+
+
+def write_matrix(matrix: Matrix, out: Path) -> Matrix:
+    """report.md and report.html of a matrix, in `out`."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.md").write_text(render_markdown(matrix))
     (out / "report.html").write_text(render_html(matrix))
