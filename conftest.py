@@ -10,6 +10,7 @@ Without any of these, and without Docker and kind, live probes are skipped with 
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -34,8 +35,9 @@ from harness.kind import (
     list_node_containers,
     parse_kind_version,
 )
+from harness.kubeconfig import kubeconfig_problem
 from harness.lifecycle import KindProvider, LiveTarget, LocalProvider, cluster_life
-from harness.local.build import Build, BuildError, build_kubernetes, existing_build
+from harness.local.build import Build, BuildError, build_kubernetes, existing_build, release_text
 from harness.local.cluster import local_node_lister
 from harness.manifest_check import check_manifests, images_in_manifests
 from harness.node_shutdown import announce_shutdown, cluster_config, ensure_derived_image
@@ -52,6 +54,7 @@ OUTCOMES = pytest.StashKey[dict[str, int]]()  # failed / undecided probe calls o
 UNDECIDED_OUTCOME = "undecided"
 RUN = pytest.StashKey[Run]()
 IMAGE = pytest.StashKey[NodeImage]()
+RECORDINGS = pytest.StashKey[dict[str, list[Path]]]()  # --replay: recording files by the probe they are of
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -93,10 +96,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--run-dir", default=str(REPO / "runs"), help="where run records and evidence go (default: runs/)")
     group.addoption(
         "--repeat",
-        type=int,
-        default=int(os.environ.get("REPEAT") or 1),
+        type=_repeat_count,
+        default=None,
         help="run each live probe N times and report the spread of every measured interval (also REPEAT=N)",
     )
+
+
+def _repeat_count(text: str) -> int:
+    """--repeat / REPEAT: a whole number of 1 or more (0, negatives and words are refused, not taken as 1)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--repeat (REPEAT) must be a whole number of 1 or more, not {text!r}")
+    return value
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -116,6 +130,24 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(
             "--kubeconfig needs an explicit --context: without one the suite acts only on clusters it creates itself"
         )
+    if config.getoption("--kubeconfig"):
+        problem = kubeconfig_problem(config.getoption("--kubeconfig"), config.getoption("--context"))
+        if problem:
+            raise pytest.UsageError(problem)
+    if config.getoption("--context") and not config.getoption("--kubeconfig"):
+        raise pytest.UsageError("--context names a context of --kubeconfig, which is not given")
+    if config.getoption("--repeat") is None:
+        try:
+            config.option.repeat = _repeat_count(os.environ.get("REPEAT") or "1")
+        except argparse.ArgumentTypeError as err:
+            raise pytest.UsageError(str(err)) from err
+    if local_version := config.getoption("--local-version"):
+        try:
+            config.option.local_version = release_text(local_version)
+        except VersionError as err:
+            raise pytest.UsageError(str(err)) from err
+    if config.getoption("--replay"):
+        config.stash[RECORDINGS] = _recordings(Path(config.getoption("--replay")))
     run_dir = Path(config.getoption("--run-dir"))
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -147,12 +179,22 @@ def probe_id(function: Any) -> str:
     return f"{Path(function.__code__.co_filename).name}::{function.__name__}"
 
 
-def _recordings(config: pytest.Config) -> dict[str, list[Path]]:
-    root = Path(config.getoption("--replay"))
+def _recordings(root: Path) -> dict[str, list[Path]]:
+    """The recordings under --replay by probe id; a path that is missing or holds a non-recording is refused."""
+    if not root.exists():
+        raise pytest.UsageError(f"--replay {root}: no such file or directory")
     files = [root] if root.is_file() else sorted(root.rglob("*.json"))
+    if not files:
+        raise pytest.UsageError(f"--replay {root}: no recordings (*.json) there")
     index: dict[str, list[Path]] = {}
     for path in files:
-        index.setdefault(Recording.load(path).probe, []).append(path)
+        try:
+            recording = Recording.load(path)
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise pytest.UsageError(f"--replay: {path} is not a recording: not JSON") from err
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+            raise pytest.UsageError(f"--replay: {path} is not a recording: {err}") from err
+        index.setdefault(recording.probe, []).append(path)
     return index
 
 
@@ -164,7 +206,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         if repeat > 1:  # live: the same probe N times, each in its own namespace
             metafunc.parametrize("probe", range(repeat), indirect=True, ids=[f"repeat{i + 1}" for i in range(repeat)])
         return
-    paths = _recordings(metafunc.config).get(probe_id(metafunc.function), [])
+    paths = metafunc.config.stash[RECORDINGS].get(probe_id(metafunc.function), [])
     if paths:
         metafunc.parametrize("probe", paths, indirect=True, ids=[p.stem for p in paths])
     else:  # a probe without a recording is a failure of the offline run, not a silent omission
