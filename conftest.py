@@ -10,6 +10,7 @@ Without any of these, and without Docker and kind, live probes are skipped with 
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -34,12 +35,13 @@ from harness.kind import (
     list_node_containers,
     parse_kind_version,
 )
+from harness.kubeconfig import kubeconfig_problem
 from harness.lifecycle import KindProvider, LiveTarget, LocalProvider, cluster_life, local_origin
-from harness.local.build import Build, BuildError, build_kubernetes, existing_build
+from harness.local.build import Build, BuildError, build_kubernetes, existing_build, release_text
 from harness.local.cluster import local_node_lister
 from harness.manifest_check import check_manifests, images_in_manifests
 from harness.node_shutdown import announce_shutdown, cluster_config, ensure_derived_image
-from harness.probe import Probe
+from harness.probe import ClaimsUndecided, Probe
 from harness.run import Run, safe_name
 from harness.spread import render as render_spread
 from harness.spread import spread_of_run
@@ -48,8 +50,11 @@ from harness.versions import KubeVersion, NodeImage, VersionError, resolve_image
 
 REPO = Path(__file__).resolve().parent
 REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
+OUTCOMES = pytest.StashKey[dict[str, int]]()  # failed / undecided probe calls of this session
+UNDECIDED_OUTCOME = "undecided"
 RUN = pytest.StashKey[Run]()
 IMAGE = pytest.StashKey[NodeImage]()
+RECORDINGS = pytest.StashKey[dict[str, list[Path]]]()  # --replay: recording files by the probe they are of
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -91,10 +96,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--run-dir", default=str(REPO / "runs"), help="where run records and evidence go (default: runs/)")
     group.addoption(
         "--repeat",
-        type=int,
-        default=int(os.environ.get("REPEAT") or 1),
+        type=_repeat_count,
+        default=None,
         help="run each live probe N times and report the spread of every measured interval (also REPEAT=N)",
     )
+
+
+def _repeat_count(text: str) -> int:
+    """--repeat / REPEAT: a whole number of 1 or more (0, negatives and words are refused, not taken as 1)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--repeat (REPEAT) must be a whole number of 1 or more, not {text!r}")
+    return value
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -114,6 +130,24 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(
             "--kubeconfig needs an explicit --context: without one the suite acts only on clusters it creates itself"
         )
+    if config.getoption("--kubeconfig"):
+        problem = kubeconfig_problem(config.getoption("--kubeconfig"), config.getoption("--context"))
+        if problem:
+            raise pytest.UsageError(problem)
+    if config.getoption("--context") and not config.getoption("--kubeconfig"):
+        raise pytest.UsageError("--context names a context of --kubeconfig, which is not given")
+    if config.getoption("--repeat") is None:
+        try:
+            config.option.repeat = _repeat_count(os.environ.get("REPEAT") or "1")
+        except argparse.ArgumentTypeError as err:
+            raise pytest.UsageError(str(err)) from err
+    if local_version := config.getoption("--local-version"):
+        try:
+            config.option.local_version = release_text(local_version)
+        except VersionError as err:
+            raise pytest.UsageError(str(err)) from err
+    if config.getoption("--replay"):
+        config.stash[RECORDINGS] = _recordings(Path(config.getoption("--replay")))
     run_dir = Path(config.getoption("--run-dir"))
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -145,12 +179,22 @@ def probe_id(function: Any) -> str:
     return f"{Path(function.__code__.co_filename).name}::{function.__name__}"
 
 
-def _recordings(config: pytest.Config) -> dict[str, list[Path]]:
-    root = Path(config.getoption("--replay"))
+def _recordings(root: Path) -> dict[str, list[Path]]:
+    """The recordings under --replay by probe id; a path that is missing or holds a non-recording is refused."""
+    if not root.exists():
+        raise pytest.UsageError(f"--replay {root}: no such file or directory")
     files = [root] if root.is_file() else sorted(root.rglob("*.json"))
+    if not files:
+        raise pytest.UsageError(f"--replay {root}: no recordings (*.json) there")
     index: dict[str, list[Path]] = {}
     for path in files:
-        index.setdefault(Recording.load(path).probe, []).append(path)
+        try:
+            recording = Recording.load(path)
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise pytest.UsageError(f"--replay: {path} is not a recording: not JSON") from err
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+            raise pytest.UsageError(f"--replay: {path} is not a recording: {err}") from err
+        index.setdefault(recording.probe, []).append(path)
     return index
 
 
@@ -162,11 +206,24 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         if repeat > 1:  # live: the same probe N times, each in its own namespace
             metafunc.parametrize("probe", range(repeat), indirect=True, ids=[f"repeat{i + 1}" for i in range(repeat)])
         return
-    paths = _recordings(metafunc.config).get(probe_id(metafunc.function), [])
+    paths = metafunc.config.stash[RECORDINGS].get(probe_id(metafunc.function), [])
     if paths:
         metafunc.parametrize("probe", paths, indirect=True, ids=[p.stem for p in paths])
     else:  # a probe without a recording is a failure of the offline run, not a silent omission
         metafunc.parametrize("probe", [None], indirect=True, ids=["no-recording"])
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """A probe's verdicts are always concluded: what it checked but did not conclude, the harness concludes.
+
+    A probe that checked no claim at all fails: a probe passes only on claims that held.
+    """
+    __tracebackhide__ = True
+    yield  # raises when the probe itself failed or skipped: nothing more to judge then
+    probe = getattr(item, "funcargs", {}).get("probe")
+    if isinstance(probe, Probe) and (probe.unconcluded or not probe.verdicts):
+        probe.conclude(note="(concluded by the harness: the probe did not call probe.conclude() at its end)")
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -174,8 +231,28 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    if report.failed and call.excinfo is not None and call.excinfo.errisinstance(ClaimsUndecided):
+        vars(report)[UNDECIDED_OUTCOME] = True  # kept through pytest-xdist's report serialisation
+    if report.failed:  # for the run record's status: failed, or only undecided
+        counts = item.config.stash.setdefault(OUTCOMES, {})
+        key = UNDECIDED_OUTCOME if is_undecided(report) else "failed"
+        counts[key] = counts.get(key, 0) + 1
     item.stash.setdefault(REPORTS, {})[report.when] = report
     return report
+
+
+def is_undecided(report: pytest.TestReport | pytest.CollectReport) -> bool:
+    """A probe that failed only because claims stayed undecided (no claim failed)."""
+    return report.failed and bool(vars(report).get(UNDECIDED_OUTCOME))
+
+
+def pytest_report_teststatus(
+    report: pytest.TestReport | pytest.CollectReport, config: pytest.Config
+) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+    """Undecided probes are counted apart from failed ones in pytest's summary (they still fail the run)."""
+    if is_undecided(report):
+        return UNDECIDED_OUTCOME, "U", ("UNDECIDED", {"yellow": True})
+    return None
 
 
 def _junit_properties(request: pytest.FixtureRequest, probe: Probe) -> None:
@@ -184,12 +261,17 @@ def _junit_properties(request: pytest.FixtureRequest, probe: Probe) -> None:
         request.node.user_properties.append((f"claim:{verdict.claim.id}", verdict.status))
         if verdict.expected is not None:
             request.node.user_properties.append((f"source:{verdict.claim.id}", " | ".join(verdict.expected.sources)))
+    for status, count in probe.counts().items():  # failed and undecided apart, as in the summary
+        request.node.user_properties.append((f"claims_{status.replace(' ', '_')}", str(count)))
     request.node.user_properties.append(("server_version", str(probe.server_version)))
 
 
 def _outcome(request: pytest.FixtureRequest) -> str:
+    """passed / failed / undecided (failed only on undecided claims) / skipped / not run."""
     call = request.node.stash.get(REPORTS, {}).get("call")
-    return "not run" if call is None else call.outcome
+    if call is None:
+        return "not run"
+    return UNDECIDED_OUTCOME if is_undecided(call) else call.outcome
 
 
 # -------------------------------------------------------------------------------------- fixtures
@@ -367,7 +449,7 @@ def _replayed_probe(request: pytest.FixtureRequest, run: Run, family: str, name:
     probe.close()
     _junit_properties(request, probe)
     outcome = _outcome(request)
-    if outcome == "failed":
+    if outcome in ("failed", UNDECIDED_OUTCOME):
         probe.save_evidence(live=None)
     probe.write_record(outcome, "replay", {"file": str(path), **recording.origin})
     if outcome == "passed" and transport.unused_calls():
@@ -404,7 +486,7 @@ def _live_probe(request: pytest.FixtureRequest, run: Run, family: str, name: str
         probe.close()
         _junit_properties(request, probe)
         try:
-            if outcome == "failed":
+            if outcome in ("failed", UNDECIDED_OUTCOME):
                 probe.save_evidence(live=target.transport)
             probe.write_record(outcome, "live", origin)
             recording.write(run.path("recordings", f"{probe.record_name}.json"))
@@ -424,6 +506,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run = session.config.stash.get(RUN, None)
     if run is not None:
         status = {0: "passed", 1: "failed", 2: "interrupted"}.get(int(exitstatus), f"exit {int(exitstatus)}")
+        counts = session.config.stash.get(OUTCOMES, {})
+        if status == "failed" and counts.get(UNDECIDED_OUTCOME) and not counts.get("failed"):
+            status = UNDECIDED_OUTCOME  # every failure was a claim left undecided: not evidence of a regression
         cleanup = run.provenance.get("cleanup", [])
         run.write_provenance(
             cleaned={
@@ -442,6 +527,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    undecided = terminalreporter.stats.get(UNDECIDED_OUTCOME, [])
+    if undecided:  # pytest lists only its own "failed" under FAILURES: these get their own section
+        terminalreporter.write_sep("=", f"UNDECIDED ({len(undecided)}: no claim failed, but some could not be decided)")
+        for report in undecided:
+            terminalreporter.write_sep("_", report.head_line or report.nodeid)
+            terminalreporter.write_line(report.longreprtext)
+        for report in undecided:
+            crash = getattr(report.longrepr, "reprcrash", None)
+            terminalreporter.write_line(f"UNDECIDED {report.nodeid} - {getattr(crash, 'message', '')}")
     run = config.stash.get(RUN, None)
     if run is not None:
         terminalreporter.write_sep("-", "pod-lifecycle probes")

@@ -100,10 +100,14 @@ class BisectError(RuntimeError):
 
 
 def outcome_of_run(exit_code: int, run_json: Path) -> str:
-    """good / bad / skip from `make probe`'s exit code and its run record (a cluster that failed is a skip)."""
+    """good / bad / skip from `make probe`'s exit code and its run record.
+
+    A cluster that failed is a skip, and so is a run whose only failures are undecided claims (a watch gap
+    hid what would decide them): neither says whether the version is good or bad.
+    """
     if exit_code == 0:
         return GOOD
     record = json.loads(run_json.read_text()) if run_json.is_file() else {}
-    if exit_code == 1 and "cluster_error" not in record:
+    if exit_code == 1 and "cluster_error" not in record and record.get("status") != "undecided":
         return BAD
     return SKIP

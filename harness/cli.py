@@ -1,8 +1,8 @@
-"""The `make probe` entry point: check the input and the host in seconds, then run the probes with pytest.
+"""The `make ...` entry points: check every input and the host in seconds, then start the slow work.
 
-Exit codes: pytest's own for a run that started (0 all passed, 1 some failed, 2 interrupted, ...);
-2 for a bad VERSION or IMAGE; 3 when Docker is missing or the matching kind cannot be found or installed;
-5 (pytest's) when PROBE matches nothing.
+Everything the harness refuses, it refuses before anything slow starts (no cluster, no build, no download)
+with one line on stderr, `error: <class>: <what is wrong>`; the class is said in words because make turns
+every failure into its own exit code 2.
 """
 
 from __future__ import annotations
@@ -14,14 +14,18 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NoReturn
 
+import urllib3
 from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
 
 from harness import bisect as bisect_module
-from harness import janitor, matrix, node_image_build
+from harness import janitor, matrix, node_image_build, selection
 from harness import report as report_module
 from harness.kind import (
     INSTALL_KIND,
@@ -33,6 +37,7 @@ from harness.kind import (
     parse_kind_version,
 )
 from harness.kind_install import KindInstallError, ensure_kind
+from harness.kubeconfig import kubeconfig_problem
 from harness.lifecycle import KindProvider, LocalProvider, cluster_life
 from harness.local import cluster as local_cluster
 from harness.local.build import BuildError, build_kubernetes, check_go, existing_build, release_text, resolve_module
@@ -42,22 +47,83 @@ from harness.versions import KubeVersion, NodeImage, VersionError, known_images,
 
 REPO = Path(__file__).resolve().parent.parent
 BAD_INPUT, PREREQUISITE_MISSING = 2, 3
-NO_TESTS_COLLECTED = 5  # pytest's exit code when a selection matches nothing
+NO_TESTS_COLLECTED = 5  # pytest's exit code when a selection matches nothing; also ours for "nothing to do"
+# The classes of refusal, as each error line names them, and their exit codes.
+BAD, MISSING, NOTHING_TO_RUN, NOTHING_TO_REPORT = (
+    "bad input",
+    "prerequisite missing",
+    "nothing to run",
+    "nothing to report",
+)
+EXIT_CODE = {BAD: BAD_INPUT, MISSING: PREREQUISITE_MISSING, NOTHING_TO_RUN: NO_TESTS_COLLECTED, NOTHING_TO_REPORT: 5}
+
+EXIT_CODES = f"""\
+exit codes (make turns every non-zero one into 2: the error line says which it was):
+  0  done; for probe, every probe passed
+  1  a probe failed or left a claim undecided; a build, a bisection or a cleanup failed
+  {BAD_INPUT}  {BAD}: an argument the harness cannot use ('error: {BAD}: ...'), refused before anything starts
+  {PREREQUISITE_MISSING}  {MISSING}: Docker, kind, Go, root ... ('error: {MISSING}: ...')
+  {NO_TESTS_COLLECTED}  {NOTHING_TO_RUN} / {NOTHING_TO_REPORT}: PROBE matches no probe, or RUNS holds no run records
+     ('error: {NOTHING_TO_RUN}: ...', 'error: {NOTHING_TO_REPORT}: ...')
+  other: pytest's own, for a probe run that started (2 interrupted, 4 pytest usage error)"""
+
+
+def refuse(kind: str, problem: str) -> int:
+    """Say why the harness will not go on, as `error: <class>: <problem>`; return the class's exit code."""
+    print(f"error: {kind}: {problem}", file=sys.stderr)
+    return EXIT_CODE[kind]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, refusing a bad argument like every other bad input: `error: bad input: ...`, exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(BAD_INPUT, f"error: {BAD}: {message}\n")
+
+
+def count(variable: str) -> Callable[[str], int]:
+    """An argparse type for a count of 1 or more; the message names the make variable too."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{variable} must be a whole number of 1 or more, not {text!r}")
+        return value
+
+    return parse
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
+    parser = _Parser(
+        prog="python -m harness",
+        description=__doc__,
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     commands = parser.add_subparsers(dest="command", required=True)
-    probe = commands.add_parser("probe", help="run the probes on a new kind cluster (or an existing one)")
+
+    def command(name: str, help_text: str) -> argparse.ArgumentParser:
+        return commands.add_parser(
+            name, help=help_text, description=help_text, epilog=EXIT_CODES, formatter_class=parser.formatter_class
+        )
+
+    probe = command("probe", "run the probes on a new kind cluster (or an existing one)")
     probe.add_argument("--version", default="", help="Kubernetes version: a minor (1.27) or a patch (1.27.3)")
     probe.add_argument(
         "--image", default="", help="node image instead of the pinned one (kindest/node:vX.Y.Z@sha256:...)"
     )
     probe.add_argument("--probe", default="", help="run only the probes matching this name or pytest -k expression")
     probe.add_argument("--keep-cluster", action="store_true", help="do not delete the kind cluster afterwards")
-    probe.add_argument("--repeat", type=int, default=1, help="run each probe N times and report the spread")
+    probe.add_argument("--repeat", type=count("REPEAT"), default=1, help="run each probe N times and report the spread")
     probe.add_argument(
-        "--parallel", type=int, default=1, help="run N probes at a time in one kind cluster (pytest-xdist workers)"
+        "--parallel",
+        type=count("PARALLEL"),
+        default=1,
+        help="run N probes at a time in one kind cluster (pytest-xdist workers)",
     )
     probe.add_argument("--run-dir", default=str(REPO / "runs"), help="where run records go (default: runs/)")
     probe.add_argument("--kubeconfig", default="", help="probe an existing cluster from this kubeconfig instead")
@@ -70,21 +136,21 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         help="where a new cluster runs: kind (Docker) or local (built from Go modules, run as processes here; root)",
     )
     probe.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
-    commands.add_parser("versions", help="list the Kubernetes versions with a pinned node image")
-    clean = commands.add_parser("clean", help="remove the suite's leftovers: its kind clusters and labelled namespaces")
+    command("versions", "list the Kubernetes versions with a pinned node image")
+    clean = command("clean", "remove the suite's leftovers: its kind clusters and labelled namespaces")
     clean.add_argument("--kubeconfig", default="", help="also clean the suite's namespaces on this cluster")
     clean.add_argument("--context", default="", help="context in --kubeconfig")
     clean.add_argument("--kind-bin", default="kind", help="the kind executable")
-    report = commands.add_parser("report", help="the behaviour matrix of run records as Markdown and HTML")
+    report = command("report", "the behaviour matrix of run records as Markdown and HTML")
     report.add_argument("runs", nargs="+", help="run directories (or record files) to read")
     report.add_argument(
         "--out", default="", help="where to write report.md and report.html (default: runs/report-<id>)"
     )
-    build = commands.add_parser(
-        "node-image", help="build a node image for a Kubernetes release kind does not publish (kind build node-image)"
+    build = command(
+        "node-image", "build a node image for a Kubernetes release kind does not publish (kind build node-image)"
     )
     build.add_argument("--version", required=True, help="a full release version, e.g. 1.27.0-rc.0")
-    bisect_cmd = commands.add_parser("bisect", help="the first patch release on which a probe fails")
+    bisect_cmd = command("bisect", "the first patch release on which a probe fails")
     bisect_cmd.add_argument("--probe", required=True, help="the probe (name or pytest -k expression)")
     bisect_cmd.add_argument("--good", required=True, help="a patch release where the probe passes, e.g. 1.27.3")
     bisect_cmd.add_argument("--bad", required=True, help="a later patch release of that minor where it fails")
@@ -92,11 +158,49 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--build", action="store_true", help="also try patch releases without a pinned image (built by node-image)"
     )
     bisect_cmd.add_argument("--run-dir", default=str(REPO / "runs"), help="where the runs go (default: runs/)")
-    matrix = commands.add_parser("matrix", help="run the probes on several versions, one kind cluster each")
+    matrix = command("matrix", "run the probes on several versions, one kind cluster each")
     matrix.add_argument("--versions", default="", help="space-separated versions (default: every minor in the table)")
-    matrix.add_argument("--jobs", type=int, default=2, help="how many clusters at a time")
+    matrix.add_argument("--jobs", type=count("JOBS"), default=2, help="how many clusters at a time")
     matrix.add_argument("--run-dir", default=str(REPO / "runs"), help="where the matrix's run directories go")
     return parser.parse_args(argv)
+
+
+def missing_arguments(args: argparse.Namespace, names: dict[str, str]) -> str | None:
+    """'BAD (--bad) is missing' for required values make passes as empty strings; None when all are given."""
+    missing = [
+        f"{variable} (--{dest.replace('_', '-')})" for dest, variable in names.items() if not getattr(args, dest)
+    ]
+    if not missing:
+        return None
+    return f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing"
+
+
+def run_dir_problem(run_dir: str) -> str | None:
+    """Why run records cannot be written under `run_dir`, or None (the directory is created if need be)."""
+    try:
+        Path(run_dir).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=run_dir):
+            pass
+    except OSError as err:
+        return f"the run directory {run_dir} is not writable: {err.strerror or err}"
+    return None
+
+
+def selection_problem(expression: str, run_dir: str) -> tuple[str, str] | None:
+    """(class, why) when PROBE selects no probe or is not a -k expression; None when it selects some.
+
+    pytest collects in a child process (harness/selection.py), in about a second, before any cluster.
+    """
+    found = selection.select(expression, run_dir)
+    if found.exit_code == NO_TESTS_COLLECTED or (found.exit_code == 0 and not found.selected):
+        names = ", ".join(found.probe_names())
+        return NOTHING_TO_RUN, (
+            f"PROBE {expression!r} matches none of the {found.total} probes (a probe name or a pytest -k "
+            f"expression; probes include {names}, ...)"
+        )
+    if found.exit_code != 0:
+        return BAD, f"PROBE {expression!r} cannot select probes (pytest says: {found.errors})"
+    return None
 
 
 def pytest_argv(args: argparse.Namespace, target: Sequence[str] | None = None) -> list[str]:
@@ -126,8 +230,9 @@ def run_matrix_command(args: argparse.Namespace) -> int:
         for version in versions:
             resolve_image(version)
     except VersionError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return BAD_INPUT
+        return refuse(BAD, str(err))
+    if problem := run_dir_problem(args.run_dir):
+        return refuse(BAD, problem)
     base = Path(args.run_dir) / f"matrix-{new_run_id()}"
     base.mkdir(parents=True, exist_ok=True)
     print(f"{len(versions)} versions, {args.jobs} at a time; logs and run records under {base}", flush=True)
@@ -184,7 +289,9 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
                 print("+ " + " ".join(shutdown), flush=True)
                 env = {**os.environ, "PYTEST_XDIST_WORKER": "shutdown"}
                 shutdown_code = _wait_for(subprocess.Popen(shutdown, env=env))
-                if shutdown_code not in (0, NO_TESTS_COLLECTED):
+                if code == NO_TESTS_COLLECTED:  # PROBE selected only node-shutdown probes: theirs is the result
+                    code = shutdown_code
+                elif shutdown_code not in (0, NO_TESTS_COLLECTED):
                     code = code or shutdown_code
             timing = probe_timing(run.directory, time.monotonic() - started, startup)
             run.write_provenance(timing=timing)
@@ -230,24 +337,12 @@ def probe_timing(run_dir: Path, wall_s: float, startup_s: float) -> dict[str, fl
     }
 
 
-def check_existing_cluster(kubeconfig: str, context: str) -> str | None:
-    """Why the suite will not use this kubeconfig/context, or None. The file is only read."""
-    if not context:
-        return (
-            "--kubeconfig needs an explicit --context (CONTEXT=...): without one the suite acts only on clusters "
-            "it creates itself"
-        )
-    try:
-        contexts, _ = config.list_kube_config_contexts(config_file=kubeconfig)
-    except (OSError, config.ConfigException) as err:
-        return f"cannot read kubeconfig {kubeconfig}: {err}"
-    names = [c["name"] for c in contexts or []]
-    if context not in names:
-        return f"context {context!r} is not in {kubeconfig}; it has: {', '.join(names) or 'none'}"
-    return None
-
-
 def run_clean_command(args: argparse.Namespace) -> int:
+    """Remove the suite's leftovers; a kubeconfig is checked before anything is touched."""
+    if args.context and not args.kubeconfig:
+        return refuse(BAD, "CONTEXT (--context) is a context of KUBECONFIG_FILE (--kubeconfig), which is not given")
+    if args.kubeconfig and (problem := kubeconfig_problem(args.kubeconfig, args.context)):
+        return refuse(BAD, problem)
     report = janitor.JanitorReport()
     if shutil.which(args.kind_bin):
         janitor.clean_kind_clusters(report, args.kind_bin)
@@ -259,30 +354,59 @@ def run_clean_command(args: argparse.Namespace) -> int:
         else:
             print(f"local clusters under {local_cluster.DEFAULT_ROOT} need root to stop: run make clean as root")
     if args.kubeconfig:
-        problem = check_existing_cluster(args.kubeconfig, args.context)
-        if problem:
-            print(f"error: {problem}", file=sys.stderr)
-            return BAD_INPUT
-        api = config.new_client_from_config(config_file=args.kubeconfig, context=args.context or None)
-        janitor.clean_namespaces(report, client.CoreV1Api(api))
+        try:
+            api = config.new_client_from_config(config_file=args.kubeconfig, context=args.context)
+            janitor.clean_namespaces(report, client.CoreV1Api(api))
+        except (config.ConfigException, ApiException, urllib3.exceptions.HTTPError, OSError, ValueError) as err:
+            report.errors.append(f"cannot clean namespaces on context {args.context!r} of {args.kubeconfig}: {err}")
     print(report.render())
     return 1 if report.errors else 0
 
 
+def run_report_command(args: argparse.Namespace) -> int:
+    """The behaviour matrix of the run records under RUNS; refused when there is nothing to report."""
+    missing = [p for p in args.runs if not Path(p).exists()]
+    if missing:
+        return refuse(
+            BAD,
+            f"nothing to report from {', '.join(missing)}: no such file or directory (RUNS names run directories or "
+            "probe record files; make probe writes them under runs/)",
+        )
+    try:
+        records = report_module.load_records([Path(p) for p in args.runs])
+    except report_module.RecordError as err:
+        return refuse(BAD, str(err))
+    looked = f"looked for probe records (probes/*.json) under {', '.join(args.runs)}"
+    if not records:
+        return refuse(NOTHING_TO_REPORT, f"no run records: {looked}; make probe (or make test) writes them")
+    built = report_module.build_matrix(records)
+    if not built.versions:
+        return refuse(NOTHING_TO_REPORT, f"{len(records)} records, none from a run that reached a server: {looked}")
+    out = Path(args.out) if args.out else REPO / "runs" / f"report-{new_run_id()}"
+    if problem := run_dir_problem(str(out)):
+        return refuse(BAD, problem.replace("the run directory", "the report directory"))
+    report_module.write_matrix(built, out)
+    print(f"{built.summary()}; {len(built.changed())} verdicts changed")
+    print(f"report: {out / 'report.html'} and {out / 'report.md'}")
+    return 0
+
+
 def run_node_image_command(args: argparse.Namespace) -> int:
     """Build (or reuse) plp-node:vX.Y.Z with the newest kind release, checksum-verified like make probe's."""
+    if problem := missing_arguments(args, {"version": "VERSION"}):
+        return refuse(BAD, f"{problem}: the release to build, e.g. make node-image VERSION=1.27.0-rc.0")
     try:
         tag = node_image_build.local_tag(args.version)
         release = node_image_build.build_kind_release()
+    except VersionError as err:
+        return refuse(BAD, str(err))
+    try:
         check_docker()
         kind_bin = ensure_kind(release)
-        tag, said = node_image_build.build_node_image(args.version, kind_bin, release)
-    except VersionError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return BAD_INPUT
     except (PrerequisiteMissing, KindInstallError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return PREREQUISITE_MISSING
+        return refuse(MISSING, str(err))
+    try:
+        tag, said = node_image_build.build_node_image(args.version, kind_bin, release)
     except node_image_build.NodeImageBuildFailed as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -293,11 +417,16 @@ def run_node_image_command(args: argparse.Namespace) -> int:
 
 def run_bisect_command(args: argparse.Namespace) -> int:
     """Each candidate version is one `python -m harness probe` run (its own cluster); see harness/bisect.py."""
+    if problem := missing_arguments(args, {"probe": "PROBE", "good": "GOOD", "bad": "BAD"}):
+        return refuse(BAD, f"{problem}: make bisect PROBE=<name or -k expression> GOOD=1.27.3 BAD=1.27.16")
     try:
         versions = bisect_module.candidates(args.good, args.bad, args.build)
     except VersionError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return BAD_INPUT
+        return refuse(BAD, str(err))
+    if problem := run_dir_problem(args.run_dir):
+        return refuse(BAD, problem)
+    if refused := selection_problem(args.probe, args.run_dir):
+        return refuse(*refused)
     directory = Path(args.run_dir) / f"bisect-{new_run_id()}"
     pinned = {str(i.kubernetes.version) for i in known_images()}
 
@@ -327,40 +456,90 @@ def run_bisect_command(args: argparse.Namespace) -> int:
     return 0 if found.first_bad else 1
 
 
-def prepare_local(args: argparse.Namespace) -> int:
-    """Check everything a local cluster needs in seconds, then build (or reuse) the release: 0 when ready."""
-    if args.image:
-        print("error: IMAGE is a kind node image; a local cluster (CLUSTER=local) takes VERSION only", file=sys.stderr)
-        return BAD_INPUT
-    try:
-        args.version = release_text(args.version or "")
-    except VersionError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return BAD_INPUT
-    host_problems = local_cluster.check_host()
-    if host_problems:
-        print("error: a local cluster cannot run here:\n  " + "\n  ".join(host_problems), file=sys.stderr)
-        return PREREQUISITE_MISSING
-    if running := local_cluster.running_clusters():
-        print(
-            f"error: a local cluster of the suite is already running ({', '.join(running)}); one at a time "
-            "(make clean stops it)",
-            file=sys.stderr,
-        )
-        return PREREQUISITE_MISSING
-    problems, checked = check_manifests(KubeVersion.parse(args.version))
+class Refused(Exception):
+    """An input the harness will not run with: the class of refusal (BAD, ...) and what is wrong."""
+
+    def __init__(self, kind: str, problem: str) -> None:
+        super().__init__(problem)
+        self.kind, self.problem = kind, problem
+
+
+def check_probe_input(args: argparse.Namespace) -> NodeImage | None:
+    """Every check of make probe's input, in seconds and before anything starts; raises Refused.
+
+    Returns the kind node image to run when a kind cluster is to be made.
+    """
+    if args.context and not args.kubeconfig:
+        raise Refused(BAD, "CONTEXT (--context) is a context of KUBECONFIG_FILE (--kubeconfig), which is not given")
+    if problem := run_dir_problem(args.run_dir):
+        raise Refused(BAD, problem)
+    image: NodeImage | None = None
+    if args.kubeconfig:
+        if args.version or args.image or args.cluster == "local":
+            raise Refused(
+                BAD,
+                "KUBECONFIG_FILE (--kubeconfig) probes an existing cluster, VERSION, IMAGE and CLUSTER=local make a "
+                "new one: give one or the other",
+            )
+        if args.parallel > 1:
+            raise Refused(
+                BAD, "PARALLEL runs the probes on a cluster make probe creates itself, not on an existing one"
+            )
+        if problem := kubeconfig_problem(args.kubeconfig, args.context):
+            raise Refused(BAD, problem)
+    elif args.cluster == "local":
+        if args.image:
+            raise Refused(BAD, "IMAGE is a kind node image; a local cluster (CLUSTER=local) takes VERSION only")
+        if not args.version:
+            raise Refused(BAD, "no VERSION given: a local cluster is built from one release (VERSION=1.27.3)")
+        try:
+            args.version = release_text(args.version)
+        except VersionError as err:
+            raise Refused(BAD, str(err)) from err
+        check_manifests_for(KubeVersion.parse(args.version))
+    else:
+        try:
+            image = resolve_image(args.version or None, args.image or None)
+        except VersionError as err:
+            raise Refused(BAD, str(err)) from err
+        if image.digest is None and not image.reference.startswith(f"{node_image_build.LOCAL_REPOSITORY}:"):
+            print(
+                f"warning: {image.reference} is not pinned by digest; kind asks for @sha256 digests because tags "
+                "are rebuilt (kind#3853), so what runs may not be what this name meant before",
+                file=sys.stderr,
+            )
+        check_manifests_for(image.kubernetes)
+    if args.probe and (refused := selection_problem(args.probe, args.run_dir)):
+        raise Refused(*refused)
+    return image
+
+
+def check_manifests_for(version: KubeVersion) -> None:
+    """Refuse when a manifest is invalid for this version's schema; say how many were checked otherwise."""
+    problems, checked = check_manifests(version)
     if problems:
         listed = "\n  ".join(str(p) for p in problems)
-        print(f"error: manifests invalid for Kubernetes {args.version}:\n  {listed}", file=sys.stderr)
-        return BAD_INPUT
+        raise Refused(BAD, f"manifests invalid for Kubernetes {version}:\n  {listed}")
     print(checked)
+
+
+def prepare_local(args: argparse.Namespace) -> int:
+    """Check the host for a local cluster in seconds, then build (or reuse) the release: 0 when ready."""
+    host_problems = local_cluster.check_host()
+    if host_problems:
+        return refuse(MISSING, "a local cluster cannot run here:\n  " + "\n  ".join(host_problems))
+    if running := local_cluster.running_clusters():
+        return refuse(
+            MISSING,
+            f"a local cluster of the suite is already running ({', '.join(running)}); one at a time "
+            "(make clean stops it)",
+        )
     if existing_build(args.version) is None:
         try:
             print(check_go())
             resolve_module(args.version)
         except BuildError as err:
-            print(f"error: {err}", file=sys.stderr)
-            return BAD_INPUT if "does not serve" in str(err) else PREREQUISITE_MISSING
+            return refuse(BAD if "does not serve" in str(err) else MISSING, str(err))
     try:
         build = build_kubernetes(args.version)
     except BuildError as err:
@@ -371,6 +550,32 @@ def prepare_local(args: argparse.Namespace) -> int:
         f"({build.directory})"
     )
     return 0
+
+
+def prepare_kind(args: argparse.Namespace, image: NodeImage) -> tuple[int, str]:
+    """Docker and the kind that built the image, checked (and that kind installed) in seconds: (0 or the
+    refusal's exit code, kind's version line)."""
+    try:
+        check_docker()
+    except PrerequisiteMissing as err:
+        return refuse(MISSING, f"{err}\n  {kind_status(image.kind_release)}"), ""
+    if args.kind_bin == "kind" and image.kind_release:
+        try:
+            args.kind_bin = ensure_kind(image.kind_release)
+        except KindInstallError as err:
+            return refuse(MISSING, str(err)), ""
+    try:
+        kind_line = check_prerequisites(kind_bin=args.kind_bin)
+    except PrerequisiteMissing as err:
+        return refuse(MISSING, str(err)), ""
+    print(f"node image {image.reference} (built by kind {image.kind_release or 'unknown'}); {kind_line}")
+    if image.kind_release and image.kind_release not in kind_line:
+        print(
+            f"warning: this image was built for kind {image.kind_release}; kind supports an image only with "
+            "the release that built it (best effort otherwise)",
+            file=sys.stderr,
+        )
+    return 0, kind_line
 
 
 def kind_status(release: str | None) -> str:
@@ -395,67 +600,23 @@ def main(argv: Sequence[str]) -> int:
     if args.command == "clean":
         return run_clean_command(args)
     if args.command == "report":
-        out = Path(args.out) if args.out else REPO / "runs" / f"report-{new_run_id()}"
-        built = report_module.write_report([Path(p) for p in args.runs], out)
-        print(f"{len(built.claims)} claims × {len(built.versions)} versions; {len(built.changed())} verdicts changed")
-        print(f"report: {out / 'report.html'} and {out / 'report.md'}")
-        return 0
-    image: NodeImage | None = None
-    kind_line = ""
-    if args.kubeconfig:
-        problem = check_existing_cluster(args.kubeconfig, args.context)
-        if problem:
-            print(f"error: {problem}", file=sys.stderr)
-            return BAD_INPUT
-    elif args.cluster == "local":
-        code = prepare_local(args)
+        return run_report_command(args)
+    try:
+        image = check_probe_input(args)
+    except Refused as refused:
+        return refuse(refused.kind, refused.problem)
+    kind_line = ""  # then the host, in seconds too: Docker and kind, or what a local cluster needs and its build
+    if args.cluster == "local" and not args.kubeconfig:
+        if code := prepare_local(args):
+            return code
+    elif image is not None:
+        code, kind_line = prepare_kind(args, image)
         if code != 0:
             return code
-    else:
-        try:
-            image = resolve_image(args.version or None, args.image or None)
-        except VersionError as err:
-            print(f"error: {err}", file=sys.stderr)
-            return BAD_INPUT
-        if image.digest is None and not image.reference.startswith(f"{node_image_build.LOCAL_REPOSITORY}:"):
-            print(
-                f"warning: {image.reference} is not pinned by digest; kind asks for @sha256 digests because tags "
-                "are rebuilt (kind#3853), so what runs may not be what this name meant before",
-                file=sys.stderr,
-            )
-        problems, checked = check_manifests(image.kubernetes)
-        if problems:
-            listed = "\n  ".join(str(p) for p in problems)
-            print(f"error: manifests invalid for Kubernetes {image.kubernetes}:\n  {listed}", file=sys.stderr)
-            return BAD_INPUT
-        print(checked)
-        try:
-            check_docker()
-        except PrerequisiteMissing as err:
-            print(f"error: {err}\n  {kind_status(image.kind_release)}", file=sys.stderr)
-            return PREREQUISITE_MISSING
-        if args.kind_bin == "kind" and image.kind_release:
-            try:
-                args.kind_bin = ensure_kind(image.kind_release)
-            except KindInstallError as err:
-                print(f"error: {err}", file=sys.stderr)
-                return PREREQUISITE_MISSING
-        try:
-            kind_line = check_prerequisites(kind_bin=args.kind_bin)
-        except PrerequisiteMissing as err:
-            print(f"error: {err}", file=sys.stderr)
-            return PREREQUISITE_MISSING
-        print(f"node image {image.reference} (built by kind {image.kind_release or 'unknown'}); {kind_line}")
-        if image.kind_release and image.kind_release not in kind_line:
-            print(
-                f"warning: this image was built for kind {image.kind_release}; kind supports an image only with "
-                "the release that built it (best effort otherwise)",
-                file=sys.stderr,
-            )
     if args.parallel > 1 and not args.kubeconfig:
         return run_parallel(args, image, kind_line)
     command = pytest_argv(args)
     print("+ " + " ".join(command), flush=True)
     # Become pytest: Ctrl-C and CI's SIGTERM then reach it directly and its teardown cleans up; its
-    # exit code is make's (5 when PROBE matched nothing).
+    # exit code is make's.
     os.execv(command[0], command)

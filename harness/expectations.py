@@ -100,8 +100,10 @@ def evaluate(
 ) -> Verdict:
     """Judge one observation; a mismatch says which other version range it looks like, if any.
 
-    When the watch had gaps in the window the observation comes from, a mismatch is undecided, not failed:
-    the transition that would have matched may have happened unseen. It is never a pass either.
+    When the watch had gaps in the window the observation comes from, a mismatch the gap could explain is
+    undecided, not failed: the transition that would have matched may have happened unseen. It is never a
+    pass either. A gap hides states, it does not invent them: a mismatch no hidden state could explain
+    (see `gap_could_explain`) fails as it would without the gap.
     `evidence`: what the observation rests on (e.g. the offending status update), kept and shown on a mismatch.
     """
     verdict = _evaluate(claim, version, observed, gaps)
@@ -112,14 +114,28 @@ def evaluate(
     return verdict
 
 
+def gap_could_explain(expected: Expectation, observed: Any) -> bool:
+    """Whether states a watch gap hid could make this observation the expected one.
+
+    A sequence of states seen (a list, e.g. the phases after a delete) can lose states to a gap, never gain
+    or reorder them: only an observation that is a subsequence of the expected sequence is explained. A
+    single value (a phase, a condition, a duration, a yes/no) may come from before or after the hidden
+    change, so a gap can explain any mismatch of it.
+    """
+    if expected.between is None and isinstance(expected.value, list) and isinstance(observed, list):
+        remaining = iter(expected.value)
+        return all(any(state == wanted for wanted in remaining) for state in observed)
+    return True
+
+
 def _evaluate(claim: Claim, version: KubeVersion, observed: Any, gaps: list[str] | None) -> Verdict:
     expected = claim.expectation_for(version)
+    detail = {"watch_gaps": gaps} if gaps else {}
     if expected.matches(observed):
-        detail = {"watch_gaps": gaps} if gaps else {}
         return Verdict(
             claim, str(version), PASS, observed, expected, f"{claim.observable}: {observed!r} as expected", detail
         )
-    if gaps:
+    if gaps and gap_could_explain(expected, observed):
         return Verdict(
             claim,
             str(version),
@@ -128,7 +144,7 @@ def _evaluate(claim: Claim, version: KubeVersion, observed: Any, gaps: list[str]
             expected,
             f"{claim.id}: undecided: a watch gap covered the transition ({'; '.join(gaps)}); "
             f"{claim.observable} was {observed!r}, expected {expected.describe()}",
-            {"watch_gaps": gaps},
+            detail,
         )
     message = (
         f"{claim.id}: {claim.observable} was {observed!r}, expected {expected.describe()} "
@@ -137,7 +153,12 @@ def _evaluate(claim: Claim, version: KubeVersion, observed: Any, gaps: list[str]
     lookalikes = [e for e in claim.expectations if e is not expected and e.matches(observed)]
     if lookalikes:
         message += f"\n  the {version} cluster behaved like {' / '.join(e.versions for e in lookalikes)}"
-    return Verdict(claim, str(version), FAIL, observed, expected, message)
+    if gaps:
+        message += (
+            f"\n  the watch gap ({'; '.join(gaps)}) cannot explain this: a gap hides states, "
+            "it does not add or reorder them"
+        )
+    return Verdict(claim, str(version), FAIL, observed, expected, message, detail)
 
 
 def not_observable(claim: Claim, version: KubeVersion, why: str) -> Verdict:

@@ -211,15 +211,35 @@ class Observer(Generic[V]):
 
     def wait_for(self, description: str, done: Condition[V], within: float, veto: Veto[V] | None = None) -> None:
         """Consume events until `done` holds; fail at once when `veto` names a reason, or after `within` s."""
+        if not self._wait(description, done, within, veto):
+            raise ProbeTimeout(f"timed out after {within:.0f}s waiting for {description}\n{self._state_text()}")
+
+    def await_outcome(
+        self, description: str, done: Condition[V], within: float, veto: Veto[V] | None = None
+    ) -> str | None:
+        """Wait as `wait_for` does, for an outcome a claim is about: if it does not come in time, that is the
+        observation, not an error. Returns None when `done` held, else what was awaited and what was last
+        seen (also put on the timeline), for the claims to carry as evidence. A veto still raises.
+        """
+        if self._wait(description, done, within, veto):
+            return None
+        said = (
+            f"waited {within:.0f}s for {description}, which did not happen; {self._last_seen().replace(chr(10), '; ')}"
+        )
+        self._timeline.observed(self._now(), f"{self.kind.lower()}s", "TIMEOUT", {"awaited": description})
+        return said
+
+    def _wait(self, description: str, done: Condition[V], within: float, veto: Veto[V] | None) -> bool:
+        """Consume events until `done` holds (True) or `within` s pass (False); raise when `veto` names a reason."""
         deadline = self._now() + within
         while True:
             if veto is not None and (reason := veto(self)):
                 raise ProbeImpossible(f"gave up waiting for {description}: {reason}\n{self._state_text()}")
             if done(self):
-                return
+                return True
             remaining = deadline - self._now()
             if remaining <= 0:
-                raise ProbeTimeout(f"timed out after {within:.0f}s waiting for {description}\n{self._state_text()}")
+                return False
             event = self._handle.next_event(remaining)
             if event is not None:
                 self._apply(event)
@@ -257,14 +277,18 @@ class Observer(Generic[V]):
         """When a state of `name` for which `holds` is true was first seen (transport clock)."""
         return next((t for t, view in self.history if view.name == name and holds(view)), None)
 
-    def _state_text(self) -> str:
+    def _last_seen(self) -> str:
+        """One line per object in view: 'last seen pod/x: phase=Running ...' (or gone)."""
         shown = [self.focus] if self.focus else self.names()
         states = "\n".join(
             f"last seen {self.source(n)}: {'gone' if n in self.deleted else self.states[n].summary()}"
             for n in shown
             if n in self.states
         )
-        return f"{states or 'nothing seen yet'}\ntimeline:\n{self._timeline.render(last=25)}"
+        return states or f"no {self.kind} seen yet"
+
+    def _state_text(self) -> str:
+        return f"{self._last_seen()}\ntimeline:\n{self._timeline.render(last=25)}"
 
 
 class PodObserver(Observer[PodView]):

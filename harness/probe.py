@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from harness.expectations import NOT_OBSERVABLE, PASS, Verdict, evaluate, load_claims, not_observable
+from harness.expectations import FAIL, NOT_OBSERVABLE, PASS, UNDECIDED, Verdict, evaluate, load_claims, not_observable
 from harness.kind import container_state_on_node
 from harness.observe import Observer, PodObserver, Timeline, cannot_start
 from harness.run import RUN_LABEL, SUITE_LABEL, Run, safe_name
@@ -33,6 +33,17 @@ NODE_POLL_S = 3.0
 
 class ClaimsFailed(AssertionError):
     """At least one claim did not hold (or could not be decided) on this cluster."""
+
+
+class ClaimsUndecided(ClaimsFailed):
+    """No claim failed, but at least one could not be decided (a watch gap could hide the deciding state).
+
+    It fails the test as any ClaimsFailed does (an undecided claim is never a pass); reports keep it apart.
+    """
+
+
+class NoClaimChecked(ClaimsFailed):
+    """The probe ended without checking a single claim: there is nothing it could have passed on."""
 
 
 class NotServed(RuntimeError):
@@ -57,6 +68,7 @@ class Probe:
         self.claims = load_claims(family)
         self.timeline = Timeline()
         self.verdicts: list[Verdict] = []
+        self._concluded = 0  # how many verdicts conclude() has judged
         self._created: dict[str, PodView] = {}
         self._observers: list[Observer[Any]] = []
         self._server_version: KubeVersion | None = None
@@ -232,18 +244,58 @@ class Probe:
         self.verdicts.append(verdict)
         return verdict
 
-    def conclude(self) -> None:
-        """Fail with every claim that did not hold; warn about claims that could not be observed."""
+    @property
+    def unconcluded(self) -> list[Verdict]:
+        """Verdicts recorded since the last conclude(): the harness concludes them if the probe did not."""
+        return self.verdicts[self._concluded :]
+
+    def conclude(self, note: str = "") -> None:
+        """Fail with every claim that did not hold or stayed undecided; warn about claims that could not be observed.
+
+        A probe that checked no claim fails too. `note` is added to the failure (e.g. who concluded).
+        """
+        __tracebackhide__ = True
+        self._concluded = len(self.verdicts)
+        suffix = f"\n{note}" if note else ""
+        if not self.verdicts:
+            raise NoClaimChecked(f"the probe checked no claim: nothing was compared with an expectation{suffix}")
         for verdict in self.verdicts:
             if verdict.status == NOT_OBSERVABLE:
                 warnings.warn(NotObservableWarning(verdict.message), stacklevel=2)
-        failed = [v for v in self.verdicts if v.status not in (PASS, NOT_OBSERVABLE)]
-        if failed:
-            details = "\n".join(f"- {v.message}" for v in failed)
-            raise ClaimsFailed(
-                f"{len(failed)} of {len(self.verdicts)} claims failed on Kubernetes {self.server_version}:\n{details}\n"
-                f"timeline:\n{self.timeline.render()}"
-            )
+        undecided = [v for v in self.verdicts if v.status == UNDECIDED]
+        # anything else that is not a pass is a failure (a status the harness does not know included)
+        failed = [v for v in self.verdicts if v.status not in (PASS, NOT_OBSERVABLE, UNDECIDED)]
+        if not failed and not undecided:
+            return
+        sections = [
+            f"{title}:\n" + "\n".join(f"- {v.message}" for v in group)
+            for title, group in (("failed", failed), ("undecided", undecided))
+            if group
+        ]
+        error = ClaimsFailed if failed else ClaimsUndecided
+        raise error(
+            f"{self.headline()} on Kubernetes {self.server_version}:\n"
+            + "\n".join(sections)
+            + f"{suffix}\ntimeline:\n{self.timeline.render()}"
+        )
+
+    def headline(self) -> str:
+        """'2 of 7 claims failed, 1 undecided': failed and undecided counted apart, out of every claim checked."""
+        counts = self.counts()
+        failed, undecided, total = counts[FAIL], counts[UNDECIDED], len(self.verdicts)
+        if failed and undecided:
+            return f"{failed} of {total} claims failed, {undecided} undecided"
+        if undecided:
+            return f"{undecided} of {total} claims undecided (none failed; undecided is never a pass)"
+        return f"{failed} of {total} claims failed"
+
+    def counts(self) -> dict[str, int]:
+        """How many verdicts have each status (pass, fail, undecided, not observable)."""
+        counts = dict.fromkeys((PASS, FAIL, UNDECIDED, NOT_OBSERVABLE), 0)
+        for verdict in self.verdicts:
+            key = verdict.status if verdict.status in counts else FAIL
+            counts[key] += 1
+        return counts
 
     # ----------------------------------------------------------------------------------- records
 
@@ -258,6 +310,7 @@ class Probe:
             "transport": transport_kind,
             "recording_origin": origin,
             "provenance": self.run.provenance,
+            "claims": self.counts(),
             "verdicts": [v.to_json() for v in self.verdicts],
             "timeline": self.timeline.to_json(),
         }

@@ -16,12 +16,13 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from harness import timeline_svg
-from harness.expectations import NOT_OBSERVABLE, Claim, evaluate, load_claims
+from harness.expectations import FAIL, NOT_OBSERVABLE, PASS, UNDECIDED, Claim, evaluate, load_claims
 from harness.versions import KubeVersion
 
 JsonDict = dict[str, Any]
 ClaimsLoader = Callable[[str], dict[str, Claim]]
+# Where several probes check one claim on one version, the cell shows the worst: fail, then undecided.
+SEVERITY = {PASS: 0, NOT_OBSERVABLE: 1, UNDECIDED: 2, FAIL: 3}
 
 
 @dataclass
@@ -46,6 +47,18 @@ class Matrix:
     provenance: dict[str, JsonDict]  # version -> provenance of the run(s) behind that column
     timelines: dict[str, dict[str, list[JsonDict]]] = field(default_factory=dict)  # probe -> version -> entries
 
+    def counts(self) -> dict[str, int]:
+        """How many cells have each status; failed and undecided are counted apart."""
+        counts = dict.fromkeys(SEVERITY, 0)
+        for cell in self.cells.values():
+            counts[cell.status] = counts.get(cell.status, 0) + 1
+        return counts
+
+    def summary(self) -> str:
+        """'12 claims × 3 versions: 30 pass, 2 fail, 1 undecided, 3 not observable'."""
+        counts = ", ".join(f"{n} {status}" for status, n in self.counts().items())
+        return f"{len(self.claims)} claims × {len(self.versions)} versions: {counts}"
+
     def changed(self) -> list[tuple[str, str, Cell]]:
         return [(claim, version, cell) for (claim, version), cell in sorted(self.cells.items()) if cell.changed]
 
@@ -59,13 +72,32 @@ class Matrix:
         return rows
 
 
+class RecordError(ValueError):
+    """A file given to the report is not a probe record; the message names it and says what it is instead."""
+
+
 def load_records(paths: Iterable[Path]) -> list[JsonDict]:
     """Probe records under the given run directories (or record files), in a stable order."""
     records: list[JsonDict] = []
     for path in paths:
         files = [path] if path.is_file() else sorted(path.rglob("probes/*.json"))
-        records.extend(json.loads(f.read_text()) for f in files)
+        records.extend(_read_record(f) for f in files)
     return records
+
+
+def _read_record(path: Path) -> JsonDict:
+    """One probe record, or RecordError saying why the file is not one."""
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except OSError as err:
+        raise RecordError(f"cannot read {path}: {err.strerror or err}") from err
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise RecordError(f"{path} is not a probe record: not JSON") from err
+    if isinstance(data, dict) and data.get("format", "").startswith("pod-lifecycle-probes/recording"):
+        raise RecordError(f"{path} is a recording, not a probe record (replay it: pytest probes --replay {path})")
+    if not isinstance(data, dict) or not {"probe", "family", "verdicts"} <= set(data):
+        raise RecordError(f"{path} is not a probe record: it has no probe, family and verdicts")
+    return data
 
 
 def build_matrix(records: Iterable[JsonDict], claims_loader: ClaimsLoader = load_claims) -> Matrix:
@@ -101,13 +133,14 @@ def build_matrix(records: Iterable[JsonDict], claims_loader: ClaimsLoader = load
             else:
                 gaps = (verdict.get("detail") or {}).get("watch_gaps")
                 now = evaluate(claim, KubeVersion.parse(version), verdict["observed"], gaps).to_json()
-            cell = cells.setdefault(
-                (claim.id, version),
-                Cell(now["observed"], now["status"], verdict["status"], now["expected"], now["message"]),
-            )
-            cell.probes.append(record["probe"])
-            if now["status"] != "pass":  # several probes check one claim: the cell shows the worst
+            cell = cells.get((claim.id, version))
+            if cell is None:
+                cell = Cell(now["observed"], now["status"], verdict["status"], now["expected"], now["message"])
+                cells[(claim.id, version)] = cell
+            elif SEVERITY.get(now["status"], SEVERITY[FAIL]) > SEVERITY.get(cell.status, SEVERITY[FAIL]):
                 cell.status, cell.observed, cell.message = now["status"], now["observed"], now["message"]
+                cell.recorded_status, cell.expected = verdict["status"], now["expected"]
+            cell.probes.append(record["probe"])
     ordered = sorted(versions, key=lambda v: KubeVersion.parse(v).version)
     by_version = {
         probe: dict(sorted(series.items(), key=lambda kv: KubeVersion.parse(kv[0]).version))
@@ -127,13 +160,19 @@ def render_markdown(matrix: Matrix) -> str:
 
 
 def render_html(matrix: Matrix) -> str:
+    from harness import timeline_svg  # matplotlib: imported only when drawing, so refusals stay quick
+
     pairs = list(pairwise(matrix.versions))
     drawings = {probe: timeline_svg.draw(probe, series) for probe, series in matrix.timelines.items()}
     return _environment().get_template("report.html.j2").render(matrix=matrix, pairs=pairs, drawings=drawings)
 
 
 def write_report(paths: Iterable[Path], out: Path, claims_loader: ClaimsLoader = load_claims) -> Matrix:
-    matrix = build_matrix(load_records(paths), claims_loader)
+    return write_matrix(build_matrix(load_records(paths), claims_loader), out)
+
+
+def write_matrix(matrix: Matrix, out: Path) -> Matrix:
+    """report.md and report.html of a matrix, in `out`."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.md").write_text(render_markdown(matrix))
     (out / "report.html").write_text(render_html(matrix))

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from harness.observe import Observer, PodObserver, conditions_before_failed
+from harness.observe import Observer, PodObserver, ProbeTimeout, conditions_before_failed
 from harness.probe import Probe
 from harness.transport import JsonDict
 from harness.views import JobView, PodView, parse_time
@@ -44,6 +44,14 @@ def deadline_of(start: str | None, seconds: int) -> datetime | None:
 
 def pod_outcome(pod: PodView) -> JsonDict:
     return {"phase": pod.phase, "reason": pod.reason, "message": pod.message}
+
+
+def main_container(pod: PodView) -> JsonDict:
+    """How the main container ended ({exitCode, reason}; both None while it runs) and when (finishedAt)."""
+    main = next((c for c in pod.containers if c.name == "main"), None)
+    if main is None:
+        return {"exit": {"exitCode": None, "reason": None}, "finished_at": None}
+    return {"exit": main.exit, "finished_at": main.finished_at}
 
 
 def job_failure(job: JobView) -> JsonDict | None:
@@ -73,19 +81,26 @@ def failed_at(job: JobView) -> str | None:
 
 
 def check_pod_failed_by_its_deadline(probe: Probe, pods: PodObserver, name: str, deadline_s: int) -> PodView:
-    """The kubelet's side (document 001, pod-01): Failed/DeadlineExceeded, killed, logs kept."""
-    pods.wait_for(
+    """The kubelet's side (document 001, pod-01): Failed/DeadlineExceeded, killed, logs kept.
+
+    A container that is not killed in time is what the claims then observe (still running), not an error.
+    """
+    not_killed = pods.await_outcome(
         f"pod {name}'s container to be killed after its deadline",
         lambda o: name in o.states and o.states[name].all_containers_terminated,
         within=deadline_s + SLACK_S,
         veto=lambda o: f"pod {name} was deleted" if name in o.deleted else None,
     )
+    if name not in pods.states:
+        raise ProbeTimeout(f"pod {name} was never seen: {not_killed}")
     pod = pods.states[name]
-    probe.check("pod-deadline.status", pod_outcome(pod))
-    probe.check("pod-deadline.killed", pod.container("main").exit)
+    main = main_container(pod)
+    probe.check("pod-deadline.status", pod_outcome(pod), evidence=not_killed)
+    probe.check("pod-deadline.killed", main["exit"], evidence=not_killed)
     probe.check(
         "pod-deadline.killed-after-deadline",
-        seconds_between(pod.container("main").finished_at, deadline_of(pod.raw["status"].get("startTime"), deadline_s)),
+        seconds_between(main["finished_at"], deadline_of(pod.raw["status"].get("startTime"), deadline_s)),
+        evidence=not_killed,
     )
     lines = probe.logs(name, "main").split()
     probe.check("pod-deadline.logs-kept", bool(lines) and lines[0] == "1")
@@ -100,8 +115,12 @@ def check_container_on_node(probe: Probe, claim: str, pod: PodView, expected_sta
         probe.check(claim, state)
 
 
-def run_job(probe: Probe, manifest_name: str) -> tuple[Observer[JobView], PodObserver, JsonDict]:
-    """Watch Jobs and pods, create the Job, and wait until it has a Failed (or Complete) condition."""
+def run_job(probe: Probe, manifest_name: str) -> tuple[Observer[JobView], PodObserver, JsonDict, str | None]:
+    """Watch Jobs and pods, create the Job, and wait until it has a Failed (or Complete) condition.
+
+    The last item says how the wait ended when the Job did not finish in time (None when it did): the claims
+    about the Job then judge what was seen, with that as their evidence.
+    """
     manifest = probe.manifest(manifest_name)
     name = manifest["metadata"]["name"]
     deadline = manifest["spec"].get("activeDeadlineSeconds") or 0
@@ -109,22 +128,28 @@ def run_job(probe: Probe, manifest_name: str) -> tuple[Observer[JobView], PodObs
     jobs: Observer[JobView] = probe.watch_all("Job", focus=name)
     pods = probe.watch_pods()
     probe.create(manifest, anchor=True)
-    jobs.wait_for(
+    unfinished = jobs.await_outcome(
         f"Job {name} to finish",
         lambda o: name in o.states and o.latest.finished,
         within=max(deadline, pod_deadline) + 60 + SLACK_S,  # + a first back-off and pod start-up
     )
+    if name not in jobs.states:
+        raise ProbeTimeout(f"Job {name} was never seen: {unfinished}")
     pods.catch_up()
-    return jobs, pods, manifest
+    return jobs, pods, manifest, unfinished
 
 
-def check_failed_at_the_job_deadline(probe: Probe, job: JobView, manifest: JsonDict) -> None:
+def check_failed_at_the_job_deadline(probe: Probe, job: JobView, manifest: JsonDict, unfinished: str | None) -> None:
     deadline = deadline_of(job.start_time, manifest["spec"]["activeDeadlineSeconds"])
-    probe.check("job-deadline.failed-after-deadline", seconds_between(failed_at(job), deadline))
+    probe.check("job-deadline.failed-after-deadline", seconds_between(failed_at(job), deadline), evidence=unfinished)
 
 
-def settle_job_pods(pods: PodObserver, within: float) -> None:
-    """Wait until every pod of the Job is gone, or stopped and not being deleted: its final state."""
+def settle_job_pods(pods: PodObserver, within: float) -> str | None:
+    """Wait until every pod of the Job is gone, or stopped and not being deleted: its final state.
+
+    Returns None when they settled, else what was last seen: a pod the controller should have deleted and
+    that keeps running is an observation for the claims, not an error.
+    """
 
     def settled(o: Observer[PodView]) -> bool:
         return bool(o.names()) and all(
@@ -132,7 +157,7 @@ def settle_job_pods(pods: PodObserver, within: float) -> None:
             for n in o.names()
         )
 
-    pods.wait_for("the Job's pods to be gone, or stopped and not being deleted", settled, within=within)
+    return pods.await_outcome("the Job's pods to be gone, or stopped and not being deleted", settled, within=within)
 
 
 # ---------------------------------------------------------------------------------------------- Pod
@@ -159,14 +184,14 @@ def test_job_deadline(probe: Probe) -> None:
     """Document 001, job-01: the job controller fails the Job (DeadlineExceeded, its message) and deletes
     the active pod (SuccessfulDelete); the pod and, within a bound, its container are gone.
     """
-    jobs, pods, manifest = run_job(probe, "job-active-deadline.yaml")
+    jobs, pods, manifest, unfinished = run_job(probe, "job-active-deadline.yaml")
     job = jobs.latest
-    probe.check("job-deadline.failed", job_failure(job))
-    probe.check("job-deadline.conditions-before-failed", conditions_before_failed(jobs))
-    check_failed_at_the_job_deadline(probe, job, manifest)
-    settle_job_pods(pods, within=SLACK_S)
+    probe.check("job-deadline.failed", job_failure(job), evidence=unfinished)
+    probe.check("job-deadline.conditions-before-failed", conditions_before_failed(jobs), evidence=unfinished)
+    check_failed_at_the_job_deadline(probe, job, manifest, unfinished)
+    unsettled = settle_job_pods(pods, within=SLACK_S)
     pod_name = only_pod(pods)
-    probe.check("job-deadline.active-pod-deleted", pod_name in pods.deleted)
+    probe.check("job-deadline.active-pod-deleted", pod_name in pods.deleted, evidence=unsettled)
     probe.check("job-deadline.events", controller_event_reasons(probe.events(), job.name))
     check_container_on_node(probe, "job-deadline.container-removed", pods.states[pod_name], {"removed"})
     probe.conclude()
@@ -176,8 +201,8 @@ def test_job_with_shorter_pod_deadline(probe: Probe) -> None:
     """Document 001, job-02: the pod fails on its own deadline first; with backoffLimit 0 the Job fails
     with BackoffLimitExceeded, and the pod (Failed, DeadlineExceeded) and its exited container remain.
     """
-    jobs, pods, manifest = run_job(probe, "job-pod-deadline-shorter.yaml")
-    probe.check("job-backoff.failed", job_failure(jobs.latest))
+    jobs, pods, manifest, unfinished = run_job(probe, "job-pod-deadline-shorter.yaml")
+    probe.check("job-backoff.failed", job_failure(jobs.latest), evidence=unfinished)
     pod_name = only_pod(pods)
     pod = check_pod_failed_by_its_deadline(
         probe, pods, pod_name, manifest["spec"]["template"]["spec"]["activeDeadlineSeconds"]
@@ -192,12 +217,12 @@ def test_job_with_shorter_job_deadline(probe: Probe) -> None:
     """Document 001, job-03: the Job's deadline passes first: DeadlineExceeded, the pod is deleted and its
     container removed, although the pod's own deadline had not passed.
     """
-    jobs, pods, manifest = run_job(probe, "job-deadline-shorter.yaml")
-    probe.check("job-deadline.failed", job_failure(jobs.latest))
-    check_failed_at_the_job_deadline(probe, jobs.latest, manifest)
-    settle_job_pods(pods, within=SLACK_S)
+    jobs, pods, manifest, unfinished = run_job(probe, "job-deadline-shorter.yaml")
+    probe.check("job-deadline.failed", job_failure(jobs.latest), evidence=unfinished)
+    check_failed_at_the_job_deadline(probe, jobs.latest, manifest, unfinished)
+    unsettled = settle_job_pods(pods, within=SLACK_S)
     pod_name = only_pod(pods)
-    probe.check("job-deadline.active-pod-deleted", pod_name in pods.deleted)
+    probe.check("job-deadline.active-pod-deleted", pod_name in pods.deleted, evidence=unsettled)
     check_container_on_node(probe, "job-deadline.container-removed", pods.states[pod_name], {"removed"})
     probe.conclude()
 
@@ -206,13 +231,14 @@ def test_job_deadline_during_retry(probe: Probe) -> None:
     """Document 001, job-04: the first pod fails on its own deadline and stays; the retry is active when the
     Job's deadline passes and is deleted; one of the Job's containers remains on the node.
     """
-    jobs, pods, manifest = run_job(probe, "job-deadline-during-retry.yaml")
-    probe.check("job-deadline.failed", job_failure(jobs.latest))
-    check_failed_at_the_job_deadline(probe, jobs.latest, manifest)
-    settle_job_pods(pods, within=SLACK_S)
+    jobs, pods, manifest, unfinished = run_job(probe, "job-deadline-during-retry.yaml")
+    probe.check("job-deadline.failed", job_failure(jobs.latest), evidence=unfinished)
+    check_failed_at_the_job_deadline(probe, jobs.latest, manifest, unfinished)
+    unsettled = settle_job_pods(pods, within=SLACK_S)
     first, *retries = pods.names()
-    probe.check("job-retry.first-pod", {**pod_outcome(pods.states[first]), "deleted": first in pods.deleted})
-    probe.check("job-retry.retries-deleted", [name in pods.deleted for name in retries])
+    outcome = {**pod_outcome(pods.states[first]), "deleted": first in pods.deleted}
+    probe.check("job-retry.first-pod", outcome, evidence=unsettled)
+    probe.check("job-retry.retries-deleted", [name in pods.deleted for name in retries], evidence=unsettled)
     states = {
         name: probe.wait_on_node(pods.states[name], "main", {"removed"}, CONTAINER_REMOVAL_BOUND_S) for name in retries
     }

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.observe import Observer, conditions_before_failed
+from harness.observe import Observer, ProbeTimeout, conditions_before_failed
 from harness.probe import Probe
 from harness.transport import JsonDict
 from harness.views import JobView, PodView
@@ -49,15 +49,17 @@ def test_exit_code_42_fails_the_job_through_its_pod_failure_policy(probe: Probe)
     jobs = probe.watch_all("Job", focus=name)
     pods = probe.watch_pods()
     probe.create(manifest, anchor=True)
-    jobs.wait_for(
+    not_failed = jobs.await_outcome(
         f"Job {name} to fail", lambda o: name in o.states and o.latest.condition("Failed") is not None, within=BUDGET_S
     )
+    if name not in jobs.states:
+        raise ProbeTimeout(f"Job {name} was never seen: {not_failed}")
     pods.catch_up()
-    probe.check("failure-policy.failed", failure(jobs.latest, probe.namespace, pods.names()))
-    probe.check("failure-policy.conditions-before-failed", conditions_before_failed(jobs))
-    probe.check("failure-policy.pods-run", len(pods.names()))
+    probe.check("failure-policy.failed", failure(jobs.latest, probe.namespace, pods.names()), evidence=not_failed)
+    probe.check("failure-policy.conditions-before-failed", conditions_before_failed(jobs), evidence=not_failed)
+    probe.check("failure-policy.pods-run", len(pods.names()), evidence=not_failed)
     exits = sorted({str(p.container("main").exit_code) for p in pods.states.values() if p.all_containers_terminated})
-    probe.check("failure-policy.exit-codes", exits)
+    probe.check("failure-policy.exit-codes", exits, evidence=not_failed)
     probe.conclude()
 
 
@@ -84,13 +86,13 @@ def test_evicted_pod_is_ignored_through_the_disruption_target_rule(probe: Probe)
     first = running(pods)
     assert first is not None
     evicted_at = probe.evict(first.name)
-    jobs.wait_for(
+    unfinished = jobs.await_outcome(
         f"Job {name} to complete or fail", lambda o: name in o.states and o.latest.finished, within=EVICTION_BUDGET_S
     )
     pods.catch_up()
     probe.check(
         "eviction.disruption-target", pods.first_condition(first, "DisruptionTarget"), pods.gaps_since(evicted_at)
     )
-    probe.check("eviction.job-outcome", outcome(jobs.latest), jobs.gaps_since(evicted_at))
-    probe.check("eviction.pods-run", len({v.uid for _, v in pods.history}))
+    probe.check("eviction.job-outcome", outcome(jobs.latest), jobs.gaps_since(evicted_at), evidence=unfinished)
+    probe.check("eviction.pods-run", len({v.uid for _, v in pods.history}), evidence=unfinished)
     probe.conclude()

@@ -28,22 +28,39 @@ SETTLE_S = 5.0
 SLACK_S = 30.0
 
 
-def delete_and_watch(probe: Probe, manifest: JsonDict, until_gone: bool = False) -> tuple[PodObserver, float]:
-    """Start the pod, delete it, watch until its containers stopped (then SETTLE_S more) or it is gone."""
+def delete_and_watch(
+    probe: Probe, manifest: JsonDict, until_gone: bool = False
+) -> tuple[PodObserver, float, str | None]:
+    """Start the pod, delete it, watch until its containers stopped (then SETTLE_S more) or it is gone.
+
+    The last item is None when that happened in time; otherwise what was awaited and last seen: a container
+    that never stops (or a pod that never goes) is what the claims then observe, with that as evidence.
+    """
     with probe.start_pod(manifest) as pod:
         grace = pod.latest.raw["spec"]["terminationGracePeriodSeconds"]
         deleted_at = probe.delete_pod(pod.latest)
         if until_gone:
-            pod.wait_for("the deleted pod to be gone", lambda o: o.gone, within=grace + SLACK_S)
+            timeout = pod.await_outcome("the deleted pod to be gone", lambda o: o.gone, within=grace + SLACK_S)
         else:
-            pod.wait_for(
+            timeout = pod.await_outcome(
                 "the deleted pod's containers to stop",
                 lambda o: o.latest.all_containers_terminated,
                 within=grace + SLACK_S,
                 veto=lambda o: "the pod is gone, although a finalizer holds it" if o.gone else None,
             )
-            pod.observe_for(SETTLE_S)
-    return pod, deleted_at
+            if timeout is None:
+                pod.observe_for(SETTLE_S)
+    return pod, deleted_at, timeout
+
+
+def finished_at(pod: PodView, container: str) -> str | None:
+    """When the container finished (None while it runs, or before it has a status)."""
+    return next((c.finished_at for c in pod.containers if c.name == container), None)
+
+
+def container_exit(pod: PodView, container: str) -> JsonDict:
+    """How the container ended: {exitCode, reason}, both None while it runs."""
+    return next((c.exit for c in pod.containers if c.name == container), {"exitCode": None, "reason": None})
 
 
 def as_deleted(pod: PodObserver) -> PodView:
@@ -61,34 +78,49 @@ def as_deleted(pod: PodObserver) -> PodView:
     raise AssertionError(f"pod {pod.latest.name} was never seen with a deletionTimestamp")
 
 
-def seconds_after_grace(deleted: PodView, latest: PodView, container: str) -> float:
+def seconds_after_grace(deleted: PodView, latest: PodView, container: str) -> float | None:
     """When the container finished (latest view), counted from the end of the grace the delete set.
 
-    Both are on the server's clock with one-second resolution: the difference is exact to +-1 s.
+    Both are on the server's clock with one-second resolution: the difference is exact to +-1 s. None when
+    the container never finished.
     """
-    finished = parse_time(latest.container(container).finished_at)
+    finished = parse_time(finished_at(latest, container))
     grace_ends = parse_time(deleted.deletion_timestamp)
-    assert finished is not None, f"container {container} of pod {latest.name} has no finishedAt"
+    if finished is None:
+        return None
     assert grace_ends is not None, f"pod {deleted.name} has no deletionTimestamp"
     return (finished - grace_ends).total_seconds()
 
 
-def seconds_after_delete(deleted: PodView, latest: PodView, container: str) -> float:
+def seconds_after_delete(deleted: PodView, latest: PodView, container: str) -> float | None:
     """When the container finished, counted from the delete request on the server's clock."""
-    grace = deleted.deletion_grace_period_seconds or 0
-    return seconds_after_grace(deleted, latest, container) + grace
+    after_grace = seconds_after_grace(deleted, latest, container)
+    return None if after_grace is None else after_grace + (deleted.deletion_grace_period_seconds or 0)
 
 
-def check_sigkilled(probe: Probe, pod: PodObserver) -> None:
+def check_sigkilled(probe: Probe, pod: PodObserver, timeout: str | None) -> None:
     """The container ignored SIGTERM: SIGKILLed when the grace period ran out."""
-    probe.check("sigterm-ignored.exit", pod.latest.container("main").exit)
-    probe.check("sigterm-ignored.killed-after-grace", seconds_after_grace(as_deleted(pod), pod.latest, "main"))
+    probe.check("sigterm-ignored.exit", container_exit(pod.latest, "main"), evidence=timeout)
+    probe.check(
+        "sigterm-ignored.killed-after-grace",
+        seconds_after_grace(as_deleted(pod), pod.latest, "main"),
+        evidence=timeout,
+    )
 
 
-def check_exited_on_sigterm(probe: Probe, pod: PodObserver) -> None:
+def check_exited_on_sigterm(probe: Probe, pod: PodObserver, timeout: str | None) -> None:
     """The container trapped SIGTERM and exited 0, well before the grace period ran out."""
-    probe.check("sigterm-handled.exit", pod.latest.container("main").exit)
-    probe.check("sigterm-handled.exited-after-delete", seconds_after_delete(as_deleted(pod), pod.latest, "main"))
+    probe.check("sigterm-handled.exit", container_exit(pod.latest, "main"), evidence=timeout)
+    probe.check(
+        "sigterm-handled.exited-after-delete",
+        seconds_after_delete(as_deleted(pod), pod.latest, "main"),
+        evidence=timeout,
+    )
+
+
+def check_phases(probe: Probe, claim: str, pod: PodObserver, deleted_at: float, timeout: str | None) -> None:
+    """The phases the pod went through from the delete on, judged with the watch's gaps in that window."""
+    probe.check(claim, pod.phases_since(deleted_at), gaps=pod.gaps_since(deleted_at), evidence=timeout)
 
 
 def check_stopped_on_node(probe: Probe, pod: PodObserver) -> None:
@@ -109,9 +141,9 @@ def test_always_pod_ignoring_sigterm(probe: Probe) -> None:
     Claim: exit 137 / Error at the end of the grace; phase stays `Running` the whole time on 1.26,
     becomes `Failed` on 1.27 (k/k#115331).
     """
-    pod, deleted_at = delete_and_watch(probe, probe.manifest("pod-finalizer-ignores-sigterm.yaml"))
-    check_sigkilled(probe, pod)
-    probe.check("always.sigterm-ignored.phases", pod.phases_since(deleted_at), gaps=pod.gaps_since(deleted_at))
+    pod, deleted_at, timeout = delete_and_watch(probe, probe.manifest("pod-finalizer-ignores-sigterm.yaml"))
+    check_sigkilled(probe, pod, timeout)
+    check_phases(probe, "always.sigterm-ignored.phases", pod, deleted_at, timeout)
     check_stopped_on_node(probe, pod)
     probe.conclude()
 
@@ -120,10 +152,10 @@ def test_always_pod_ignoring_sigterm_default_grace(probe: Probe) -> None:
     """The same with no terminationGracePeriodSeconds, as in the document: the API's default of 30 s."""
     manifest = probe.manifest("pod-finalizer-ignores-sigterm.yaml")
     del manifest["spec"]["terminationGracePeriodSeconds"]
-    pod, deleted_at = delete_and_watch(probe, manifest)
+    pod, deleted_at, timeout = delete_and_watch(probe, manifest)
     probe.check("default-grace-period", as_deleted(pod).deletion_grace_period_seconds)
-    check_sigkilled(probe, pod)
-    probe.check("always.sigterm-ignored.phases", pod.phases_since(deleted_at), gaps=pod.gaps_since(deleted_at))
+    check_sigkilled(probe, pod, timeout)
+    check_phases(probe, "always.sigterm-ignored.phases", pod, deleted_at, timeout)
     probe.conclude()
 
 
@@ -132,9 +164,9 @@ def test_always_pod_trapping_sigterm(probe: Probe) -> None:
 
     Claim: exit 0 / Completed soon after the delete; phase `Running` on 1.26, `Succeeded` on 1.27.
     """
-    pod, deleted_at = delete_and_watch(probe, probe.manifest("pod-finalizer-traps-sigterm.yaml"))
-    check_exited_on_sigterm(probe, pod)
-    probe.check("always.sigterm-handled.phases", pod.phases_since(deleted_at), gaps=pod.gaps_since(deleted_at))
+    pod, deleted_at, timeout = delete_and_watch(probe, probe.manifest("pod-finalizer-traps-sigterm.yaml"))
+    check_exited_on_sigterm(probe, pod, timeout)
+    check_phases(probe, "always.sigterm-handled.phases", pod, deleted_at, timeout)
     check_stopped_on_node(probe, pod)
     probe.conclude()
 
@@ -146,9 +178,9 @@ def test_onfailure_pod_ignoring_sigterm(probe: Probe) -> None:
     """restartPolicy OnFailure, finalizer, SIGTERM ignored: the document's claim covers OnFailure too."""
     manifest = probe.manifest("pod-finalizer-ignores-sigterm.yaml")
     manifest["spec"]["restartPolicy"] = "OnFailure"
-    pod, deleted_at = delete_and_watch(probe, manifest)
-    check_sigkilled(probe, pod)
-    probe.check("onfailure.sigterm-ignored.phases", pod.phases_since(deleted_at), gaps=pod.gaps_since(deleted_at))
+    pod, deleted_at, timeout = delete_and_watch(probe, manifest)
+    check_sigkilled(probe, pod, timeout)
+    check_phases(probe, "onfailure.sigterm-ignored.phases", pod, deleted_at, timeout)
     check_stopped_on_node(probe, pod)
     probe.conclude()
 
@@ -157,9 +189,9 @@ def test_onfailure_pod_trapping_sigterm(probe: Probe) -> None:
     """restartPolicy OnFailure, finalizer, SIGTERM trapped, exit 0."""
     manifest = probe.manifest("pod-finalizer-traps-sigterm.yaml")
     manifest["spec"]["restartPolicy"] = "OnFailure"
-    pod, deleted_at = delete_and_watch(probe, manifest)
-    check_exited_on_sigterm(probe, pod)
-    probe.check("onfailure.sigterm-handled.phases", pod.phases_since(deleted_at), gaps=pod.gaps_since(deleted_at))
+    pod, deleted_at, timeout = delete_and_watch(probe, manifest)
+    check_exited_on_sigterm(probe, pod, timeout)
+    check_phases(probe, "onfailure.sigterm-handled.phases", pod, deleted_at, timeout)
     check_stopped_on_node(probe, pod)
     probe.conclude()
 
@@ -171,8 +203,8 @@ def test_pod_without_finalizer_ignoring_sigterm(probe: Probe) -> None:
     """restartPolicy Always, no finalizer, SIGTERM ignored: the phase the watch shows before the pod is gone."""
     manifest = probe.manifest("pod-finalizer-ignores-sigterm.yaml")
     del manifest["metadata"]["finalizers"]
-    pod, deleted_at = delete_and_watch(probe, manifest, until_gone=True)
-    probe.check("no-finalizer.sigterm-ignored.phases", pod.phases_since(deleted_at), gaps=pod.gaps_since(deleted_at))
+    pod, deleted_at, timeout = delete_and_watch(probe, manifest, until_gone=True)
+    check_phases(probe, "no-finalizer.sigterm-ignored.phases", pod, deleted_at, timeout)
     probe.conclude()
 
 
@@ -180,6 +212,6 @@ def test_pod_without_finalizer_trapping_sigterm(probe: Probe) -> None:
     """restartPolicy Always, no finalizer, SIGTERM trapped: the phase the watch shows before the pod is gone."""
     manifest = probe.manifest("pod-finalizer-traps-sigterm.yaml")
     del manifest["metadata"]["finalizers"]
-    pod, deleted_at = delete_and_watch(probe, manifest, until_gone=True)
-    probe.check("no-finalizer.sigterm-handled.phases", pod.phases_since(deleted_at), gaps=pod.gaps_since(deleted_at))
+    pod, deleted_at, timeout = delete_and_watch(probe, manifest, until_gone=True)
+    check_phases(probe, "no-finalizer.sigterm-handled.phases", pod, deleted_at, timeout)
     probe.conclude()

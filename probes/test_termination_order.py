@@ -21,7 +21,7 @@ import pytest
 from harness.observe import Observer, PodObserver
 from harness.probe import POD_START_BUDGET_S, NotServed, Probe
 from harness.transport import JsonDict
-from harness.views import EndpointsView, PodView, parse_time
+from harness.views import ContainerView, EndpointsView, PodView, parse_time
 
 pytestmark = pytest.mark.probe("termination_order")
 
@@ -70,30 +70,44 @@ def interval(instants: dict[str, float], start: str, end: str) -> float | None:
     return None
 
 
+def main_container(pod: PodView) -> ContainerView | None:
+    return next((c for c in pod.containers if c.name == "main"), None)
+
+
+def main_exit(pod: PodView) -> JsonDict:
+    """How the main container ended: {exitCode, reason}, both None while it runs."""
+    main = main_container(pod)
+    return main.exit if main is not None else {"exitCode": None, "reason": None}
+
+
 def finished_after_delete(pod: PodView) -> float | None:
     """finishedAt minus the server's time of the delete (deletionTimestamp - deletionGracePeriodSeconds)."""
-    finished, grace_ends = parse_time(pod.container("main").finished_at), parse_time(pod.deletion_timestamp)
+    main = main_container(pod)
+    finished, grace_ends = parse_time(main.finished_at if main else None), parse_time(pod.deletion_timestamp)
     if finished is None or grace_ends is None:
         return None
     return (finished - grace_ends).total_seconds() + (pod.deletion_grace_period_seconds or 0)
 
 
-def delete_and_observe(probe: Probe, manifest: JsonDict, grace_override: int | None = None) -> tuple[PodView, float]:
+def delete_and_observe(
+    probe: Probe, manifest: JsonDict, grace_override: int | None = None
+) -> tuple[PodView, float, str | None]:
     """Start the pod, note this machine's clock, delete it, and watch until its container stopped.
 
-    Returns the pod as last seen and the wall-clock time of the delete request.
+    Returns the pod as last seen, the wall-clock time of the delete request, and None when the container
+    stopped in time, else what was awaited and last seen (a container that never stops is an observation).
     """
     with probe.start_pod(manifest) as pod:
         requested_at = probe.transport.wall_clock()
         probe.delete_pod(pod.latest, grace_period_seconds=grace_override)
         grace = grace_override if grace_override is not None else manifest["spec"]["terminationGracePeriodSeconds"]
-        pod.wait_for(
+        running = pod.await_outcome(
             "the deleted pod's container to stop",
             lambda o: o.latest.all_containers_terminated,
             within=grace + SLACK_S,
             veto=lambda o: "the pod is gone, although a finalizer holds it" if o.gone else None,
         )
-        return pod.latest, requested_at
+        return pod.latest, requested_at, running
 
 
 def check_deletion_timestamp(probe: Probe, pod: PodView, requested_at: float, grace: int) -> None:
@@ -111,7 +125,7 @@ def test_deletion_fields_from_the_spec(probe: Probe) -> None:
     """
     manifest = probe.manifest("pod-finalizer-traps-sigterm.yaml")
     manifest["spec"]["terminationGracePeriodSeconds"] = 7
-    pod, requested_at = delete_and_observe(probe, manifest)
+    pod, requested_at, _ = delete_and_observe(probe, manifest)
     probe.check("deletion.grace-from-spec", pod.deletion_grace_period_seconds)
     check_deletion_timestamp(probe, pod, requested_at, 7)
     probe.conclude()
@@ -121,7 +135,7 @@ def test_deletion_fields_with_a_grace_period_override(probe: Probe) -> None:
     """The same when DeleteOptions.gracePeriodSeconds (3 s) overrides the spec's 7 s: the override wins."""
     manifest = probe.manifest("pod-finalizer-traps-sigterm.yaml")
     manifest["spec"]["terminationGracePeriodSeconds"] = 7
-    pod, requested_at = delete_and_observe(probe, manifest, grace_override=3)
+    pod, requested_at, _ = delete_and_observe(probe, manifest, grace_override=3)
     probe.check("deletion.grace-from-override", pod.deletion_grace_period_seconds)
     check_deletion_timestamp(probe, pod, requested_at, 3)
     probe.conclude()
@@ -134,11 +148,13 @@ def test_prestop_within_the_grace_period(probe: Probe) -> None:
     """Document 002 §2-a: preStop (3 s) ends within the grace (10 s): SIGTERM follows it, and the container,
     which ignores SIGTERM, is SIGKILLed when the grace has run out, about 10 s after the delete.
     """
-    pod, _ = delete_and_observe(probe, timeline_pod(probe, "pod-prestop-timeline.yaml", prestop_s=3, grace_s=10))
+    pod, _, running = delete_and_observe(
+        probe, timeline_pod(probe, "pod-prestop-timeline.yaml", prestop_s=3, grace_s=10)
+    )
     instants = container_instants(probe, pod)
     probe.check("prestop-in-time.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
-    probe.check("sigkilled.exit", pod.container("main").exit)
-    probe.check("prestop-in-time.killed-after-delete", finished_after_delete(pod))
+    probe.check("sigkilled.exit", main_exit(pod), evidence=running)
+    probe.check("prestop-in-time.killed-after-delete", finished_after_delete(pod), evidence=running)
     probe.conclude()
 
 
@@ -146,23 +162,25 @@ def test_prestop_overrunning_the_grace_period(probe: Probe) -> None:
     """Document 002 §2-a: preStop (30 s) overruns the grace (5 s): it is cut off, SIGTERM comes at the end of
     the grace and SIGKILL a fixed 2 s later (the kubelet's minimumGracePeriodInSeconds).
     """
-    pod, _ = delete_and_observe(probe, timeline_pod(probe, "pod-prestop-timeline.yaml", prestop_s=30, grace_s=5))
+    pod, _, running = delete_and_observe(
+        probe, timeline_pod(probe, "pod-prestop-timeline.yaml", prestop_s=30, grace_s=5)
+    )
     instants = container_instants(probe, pod)
     probe.check("prestop-overrun.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
     probe.check("prestop-overrun.prestop-cut-off", "prestop-end" not in instants)
-    probe.check("sigkilled.exit", pod.container("main").exit)
-    probe.check("prestop-overrun.killed-after-delete", finished_after_delete(pod))
+    probe.check("sigkilled.exit", main_exit(pod), evidence=running)
+    probe.check("prestop-overrun.killed-after-delete", finished_after_delete(pod), evidence=running)
     probe.conclude()
 
 
 def test_sigterm_handled_after_prestop(probe: Probe) -> None:
     """Document 002 §2-a: preStop (2 s), then SIGTERM, which the container handles in 1 s and exits 0."""
     manifest = timeline_pod(probe, "pod-graceful-exit-after-prestop.yaml", prestop_s=2, grace_s=10)
-    pod, _ = delete_and_observe(probe, manifest)
+    pod, _, running = delete_and_observe(probe, manifest)
     instants = container_instants(probe, pod)
     probe.check("graceful.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
-    probe.check("graceful.exit", pod.container("main").exit)
-    probe.check("graceful.finished-after-delete", finished_after_delete(pod))
+    probe.check("graceful.exit", main_exit(pod), evidence=running)
+    probe.check("graceful.finished-after-delete", finished_after_delete(pod), evidence=running)
     probe.conclude()
 
 
@@ -192,25 +210,28 @@ def test_replicaset_replaces_a_pod_while_it_terminates(probe: Probe) -> None:
     probe.create(probe.manifest("deployment-slow-to-stop.yaml"))
     old = running_deployment_pod(pods)
     probe.delete_pod(old)
-    pods.wait_for(
+    waited = pods.await_outcome(
         "a replacement pod, and the old pod's container to stop",
         lambda o: len(o.names()) >= 2 and (old.name in o.deleted or o.states[old.name].all_containers_terminated),
         within=old.raw["spec"]["terminationGracePeriodSeconds"] + SLACK_S,
     )
     old_last = pods.states[old.name]
-    new = next(pods.states[n] for n in pods.names() if n != old.name)
-    created = parse_time(new.raw["metadata"].get("creationTimestamp"))
-    finished = parse_time(old_last.container("main").finished_at) if old_last.containers else None
+    new = next((pods.states[n] for n in pods.names() if n != old.name), None)  # None: never replaced in time
+    created = parse_time(new.raw["metadata"].get("creationTimestamp")) if new is not None else None
+    main = main_container(old_last)
+    finished = parse_time(main.finished_at) if main is not None else None
     grace_ends = parse_time(old_last.deletion_timestamp)
     probe.check(
         "replacement.created-before-old-container-finished",
         None if created is None or finished is None else (finished - created).total_seconds(),
+        evidence=waited,
     )
     probe.check(
         "replacement.created-right-after-delete",
         None
         if created is None or grace_ends is None
         else (created - grace_ends).total_seconds() + (old_last.deletion_grace_period_seconds or 0),
+        evidence=waited,
     )
     probe.conclude()
 
@@ -255,23 +276,42 @@ def test_endpoint_removal_while_the_container_still_runs(probe: Probe) -> None:
         )
 
     deleted_at = probe.delete_pod(old)
-    legacy.wait_for(
+    still_in = legacy.await_outcome(
         f"pod {old.name} to leave v1 Endpoints", lambda o: endpoint_of(o, old.name) is None, within=ENDPOINT_BOUND_S
     )
-    left_endpoints_at = legacy.history[-1][0]
+    left_endpoints_at = legacy.history[-1][0] if still_in is None else None
     if slices is not None:
-        slices.wait_for(
+        unchanged = slices.await_outcome(
             f"pod {old.name}'s EndpointSlice entry to change",
             lambda o: (endpoint_of(o, old.name) or {}).get("ready") is not True,
             within=ENDPOINT_BOUND_S,
         )
-        probe.check("endpoints.slice-entry-after-delete", endpoint_of(slices, old.name) or "removed")
-    pods.wait_for(
+        probe.check(
+            "endpoints.slice-entry-after-delete", endpoint_of(slices, old.name) or "removed", evidence=unchanged
+        )
+    running = pods.await_outcome(
         f"pod {old.name}'s container to stop",
         lambda o: old.name in o.deleted or o.states[old.name].all_containers_terminated,
         within=old.raw["spec"]["terminationGracePeriodSeconds"] + SLACK_S,
     )
-    stopped_at = pods.first_seen(old.name, lambda p: p.all_containers_terminated) or pods.history[-1][0]
-    probe.check("endpoints.left-v1-endpoints-after-delete", round(left_endpoints_at - deleted_at, 2))
-    probe.check("endpoints.out-of-service-before-container-stopped", left_endpoints_at < stopped_at)
+    stopped_at = None  # the container did not stop in time
+    if running is None:
+        stopped_at = pods.first_seen(old.name, lambda p: p.all_containers_terminated) or pods.history[-1][0]
+    if left_endpoints_at is None:  # not within the bound: it may have left later, while the container still ran
+        legacy.catch_up()
+        left_endpoints_at = first_absent(legacy, old.name, since=deleted_at)
+    left = None if left_endpoints_at is None else round(left_endpoints_at - deleted_at, 2)
+    probe.check("endpoints.left-v1-endpoints-after-delete", left, evidence=still_in)
+    out_of_service = left_endpoints_at is not None and (stopped_at is None or left_endpoints_at < stopped_at)
+    probe.check("endpoints.out-of-service-before-container-stopped", out_of_service, evidence=still_in or running)
     probe.conclude()
+
+
+def first_absent(observer: Observer[EndpointsView], pod: str, since: float) -> float | None:
+    """When the pod was first absent from every Endpoints object seen, at or after `since` (None: never)."""
+    present: dict[str, bool] = {}  # Endpoints object -> holds the pod, rebuilt from the changes in order
+    for t, type_, view in observer.changes:
+        present[view.name] = type_ not in ("DELETED", "GONE") and pod in view.pods
+        if t >= since and not any(present.values()):
+            return t
+    return None

@@ -69,6 +69,8 @@ def test_a_run_that_could_not_decide_is_a_skip(tmp_path: Path) -> None:
     assert outcome_of_run(1, record) == BAD  # probes failed, the cluster was fine
     record.write_text(json.dumps({"cluster_error": "kind could not create cluster"}))
     assert outcome_of_run(1, record) == SKIP
+    record.write_text(json.dumps({"status": "undecided"}))  # only undecided claims: neither good nor bad
+    assert outcome_of_run(1, record) == SKIP
     assert outcome_of_run(3, tmp_path / "none.json") == SKIP  # Docker or kind missing
 
 

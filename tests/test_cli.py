@@ -105,10 +105,10 @@ def test_an_existing_cluster_needs_an_explicit_context(tmp_path: Path) -> None:
     assert kubeconfig.read_text() == KUBECONFIG  # only read, never written
 
 
-def test_an_unreadable_kubeconfig_is_a_clear_error(tmp_path: Path) -> None:
+def test_a_missing_kubeconfig_is_not_found_not_invalid(tmp_path: Path) -> None:
     proc, _ = run_cli("probe", "--kubeconfig", str(tmp_path / "missing"), "--context", "x", path=str(tmp_path))
     assert proc.returncode == 2
-    assert "cannot read kubeconfig" in proc.stderr
+    assert f"error: bad input: kubeconfig {tmp_path / 'missing'} not found" in proc.stderr
 
 
 def test_an_image_without_digest_is_warned_about(tmp_path: Path) -> None:

@@ -106,3 +106,17 @@ def test_a_mismatch_after_a_watch_gap_is_undecided_and_a_match_keeps_the_gap_on_
     assert "undecided: a watch gap covered the transition (watch expired (410 Gone))" in undecided.message
     passed = evaluate(PHASES, KubeVersion.parse("v1.27.3"), ["Running", "Failed"], gaps=["connection lost"])
     assert passed.status == PASS and passed.detail == {"watch_gaps": ["connection lost"]}
+
+
+def test_a_gap_hides_states_but_cannot_add_or_reorder_them() -> None:
+    """Only a mismatch the hidden states could explain is undecided; the rest fail as without the gap."""
+    v1_27, gap = KubeVersion.parse("v1.27.3"), ["watch expired (410 Gone)"]
+    assert evaluate(PHASES, v1_27, ["Running"], gaps=gap).status == UNDECIDED  # Failed may have been hidden
+    assert evaluate(PHASES, v1_27, [], gaps=gap).status == UNDECIDED
+    contradicted = evaluate(PHASES, v1_27, ["Running", "Succeeded"], gaps=gap)  # Succeeded is never expected
+    assert contradicted.status == FAIL
+    assert "cannot explain this: a gap hides states, it does not add or reorder them" in contradicted.message
+    assert contradicted.detail == {"watch_gaps": gap}  # kept, so the report re-evaluates it the same way
+    assert evaluate(PHASES, v1_27, ["Failed", "Running"], gaps=gap).status == FAIL  # out of order
+    one_value = Claim("phase", "c", "the phase", "d", (Expectation(">=1.0", value="Failed", sources=("s",)),))
+    assert evaluate(one_value, v1_27, "Running", gaps=gap).status == UNDECIDED  # seen before the hidden change

@@ -397,3 +397,97 @@ def test_two_runs_at_once_use_their_own_clusters_run_directories_and_namespaces(
     assert len(run_dirs) == 2
     namespaces = {json.loads((d / "run.json").read_text())["cleaned"]["namespaces_deleted"][0] for d in run_dirs}
     assert len(namespaces) == 2
+
+
+WRITTEN_PROBES = """
+import pytest
+
+pytestmark = pytest.mark.probe("phase_after_deletion")
+
+
+def test_forgets_to_conclude(probe):
+    probe.check("default-grace-period", 31)  # fails, and the probe never calls probe.conclude()
+
+
+def test_checks_nothing(probe):
+    pass
+
+
+def test_forgets_to_conclude_but_holds(probe):
+    probe.check("default-grace-period", 30)
+
+
+def test_checks_after_concluding(probe):
+    probe.check("default-grace-period", 30)
+    probe.conclude()
+    probe.check("default-grace-period", 29)
+
+
+def test_left_undecided(probe):
+    probe.check("always.sigterm-ignored.phases", ["Running"], gaps=["watch expired (410 Gone)"])
+    probe.conclude()
+"""
+
+
+WRITTEN = ("forgets_to_conclude", "checks_nothing", "forgets_to_conclude_but_holds", "checks_after_concluding")
+
+
+def run_written_probes(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """The probes above, each replaying a recording of only the server's version (v1.27.3), through conftest."""
+    probes = tmp_path / "test_written.py"
+    probes.write_text(WRITTEN_PROBES)
+    recordings = tmp_path / "recordings"
+    origin = {"kind": "written for a test", "namespace": "plp-test", "run_id": "test", "node_access": False}
+    version = {"call": "server_version", "request": {}, "t_start": 0.0, "t_end": 0.01}
+    for name in (*WRITTEN, "left_undecided"):
+        step = {**version, "response": {"gitVersion": "v1.27.3"}}
+        Recording(f"test_written.py::test_{name}", origin, [step]).write(recordings / f"{name}.json")
+    options = ["--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"), "--replay", str(recordings)]
+    options += ["--run-dir", str(tmp_path / "runs"), "-rA", *args]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider", str(probes), *options],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "400"},  # summary lines unabridged
+    )
+    return proc, tmp_path / "runs"
+
+
+def test_a_probe_passes_only_on_concluded_claims(tmp_path: Path) -> None:
+    """Verdicts a probe did not conclude are concluded by the harness; a probe that checked nothing fails."""
+    proc, runs = run_written_probes(tmp_path, "-k", "not left_undecided")
+    assert proc.returncode == 1, proc.stdout
+    assert "3 failed, 1 passed" in proc.stdout.splitlines()[-1]
+    assert "PASSED ::test_forgets_to_conclude_but_holds[forgets_to_conclude_but_holds]" in proc.stdout
+    failed = "FAILED ::test_forgets_to_conclude[forgets_to_conclude] - harness.probe.ClaimsFailed"
+    assert f"{failed}: 1 of 1 claims failed" in proc.stdout
+    assert "(concluded by the harness: the probe did not call probe.conclude() at its end)" in proc.stdout
+    nothing = "FAILED ::test_checks_nothing[checks_nothing] - harness.probe.NoClaimChecked"
+    assert f"{nothing}: the probe checked no claim" in proc.stdout
+    late = "FAILED ::test_checks_after_concluding[checks_after_concluding] - harness.probe.ClaimsFailed"
+    assert f"{late}: 1 of 2 claims failed" in proc.stdout
+    (run_dir,) = runs.iterdir()
+    record = json.loads((run_dir / "probes" / "test-forgets-to-conclude-forgets-to-conclude.json").read_text())
+    assert record["outcome"] == "failed"  # the record says so too, not only pytest
+    assert [v["status"] for v in record["verdicts"]] == ["fail"]
+
+
+def test_an_undecided_probe_fails_apart_from_failed_ones(tmp_path: Path) -> None:
+    """Undecided is never a pass, and it is never called failed: headline, summary, JUnit, record, run."""
+    junit = tmp_path / "junit.xml"
+    proc, runs = run_written_probes(tmp_path, "-k", "left_undecided", f"--junitxml={junit}")
+    assert proc.returncode == 1, proc.stdout
+    summary = proc.stdout.splitlines()[-1]
+    assert "1 undecided" in summary and "failed" not in summary and "passed" not in summary
+    undecided = "UNDECIDED ::test_left_undecided[left_undecided] - harness.probe.ClaimsUndecided"
+    assert f"{undecided}: 1 of 1 claims undecided" in proc.stdout
+    assert "always.sigterm-ignored.phases: undecided: a watch gap covered the transition" in proc.stdout
+    xml = junit.read_text()
+    assert '<property name="claim:always.sigterm-ignored.phases" value="undecided"' in xml
+    assert '<property name="claims_undecided" value="1"' in xml and '<property name="claims_fail" value="0"' in xml
+    (run_dir,) = runs.iterdir()
+    record = json.loads((run_dir / "probes" / "test-left-undecided-left-undecided.json").read_text())
+    assert record["outcome"] == "undecided" and record["claims"]["undecided"] == 1
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "undecided"

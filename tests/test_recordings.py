@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from harness.observe import ProbeTimeout
 from harness.probe import ClaimsFailed, Probe
 from harness.run import Run
 from harness.transport import Recording
@@ -137,15 +136,22 @@ def test_a_container_still_running_on_the_node_fails_the_node_claim(tmp_path: Pa
         run_probe(recording, tmp_path)
 
 
-def test_a_pod_that_never_stops_times_out_saying_what_was_awaited(tmp_path: Path) -> None:
+def test_a_pod_that_never_stops_is_observed_as_such_not_a_bare_timeout(tmp_path: Path) -> None:
+    """The wait for the container to stop is the observation: its end is judged like any other, with evidence."""
     recording = copy.deepcopy(load("always_pod_ignoring_sigterm--v1.27.3-derived.json"))
     watch = next(step for step in recording.interactions if step["call"] == "watch")
     watch["events"] = [e for e in watch["events"] if "terminated" not in json.dumps(e["object"]["status"])]
     watch["closed_at"] = 100.0
-    with pytest.raises(ProbeTimeout) as err:
+    with pytest.raises(ClaimsFailed) as err:
         run_probe(recording, tmp_path)
-    assert "timed out after 35s waiting for the deleted pod's containers to stop" in str(err.value)
-    assert "last seen pod/running-pod: phase=Running" in str(err.value)
+    message = str(err.value)
+    assert "3 of 4 claims failed on Kubernetes v1.27.3" in message
+    assert "sigterm-ignored.exit: main container's terminated exitCode and reason was {'exitCode': None" in message
+    assert "always.sigterm-ignored.phases: phases of the pod from the delete" in message
+    assert "was ['Running'], expected ['Running', 'Failed']" in message
+    assert "the v1.27.3 cluster behaved like <1.27.0-rc.0" in message
+    assert "evidence: waited 35s for the deleted pod's containers to stop, which did not happen; " in message
+    assert "last seen pod/running-pod: phase=Running" in message
 
 
 def test_on_a_cluster_without_node_access_the_node_claim_is_not_observable_never_passed(tmp_path: Path) -> None:
@@ -207,6 +213,34 @@ def test_a_job_pod_that_is_not_deleted_at_the_job_deadline_fails_the_probe(tmp_p
         event["object"]["metadata"].pop("deletionTimestamp", None)
     with pytest.raises(ClaimsFailed, match=r"job-deadline\.active-pod-deleted: the pod is gone from the API was False"):
         run_deadline_probe(recording, tmp_path)
+
+
+def test_a_job_past_its_deadline_whose_pod_keeps_running_fails_its_claims_not_on_a_timeout(tmp_path: Path) -> None:
+    """The Job fails at its deadline but its pod is never deleted and keeps running (on the node too): the
+    waits for the pod to go end, and what they saw is judged: not deleted, container still on the node."""
+    recording = copy.deepcopy(load_deadline("job_deadline--v1.21.1-derived.json"))
+    pod_watch = next(s for s in recording.interactions if s["call"] == "watch" and s["request"]["kind"] == "Pod")
+    pod_watch["events"] = [e for e in pod_watch["events"] if e["t"] <= 2.1]  # Running, then nothing more
+    pod_watch["closed_at"] = 60.0
+    running = pod_watch["events"][-1]["object"]["status"]["containerStatuses"][0]["containerID"].split("//")[-1]
+    listing = next(s for s in recording.interactions if s["call"] == "node_containers")
+    node = {**listing, "response": [{"id": running, "metadata": {"name": "main"}, "state": "CONTAINER_RUNNING"}]}
+    recording.interactions = [s for s in recording.interactions if s["call"] != "node_containers"]
+    recording.interactions += [copy.deepcopy(node) for _ in range(51)]  # polled every 3 s for 150 s
+    probe = Probe.replaying(recording, "active_deadline", Run.start(tmp_path))
+    with pytest.raises(ClaimsFailed) as err:
+        deadline_probes.test_job_deadline(probe)
+    message = str(err.value)
+    assert "2 of 6 claims failed on Kubernetes v1.21.1" in message
+    assert "job-deadline.active-pod-deleted: the pod is gone from the API was False, expected True" in message
+    assert "evidence: waited 45s for the Job's pods to be gone, or stopped and not being deleted, which did not" in (
+        message
+    )
+    assert "last seen pod/job-01-xntdw: phase=Running" in message
+    assert "job-deadline.container-removed: " in message and "was 'running', expected 'removed'" in message
+    verdicts = {v.claim.id: v for v in probe.verdicts}
+    assert verdicts["job-deadline.active-pod-deleted"].detail["evidence"].startswith("waited 45s")
+    assert verdicts["job-deadline.failed"].status == "pass"  # the Job itself did fail at its deadline
 
 
 def test_a_pod_deadline_container_removed_from_the_node_fails_the_node_claim(tmp_path: Path) -> None:

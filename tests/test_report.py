@@ -174,3 +174,27 @@ def test_the_statefulset_timeline_marks_the_status_writes_that_matter(replayed_r
     assert "currentRevision 7b4f9d6c58" in regression  # moved to the update revision too early
     fixed = [label for _, label in marks(series["v1.29.14"])]
     assert "currentRevision 7b4f9d6c58" not in fixed
+
+
+def _record(probe: str, observed: object, gaps: list[str] | None, recorded: str) -> dict[str, object]:
+    verdict = {"claim": "always.sigterm-ignored.phases", "status": recorded, "observed": observed}
+    if gaps:
+        verdict["detail"] = {"watch_gaps": gaps}
+    return {"probe": probe, "family": "phase_after_deletion", "server_version": "v1.27.3", "verdicts": [verdict]}
+
+
+def test_undecided_cells_are_counted_apart_from_failed_ones_and_the_worst_verdict_shows() -> None:
+    gap = ["watch expired (410 Gone)"]
+    undecided = build_matrix([_record("a", ["Running"], gap, "undecided")])
+    assert undecided.counts() == {"pass": 0, "not observable": 0, "undecided": 1, "fail": 0}
+    assert undecided.summary() == "1 claims × 1 versions: 0 pass, 0 not observable, 1 undecided, 0 fail"
+    markdown = render_markdown(undecided)
+    assert undecided.summary() in markdown and '❔ ["Running"]' in markdown
+    assert undecided.summary() in render_html(undecided)
+    # Two probes check the claim on one version: a failure outranks an undecided, whatever the order.
+    for records in (
+        [_record("a", ["Running"], gap, "undecided"), _record("b", ["Running", "Succeeded"], None, "fail")],
+        [_record("b", ["Running", "Succeeded"], None, "fail"), _record("a", ["Running"], gap, "undecided")],
+    ):
+        cell = build_matrix(records).cells[("always.sigterm-ignored.phases", "v1.27.3")]
+        assert (cell.status, cell.observed, cell.changed) == ("fail", ["Running", "Succeeded"], False)
