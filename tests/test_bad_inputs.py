@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from harness import cli, janitor, matrix, node_image_build
 from harness import report as report_module
 from harness.local import cluster as local_cluster
 from tests import fake_tools
+from tests.derived import write_derived
 
 REPO = Path(__file__).resolve().parent.parent
 KUBECONFIG = """apiVersion: v1
@@ -41,7 +43,9 @@ RECORD = (
     '{"probe": "p.py::test_p", "family": "phase_after_deletion", "server_version": "v1.27.3", "verdicts": '
     '[{"claim": "default-grace-period", "status": "pass", "observed": 30}]}'
 )
-RECORDING = REPO / "recordings" / "phase_after_deletion" / "always_pod_trapping_sigterm--v1.27.3-derived.json"
+RECORDING = write_derived(
+    "phase_after_deletion/always_pod_trapping_sigterm--v1.27.3-derived.json", Path(tempfile.mkdtemp(prefix="plp-"))
+)
 
 
 @dataclass(frozen=True)

@@ -52,12 +52,15 @@ def deleting(pod: PodStates, t: float, grace: int) -> JsonDict:
 
 
 def statefulset_status(git_version: str, replicas_dip: bool, regression: bool, basis: str) -> JsonDict:
-    """Parallel scale-up to 3, partition 2 with a new template, delete parallel-web-0, watch it come back.
+    """Parallel scale-up to 3, partition 1 with a new template, delete parallel-web-0 twice, watch it come back.
 
-    `replicas_dip`: the k/k#117865 controller — status.replicas first written below the pods just created.
-    `regression`: and without k/k#120731 — the update judged complete from status.replicas, currentRevision
-    moved, the deleted pod recreated at the update revision (document 000; k/k#119684, k/k#119685). The
-    order of status writes is illustrative: the sources give the outcome, not every write.
+    `replicas_dip`: the k/k#117865 controller — status.replicas written below the pods that exist, in the sync
+    that creates pods (at the scale-up, and when a deleted pod is recreated).
+    `regression`: and without k/k#120731 — the sync that recreates web-0 writes replicas 2 with both other pods
+    updated and Ready, judges the update complete and moves currentRevision; it still creates web-0 at the old
+    revision, and the second recreation comes from the moved currentRevision, at the update revision. This is
+    the order the live 1.28.0 recording shows (recordings/statefulset_status/*--v1.28.0-live-local.json); the
+    instants are illustrative.
     """
     s = Script("test_statefulset_status_through_parallel_scale_up_and_partitioned_update", git_version, basis)
     s.probe_module, s.document = "test_statefulset_status.py", DOC_000
@@ -71,8 +74,8 @@ def statefulset_status(git_version: str, replicas_dip: bool, regression: bool, b
     for i, pod in pods.items():
         s.event("Pod", 0.35 + i * 0.01, "ADDED", pod.obj)
     revisions = {"currentRevision": REV_1, "updateRevision": REV_1}
-    if replicas_dip:  # the pods just created are not counted yet (document 000: "a small value first")
-        s.event("StatefulSet", 0.5, "MODIFIED", sts.status(observedGeneration=1, replicas=1, **revisions))
+    if replicas_dip:  # the pods just created are not counted yet (live 1.28.0: replicas 0)
+        s.event("StatefulSet", 0.5, "MODIFIED", sts.status(observedGeneration=1, replicas=0, **revisions))
     s.event(
         "StatefulSet",
         0.6,
@@ -85,52 +88,61 @@ def statefulset_status(git_version: str, replicas_dip: bool, regression: bool, b
 
     patch = {
         "spec": {
-            "updateStrategy": {"rollingUpdate": {"partition": 2}},
+            "updateStrategy": {"rollingUpdate": {"partition": 1}},
             "template": {"metadata": {"annotations": {"pod-lifecycle-probes.test/revision": "2"}}},
         }
     }
     sts.obj["metadata"]["generation"] = 2
-    sts.obj["spec"]["updateStrategy"]["rollingUpdate"]["partition"] = 2
+    sts.obj["spec"]["updateStrategy"]["rollingUpdate"]["partition"] = 1
     sts.obj["spec"]["template"]["metadata"]["annotations"] = {"pod-lifecycle-probes.test/revision": "2"}
     s.call("patch", {"kind": "StatefulSet", "namespace": NAMESPACE, "name": "parallel-web", "patch": patch}, 3.0,
            copy.deepcopy(sts.obj))  # fmt: skip
     s.event("StatefulSet", 3.05, "MODIFIED", sts.obj)
     s.event("StatefulSet", 3.1, "MODIFIED", sts.status(observedGeneration=2, updateRevision=REV_2, updatedReplicas=0))
-    s.event("Pod", 3.2, "MODIFIED", deleting(pods[2], 3.2, 1))
-    s.event("Pod", 4.3, "DELETED", pods[2].obj)
-    pods[2] = stateful_pod("parallel-web-2", m, REV_2, 4.4)
-    s.event("Pod", 4.4, "ADDED", pods[2].obj)
-    s.event("StatefulSet", 4.5, "MODIFIED", sts.status(currentReplicas=2, updatedReplicas=1, readyReplicas=2))
-    s.event("Pod", 6.2, "MODIFIED", pods[2].running(6.1))
-    s.event("StatefulSet", 6.3, "MODIFIED", sts.status(readyReplicas=3, availableReplicas=3))
-
-    doomed = copy.deepcopy(deleting(pods[0], 7.0, 1))
-    s.call("delete", {"kind": "Pod", "namespace": NAMESPACE, "name": "parallel-web-0", "grace_period_seconds": None},
-           7.0, doomed)  # fmt: skip
-    s.event("Pod", 7.05, "MODIFIED", doomed)
-    s.event("Pod", 8.1, "DELETED", doomed)
-    recreated_revision = REV_1
-    if regression:  # replicas written from the pods before the recreation: 2 updated of "2" -> judged complete
+    # the update, from the highest ordinal down to the partition: web-2, then web-1
+    for ordinal, t in ((2, 3.2), (1, 6.4)):
+        s.event("Pod", t, "MODIFIED", deleting(pods[ordinal], t, 1))
+        s.event("Pod", t + 1.1, "DELETED", pods[ordinal].obj)
+        pods[ordinal] = stateful_pod(f"parallel-web-{ordinal}", m, REV_2, t + 1.2)
+        s.event("Pod", t + 1.2, "ADDED", pods[ordinal].obj)
+        updated = 3 - ordinal
         s.event(
             "StatefulSet",
-            8.15,
+            t + 1.3,
             "MODIFIED",
-            sts.status(replicas=1, currentReplicas=0, updatedReplicas=1, readyReplicas=1, currentRevision=REV_2),
+            sts.status(currentReplicas=3 - updated, updatedReplicas=updated, readyReplicas=2, availableReplicas=2),
         )
-        recreated_revision = REV_2
-    pods[0] = stateful_pod("parallel-web-0", m, recreated_revision, 8.2)
-    s.event("Pod", 8.2, "ADDED", pods[0].obj)
-    current = 1 if regression else 2
-    updated = 2 if regression else 1
-    s.event(
-        "StatefulSet",
-        8.3,
-        "MODIFIED",
-        sts.status(replicas=3, currentReplicas=current, updatedReplicas=updated, readyReplicas=2),
-    )
-    s.event("Pod", 10.1, "MODIFIED", pods[0].running(10.0))
-    s.event("StatefulSet", 10.2, "MODIFIED", sts.status(readyReplicas=3, availableReplicas=3))
-    s.watch_until = 10.2 + 10.0  # the probe's settle window after the pod is back
+        s.event("Pod", t + 3.0, "MODIFIED", pods[ordinal].running(t + 2.9))
+        s.event("StatefulSet", t + 3.1, "MODIFIED", sts.status(readyReplicas=3, availableReplicas=3))
+
+    # web-0, the one pod below the partition, deleted twice
+    at = {0: REV_1, 1: REV_2, 2: REV_2}  # each pod's revision
+    delete_request = {"kind": "Pod", "namespace": NAMESPACE, "name": "parallel-web-0", "grace_period_seconds": None}
+    for deleted_at in (10.0, 14.0):
+        doomed = copy.deepcopy(deleting(pods[0], deleted_at, 1))
+        s.call("delete", delete_request, deleted_at, doomed)
+        s.event("Pod", deleted_at + 0.05, "MODIFIED", doomed)
+        s.event("Pod", deleted_at + 1.1, "DELETED", doomed)
+        revision = str(sts.obj["status"]["currentRevision"])  # web-0 is made from the sync's currentRevision
+        if replicas_dip:  # the recreating sync does not count the pod it creates: replicas 2, both updated
+            values: dict[str, Any] = {"replicas": 2, "updatedReplicas": 2, "readyReplicas": 2}
+            if regression:  # updatedReplicas 2 == status.replicas 2 == readyReplicas: judged "complete"
+                values.update(currentRevision=REV_2, currentReplicas=2)
+            s.event("StatefulSet", deleted_at + 1.15, "MODIFIED", sts.status(**values))
+        pods[0] = stateful_pod("parallel-web-0", m, revision, deleted_at + 1.2)
+        at[0] = revision
+        s.event("Pod", deleted_at + 1.2, "ADDED", pods[0].obj)
+        current = sum(r == sts.obj["status"]["currentRevision"] for r in at.values())
+        updated = sum(r == REV_2 for r in at.values())
+        s.event(
+            "StatefulSet",
+            deleted_at + 1.3,
+            "MODIFIED",
+            sts.status(replicas=3, currentReplicas=current, updatedReplicas=updated, readyReplicas=2),
+        )
+        s.event("Pod", deleted_at + 3.1, "MODIFIED", pods[0].running(deleted_at + 3.0))
+        s.event("StatefulSet", deleted_at + 3.2, "MODIFIED", sts.status(readyReplicas=3, availableReplicas=3))
+    s.watch_until = 17.2 + 10.0  # the probe's settle window after the pod is back
     return s.recording()
 
 

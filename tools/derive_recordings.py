@@ -329,6 +329,10 @@ def all_recordings() -> dict[str, JsonDict]:
 def main() -> None:
     for relative, recording in all_recordings().items():
         path = REPO / "recordings" / relative
+        live = sorted(path.parent.glob(path.name.replace("-derived.json", "-live-*.json")))
+        if live:  # a live recording of this probe and version replaces the derived one
+            print(f"{path.relative_to(REPO)}: not written, {live[0].name} is live")
+            continue
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(recording, indent=1) + "\n")
         print(path.relative_to(REPO))
