@@ -155,11 +155,11 @@ def test_each_probe_has_a_timeline_drawn_with_its_versions_stacked(replayed_runs
     assert list(series) == ["v1.26.6", "v1.27.3"]
     assert (0.0, "delete") in marks(series["v1.27.3"])
     labels = [label for _, label in marks(series["v1.27.3"])]
-    assert "running-pod Failed" in labels and "main exit 137" in labels
+    assert "running-pod Failed" in labels and "main exit 137 (SIGKILL)" in labels
     assert "running-pod Failed" not in [label for _, label in marks(series["v1.26.6"])]
     html = render_html(matrix)
     assert html.count('<figure class="timeline"') == len(matrix.timelines)
-    assert "<svg" in html and "main exit 137" in html
+    assert "<svg" in html and "main exit 137 (SIGKILL)" in html
 
 
 def test_the_statefulset_timeline_marks_the_status_writes_that_matter(replayed_runs: Path) -> None:
@@ -174,3 +174,77 @@ def test_the_statefulset_timeline_marks_the_status_writes_that_matter(replayed_r
     assert "currentRevision 7b4f9d6c58" in regression  # moved to the update revision too early
     fixed = [label for _, label in marks(series["v1.29.14"])]
     assert "currentRevision 7b4f9d6c58" not in fixed
+
+
+def test_termination_order_timelines_show_prestop_sigterm_sigkill_and_the_grace_on_one_axis(
+    replayed_runs: Path,
+) -> None:
+    from harness import timeline_svg
+
+    matrix = build_matrix(load_records([replayed_runs]))
+    within = matrix.timelines["test_termination_order.py::test_prestop_within_the_grace_period"]["v1.33.12"]
+    marks, spans = timeline_svg.events(within)
+    at = {m.label: m.t for m in marks}
+    # the container's instants, placed with preStop start where the watch first showed the deletion (0.03)
+    assert at["≈ preStop start"] == pytest.approx(0.03)
+    assert at["≈ preStop end"] - at["≈ preStop start"] == pytest.approx(3.02)
+    assert at["≈ SIGTERM"] - at["≈ preStop start"] == pytest.approx(3.1)
+    assert at["main exit 137 (SIGKILL)"] > at["≈ SIGTERM"] > at["delete"] == 0.0
+    assert [(s.kind, s.start, s.end, s.label) for s in spans] == [
+        ("grace", 0.0, 10.0, "grace 10 s"),
+        ("prestop", pytest.approx(0.03), pytest.approx(3.05), "preStop 3.02 s"),
+    ]
+    overrun = matrix.timelines["test_termination_order.py::test_prestop_overrunning_the_grace_period"]["v1.33.12"]
+    _, spans = timeline_svg.events(overrun)
+    assert [(s.kind, s.label) for s in spans] == [("grace", "grace 5 s"), ("prestop", "preStop, cut off")]
+    endpoints = matrix.timelines["test_termination_order.py::test_endpoint_removal_while_the_container_still_runs"]
+    labels = {label for _, label in timeline_svg.marks(endpoints["v1.33.12"])}
+    assert {"q2x7k out of Endpoints", "q2x7k EndpointSlice: not ready, serving, terminating"} <= labels
+    assert "q2x7k out of EndpointSlice" in {label for _, label in timeline_svg.marks(endpoints["v1.21.14"])}
+    assert {"create service web", "create deployment web"} <= labels  # two creates, told apart
+    svg = timeline_svg.draw("prestop", {"v1.33.12": within})
+    assert 'class="span grace"' in svg and 'class="span prestop"' in svg and "≈ SIGTERM" in svg
+
+
+def test_no_two_timeline_labels_overlap(replayed_runs: Path) -> None:
+    """On every row of every drawing, the labels' boxes (as placed, with their estimated widths) are apart."""
+    import re
+
+    from harness import timeline_svg
+
+    matrix = build_matrix(load_records([replayed_runs]))
+    for probe, series in matrix.timelines.items():
+        svg = timeline_svg.draw(probe, series)
+        for row in re.findall(r'<g class="row".*?</g>(?=<g class="row"|<line|<path)', svg, flags=re.S):
+            boxes = [
+                (float(x0), float(x1), float(y))
+                for y, x0, x1 in re.findall(
+                    r'<text class="label" x="[^"]+" y="([^"]+)".*?data-x0="([^"]+)" data-x1="([^"]+)"', row
+                )
+            ]
+            assert boxes, probe
+            for i, (a0, a1, ay) in enumerate(boxes):
+                for b0, b1, by in boxes[i + 1 :]:
+                    assert ay != by or a1 <= b0 or b1 <= a0, (probe, row[:80])
+
+
+def test_label_placement_stacks_labels_that_would_touch() -> None:
+    from harness import timeline_svg
+
+    marks = [
+        timeline_svg.Mark(t, label, "phase") for t, label in ((0.0, "a long label"), (0.1, "another"), (15, "far"))
+    ]
+    placed = timeline_svg.place_labels([(100 + 10 * m.t, m) for m in marks], right_edge=1000)
+    assert [p.level for p in placed] == [0, 1, 0]
+    near_the_end = timeline_svg.place_labels([(995.0, marks[0])], right_edge=1000)[0]
+    assert near_the_end.x1 < 995.0  # ends left of its instant rather than running off the drawing
+
+
+def test_a_long_idle_stretch_is_cut_short_but_never_a_grace_period() -> None:
+    from harness import timeline_svg
+
+    scale = timeline_svg.Scale.over([-5.0, 0.0, 1.0, 6.0, 45.0], 0.0, 1000.0)
+    assert [p.cut for p in scale.pieces] == [False, True, False]
+    assert scale.x(6.0) > 700  # the events before the cut get most of the width
+    kept = timeline_svg.Scale.over([-5.0, 0.0, 1.0, 6.0, 45.0], 0.0, 1000.0, keep=[(0.0, 45.0)])
+    assert [p.cut for p in kept.pieces] == [False]
