@@ -474,6 +474,7 @@ def _live_probe(request: pytest.FixtureRequest, run: Run, family: str, name: str
         "run_id": run.run_id,
         "node_access": target.transport.node_access,
         **target.origin,
+        **run.suite(),
     }
     recording = Recording(name, origin)
     transport = RecordingTransport(target.transport, recording)

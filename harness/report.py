@@ -2,53 +2,191 @@
 
 Every verdict is re-evaluated against the current expectations from the recorded observation, so a
 corrected expectation can be tried on old recordings without a cluster; the report says which verdicts
-changed. Templates are Jinja2 (harness/templates/).
+changed. Rows are grouped document → probe (its scenario) → claim; a version nobody recorded a claim on
+shows the expected value, so the table is the whole behaviour matrix. Observations on a live cluster and
+recordings derived from the documents are kept apart (a live one is shown first; "derived" is never called
+observed). The headline is what changed between consecutive versions, with the PRs the expectations cite.
+Templates are Jinja2 (harness/templates/); timelines are drawn by harness/timeline_svg.py.
 """
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from functools import cache
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup, escape
 
-from harness.expectations import FAIL, NOT_OBSERVABLE, PASS, UNDECIDED, Claim, evaluate, load_claims
+from harness import timeline_svg
+from harness.expectations import FAIL, NOT_OBSERVABLE, PASS, UNDECIDED, Claim, Expectation, evaluate, load_claims
+from harness.run import safe_name
 from harness.versions import KubeVersion
 
 JsonDict = dict[str, Any]
 ClaimsLoader = Callable[[str], dict[str, Claim]]
-# Where several probes check one claim on one version, the cell shows the worst: fail, then undecided.
-SEVERITY = {PASS: 0, NOT_OBSERVABLE: 1, UNDECIDED: 2, FAIL: 3}
+PROBES_DIR = Path(__file__).resolve().parent.parent / "probes"
+SEVERITY = {PASS: 0, NOT_OBSERVABLE: 1, UNDECIDED: 2, FAIL: 3}  # several observations in one cell: the worst shows
+ORIGIN_RANK = {"live": 0, "derived": 1, "unknown": 2}  # a live observation is shown before a derived one
+# The order the README presents the families in; a family not named here comes after, by name.
+FAMILY_ORDER = (
+    "phase_after_deletion",
+    "active_deadline",
+    "termination_order",
+    "job_failure_policy",
+    "job_replacement",
+    "statefulset_status",
+    "node_shutdown",
+)
+# The documents the claims come from (shared/seeds/, outside this repository): their titles, and what they are
+# about in English.
+DOCUMENTS: dict[str, tuple[str, str]] = {
+    "shared/seeds/000_c1d4d88888778485.txt": (
+        "[Kubernetes 1.27] Pod 停止時のフェーズ遷移の変更",
+        "the phase a stopping pod ends in, changed in 1.27 (k/k#115331), and the Job, DaemonSet and "
+        "StatefulSet controllers around it",
+    ),
+    "shared/seeds/001_626b127e201bb90e.txt": (
+        "KubernetesのactiveDeadlineSecondsはJobとPodでちょっと違う",
+        "activeDeadlineSeconds on a Pod and on a Job",
+    ),
+    "shared/seeds/002_a881ba7d7f4b4973.txt": (
+        "アルパカでもわかる安全なPodの終了",
+        "how a pod is stopped: deletion fields, preStop, SIGTERM, SIGKILL, endpoints",
+    ),
+}
+# How Kubernetes spells the words a probe's name writes in lower case.
+WORDS = {
+    "daemonset": "DaemonSet",
+    "statefulset": "StatefulSet",
+    "replicaset": "ReplicaSet",
+    "sigterm": "SIGTERM",
+    "sigkill": "SIGKILL",
+    "prestop": "preStop",
+    "onfailure": "OnFailure",
+}
+PR_REFERENCE = re.compile(r"(?:k/k)?#(\d{5,6})\b")
+RELEASE_NOTES = re.compile(r"CHANGELOG-\d+\.\d+(?: v\d+\.\d+\.\d+(?:-[a-z]+\.\d+)?)?")
+PR_URL = "https://github.com/kubernetes/kubernetes/pull/"
 
 
 @dataclass
 class Cell:
+    """What a claim's observations on one version say: the one shown (live before derived, then the worst)."""
+
     observed: Any
     status: str
     recorded_status: str
     expected: JsonDict | None
     message: str
     probes: list[str] = field(default_factory=list)
+    origin: str = "derived"  # of the observation shown: "live", "derived" (from documents) or "unknown"
+    others: list[JsonDict] = field(default_factory=list)  # the observations behind the cell that are not shown
 
     @property
     def changed(self) -> bool:
         return self.status != self.recorded_status
 
 
+@dataclass(frozen=True)
+class Row:
+    """One line of the matrix: a claim as one probe checks it."""
+
+    document: str
+    probe: str
+    claim: str
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A probe as a reader knows it: a title from its name and the scenario from its docstring."""
+
+    probe: str
+    family: str
+    title: str
+    text: str
+    order: tuple[int, str, int]
+
+
+@dataclass(frozen=True)
+class Side:
+    """One end of a change: the value shown for a claim on a version, and what it rests on."""
+
+    version: str
+    value: Any
+    basis: str  # "live" or "derived" (an observation), or "expected" (nothing recorded there)
+    status: str | None  # the observation's verdict
+    expectation: Expectation | None
+
+
+@dataclass(frozen=True)
+class Change:
+    """A claim whose value differs between two consecutive versions, and the PRs its expectations cite.
+
+    `rows`: the probes (scenarios) in which it changes that way; `was` / `now` are shown for the first, with
+    the strongest basis any of them has (a live observation, then a derived one, then the expectation).
+    """
+
+    rows: tuple[Row, ...]
+    was: Side
+    now: Side
+    expected_changed: bool
+    prs: tuple[str, ...]
+    release_notes: tuple[str, ...]
+    why: str  # the first source of the new expectation, for a change whose sources cite no PR
+
+    @property
+    def claim(self) -> str:
+        return self.rows[0].claim
+
+    @property
+    def basis(self) -> str:
+        """What the change rests on: "live" or "derived" if either end was recorded so, else "expected"."""
+        return min(self.was, self.now, key=_basis_rank).basis
+
+    @property
+    def agrees(self) -> bool:
+        """Every recorded end of the change agrees with its expectation (none failed, none undecided)."""
+        return all(side.status in (None, PASS) for side in (self.was, self.now))
+
+    @property
+    def disagrees(self) -> bool:
+        """A recorded end of the change differs from its expectation."""
+        return any(side.status == FAIL for side in (self.was, self.now))
+
+    @property
+    def undecided(self) -> bool:
+        """A recorded end of the change is undecided (a watch gap), and neither differs: kept apart from failed."""
+        return not self.disagrees and any(side.status == UNDECIDED for side in (self.was, self.now))
+
+
 @dataclass
 class Matrix:
     versions: list[str]  # server versions, oldest first
     claims: dict[str, JsonDict]  # claim id -> statement, observable, document
-    cells: dict[tuple[str, str], Cell]  # (claim id, version) -> cell
+    cells: dict[tuple[str, str], Cell]  # (claim id, version) -> cell, over every probe checking the claim
     provenance: dict[str, JsonDict]  # version -> provenance of the run(s) behind that column
-    timelines: dict[str, dict[str, list[JsonDict]]] = field(default_factory=dict)  # probe -> version -> entries
+    timelines: dict[str, dict[str, list[JsonDict]]] = field(default_factory=dict)  # probe -> row label -> entries
+    rows: list[Row] = field(default_factory=list)  # in reading order: document, scenario, the probe's checks
+    row_cells: dict[tuple[str, str, str], Cell] = field(default_factory=dict)  # (probe, claim id, version)
+    claim_objects: dict[str, Claim] = field(default_factory=dict)
+    scenarios: dict[str, Scenario] = field(default_factory=dict)
+    timeline_tags: dict[str, dict[str, str]] = field(default_factory=dict)  # probe -> row label -> live/derived
+    anchors: dict[str, str] = field(default_factory=dict)  # probe -> the action its timeline counts from
 
     def counts(self) -> dict[str, int]:
-        """How many cells have each status; failed and undecided are counted apart."""
+        """How many claim × version cells have each status; failed and undecided are counted apart.
+
+        Where several probes check one claim on one version, the cell counts once, with the verdict it shows
+        (a live observation before a derived one, then the worst: fail, undecided, not observable, pass).
+        """
         counts = dict.fromkeys(SEVERITY, 0)
         for cell in self.cells.values():
             counts[cell.status] = counts.get(cell.status, 0) + 1
@@ -60,6 +198,7 @@ class Matrix:
         return f"{len(self.claims)} claims × {len(self.versions)} versions: {counts}"
 
     def changed(self) -> list[tuple[str, str, Cell]]:
+        """Cells whose verdict under the current expectations differs from the recorded one."""
         return [(claim, version, cell) for (claim, version), cell in sorted(self.cells.items()) if cell.changed]
 
     def differences(self, a: str, b: str) -> list[tuple[str, Cell, Cell]]:
@@ -70,6 +209,144 @@ class Matrix:
             if left is not None and right is not None and left.observed != right.observed:
                 rows.append((claim, left, right))
         return rows
+
+    def expectation(self, claim: str, version: str) -> Expectation | None:
+        """The expectation for the claim on that version, or None where no range covers it."""
+        return _expectation(self.claim_objects[claim], version) if claim in self.claim_objects else None
+
+    def cell(self, row: Row, version: str) -> Cell | None:
+        """What was recorded for the row on that version, if anything."""
+        return self.row_cells.get((row.probe, row.claim, version))
+
+    def groups(self) -> list[tuple[str, list[tuple[Scenario, list[Row]]]]]:
+        """The rows as document -> scenarios -> rows, in reading order."""
+        out: list[tuple[str, list[tuple[Scenario, list[Row]]]]] = []
+        for row in self.rows:
+            if not out or out[-1][0] != row.document:
+                out.append((row.document, []))
+            scenarios = out[-1][1]
+            if not scenarios or scenarios[-1][0].probe != row.probe:
+                scenarios.append((self.scenarios[row.probe], []))
+            scenarios[-1][1].append(row)
+        return out
+
+    def side(self, row: Row, version: str) -> Side | None:
+        """What the matrix shows for a row on a version: the observation, else the expectation, else nothing."""
+        cell, expectation = self.cell(row, version), self.expectation(row.claim, version)
+        if cell is not None and cell.status != NOT_OBSERVABLE:
+            return Side(version, cell.observed, cell.origin, cell.status, expectation)
+        if expectation is None:
+            return None
+        value = list(expectation.between) if expectation.between is not None else expectation.value
+        return Side(version, value, "expected", None, expectation)
+
+    def changes(self) -> list[tuple[str, str, list[Change]]]:
+        """For each pair of consecutive versions, the claims whose value (observed or expected) differs.
+
+        A claim several probes check that changes the same way in each is one change, naming every probe.
+        """
+        out = []
+        for a, b in pairwise(self.versions):
+            found: dict[tuple[str, str, str], Change] = {}
+            for row in self.rows:
+                was, now = self.side(row, a), self.side(row, b)
+                if was is None or now is None or _behaviour(was) == _behaviour(now):
+                    continue
+                key = (row.claim, _behaviour(was), _behaviour(now))
+                if key in found:
+                    known = found[key]
+                    found[key] = replace(
+                        known,
+                        rows=(*known.rows, row),
+                        was=min(known.was, was, key=_basis_rank),
+                        now=min(known.now, now, key=_basis_rank),
+                    )
+                    continue
+                old, new = was.expectation, now.expectation
+                expected_changed = (
+                    old is not None and new is not None and (old.value, old.between) != (new.value, new.between)
+                )
+                cited = new.sources if expected_changed and new else ()
+                prs = pull_requests(cited) or (pull_requests(old.sources) if expected_changed and old else [])
+                notes = sorted({m.group(0) for s in cited for m in RELEASE_NOTES.finditer(s)})
+                why = cited[0] if cited else ""
+                found[key] = Change((row,), was, now, expected_changed, tuple(prs[:4]), tuple(notes), why)
+            out.append((a, b, list(found.values())))
+        return out
+
+    def disagreements(self) -> list[tuple[Row, str, Cell]]:
+        """Rows whose observation on a version does not agree with its expectation (failed or undecided)."""
+        return [
+            (row, version, cell)
+            for row in self.rows
+            for version in self.versions
+            if (cell := self.cell(row, version)) is not None and cell.status in (FAIL, UNDECIDED)
+        ]
+
+    def overview(self) -> JsonDict:
+        """Counts for the page's first lines; `failed` and `undecided` count the matrix's rows' recorded values."""
+        columns = [self.provenance[v]["kind"] for v in self.versions]
+        return {
+            "claims": len(self.claims),
+            "scenarios": len({row.probe for row in self.rows}),
+            "documents": len({row.document for row in self.rows}),
+            "versions": len(self.versions),
+            "live_columns": sum("live" in kind for kind in columns),
+            "derived_columns": sum(kind == "derived" for kind in columns),
+            "cells": len(self.rows) * len(self.versions),
+            "recorded": sum(1 for row in self.rows for v in self.versions if self.cell(row, v) is not None),
+            "live_cells": sum(c.origin == "live" for c in self.row_cells.values()),
+            "failed": sum(c.status == FAIL for c in self.row_cells.values()),
+            "undecided": sum(c.status == UNDECIDED for c in self.row_cells.values()),
+            "verdicts_changed": len(self.changed()),
+        }
+
+
+@dataclass
+class _Seen:
+    origin: str
+    now: JsonDict
+    recorded: str
+    probe: str
+    where: str
+
+
+def _expectation(claim: Claim, version: str) -> Expectation | None:
+    matching = [e for e in claim.expectations if KubeVersion.parse(version).satisfies(e.versions)]
+    return matching[0] if len(matching) == 1 else None
+
+
+def _basis_rank(side: Side) -> int:
+    """Live first, then derived, then an expectation."""
+    return ORIGIN_RANK.get(side.basis, len(ORIGIN_RANK))
+
+
+def _behaviour(side: Side) -> str:
+    """What a side says about behaviour: a measured value inside its expected range counts as that range."""
+    e = side.expectation
+    if e is not None and e.between is not None and (side.basis == "expected" or e.matches(side.value)):
+        return json.dumps(["between", list(e.between)])
+    return json.dumps(["value", side.value], sort_keys=True)
+
+
+def pull_requests(sources: Iterable[str]) -> list[str]:
+    """Kubernetes PR numbers the sources cite, release-notes sources first ("no k/k#N" is not a citation)."""
+    found: list[str] = []
+    for source in sorted(sources, key=lambda s: "CHANGELOG" not in s):
+        for match in PR_REFERENCE.finditer(source):
+            if source[max(0, match.start() - 3) : match.start()].lower() == "no ":
+                continue
+            if match.group(1) not in found:
+                found.append(match.group(1))
+    return found
+
+
+def origin_kind(record: JsonDict) -> str:
+    """Where a record's observations come from: "live" (a cluster, now or replayed), "derived" (documents)."""
+    kind = (record.get("recording_origin") or {}).get("kind")
+    if kind in ("live", "derived"):
+        return str(kind)
+    return "live" if record.get("transport") == "live" else "unknown"
 
 
 class RecordError(ValueError):
@@ -100,80 +377,386 @@ def _read_record(path: Path) -> JsonDict:
     return data
 
 
+@cache
+def _probe_functions(module: str) -> dict[str, tuple[int, str]]:
+    """A probe module's functions: name -> (line, docstring), read without importing it."""
+    try:
+        tree = ast.parse((PROBES_DIR / module).read_text())
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    return {
+        node.name: (node.lineno, ast.get_docstring(node) or "")
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+    }
+
+
+def scenario(probe: str, family: str) -> Scenario:
+    """The probe's title (its name) and scenario (its docstring's first paragraph)."""
+    module, _, function = probe.partition("::")
+    function = function.split("[", 1)[0]
+    line, doc = _probe_functions(module).get(function, (10**6, ""))
+    rank = FAMILY_ORDER.index(family) if family in FAMILY_ORDER else len(FAMILY_ORDER)
+    title = " ".join(WORDS.get(word, word) for word in function.removeprefix("test_").split("_"))
+    text = " ".join(doc.split("\n\n", 1)[0].split())
+    return Scenario(probe, family, title[:1].upper() + title[1:], text, (rank, family, line))
+
+
+def _when(stamps: list[str]) -> str | None:
+    """The span of recording times, in UTC minutes."""
+    parsed = []
+    for stamp in stamps:
+        try:
+            parsed.append(datetime.fromisoformat(stamp))
+        except ValueError:
+            continue
+    if not parsed:
+        return None
+    first, last = min(parsed).strftime("%Y-%m-%d %H:%M"), max(parsed).strftime("%Y-%m-%d %H:%M")
+    if first == last:
+        return f"{first} UTC"
+    if first[:10] == last[:10]:
+        return f"{first}–{last[11:]} UTC"
+    return f"{first} – {last} UTC"
+
+
+def _on_what(origin: JsonDict, run: JsonDict) -> str:
+    """The cluster a live observation was made on: a kind node image, a local build, or an existing cluster."""
+    cluster = str(origin.get("cluster") or run.get("cluster") or "")
+    build = origin.get("kubernetes") or run.get("kubernetes_build") or {}
+    image = origin.get("node_image") or run.get("node_image")
+    if cluster.startswith("local") or build:
+        commit = str(build.get("commit") or "?")[:12]
+        parts = [f"local build of {build.get('version', '?')} at {commit}"]
+        parts += [str(build[k]) for k in ("toolchain",) if build.get(k)]
+        parts += [str(origin[k]).split(" ")[-1] for k in ("containerd",) if origin.get(k)]
+        return ", ".join(parts) if len(parts) == 1 else f"{parts[0]} ({', '.join(parts[1:])})"
+    if cluster.startswith("kind") or image:
+        kind_version = origin.get("kind_version") or run.get("kind_version")
+        return f"kind node image {image or '?'}" + (f" (kind {kind_version})" if kind_version else "")
+    if cluster == "existing":
+        context = origin.get("context") or run.get("context")
+        return "existing cluster" + (f" (context {context})" if context else "")
+    return "a cluster the record does not describe"
+
+
+def _record_provenance(record: JsonDict) -> JsonDict:
+    """Where one record's observations come from: its kind, when, on what, and the suite's commit."""
+    origin, run = record.get("recording_origin") or {}, record.get("provenance") or {}
+    kind = origin_kind(record)
+    live_now = record.get("transport") == "live"
+    suite_from = origin if "suite_commit" in origin else run if live_now else {}
+    commit = suite_from.get("suite_commit")
+    suite = (
+        "unknown" if not commit else str(commit)[:12] + (" + local changes" if suite_from.get("suite_modified") else "")
+    )
+    if kind == "live":
+        when = origin.get("recorded_at") or (run.get("started") if live_now else None)
+        return {"kind": kind, "when": when, "on_what": _on_what(origin, run), "suite": suite, "document": None}
+    document = origin.get("document")
+    return {
+        "kind": kind,
+        "when": None,
+        "on_what": "derived from documents, no cluster" if kind == "derived" else "a recording of unknown origin",
+        "suite": suite,
+        "document": document,
+    }
+
+
+def _column_provenance(entries: list[JsonDict]) -> JsonDict:
+    kinds = sorted({e["kind"] for e in entries}, key=ORIGIN_RANK.__getitem__)
+    live = [e for e in entries if e["kind"] == "live"]
+    documents = sorted({str(e["document"]) for e in entries if e["document"]})
+    return {
+        "kind": " + ".join(kinds),
+        "kinds": kinds,
+        "when": _when([str(e["when"]) for e in live if e["when"]]) or ("unknown" if live else None),
+        "on_what": sorted({e["on_what"] for e in entries}, key=lambda w: w.startswith(("derived", "a rec"))),
+        "suite": sorted({e["suite"] for e in entries}, key=lambda s: s == "unknown"),
+        "documents": [document_label(d) for d in documents],
+        "records": {kind: sum(e["kind"] == kind for e in entries) for kind in kinds},
+        # the fields earlier reports had, for readers of the data
+        "origin": " + ".join(kinds),
+    }
+
+
 def build_matrix(records: Iterable[JsonDict], claims_loader: ClaimsLoader = load_claims) -> Matrix:
-    cells: dict[tuple[str, str], Cell] = {}
+    """The matrix of the records, every verdict re-evaluated against the claims `claims_loader` gives."""
+    seen: dict[tuple[str, str, str], list[_Seen]] = {}
     claims: dict[str, JsonDict] = {}
-    provenance: dict[str, JsonDict] = {}
-    versions: set[str] = set()
-    timelines: dict[str, dict[str, list[JsonDict]]] = {}
+    claim_objects: dict[str, Claim] = {}
+    record_provenance: dict[str, list[JsonDict]] = {}
+    probe_claims: dict[str, list[str]] = {}
+    families: dict[str, str] = {}
+    timelines: dict[str, dict[tuple[str, str], list[JsonDict]]] = {}
+    anchors: dict[str, str] = {}
     for record in records:
         version = record.get("server_version")
         if not version:
             continue
-        versions.add(version)
-        origin = record.get("recording_origin") or {}
-        provenance.setdefault(version, {
-            "transport": record.get("transport"),
-            "origin": origin.get("kind", "live" if record.get("transport") == "live" else "?"),
-            "node_image": origin.get("node_image") or record.get("provenance", {}).get("node_image"),
-            "kind_version": origin.get("kind_version") or record.get("provenance", {}).get("kind_version"),
-            "when": origin.get("recorded_at") or record.get("provenance", {}).get("started"),
-        })  # fmt: skip
-        timelines.setdefault(record["probe"], {}).setdefault(version, record.get("timeline", {}).get("entries", []))
+        probe, kind = record["probe"], origin_kind(record)
+        families.setdefault(probe, record["family"])
+        record_provenance.setdefault(version, []).append(_record_provenance(record))
+        timeline = record.get("timeline") or {}
+        timelines.setdefault(probe, {}).setdefault((version, kind), timeline.get("entries", []))
+        anchors.setdefault(probe, timeline.get("anchor") or "anchor action")
+        where = str(
+            (record.get("recording_origin") or {}).get("file") or (record.get("provenance") or {}).get("run_id")
+        )
         current = claims_loader(record["family"])
         for verdict in record.get("verdicts", []):
             claim = current.get(verdict["claim"])
             if claim is None:
                 continue
+            claim_objects[claim.id] = claim
             claims.setdefault(
                 claim.id, {"statement": claim.claim, "observable": claim.observable, "document": claim.document}
             )
+            if claim.id not in probe_claims.setdefault(probe, []):
+                probe_claims[probe].append(claim.id)
             if verdict["status"] == NOT_OBSERVABLE:
                 now = verdict
             else:
                 gaps = (verdict.get("detail") or {}).get("watch_gaps")
                 now = evaluate(claim, KubeVersion.parse(version), verdict["observed"], gaps).to_json()
-            cell = cells.get((claim.id, version))
-            if cell is None:
-                cell = Cell(now["observed"], now["status"], verdict["status"], now["expected"], now["message"])
-                cells[(claim.id, version)] = cell
-            elif SEVERITY.get(now["status"], SEVERITY[FAIL]) > SEVERITY.get(cell.status, SEVERITY[FAIL]):
-                cell.status, cell.observed, cell.message = now["status"], now["observed"], now["message"]
-                cell.recorded_status, cell.expected = verdict["status"], now["expected"]
-            cell.probes.append(record["probe"])
-    ordered = sorted(versions, key=lambda v: KubeVersion.parse(v).version)
-    by_version = {
-        probe: dict(sorted(series.items(), key=lambda kv: KubeVersion.parse(kv[0]).version))
-        for probe, series in sorted(timelines.items())
+            seen.setdefault((probe, claim.id, version), []).append(_Seen(kind, now, verdict["status"], probe, where))
+    by_claim: dict[tuple[str, str], list[_Seen]] = {}
+    for (_, claim_id, version), observations in seen.items():
+        by_claim.setdefault((claim_id, version), []).extend(observations)
+    scenarios = {probe: scenario(probe, family) for probe, family in families.items()}
+    rows = [
+        Row(claim_objects[claim_id].document, probe, claim_id)
+        for probe in sorted(probe_claims, key=lambda p: scenarios[p].order)
+        for claim_id in probe_claims[probe]
+    ]
+    rows.sort(key=lambda r: r.document)  # stable: scenarios keep their order within a document
+    ordered = sorted(record_provenance, key=lambda v: KubeVersion.parse(v).version)
+    series: dict[str, dict[str, list[JsonDict]]] = {}
+    tags: dict[str, dict[str, str]] = {}
+    for probe in sorted(timelines, key=lambda p: scenarios[p].order):
+        keys = sorted(timelines[probe], key=lambda k: (KubeVersion.parse(k[0]).version, ORIGIN_RANK[k[1]]))
+        versions_seen = [v for v, _ in keys]
+        for version, kind in keys:
+            label = version if versions_seen.count(version) == 1 else f"{version} ({kind})"
+            series.setdefault(probe, {})[label] = timelines[probe][(version, kind)]
+            tags.setdefault(probe, {})[label] = kind
+    return Matrix(
+        versions=ordered,
+        claims=dict(sorted(claims.items())),
+        cells={key: _cell(observations) for key, observations in sorted(by_claim.items())},
+        provenance={v: _column_provenance(record_provenance[v]) for v in ordered},
+        timelines=series,
+        rows=rows,
+        row_cells={key: _cell(observations) for key, observations in seen.items()},
+        claim_objects=claim_objects,
+        scenarios=scenarios,
+        timeline_tags=tags,
+        anchors=anchors,
+    )
+
+
+def _cell(observations: list[_Seen]) -> Cell:
+    """The observation a cell shows: live before derived, then the worst verdict; the others listed with it."""
+    best = min(ORIGIN_RANK[o.origin] for o in observations)
+    candidates = [o for o in observations if ORIGIN_RANK[o.origin] == best]
+    shown = max(candidates, key=lambda o: SEVERITY.get(o.now["status"], SEVERITY[FAIL]))
+    others = [
+        {"origin": o.origin, "observed": o.now["observed"], "status": o.now["status"], "where": o.where}
+        for o in observations
+        if o is not shown
+    ]
+    return Cell(
+        shown.now["observed"],
+        shown.now["status"],
+        shown.recorded,
+        shown.now["expected"],
+        shown.now["message"],
+        sorted({o.probe for o in observations}),
+        shown.origin,
+        others,
+    )
+
+
+# ------------------------------------------------------------------------------------------ rendering
+
+
+def document_label(path: str) -> str:
+    """'document 002' for shared/seeds/002_….txt, else the path."""
+    match = re.search(r"(\d{3})_[0-9a-f]+\.txt$", path)
+    return f"document {match.group(1)}" if match else path
+
+
+def show(value: Any) -> str:
+    """A value as JSON (strings as they are)."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def short(value: Any) -> str:
+    """A value the way a table cell shows it: sequences with arrows, objects as 'key value' pairs."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        if not value:
+            return "none"
+        if all(not isinstance(v, dict | list) for v in value):
+            return " → ".join(short(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {short(v)}" for k, v in value.items())
+    return show(value)
+
+
+def expected_text(expectation: Expectation | JsonDict | None) -> str:
+    """An expectation's value as a cell shows it (a range as 'low–high')."""
+    if expectation is None:
+        return "no expectation"
+    between = expectation.between if isinstance(expectation, Expectation) else expectation.get("between")
+    value = expectation.value if isinstance(expectation, Expectation) else expectation.get("value")
+    return f"{between[0]:g} to {between[1]:g}" if between is not None else short(value)
+
+
+def side_text(side: Side) -> str:
+    """A change's end: the value, an observed measurement with the range it lies in."""
+    if side.basis == "expected":
+        return expected_text(side.expectation)
+    if side.expectation is not None and side.expectation.between is not None:
+        where = "in" if side.expectation.matches(side.value) else "expected"
+        return f"{short(side.value)} ({where} {expected_text(side.expectation)})"
+    return short(side.value)
+
+
+def pr_links(text: str) -> Markup:
+    """The text, escaped, with each k/k#N made a link to the Kubernetes PR."""
+
+    def link(match: re.Match[str]) -> str:
+        return f'<a href="{PR_URL}{match.group(1)}">{match.group(0)}</a>'
+
+    return Markup(PR_REFERENCE.sub(link, str(escape(text))))
+
+
+def _page_data(matrix: Matrix) -> JsonDict:
+    """What the page's script needs to open a cell: rows, claims with every range and source, cells, columns."""
+    claims = {
+        claim.id: {
+            "statement": claim.claim,
+            "observable": claim.observable,
+            "document": document_label(claim.document),
+            "expectations": [
+                {"versions": e.versions, "value": e.value, "between": e.between, "sources": e.sources, "note": e.note}
+                for e in claim.expectations
+            ],
+        }
+        for claim in matrix.claim_objects.values()
     }
-    return Matrix(ordered, dict(sorted(claims.items())), cells, provenance, by_version)
+    expect = {
+        claim.id: {
+            v: next((i for i, e in enumerate(claim.expectations) if e == matrix.expectation(claim.id, v)), -1)
+            for v in matrix.versions
+        }
+        for claim in matrix.claim_objects.values()
+    }
+    cells = {
+        f"{i}|{version}": {
+            "observed": cell.observed,
+            "status": cell.status,
+            "recorded_status": cell.recorded_status,
+            "message": cell.message,
+            "origin": cell.origin,
+            "others": cell.others,
+        }
+        for i, row in enumerate(matrix.rows)
+        for version in matrix.versions
+        if (cell := matrix.cell(row, version)) is not None
+    }
+    rows = [
+        {"probe": row.probe, "claim": row.claim, "scenario": matrix.scenarios[row.probe].title} for row in matrix.rows
+    ]
+    return {"rows": rows, "claims": claims, "expect": expect, "cells": cells, "provenance": matrix.provenance}
+
+
+def timeline_file(probe: str) -> str:
+    """Where a probe's drawing is written next to the report."""
+    return f"timelines/{safe_name(probe, 100)}.svg"
 
 
 def _environment() -> Environment:
-    env = Environment(loader=PackageLoader("harness", "templates"), autoescape=select_autoescape(["html"]))
-    env.filters["show"] = lambda value: json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+    env = Environment(
+        loader=PackageLoader("harness", "templates"),
+        autoescape=select_autoescape(["html", "html.j2"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["show"] = show
+    env.filters["short"] = short
+    env.filters["expected_text"] = expected_text
+    env.filters["side_text"] = side_text
+    env.filters["pr_links"] = pr_links
+    env.filters["document_label"] = document_label
+    env.filters["scenario_title"] = lambda probe, matrix: (
+        matrix.scenarios[probe].title if probe in matrix.scenarios else probe
+    )
+    env.filters["anchor"] = lambda text: safe_name(str(text), 100)
+    env.filters["wbr"] = lambda version: Markup(str(escape(version)).replace("-", "-<wbr>"))
+    env.filters["md"] = lambda text: str(text).replace("|", "\\|").replace("\n", " ")
+    env.globals.update(
+        documents=DOCUMENTS,
+        PR_URL=PR_URL,
+        timeline_file=timeline_file,
+        verdict_icon={PASS: "✓", FAIL: "✗", UNDECIDED: "?", NOT_OBSERVABLE: "–"},
+        verdict_emoji={PASS: "✅", FAIL: "❌", UNDECIDED: "❔", NOT_OBSERVABLE: "➖"},
+    )
     return env
 
 
 def render_markdown(matrix: Matrix) -> str:
-    return _environment().get_template("matrix.md.j2").render(matrix=matrix)
+    """report.md: the headline, the matrix, links to the timelines, the provenance."""
+    return _environment().get_template("matrix.md.j2").render(matrix=matrix, changes=matrix.changes())
 
 
-def render_html(matrix: Matrix) -> str:
-    from harness import timeline_svg  # matplotlib: imported only when drawing, so refusals stay quick
+def drawings(matrix: Matrix) -> dict[str, str]:
+    """Each probe's timeline drawing (SVG), by probe."""
+    return {
+        probe: timeline_svg.draw(
+            matrix.scenarios[probe].title if probe in matrix.scenarios else probe,
+            series,
+            matrix.timeline_tags.get(probe),
+            matrix.anchors.get(probe, "anchor action"),
+        )
+        for probe, series in matrix.timelines.items()
+    }
 
-    pairs = list(pairwise(matrix.versions))
-    drawings = {probe: timeline_svg.draw(probe, series) for probe, series in matrix.timelines.items()}
-    return _environment().get_template("report.html.j2").render(matrix=matrix, pairs=pairs, drawings=drawings)
+
+def render_html(matrix: Matrix, svgs: dict[str, str] | None = None) -> str:
+    """report.html, one file: the same, with the timelines drawn in and each cell's sources a click away."""
+    return (
+        _environment()
+        .get_template("report.html.j2")
+        .render(
+            matrix=matrix,
+            changes=matrix.changes(),
+            drawings=drawings(matrix) if svgs is None else svgs,
+            legend=timeline_svg.legend(),
+            data=_page_data(matrix),
+        )
+    )
 
 
 def write_report(paths: Iterable[Path], out: Path, claims_loader: ClaimsLoader = load_claims) -> Matrix:
+    """report.md, report.html and timelines/*.svg under `out`, from the records under `paths`."""
     return write_matrix(build_matrix(load_records(paths), claims_loader), out)
 
 
 def write_matrix(matrix: Matrix, out: Path) -> Matrix:
-    """report.md and report.html of a matrix, in `out`."""
+    """report.md, report.html and timelines/*.svg of a matrix, under `out`."""
     out.mkdir(parents=True, exist_ok=True)
+    svgs = drawings(matrix)
+    for probe, svg in svgs.items():
+        target = out / timeline_file(probe)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(svg)
     (out / "report.md").write_text(render_markdown(matrix))
-    (out / "report.html").write_text(render_html(matrix))
+    (out / "report.html").write_text(render_html(matrix, svgs))
     return matrix

@@ -6,6 +6,7 @@ import hashlib
 import json
 import re
 import secrets
+import subprocess
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +16,9 @@ SUITE_LABEL = "pod-lifecycle-probes.test/suite"
 RUN_LABEL = "pod-lifecycle-probes.test/run-id"
 # The finalizer the probes put on their own objects on purpose; teardown removes exactly this one.
 PROBE_FINALIZER = "pod-lifecycle-probes.test/hold"
+# The suite's own checkout: its git commit goes into every run record (which suite code measured what).
+SUITE_DIR = Path(__file__).resolve().parent.parent
+SUITE_KEYS = ("suite_commit", "suite_modified")
 
 
 def new_run_id() -> str:
@@ -52,7 +56,10 @@ class Run:
         except OSError as err:
             raise OSError(f"cannot create the run directory {directory}: {err.strerror}") from err
         run = cls(
-            run_id, directory, {"run_id": run_id, "started": _now()}, f"run-{worker}.json" if worker else "run.json"
+            run_id,
+            directory,
+            {"run_id": run_id, "started": _now(), **suite_version()},
+            f"run-{worker}.json" if worker else "run.json",
         )
         run.write_provenance()
         return run
@@ -64,10 +71,44 @@ class Run:
     def finish(self, status: str) -> None:
         self.write_provenance(finished=_now(), status=status)
 
+    def suite(self) -> dict[str, Any]:
+        """The suite's commit and whether tracked files differed from it, as recorded (empty when unknown)."""
+        return {key: self.provenance[key] for key in SUITE_KEYS if key in self.provenance}
+
     def path(self, *parts: str) -> Path:
         target = self.directory.joinpath(*parts)
         target.parent.mkdir(parents=True, exist_ok=True)
         return target
+
+
+def suite_version(directory: Path = SUITE_DIR) -> dict[str, Any]:
+    """`git rev-parse HEAD` of the suite's checkout and whether its tracked files differ from that commit.
+
+    Empty when there is no git, or the suite does not run from its own checkout (an installed copy): a run
+    record then says nothing rather than naming another repository's commit.
+    """
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(directory), "rev-parse", "--show-toplevel", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+        if head.returncode != 0:
+            return {}
+        top, commit = head.stdout.split()
+        if Path(top).resolve() != directory.resolve():
+            return {}
+        status = subprocess.run(
+            ["git", "-C", str(directory), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return {}
+    modified = None if status.returncode != 0 else bool(status.stdout.strip())
+    return {"suite_commit": commit, "suite_modified": modified}
 
 
 def _now() -> str:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.run import suite_version
 from harness.transport import Recording
 from tests.derived import derived
 
@@ -224,6 +225,9 @@ def test_a_live_run_on_an_existing_cluster_cleans_up_and_its_recording_replays(t
     assert provenance["cluster"] == "existing" and provenance["status"] == "passed"
     assert provenance["cleanup"][0]["namespace_deleted"] is True
     (recording,) = (run_dir / "recordings").iterdir()
+    suite = suite_version()  # the suite's commit, in the run record and the recording (empty without git)
+    assert {k: provenance.get(k) for k in suite} == suite
+    assert {k: json.loads(recording.read_text())["origin"].get(k) for k in suite} == suite
     replay = pytest_run(
         "probes/test_phase_after_deletion.py",
         "--replay",

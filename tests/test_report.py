@@ -4,30 +4,54 @@ offline re-evaluation of recorded observations against changed expectations."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from harness import report, timeline_svg
 from harness.expectations import Claim, Expectation, load_claims
 from harness.report import build_matrix, load_records, render_html, render_markdown, write_report
+from harness.run import safe_name
+from harness.transport import Recording
 
 REPO = Path(__file__).resolve().parent.parent
+PHASES = "test_phase_after_deletion.py::test_always_pod_ignoring_sigterm"
+# What a local cluster's recording says about itself (the shape harness/lifecycle.py LocalProvider.origin writes).
+LOCAL_ORIGIN: dict[str, Any] = {
+    "kind": "live",
+    "recorded_at": "2026-11-23T11:34:20+00:00",
+    "cluster": "local",
+    "cluster_name": "plp-1-27-test",
+    "kubernetes": {
+        "version": "v1.27.16",
+        "commit": "25b4e43193bcda6c7328a6d147b1fb73a33f1598",
+        "toolchain": "go1.22.12",
+        "upstream_go": "go1.22.12",
+        "how": "go build of k8s.io/kubernetes from the Go module proxy",
+    },
+    "containerd": "containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3",
+    "runc": "runc version 1.1.5+ds1",
+    "kernel": "6.1.0",
+    "suite_commit": "0123456789abcdef0123456789abcdef01234567",
+    "suite_modified": False,
+}
 
 
-@pytest.fixture(scope="module")
-def replayed_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Run records of every probe on every recording (several versions), as `make test` makes them."""
-    runs = tmp_path_factory.mktemp("runs")
-    proc = subprocess.run(
+def replay(recordings: Path, runs: Path) -> subprocess.CompletedProcess[str]:
+    """Every probe on the recordings under `recordings`, as `make test` runs them; records go under `runs`."""
+    return subprocess.run(
         [
             sys.executable,
             "-m",
             "pytest",
             "probes",
             "--replay",
-            "recordings",
+            str(recordings),
             "--run-dir",
             str(runs),
             "-q",
@@ -39,8 +63,44 @@ def replayed_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         text=True,
         timeout=300,
     )
+
+
+@pytest.fixture(scope="module")
+def replayed_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Run records of every probe on every recording (several versions), as `make test` makes them."""
+    runs = tmp_path_factory.mktemp("runs")
+    proc = replay(REPO / "recordings", runs)
     assert proc.returncode == 0, proc.stdout
     return runs
+
+
+@pytest.fixture(scope="module")
+def live_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Run records of two live-looking recordings, made here from derived ones (never put into recordings/):
+
+    - the 1.27.3 Always pod as if recorded on a local cluster (it agrees with its expectation);
+    - the 1.26.6 Always pod as if recorded on a local v1.27.16, where it disagrees: the phase stays Running.
+    """
+    made = tmp_path_factory.mktemp("live-recordings")
+    source = REPO / "recordings" / "phase_after_deletion"
+    for name, version in (
+        ("always_pod_ignoring_sigterm--v1.27.3", None),
+        ("always_pod_ignoring_sigterm--v1.26.6", "v1.27.16"),
+    ):
+        recording = Recording.load(source / f"{name}-derived.json")
+        build = {**LOCAL_ORIGIN["kubernetes"], "version": version or "v1.27.3"}
+        recording.origin = {**recording.origin, **LOCAL_ORIGIN, "kubernetes": build}
+        for step in recording.interactions:
+            if version and step["call"] == "server_version":
+                step["response"]["gitVersion"] = version
+        recording.write(made / f"{name}-live.json")
+    runs = tmp_path_factory.mktemp("live-runs")
+    proc = replay(made, runs)
+    assert "1 failed, 1 passed" in proc.stdout, proc.stdout  # the v1.27.16 one disagrees, as made
+    return runs
+
+
+# ------------------------------------------------------------------------------------------ the matrix
 
 
 def test_the_matrix_has_claims_by_versions_with_observed_values(replayed_runs: Path) -> None:
@@ -55,16 +115,181 @@ def test_the_matrix_has_claims_by_versions_with_observed_values(replayed_runs: P
     assert "onfailure.sigterm-handled.phases" not in differences  # Succeeded on both sides
 
 
+def test_rows_are_grouped_by_document_then_probe_with_each_claims_sentence(replayed_runs: Path) -> None:
+    matrix = build_matrix(load_records([replayed_runs]))
+    groups = matrix.groups()
+    assert [document for document, _ in groups] == [
+        "shared/seeds/000_c1d4d88888778485.txt",
+        "shared/seeds/001_626b127e201bb90e.txt",
+        "shared/seeds/002_a881ba7d7f4b4973.txt",
+    ]
+    first_document = [scenario for scenario, _ in groups[0][1]]
+    assert first_document[0].probe == PHASES  # the document's own experiment first, in the module's order
+    assert first_document[0].title == "Always pod ignoring SIGTERM"  # spelt as Kubernetes spells it
+    assert "restartPolicy Always, finalizer, SIGTERM ignored, grace 5 s" in first_document[0].text
+    assert {row.claim for row in matrix.rows} == set(matrix.claims)  # every claim has its row
+    # a claim two probes check is a row under each of them
+    assert sum(row.claim == "sigkilled.exit" for row in matrix.rows) == 2
+    html = render_html(matrix)
+    statement = matrix.claims["always.sigterm-ignored.phases"]["statement"]
+    assert statement in html
+    order = [html.index(f'id="probe-{safe_name(s.probe, 100)}"') for _, scenarios in groups for s, _ in scenarios]
+    assert order == sorted(order)  # the page shows them in that order
+
+
+def test_every_cell_shows_a_value_the_expected_one_in_grey_where_nothing_was_recorded(replayed_runs: Path) -> None:
+    matrix = build_matrix(load_records([replayed_runs]))
+    html = render_html(matrix)
+    cells = re.findall(r'<td class="c ([^"]*)" data-row="\d+" data-claim="([^"]+)" data-version="([^"]+)"', html)
+    assert len(cells) == len(matrix.rows) * len(matrix.versions)  # no empty cell
+    kinds = {(claim, version): classes.split()[0] for classes, claim, version in cells}
+    assert kinds[("always.sigterm-ignored.phases", "v1.27.3")] == "obs"
+    assert kinds[("always.sigterm-ignored.phases", "v1.28.0")] == "exp"  # not recorded there: expected
+    expected_cell = re.search(
+        r'data-claim="always.sigterm-ignored.phases" data-version="v1.28.0"[^>]*><a[^>]*><span class="val">([^<]*)<',
+        html,
+    )
+    assert expected_cell is not None and expected_cell.group(1) == "Running → Failed"
+    # "none" only where no version range covers the version (a pre-release nobody checked)
+    for (claim, version), kind in kinds.items():
+        assert (kind == "none") == (
+            matrix.expectation(claim, version) is None
+            and not any(matrix.cell(r, version) for r in matrix.rows if r.claim == claim)
+        )
+    unrecorded = sum(kind != "obs" for kind in kinds.values())
+    assert unrecorded > len(kinds) / 2  # most of the matrix is expected values: the reason to show them
+
+
+def test_derived_columns_say_so_and_never_call_derived_values_observed(replayed_runs: Path) -> None:
+    matrix = build_matrix(load_records([replayed_runs]))
+    html = render_html(matrix)
+    assert {p["kind"] for p in matrix.provenance.values()} == {"derived"}
+    for version, p in matrix.provenance.items():
+        assert p["when"] is None, version  # never the replay time
+        assert p["suite"] == ["unknown"], version
+    assert (
+        "observed on a live cluster"
+        not in re.sub(r"<style>.*?</style>|<script>.*?</script>", "", html, flags=re.S)[
+            html.index('<table id="matrix"') :
+        ].split("</table>")[0]
+    )  # no matrix cell says observed
+    assert "No version has been observed on a live cluster yet" in html
+    assert "not recorded (derived)" in html
+    assert 'td class="c obs derived pass"' in html
+
+
+def test_live_and_derived_observations_are_kept_apart_with_their_provenance(
+    replayed_runs: Path, live_runs: Path
+) -> None:
+    matrix = build_matrix(load_records([replayed_runs, live_runs]))
+    both, live_only = matrix.provenance["v1.27.3"], matrix.provenance["v1.27.16"]
+    assert both["kind"] == "live + derived" and live_only["kind"] == "live"
+    assert live_only["when"] == "2026-11-23 11:34 UTC"  # when it was recorded, not replayed
+    assert live_only["suite"] == ["0123456789ab"]
+    assert live_only["on_what"] == ["local build of v1.27.16 at 25b4e43193bc (go1.22.12, 1.6.20~ds1-1+deb12u3)"]
+    assert both["suite"] == ["0123456789ab", "unknown"]  # the derived recordings name no suite commit
+    # the live observation is the one shown; the derived one stays behind it
+    row = next(r for r in matrix.rows if r.probe == PHASES and r.claim == "always.sigterm-ignored.phases")
+    cell = matrix.cell(row, "v1.27.3")
+    assert cell is not None and cell.origin == "live"
+    assert [o["origin"] for o in cell.others] == ["derived"]
+    failing = matrix.cell(row, "v1.27.16")
+    assert failing is not None and (failing.origin, failing.status, failing.observed) == ("live", "fail", ["Running"])
+    html = render_html(matrix)
+    assert 'class="c obs live fail"' in html and 'class="c obs live pass"' in html
+    assert 'class="c obs derived pass"' in html
+    assert "1 recorded value disagrees with the expectation" in html
+    markdown = render_markdown(matrix)
+    assert "✅ **Running → Failed**" in markdown  # live: bold
+    assert "✅ Running → Failed 📄" in markdown  # derived: marked as such
+    assert "| v1.27.16 | live | local build of v1.27.16" in markdown
+    # a disagreement on one version is a change against its neighbours, with the same expectation on both
+    changes = {(a, b): found for a, b, found in matrix.changes()}
+    regression = next(c for c in changes[("v1.27.10", "v1.27.16")] if c.claim == "always.sigterm-ignored.phases")
+    assert not regression.expected_changed and regression.prs == ()
+    assert (regression.was.basis, regression.now.basis, regression.now.status) == ("expected", "live", "fail")
+
+
+def test_provenance_of_a_live_run_record_comes_from_its_run() -> None:
+    """A record written by a live run (transport live): the suite commit is the run's, when is the origin's."""
+    record = {
+        "transport": "live",
+        "recording_origin": {
+            "kind": "live",
+            "recorded_at": "2026-11-23T10:00:00+00:00",
+            "cluster": "kind",
+            "node_image": "kindest/node:v1.27.3@sha256:3966",
+            "kind_version": "0.20.0",
+        },
+        "provenance": {"run_id": "r", "started": "2026-11-23T09:59:00+00:00", "suite_commit": "f" * 40},
+    }
+    seen = report._record_provenance(record)
+    assert seen["on_what"] == "kind node image kindest/node:v1.27.3@sha256:3966 (kind 0.20.0)"
+    assert (seen["when"], seen["suite"]) == ("2026-11-23T10:00:00+00:00", "f" * 12)
+    existing = report._record_provenance(
+        {"transport": "live", "recording_origin": {"kind": "live", "cluster": "existing", "context": "prod"}}
+    )
+    assert (existing["on_what"], existing["suite"]) == ("existing cluster (context prod)", "unknown")
+
+
+# ------------------------------------------------------------------------------------------ what changed
+
+
+def test_what_changed_lists_each_claim_whose_value_changes_with_the_pr_behind_it(replayed_runs: Path) -> None:
+    matrix = build_matrix(load_records([replayed_runs]))
+    changes = {(a, b): {c.claim: c for c in found} for a, b, found in matrix.changes()}
+    assert list(changes) == list(zip(matrix.versions, matrix.versions[1:], strict=False))
+    phases = changes[("v1.26.15", "v1.27.0-rc.0")]["always.sigterm-ignored.phases"]
+    assert phases.expected_changed and phases.prs[0] == "115331"
+    assert (phases.was.basis, phases.now.basis) == ("expected", "expected")  # neither version ran that probe
+    assert {r.probe for r in phases.rows} == {PHASES, PHASES + "_default_grace"}  # one change, both scenarios
+    # observed on both sides: the StatefulSet regression and its fix, with the release notes that say so
+    regression = changes[("v1.26.6", "v1.26.15")]["statefulset.partition.current-revision-holds"]
+    assert regression.prs[:2] == ("119223", "117865") and regression.release_notes == ("CHANGELOG-1.26 v1.26.7",)
+    assert "120731" not in regression.prs  # the source says it is *not* there
+    fixed = changes[("v1.28.0", "v1.28.15")]["statefulset.partition.current-revision-holds"]
+    assert fixed.prs == ("120731",) and (fixed.was.basis, fixed.was.value) == ("derived", False)
+    # a measurement that moves inside one expected range is not a change
+    assert all("between" not in json.dumps(c.was.value) for found in changes.values() for c in found.values())
+    assert not changes[("v1.21.1", "v1.21.14")]
+    markdown = render_markdown(matrix)
+    html = render_html(matrix)
+    for text, heading in ((markdown, "### "), (html, "<h2>")):
+        assert text.index(f"{heading}What changed between versions") < text.index(f"{heading}Behaviour matrix")
+        assert "https://github.com/kubernetes/kubernetes/pull/115331" in text
+    assert "#### v1.26.15 → v1.27.0-rc.0" in markdown
+    assert "<b>v1.26.15 → v1.27.0-rc.0</b>" in html
+
+
+def test_pull_requests_are_read_from_the_sources_release_notes_first() -> None:
+    sources = [
+        "document 000 and k/k#119684 / k/k#119685: the rolling update was judged complete",
+        "CHANGELOG-1.26 v1.26.7: #119223 (cherry-pick of k/k#117865); no k/k#120731 in v1.26.11",
+    ]
+    assert report.pull_requests(sources) == ["119223", "117865", "119684", "119685"]
+    assert report.pull_requests(["kubernetes.io feature-gates table"]) == []
+
+
+# ------------------------------------------------------------------------------------------ files
+
+
 def test_markdown_and_html_show_the_matrix_and_provenance(replayed_runs: Path, tmp_path: Path) -> None:
     matrix = write_report([replayed_runs], tmp_path)
     markdown = (tmp_path / "report.md").read_text()
-    assert "| `always.sigterm-ignored.phases` |" in markdown and '✅ ["Running", "Failed"]' in markdown
-    assert "| v1.27.3 | derived |" in markdown
+    assert "`always.sigterm-ignored.phases` |" in markdown and "✅ Running → Failed 📄" in markdown
+    assert (
+        "| v1.27.3 | derived | derived from documents, no cluster (document 000) | not recorded (derived) |" in markdown
+    )
+    assert len(markdown.encode()) < 300_000  # a job summary's size (GitHub allows 1 MiB)
     html = (tmp_path / "report.html").read_text()
     assert 'data-claim="always.sigterm-ignored.phases" data-version="v1.27.3"' in html
     assert "k/k#115331" in html  # the sources, one click away
-    assert "<h3>v1.26.15 → v1.27.0-rc.0</h3>" in html  # consecutive versions, pre-releases in their place
     assert render_markdown(matrix) == markdown and render_html(matrix) == html
+    # the timelines are files next to report.md, linked from it
+    links = re.findall(r"\]\((timelines/[^)]+\.svg)\)", markdown)
+    assert len(set(links)) == len(matrix.timelines)
+    for link in links:
+        assert (tmp_path / link).read_text().startswith("<svg")
 
 
 def test_a_corrected_expectation_re_evaluates_old_recordings_and_says_what_changed(replayed_runs: Path) -> None:
@@ -84,7 +309,115 @@ def test_a_corrected_expectation_re_evaluates_old_recordings_and_says_what_chang
     changed = [(claim, version, cell.recorded_status, cell.status) for claim, version, cell in matrix.changed()]
     assert changed == [("always.sigterm-ignored.phases", "v1.27.3", "pass", "fail")]
     assert "(was pass)" in render_markdown(matrix)
+    assert 'class="c obs derived fail changed"' in render_html(matrix)
 
+
+# ------------------------------------------------------------------------------------------ timelines
+
+
+def test_each_probe_has_a_timeline_drawn_with_its_versions_stacked(replayed_runs: Path) -> None:
+    matrix = build_matrix(load_records([replayed_runs]))
+    series = matrix.timelines[PHASES]
+    assert list(series) == ["v1.26.6", "v1.27.3"]
+    assert (0.0, "delete") in timeline_svg.marks(series["v1.27.3"])
+    labels = [label for _, label in timeline_svg.marks(series["v1.27.3"])]
+    assert "running-pod Failed" in labels and "main exit 137 (SIGKILL)" in labels
+    assert "running-pod Failed" not in [label for _, label in timeline_svg.marks(series["v1.26.6"])]
+    html = render_html(matrix)
+    assert html.count('<figure class="timeline"') == len(matrix.timelines)
+    assert "<svg" in html and "main exit 137 (SIGKILL)" in html
+
+
+def test_the_statefulset_timeline_marks_the_status_writes_that_matter(replayed_runs: Path) -> None:
+    matrix = build_matrix(load_records([replayed_runs]))
+    series = matrix.timelines[
+        "test_statefulset_status.py::test_statefulset_status_through_parallel_scale_up_and_partitioned_update"
+    ]
+    regression = [label for _, label in timeline_svg.marks(series["v1.28.0"])]
+    # the too-small status.replicas of k/k#117865: a write below the 3 pods after status.replicas reached 3
+    after_scale_up = regression[regression.index("replicas 3") :]
+    assert {"replicas 1", "replicas 2"} & set(after_scale_up)
+    assert "currentRevision 7b4f9d6c58" in regression  # moved to the update revision too early
+    fixed = [label for _, label in timeline_svg.marks(series["v1.29.14"])]
+    assert "currentRevision 7b4f9d6c58" not in fixed
+
+
+def test_termination_order_timelines_show_prestop_sigterm_sigkill_and_the_grace_on_one_axis(
+    replayed_runs: Path,
+) -> None:
+    matrix = build_matrix(load_records([replayed_runs]))
+    within = matrix.timelines["test_termination_order.py::test_prestop_within_the_grace_period"]["v1.33.12"]
+    marks, spans = timeline_svg.events(within)
+    at = {m.label: m.t for m in marks}
+    # the container's instants, placed with preStop start where the watch first showed the deletion (0.03)
+    assert at["≈ preStop start"] == pytest.approx(0.03)
+    assert at["≈ preStop end"] - at["≈ preStop start"] == pytest.approx(3.02)
+    assert at["≈ SIGTERM"] - at["≈ preStop start"] == pytest.approx(3.1)
+    assert at["main exit 137 (SIGKILL)"] > at["≈ SIGTERM"] > at["delete"] == 0.0
+    assert [(s.kind, s.start, s.end, s.label) for s in spans] == [
+        ("grace", 0.0, 10.0, "grace 10 s"),
+        ("prestop", pytest.approx(0.03), pytest.approx(3.05), "preStop 3.02 s"),
+    ]
+    overrun = matrix.timelines["test_termination_order.py::test_prestop_overrunning_the_grace_period"]["v1.33.12"]
+    _, spans = timeline_svg.events(overrun)
+    assert [(s.kind, s.label) for s in spans] == [("grace", "grace 5 s"), ("prestop", "preStop, cut off")]
+    endpoints = matrix.timelines["test_termination_order.py::test_endpoint_removal_while_the_container_still_runs"]
+    labels = {label for _, label in timeline_svg.marks(endpoints["v1.33.12"])}
+    assert {"q2x7k out of Endpoints", "q2x7k EndpointSlice: not ready, serving, terminating"} <= labels
+    assert "q2x7k out of EndpointSlice" in {label for _, label in timeline_svg.marks(endpoints["v1.21.14"])}
+    assert {"create service web", "create deployment web"} <= labels  # two creates, told apart
+    svg = report.drawings(matrix)["test_termination_order.py::test_prestop_within_the_grace_period"]
+    assert 'class="span grace"' in svg and 'class="span prestop"' in svg and "≈ SIGTERM" in svg
+
+
+def test_no_two_timeline_labels_overlap(replayed_runs: Path) -> None:
+    """On every row of every drawing, the labels' boxes (as placed, with their estimated widths) are apart."""
+    matrix = build_matrix(load_records([replayed_runs]))
+    for probe, svg in report.drawings(matrix).items():
+        for row in re.findall(r'<g class="row".*?</g>(?=<g class="row"|<line|<path)', svg, flags=re.S):
+            boxes = [
+                (float(x0), float(x1), float(y))
+                for y, x0, x1 in re.findall(
+                    r'<text class="label" x="[^"]+" y="([^"]+)".*?data-x0="([^"]+)" data-x1="([^"]+)"', row
+                )
+            ]
+            assert boxes, probe
+            for i, (a0, a1, ay) in enumerate(boxes):
+                for b0, b1, by in boxes[i + 1 :]:
+                    assert ay != by or a1 <= b0 or b1 <= a0, (probe, row[:80])
+
+
+def test_label_placement_stacks_labels_that_would_touch() -> None:
+    marks = [
+        timeline_svg.Mark(t, label, "phase") for t, label in ((0.0, "a long label"), (0.1, "another"), (15, "far"))
+    ]
+    placed = timeline_svg.place_labels([(100 + 10 * m.t, m) for m in marks], right_edge=1000)
+    assert [p.level for p in placed] == [0, 1, 0]
+    near_the_end = timeline_svg.place_labels([(995.0, marks[0])], right_edge=1000)[0]
+    assert near_the_end.x1 < 995.0  # ends left of its instant rather than running off the drawing
+
+
+def test_a_wait_that_ended_without_its_outcome_is_marked_and_drawn() -> None:
+    """A TIMEOUT entry (the end of a wait is the observation, judged by the claims) is an instant of its own."""
+    entries = [
+        {"t": 0.0, "source": "probe", "what": "delete", "detail": {"pod": "web"}},
+        {"t": 30.0, "source": "pods", "what": "TIMEOUT", "detail": {"awaited": "pod web gone"}},
+    ]
+    assert (30.0, "wait ended") in timeline_svg.marks(entries)
+    svg = timeline_svg.draw("a probe", {"v1.27.3": entries})
+    assert 'class="mark timeout"' in svg and ">wait ended</text>" in svg
+    assert "a wait ended without what it awaited" in timeline_svg.legend()
+
+
+def test_a_long_idle_stretch_is_cut_short_but_never_a_grace_period() -> None:
+    scale = timeline_svg.Scale.over([-5.0, 0.0, 1.0, 6.0, 45.0], 0.0, 1000.0)
+    assert [p.cut for p in scale.pieces] == [False, True, False]
+    assert scale.x(6.0) > 700  # the events before the cut get most of the width
+    kept = timeline_svg.Scale.over([-5.0, 0.0, 1.0, 6.0, 45.0], 0.0, 1000.0, keep=[(0.0, 45.0)])
+    assert [p.cut for p in kept.pieces] == [False]
+
+
+# ------------------------------------------------------------------------------------------ the browser
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -95,7 +428,57 @@ CHROMIUM_FLAGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    "--hide-scrollbars",
 ]
+
+# Run in the page after it is laid out: scroll into the matrix, check the sticky parts, open a cell, and
+# measure every timeline label as the browser drew it. The result goes into the DOM for --dump-dom.
+CHECK_SCRIPT = """
+<script>
+(() => {
+  const out = {};
+  const rect = (el) => el.getBoundingClientRect();
+  const corner = document.querySelector("#matrix thead th.corner");
+  const heads = document.querySelectorAll("#matrix thead th.ver");
+  out.innerWidth = window.innerWidth;
+  out.lastColumnRight = rect(heads[heads.length - 1]).right;
+  out.headerTopBefore = rect(corner).top;
+  const deep = document.querySelectorAll("#matrix tbody tr th.claim")[40].closest("tr");
+  window.scrollTo(DX, rect(deep).top + window.scrollY - 300);
+  out.scrollX = window.scrollX;
+  out.scrollY = window.scrollY;
+  out.cornerTop = rect(corner).top;
+  out.cornerLeft = rect(corner).left;
+  out.versionHeadTop = rect(heads[heads.length - 1]).top;
+  out.claimLeft = rect(deep.querySelector("th.claim")).left;
+  out.deepRowTop = rect(deep).top;
+  const cell = document.querySelector('td[data-claim="always.sigterm-ignored.phases"][data-version="v1.27.3"]');
+  const panel = document.getElementById("panel");
+  out.panelHiddenBefore = panel.hidden;
+  cell.click();
+  out.panelHidden = panel.hidden;
+  out.panelWidth = rect(panel).width;
+  out.panelText = panel.innerText;
+  out.panelLinks = [...panel.querySelectorAll("a")].map((a) => a.href);
+  let overlaps = [], labels = 0;
+  for (const row of document.querySelectorAll("figure.timeline g.row")) {
+    const boxes = [...row.querySelectorAll("text.label")].map((t) => [t.textContent, t.getBBox()]);
+    labels += boxes.length;
+    boxes.forEach(([na, a], i) => boxes.slice(i + 1).forEach(([nb, b]) => {
+      const apart = (p, q, lo, size) => p[lo] + p[size] - 0.5 <= q[lo] || q[lo] + q[size] - 0.5 <= p[lo];
+      if (!apart(a, b, "x", "width") && !apart(a, b, "y", "height"))
+        overlaps.push([row.dataset.version, na, nb]);
+    }));
+  }
+  out.labels = labels;
+  out.overlaps = overlaps;
+  const pre = document.createElement("pre");
+  pre.id = "check-result";
+  pre.textContent = JSON.stringify(out);
+  document.body.append(pre);
+})();
+</script>
+"""
 
 
 def chromium() -> str:
@@ -110,91 +493,145 @@ def chromium() -> str:
     return found
 
 
-def test_the_html_report_renders_in_a_browser_with_its_cells(replayed_runs: Path, tmp_path: Path) -> None:
+def browse(browser: str, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [browser, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc
+
+
+def checked_in_browser(browser: str, profile: Path, page: Path, width: int, scroll_x: int) -> dict[str, Any]:
+    """The page with CHECK_SCRIPT, in a window `width` wide: what the script measured."""
+    checked = page.with_name(f"check-{width}.html")
+    script = CHECK_SCRIPT.replace("DX", str(scroll_x))
+    checked.write_text(page.read_text().replace("</body>", script + "</body>"))
+    dom = browse(browser, profile, f"--window-size={width},900", "--dump-dom", checked.as_uri()).stdout
+    found = re.search(r'<pre id="check-result">(.*?)</pre>', dom, flags=re.S)
+    assert found is not None, dom[-2000:]
+    result: dict[str, Any] = json.loads(found.group(1).replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))
+    return result
+
+
+def test_the_html_report_renders_in_a_browser_sticky_parts_stay_and_a_cell_opens_its_sources(
+    replayed_runs: Path, tmp_path: Path
+) -> None:
     browser = chromium()
     write_report([replayed_runs], tmp_path)
-    page = (tmp_path / "report.html").as_uri()
+    page = tmp_path / "report.html"
     profile = tmp_path / "profile"
-    dom = subprocess.run(
-        [browser, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", page],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    dom = browse(browser, profile, "--dump-dom", page.as_uri()).stdout
+    assert 'data-claim="always.sigterm-ignored.phases"' in dom
+    assert dom.count("<td class=") > 1000
+    assert dom.count('<figure class="timeline"') >= 19 and "<svg" in dom
+
+    wide = checked_in_browser(browser, profile, page, 1400, 0)
+    assert wide["lastColumnRight"] <= wide["innerWidth"]  # every version column fits a 1400 px window
+    assert wide["headerTopBefore"] > 500  # the header starts further down: the check below is not vacuous
+    assert abs(wide["cornerTop"]) < 1 and abs(wide["versionHeadTop"]) < 1  # and stays at the top when scrolled
+    assert wide["deepRowTop"] > 0
+    assert wide["panelHiddenBefore"] and not wide["panelHidden"] and wide["panelWidth"] > 300
+    assert "Derived from the documents (not observed)" in wide["panelText"]
+    assert "k/k#115331" in wide["panelText"] and ">=1.27.0-rc.0" in wide["panelText"]
+    assert "https://github.com/kubernetes/kubernetes/pull/115331" in wide["panelLinks"]
+    assert wide["labels"] > 300 and wide["overlaps"] == []  # measured as drawn, not as estimated
+
+    narrow = checked_in_browser(browser, profile, page, 900, 400)
+    assert narrow["scrollX"] > 100  # the matrix is wider than the window, and the page scrolled sideways
+    assert abs(narrow["claimLeft"]) < 1 and abs(narrow["cornerLeft"]) < 1  # the claim column stays put
+    assert abs(narrow["cornerTop"]) < 1
+
+    # Evidence for a person: the top of the page as a newcomer sees it in a 1400 px window, and the matrix
+    # scrolled (through a frame, which headless Chromium paints) with a cell's sources open.
+    kept = REPO / "runs" / "report"
+    kept.mkdir(parents=True, exist_ok=True)
+    top = tmp_path / "top.png"
+    browse(browser, profile, "--window-size=1400,1100", f"--screenshot={top}", page.as_uri())
+    assert top.stat().st_size > 50_000  # a rendered page, not an empty canvas
+    frame = tmp_path / "scrolled.html"
+    frame.write_text(
+        '<!doctype html><body style="margin:0"><iframe id="f" src="report.html" style="border:0;width:1100px;'
+        'height:900px"></iframe><script>document.getElementById("f").addEventListener("load", () => {'
+        'const w = document.getElementById("f").contentWindow, d = w.document;'
+        'const row = d.querySelectorAll("#matrix tbody tr th.claim")[40].closest("tr");'
+        "w.scrollTo(420, row.getBoundingClientRect().top + w.scrollY - 300);"
+        'd.querySelector(\'td[data-claim="always.sigterm-ignored.phases"][data-version="v1.27.3"]\').click();'
+        "});</script></body>"
     )
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    assert 'data-claim="always.sigterm-ignored.phases"' in dom.stdout
-    assert dom.stdout.count("<td class=") > 40
-    assert dom.stdout.count('<figure class="timeline"') >= 19 and "<svg" in dom.stdout
-    screenshot = tmp_path / "report.png"
-    shot = subprocess.run(
-        [
-            browser,
-            *CHROMIUM_FLAGS,
-            f"--user-data-dir={profile}",
-            "--window-size=1600,1200",
-            f"--screenshot={screenshot}",
-            page,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    scrolled = tmp_path / "scrolled.png"
+    browse(
+        browser,
+        profile,
+        "--allow-file-access-from-files",
+        "--window-size=1100,900",
+        "--virtual-time-budget=3000",
+        f"--screenshot={scrolled}",
+        frame.as_uri(),
     )
-    assert shot.returncode == 0, shot.stderr[-2000:]
-    assert screenshot.stat().st_size > 10_000  # a rendered page, not an empty canvas
-    kept = REPO / "runs" / "report" / "report-screenshot.png"  # kept beside a copy of the page, for a person
-    kept.parent.mkdir(parents=True, exist_ok=True)
-    kept.write_bytes(screenshot.read_bytes())
-    (kept.parent / "report.html").write_text((tmp_path / "report.html").read_text())
+    assert scrolled.stat().st_size > 50_000
+    (kept / "report-screenshot.png").write_bytes(top.read_bytes())
+    (kept / "report-scrolled.png").write_bytes(scrolled.read_bytes())
+    (kept / "report.html").write_text(page.read_text())
 
 
-def test_each_probe_has_a_timeline_drawn_with_its_versions_stacked(replayed_runs: Path) -> None:
-    from harness.timeline_svg import marks
-
-    matrix = build_matrix(load_records([replayed_runs]))
-    series = matrix.timelines["test_phase_after_deletion.py::test_always_pod_ignoring_sigterm"]
-    assert list(series) == ["v1.26.6", "v1.27.3"]
-    assert (0.0, "delete") in marks(series["v1.27.3"])
-    labels = [label for _, label in marks(series["v1.27.3"])]
-    assert "running-pod Failed" in labels and "main exit 137" in labels
-    assert "running-pod Failed" not in [label for _, label in marks(series["v1.26.6"])]
-    html = render_html(matrix)
-    assert html.count('<figure class="timeline"') == len(matrix.timelines)
-    assert "<svg" in html and "main exit 137" in html
-
-
-def test_the_statefulset_timeline_marks_the_status_writes_that_matter(replayed_runs: Path) -> None:
-    from harness.timeline_svg import marks
-
-    matrix = build_matrix(load_records([replayed_runs]))
-    series = matrix.timelines[
-        "test_statefulset_status.py::test_statefulset_status_through_parallel_scale_up_and_partitioned_update"
-    ]
-    regression = [label for _, label in marks(series["v1.28.0"])]
-    assert "replicas 1" in regression  # the too-small status.replicas of k/k#117865
-    assert "currentRevision 7b4f9d6c58" in regression  # moved to the update revision too early
-    fixed = [label for _, label in marks(series["v1.29.14"])]
-    assert "currentRevision 7b4f9d6c58" not in fixed
-
-
-def _record(probe: str, observed: object, gaps: list[str] | None, recorded: str) -> dict[str, object]:
+def _record(
+    probe: str, observed: object, gaps: list[str] | None, recorded: str, version: str = "v1.27.3"
+) -> dict[str, object]:
     verdict = {"claim": "always.sigterm-ignored.phases", "status": recorded, "observed": observed}
     if gaps:
         verdict["detail"] = {"watch_gaps": gaps}
-    return {"probe": probe, "family": "phase_after_deletion", "server_version": "v1.27.3", "verdicts": [verdict]}
+    return {"probe": probe, "family": "phase_after_deletion", "server_version": version, "verdicts": [verdict]}
+
+
+GAP = ["watch expired (410 Gone)"]
+CLAIM = "always.sigterm-ignored.phases"
 
 
 def test_undecided_cells_are_counted_apart_from_failed_ones_and_the_worst_verdict_shows() -> None:
-    gap = ["watch expired (410 Gone)"]
-    undecided = build_matrix([_record("a", ["Running"], gap, "undecided")])
+    undecided = build_matrix([_record("a", ["Running"], GAP, "undecided")])
     assert undecided.counts() == {"pass": 0, "not observable": 0, "undecided": 1, "fail": 0}
     assert undecided.summary() == "1 claims × 1 versions: 0 pass, 0 not observable, 1 undecided, 0 fail"
+    assert (undecided.overview()["failed"], undecided.overview()["undecided"]) == (0, 1)
     markdown = render_markdown(undecided)
-    assert undecided.summary() in markdown and '❔ ["Running"]' in markdown
-    assert undecided.summary() in render_html(undecided)
+    assert undecided.summary() in markdown and "| ❔ Running 📄 |" in markdown  # the matrix cell, not observed live
+    assert "0 recorded values disagree with the expectation; 1 undecided" in markdown
+    assert "❌" not in markdown.split("Legend:")[0] and "❌ Running" not in markdown
+    html = render_html(undecided)
+    assert undecided.summary() in html and "0 recorded values disagree with the expectation; 1 undecided" in html
+    assert 'class="c obs unknown undecided"' in html and 'class="val undecided"' in html
+    assert 'class="val failed"' not in html
     # Two probes check the claim on one version: a failure outranks an undecided, whatever the order.
     for records in (
-        [_record("a", ["Running"], gap, "undecided"), _record("b", ["Running", "Succeeded"], None, "fail")],
-        [_record("b", ["Running", "Succeeded"], None, "fail"), _record("a", ["Running"], gap, "undecided")],
+        [_record("a", ["Running"], GAP, "undecided"), _record("b", ["Running", "Succeeded"], None, "fail")],
+        [_record("b", ["Running", "Succeeded"], None, "fail"), _record("a", ["Running"], GAP, "undecided")],
     ):
-        cell = build_matrix(records).cells[("always.sigterm-ignored.phases", "v1.27.3")]
+        matrix = build_matrix(records)
+        cell = matrix.cells[(CLAIM, "v1.27.3")]
         assert (cell.status, cell.observed, cell.changed) == ("fail", ["Running", "Succeeded"], False)
+        assert matrix.counts() == {"pass": 0, "not observable": 0, "undecided": 0, "fail": 1}  # the claim's cell
+        # In the matrix each probe keeps its own row, and its own verdict.
+        rows = {row.probe: matrix.cell(row, "v1.27.3") for row in matrix.rows}
+        assert {probe: c.status for probe, c in rows.items() if c} == {"a": "undecided", "b": "fail"}
+        assert (matrix.overview()["failed"], matrix.overview()["undecided"]) == (1, 1)
+
+
+def test_what_changed_keeps_undecided_apart_from_disagreements() -> None:
+    """A change whose recorded end is undecided is said to be undecided, never to disagree; a failed one is."""
+    fixed = _record(PHASES, ["Running", "Failed"], None, "pass", "v1.28.0")
+    undecided = build_matrix([_record(PHASES, ["Running"], GAP, "undecided"), fixed])
+    ((a, b, (change,)),) = undecided.changes()
+    assert (a, b, change.claim) == ("v1.27.3", "v1.28.0", CLAIM)
+    assert (change.undecided, change.disagrees, change.agrees) == (True, False, False)
+    markdown = render_markdown(undecided)
+    assert "**❔ 1 undecided**" in markdown and "disagree**" not in markdown
+    html = render_html(undecided)
+    assert "? 1 undecided" in html and "✗ 1 disagree" not in html
+
+    failed = build_matrix([_record(PHASES, ["Running", "Succeeded"], None, "fail"), fixed])
+    ((_, _, (change,)),) = failed.changes()
+    assert (change.undecided, change.disagrees, change.agrees) == (False, True, False)
+    assert "**❌ 1 disagrees**" in render_markdown(failed)
+    assert "✗ 1 disagrees" in render_html(failed)
