@@ -75,6 +75,11 @@ WORDS = {
 PR_REFERENCE = re.compile(r"(?:k/k)?#(\d{5,6})\b")
 RELEASE_NOTES = re.compile(r"CHANGELOG-\d+\.\d+(?: v\d+\.\d+\.\d+(?:-[a-z]+\.\d+)?)?")
 PR_URL = "https://github.com/kubernetes/kubernetes/pull/"
+# The HTML matrix's claim column, and the least and most width of a version column. The version columns share
+# what the window leaves; the least holds a cell's longest usual word ("Terminated" at 11 px) unbroken, so a
+# 1400 px window shows 16 versions whole. With more, the table is wider than the window and the page scrolls
+# sideways under the sticky claim column.
+COLUMN_PX: dict[str, Any] = {"claim": 260, "version": (68, 120)}
 
 
 @dataclass
@@ -292,6 +297,7 @@ class Matrix:
             "documents": len({row.document for row in self.rows}),
             "versions": len(self.versions),
             "live_columns": sum("live" in kind for kind in columns),
+            "live_versions": [v for v, kind in zip(self.versions, columns, strict=True) if "live" in kind],
             "derived_columns": sum(kind == "derived" for kind in columns),
             "cells": len(self.rows) * len(self.versions),
             "recorded": sum(1 for row in self.rows for v in self.versions if self.cell(row, v) is not None),
@@ -429,7 +435,7 @@ def _on_what(origin: JsonDict, run: JsonDict) -> str:
         commit = str(build.get("commit") or "?")[:12]
         parts = [f"local build of {build.get('version', '?')} at {commit}"]
         parts += [str(build[k]) for k in ("toolchain",) if build.get(k)]
-        parts += [str(origin[k]).split(" ")[-1] for k in ("containerd",) if origin.get(k)]
+        parts += [f"containerd {str(origin['containerd']).split(' ')[-1]}"] if origin.get("containerd") else []
         return ", ".join(parts) if len(parts) == 1 else f"{parts[0]} ({', '.join(parts[1:])})"
     if cluster.startswith("kind") or image:
         kind_version = origin.get("kind_version") or run.get("kind_version")
@@ -704,6 +710,7 @@ def _environment() -> Environment:
     env.globals.update(
         documents=DOCUMENTS,
         PR_URL=PR_URL,
+        column_px=COLUMN_PX,
         timeline_file=timeline_file,
         verdict_icon={PASS: "✓", FAIL: "✗", UNDECIDED: "?", NOT_OBSERVABLE: "–"},
         verdict_emoji={PASS: "✅", FAIL: "❌", UNDECIDED: "❔", NOT_OBSERVABLE: "➖"},

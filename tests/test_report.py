@@ -17,7 +17,7 @@ from harness import report, timeline_svg
 from harness.expectations import Claim, Expectation, load_claims
 from harness.report import build_matrix, load_records, render_html, render_markdown, write_report
 from harness.run import safe_name
-from harness.transport import Recording
+from tests.derived import derived, write_derived
 
 REPO = Path(__file__).resolve().parent.parent
 PHASES = "test_phase_after_deletion.py::test_always_pod_ignoring_sigterm"
@@ -76,24 +76,21 @@ def replayed_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def live_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Run records of two live-looking recordings, made here from derived ones (never put into recordings/):
+    """Run records of two recordings made here from derived ones (never put into recordings/), to set beside
+    the checked-in ones:
 
-    - the 1.27.3 Always pod as if recorded on a local cluster (it agrees with its expectation);
-    - the 1.26.6 Always pod as if recorded on a local v1.27.16, where it disagrees: the phase stays Running.
+    - the derived 1.27.3 Always pod as tools/derive_recordings.py makes it (on disk the live 1.27.3 recording
+      replaced it): a derived observation in the same cell as a live one;
+    - the derived 1.26.6 Always pod as if recorded on a local v1.27.16, where it disagrees: the phase stays Running.
     """
     made = tmp_path_factory.mktemp("live-recordings")
-    source = REPO / "recordings" / "phase_after_deletion"
-    for name, version in (
-        ("always_pod_ignoring_sigterm--v1.27.3", None),
-        ("always_pod_ignoring_sigterm--v1.26.6", "v1.27.16"),
-    ):
-        recording = Recording.load(source / f"{name}-derived.json")
-        build = {**LOCAL_ORIGIN["kubernetes"], "version": version or "v1.27.3"}
-        recording.origin = {**recording.origin, **LOCAL_ORIGIN, "kubernetes": build}
-        for step in recording.interactions:
-            if version and step["call"] == "server_version":
-                step["response"]["gitVersion"] = version
-        recording.write(made / f"{name}-live.json")
+    write_derived("phase_after_deletion/always_pod_ignoring_sigterm--v1.27.3-derived.json", made)
+    recording = derived("phase_after_deletion/always_pod_ignoring_sigterm--v1.26.6-derived.json")
+    recording.origin = {**recording.origin, **LOCAL_ORIGIN}
+    for step in recording.interactions:
+        if step["call"] == "server_version":
+            step["response"]["gitVersion"] = LOCAL_ORIGIN["kubernetes"]["version"]
+    recording.write(made / "always_pod_ignoring_sigterm--v1.27.16-live.json")
     runs = tmp_path_factory.mktemp("live-runs")
     proc = replay(made, runs)
     assert "1 failed, 1 passed" in proc.stdout, proc.stdout  # the v1.27.16 one disagrees, as made
@@ -144,9 +141,12 @@ def test_every_cell_shows_a_value_the_expected_one_in_grey_where_nothing_was_rec
     assert len(cells) == len(matrix.rows) * len(matrix.versions)  # no empty cell
     kinds = {(claim, version): classes.split()[0] for classes, claim, version in cells}
     assert kinds[("always.sigterm-ignored.phases", "v1.27.3")] == "obs"
-    assert kinds[("always.sigterm-ignored.phases", "v1.28.0")] == "exp"  # not recorded there: expected
+    assert kinds[("always.sigterm-ignored.phases", "v1.28.0")] == "obs"
+    # v1.28.4 is a live column, but only the StatefulSet probe ran there: this claim shows its expected value
+    assert kinds[("always.sigterm-ignored.phases", "v1.28.4")] == "exp"
+    assert matrix.provenance["v1.28.4"]["kind"] == "live"
     expected_cell = re.search(
-        r'data-claim="always.sigterm-ignored.phases" data-version="v1.28.0"[^>]*><a[^>]*><span class="val">([^<]*)<',
+        r'data-claim="always.sigterm-ignored.phases" data-version="v1.28.4"[^>]*><a[^>]*><span class="val">([^<]*)<',
         html,
     )
     assert expected_cell is not None and expected_cell.group(1) == "Running → Failed"
@@ -160,22 +160,57 @@ def test_every_cell_shows_a_value_the_expected_one_in_grey_where_nothing_was_rec
     assert unrecorded > len(kinds) / 2  # most of the matrix is expected values: the reason to show them
 
 
-def test_derived_columns_say_so_and_never_call_derived_values_observed(replayed_runs: Path) -> None:
+def test_columns_say_live_or_derived_and_never_call_derived_values_observed(replayed_runs: Path) -> None:
     matrix = build_matrix(load_records([replayed_runs]))
     html = render_html(matrix)
-    assert {p["kind"] for p in matrix.provenance.values()} == {"derived"}
+    # Live: the 26 single-node probes on local builds of v1.27.3 and v1.28.0 (beside derived recordings of the
+    # probes a single node cannot run) and the StatefulSet probe on v1.28.4. Every other version is derived.
+    live = {v: p["kind"] for v, p in matrix.provenance.items() if p["kind"] != "derived"}
+    assert live == {"v1.27.3": "live + derived", "v1.28.0": "live + derived", "v1.28.4": "live"}
+    assert len(matrix.versions) - len(live) >= 10
     for version, p in matrix.provenance.items():
-        assert p["when"] is None, version  # never the replay time
-        assert p["suite"] == ["unknown"], version
-    assert (
-        "observed on a live cluster"
-        not in re.sub(r"<style>.*?</style>|<script>.*?</script>", "", html, flags=re.S)[
-            html.index('<table id="matrix"') :
-        ].split("</table>")[0]
-    )  # no matrix cell says observed
-    assert "No version has been observed on a live cluster yet" in html
-    assert "not recorded (derived)" in html
-    assert 'td class="c obs derived pass"' in html
+        if p["kind"] == "derived":
+            assert p["when"] is None, version  # never the replay time
+            assert p["on_what"] == ["derived from documents, no cluster"], version
+        else:
+            assert re.fullmatch(r"2026-11-23 \d\d:\d\d(–\d\d:\d\d)? UTC", p["when"]), version  # when recorded
+            assert p["on_what"][0].startswith(f"local build of {version} at "), version  # live first
+        assert p["suite"] == ["unknown"], version  # neither the live nor the derived recordings name a suite commit
+    assert matrix.provenance["v1.28.4"]["on_what"] == [
+        "local build of v1.28.4 at bae2c62678db (go1.20.11, containerd 1.6.20~ds1-1+deb12u3)"
+    ]
+    assert matrix.provenance["v1.27.3"]["on_what"] == [
+        "local build of v1.27.3 at 25b4e43193bc (go1.20.14, containerd 1.6.20~ds1-1+deb12u3)",
+        "derived from documents, no cluster",
+    ]
+    assert matrix.provenance["v1.28.4"]["records"] == {"live": 1}
+    # A matrix cell says "observed" where it was observed, and nowhere else: every derived cell says it was not.
+    table = html[html.index('<table id="matrix"') :].split("</table>")[0]
+    cells = re.findall(r'<td class="c obs (\w+) [^"]*"[^>]* title="([^"]*)"', table)
+    assert {origin for origin, _ in cells} == {"live", "derived"}
+    for origin, title in cells:
+        assert ("observed on a live cluster" in title) == (origin == "live"), title
+        assert ("derived (not observed)" in title) == (origin == "derived"), title
+    # Each column's head says what it holds, a badge per kind (live first), and names its cluster.
+    heads = {
+        version: (title, badges)
+        for version, title, badges in re.findall(
+            r'<th class="ver" scope="col" data-version="([^"]+)" title="([^"]*)">.*?<br>(.*?)</th>', table
+        )
+    }
+    assert heads["v1.28.4"][1] == '<span class="badge live">live</span>'
+    assert heads["v1.27.3"][1] == '<span class="badge live">live</span> <span class="badge derived">derived</span>'
+    assert heads["v1.26.6"][1] == '<span class="badge derived">derived</span>'
+    assert heads["v1.28.4"][0].startswith("live: local build of v1.28.4 at bae2c62678db (go1.20.11, containerd ")
+    assert "not recorded (derived)" in html  # a derived column's "when"
+    assert 'td class="c obs derived pass"' in html and 'td class="c obs live pass"' in html
+    assert "No version has been observed on a live cluster yet" not in html
+    assert "3 of the versions (v1.27.3, v1.28.0, v1.28.4)\nwere observed on a cluster" in html
+    assert "3 of the versions (v1.27.3, v1.28.0, v1.28.4) were observed on a live cluster" in render_markdown(matrix)
+    # With derived recordings only, the page still says that no version was observed.
+    derived_only = build_matrix([r for r in load_records([replayed_runs]) if report.origin_kind(r) == "derived"])
+    assert {p["kind"] for p in derived_only.provenance.values()} == {"derived"}
+    assert "No version has been observed on a live cluster yet" in render_html(derived_only)
 
 
 def test_live_and_derived_observations_are_kept_apart_with_their_provenance(
@@ -186,8 +221,16 @@ def test_live_and_derived_observations_are_kept_apart_with_their_provenance(
     assert both["kind"] == "live + derived" and live_only["kind"] == "live"
     assert live_only["when"] == "2026-11-23 11:34 UTC"  # when it was recorded, not replayed
     assert live_only["suite"] == ["0123456789ab"]
-    assert live_only["on_what"] == ["local build of v1.27.16 at 25b4e43193bc (go1.22.12, 1.6.20~ds1-1+deb12u3)"]
-    assert both["suite"] == ["0123456789ab", "unknown"]  # the derived recordings name no suite commit
+    assert live_only["on_what"] == [
+        "local build of v1.27.16 at 25b4e43193bc (go1.22.12, containerd 1.6.20~ds1-1+deb12u3)"
+    ]
+    assert both["on_what"] == [  # live first
+        "local build of v1.27.3 at 25b4e43193bc (go1.20.14, containerd 1.6.20~ds1-1+deb12u3)",
+        "derived from documents, no cluster",
+    ]
+    assert both["suite"] == ["unknown"]  # the checked-in live recordings name no suite commit, nor do derived ones
+    mixed = report._column_provenance([report._record_provenance(r) for r in load_records([live_runs])])
+    assert mixed["suite"] == ["0123456789ab", "unknown"]  # a known commit first; the derived recording names none
     # the live observation is the one shown; the derived one stays behind it
     row = next(r for r in matrix.rows if r.probe == PHASES and r.claim == "always.sigterm-ignored.phases")
     cell = matrix.cell(row, "v1.27.3")
@@ -201,13 +244,16 @@ def test_live_and_derived_observations_are_kept_apart_with_their_provenance(
     assert "1 recorded value disagrees with the expectation" in html
     markdown = render_markdown(matrix)
     assert "✅ **Running → Failed**" in markdown  # live: bold
-    assert "✅ Running → Failed 📄" in markdown  # derived: marked as such
+    assert "✅ Running 📄" in markdown  # derived: marked as such
     assert "| v1.27.16 | live | local build of v1.27.16" in markdown
     # a disagreement on one version is a change against its neighbours, with the same expectation on both
     changes = {(a, b): found for a, b, found in matrix.changes()}
     regression = next(c for c in changes[("v1.27.10", "v1.27.16")] if c.claim == "always.sigterm-ignored.phases")
     assert not regression.expected_changed and regression.prs == ()
     assert (regression.was.basis, regression.now.basis, regression.now.status) == ("expected", "live", "fail")
+    # both observations of v1.27.3 are drawn, each row saying which it is
+    assert list(matrix.timelines[PHASES]) == ["v1.26.6", "v1.27.3 (live)", "v1.27.3 (derived)", "v1.27.16", "v1.28.0"]
+    assert matrix.timeline_tags[PHASES]["v1.27.3 (derived)"] == "derived"
 
 
 def test_provenance_of_a_live_run_record_comes_from_its_run() -> None:
@@ -247,8 +293,12 @@ def test_what_changed_lists_each_claim_whose_value_changes_with_the_pr_behind_it
     regression = changes[("v1.26.6", "v1.26.15")]["statefulset.partition.current-revision-holds"]
     assert regression.prs[:2] == ("119223", "117865") and regression.release_notes == ("CHANGELOG-1.26 v1.26.7",)
     assert "120731" not in regression.prs  # the source says it is *not* there
-    fixed = changes[("v1.28.0", "v1.28.15")]["statefulset.partition.current-revision-holds"]
-    assert fixed.prs == ("120731",) and (fixed.was.basis, fixed.was.value) == ("derived", False)
+    assert (regression.was.basis, regression.now.basis, regression.now.value) == ("expected", "derived", False)
+    # observed live on both sides: the regression on v1.28.0 and its fix on v1.28.4
+    fixed = changes[("v1.28.0", "v1.28.4")]["statefulset.partition.current-revision-holds"]
+    assert fixed.prs == ("120731",) and (fixed.was.basis, fixed.was.value) == ("live", False)
+    assert (fixed.now.basis, fixed.now.value, fixed.agrees) == ("live", True, True)
+    assert "statefulset.partition.current-revision-holds" not in changes[("v1.28.4", "v1.28.15")]
     # a measurement that moves inside one expected range is not a change
     assert all("between" not in json.dumps(c.was.value) for found in changes.values() for c in found.values())
     assert not changes[("v1.21.1", "v1.21.14")]
@@ -276,9 +326,26 @@ def test_pull_requests_are_read_from_the_sources_release_notes_first() -> None:
 def test_markdown_and_html_show_the_matrix_and_provenance(replayed_runs: Path, tmp_path: Path) -> None:
     matrix = write_report([replayed_runs], tmp_path)
     markdown = (tmp_path / "report.md").read_text()
-    assert "`always.sigterm-ignored.phases` |" in markdown and "✅ Running → Failed 📄" in markdown
+    # the claim's row under the first probe: derived, live and expected values, each marked as what it is
+    statement = matrix.claims["always.sigterm-ignored.phases"]["statement"]
+    row = next(line for line in markdown.splitlines() if line.startswith(f"| {statement} `always.sigterm"))
+    values = dict(zip(matrix.versions, [v.strip() for v in row.rstrip(" |").split(" | ")[1:]], strict=True))
+    assert values["v1.26.6"] == "✅ Running 📄"
+    assert values["v1.27.3"] == values["v1.28.0"] == "✅ **Running → Failed**"
+    assert values["v1.28.4"] == "<sub>Running → Failed</sub>"
+    assert " v1.26.6 📄 | v1.26.15 📄 |" in markdown and " v1.28.0 | v1.28.4 | v1.28.15 📄 |" in markdown  # the head
+    derived_column = (
+        "| v1.26.6 | derived | derived from documents, no cluster (document 000) | not recorded (derived) |"
+    )
+    assert derived_column in markdown
     assert (
-        "| v1.27.3 | derived | derived from documents, no cluster (document 000) | not recorded (derived) |" in markdown
+        "| v1.27.3 | live + derived | local build of v1.27.3 at 25b4e43193bc (go1.20.14, containerd "
+        "1.6.20~ds1-1+deb12u3); derived from documents, no cluster (document 000) | 2026-11-23 12:09–12:23 UTC |"
+        in markdown
+    )
+    assert (
+        "| v1.28.4 | live | local build of v1.28.4 at bae2c62678db (go1.20.11, containerd 1.6.20~ds1-1+deb12u3)"
+        " | 2026-11-23 12:08 UTC |" in markdown
     )
     assert len(markdown.encode()) < 300_000  # a job summary's size (GitHub allows 1 MiB)
     html = (tmp_path / "report.html").read_text()
@@ -307,9 +374,16 @@ def test_a_corrected_expectation_re_evaluates_old_recordings_and_says_what_chang
 
     matrix = build_matrix(load_records([replayed_runs]), claims_loader=stricter)
     changed = [(claim, version, cell.recorded_status, cell.status) for claim, version, cell in matrix.changed()]
-    assert changed == [("always.sigterm-ignored.phases", "v1.27.3", "pass", "fail")]
+    assert changed == [
+        ("always.sigterm-ignored.phases", "v1.27.3", "pass", "fail"),
+        ("always.sigterm-ignored.phases", "v1.28.0", "pass", "fail"),
+    ]
+    before = matrix.cells[("always.sigterm-ignored.phases", "v1.26.6")]  # derived, Running: still agrees
+    assert (before.origin, before.status, before.changed) == ("derived", "pass", False)
     assert "(was pass)" in render_markdown(matrix)
-    assert 'class="c obs derived fail changed"' in render_html(matrix)
+    html = render_html(matrix)
+    assert html.count('class="c obs live fail changed"') == 2 * 2  # the claim's two rows, on both versions
+    assert 'class="c obs derived fail changed"' not in html
 
 
 # ------------------------------------------------------------------------------------------ timelines
@@ -318,11 +392,16 @@ def test_a_corrected_expectation_re_evaluates_old_recordings_and_says_what_chang
 def test_each_probe_has_a_timeline_drawn_with_its_versions_stacked(replayed_runs: Path) -> None:
     matrix = build_matrix(load_records([replayed_runs]))
     series = matrix.timelines[PHASES]
-    assert list(series) == ["v1.26.6", "v1.27.3"]
-    assert (0.0, "delete") in timeline_svg.marks(series["v1.27.3"])
-    labels = [label for _, label in timeline_svg.marks(series["v1.27.3"])]
-    assert "running-pod Failed" in labels and "main exit 137 (SIGKILL)" in labels
+    assert list(series) == ["v1.26.6", "v1.27.3", "v1.28.0"]
+    assert matrix.timeline_tags[PHASES] == {"v1.26.6": "derived", "v1.27.3": "live", "v1.28.0": "live"}
+    for version in ("v1.27.3", "v1.28.0"):
+        assert (0.0, "delete") in timeline_svg.marks(series[version])
+        labels = [label for _, label in timeline_svg.marks(series[version])]
+        assert "running-pod Failed" in labels and "main exit 137 (SIGKILL)" in labels
     assert "running-pod Failed" not in [label for _, label in timeline_svg.marks(series["v1.26.6"])]
+    svg = report.drawings(matrix)[PHASES]
+    tags = re.findall(r'<g class="row" data-version="([^"]+)">.*?font-size="10">(\w+)</text>', svg)
+    assert tags == [("v1.26.6", "derived"), ("v1.27.3", "live"), ("v1.28.0", "live")]  # under each row's version
     html = render_html(matrix)
     assert html.count('<figure class="timeline"') == len(matrix.timelines)
     assert "<svg" in html and "main exit 137 (SIGKILL)" in html
@@ -333,13 +412,31 @@ def test_the_statefulset_timeline_marks_the_status_writes_that_matter(replayed_r
     series = matrix.timelines[
         "test_statefulset_status.py::test_statefulset_status_through_parallel_scale_up_and_partitioned_update"
     ]
-    regression = [label for _, label in timeline_svg.marks(series["v1.28.0"])]
-    # the too-small status.replicas of k/k#117865: a write below the 3 pods after status.replicas reached 3
-    after_scale_up = regression[regression.index("replicas 3") :]
-    assert {"replicas 1", "replicas 2"} & set(after_scale_up)
-    assert "currentRevision 7b4f9d6c58" in regression  # moved to the update revision too early
-    fixed = [label for _, label in timeline_svg.marks(series["v1.29.14"])]
-    assert "currentRevision 7b4f9d6c58" not in fixed
+
+    def labels(version: str) -> list[str]:
+        return [label for _, label in timeline_svg.marks(series[version])]
+
+    def after_scale_up(version: str) -> list[str]:
+        return labels(version)[labels(version).index("replicas 3") :]
+
+    def revisions(version: str) -> list[str]:
+        return [label for label in labels(version) if label.startswith("currentRevision ")]
+
+    tags = matrix.timeline_tags[
+        "test_statefulset_status.py::test_statefulset_status_through_parallel_scale_up_and_partitioned_update"
+    ]
+    assert (tags["v1.27.3"], tags["v1.28.0"], tags["v1.28.4"], tags["v1.29.14"]) == ("live", "live", "live", "derived")
+    # the too-small status.replicas of k/k#117865: a write below the 3 pods after status.replicas reached 3, each
+    # time the controller recreates a pod (the probe deletes parallel-web-2, -1, then parallel-web-0 twice)
+    for version in ("v1.28.0", "v1.28.4"):
+        assert after_scale_up(version).count("replicas 2") == 4, version
+    assert not {"replicas 0", "replicas 1", "replicas 2"} & set(after_scale_up("v1.27.3"))  # before the regression
+    # the partition bug (k/k#120731): currentRevision moves to the update revision when parallel-web-0, below the
+    # partition, is recreated; on v1.28.4 it holds, as it does on v1.27.3 and the derived v1.29.14
+    moved = revisions("v1.28.0")
+    assert len(moved) == 2 and moved[0] != moved[1]
+    for version in ("v1.27.3", "v1.28.4", "v1.29.14"):
+        assert len(revisions(version)) == 1, version
 
 
 def test_termination_order_timelines_show_prestop_sigterm_sigkill_and_the_grace_on_one_axis(
@@ -442,6 +539,7 @@ CHECK_SCRIPT = """
   const heads = document.querySelectorAll("#matrix thead th.ver");
   out.innerWidth = window.innerWidth;
   out.lastColumnRight = rect(heads[heads.length - 1]).right;
+  out.columnWidths = [...heads].map((th) => rect(th).width);
   out.headerTopBefore = rect(corner).top;
   const deep = document.querySelectorAll("#matrix tbody tr th.claim")[40].closest("tr");
   window.scrollTo(DX, rect(deep).top + window.scrollY - 300);
@@ -460,6 +558,8 @@ CHECK_SCRIPT = """
   out.panelWidth = rect(panel).width;
   out.panelText = panel.innerText;
   out.panelLinks = [...panel.querySelectorAll("a")].map((a) => a.href);
+  document.querySelector('td[data-claim="always.sigterm-ignored.phases"][data-version="v1.26.6"]').click();
+  out.derivedPanelText = panel.innerText;
   let overlaps = [], labels = 0;
   for (const row of document.querySelectorAll("figure.timeline g.row")) {
     const boxes = [...row.querySelectorAll("text.label")].map((t) => [t.textContent, t.getBBox()]);
@@ -529,18 +629,30 @@ def test_the_html_report_renders_in_a_browser_sticky_parts_stay_and_a_cell_opens
     assert dom.count('<figure class="timeline"') >= 19 and "<svg" in dom
 
     wide = checked_in_browser(browser, profile, page, 1400, 0)
-    assert wide["lastColumnRight"] <= wide["innerWidth"]  # every version column fits a 1400 px window
+    least, most = report.COLUMN_PX["version"]
+    # The version columns share a 1400 px window: all 16 fit, none narrower than the least a value needs.
+    assert len(wide["columnWidths"]) == 16 and report.COLUMN_PX["claim"] + 16 * least <= wide["innerWidth"] - 32
+    assert wide["lastColumnRight"] <= wide["innerWidth"]
+    assert least <= min(wide["columnWidths"]) <= max(wide["columnWidths"]) <= most
+    assert max(wide["columnWidths"]) - min(wide["columnWidths"]) < 1  # shared evenly
     assert wide["headerTopBefore"] > 500  # the header starts further down: the check below is not vacuous
     assert abs(wide["cornerTop"]) < 1 and abs(wide["versionHeadTop"]) < 1  # and stays at the top when scrolled
     assert wide["deepRowTop"] > 0
     assert wide["panelHiddenBefore"] and not wide["panelHidden"] and wide["panelWidth"] > 300
-    assert "Derived from the documents (not observed)" in wide["panelText"]
+    assert "Observed on a live cluster: ✓ pass" in wide["panelText"]  # v1.27.3 was recorded on a local build
+    assert (
+        "live + derived: local build of v1.27.3 at 25b4e43193bc (go1.20.14, containerd 1.6.20~ds1-1+deb12u3); "
+        "derived from documents, no cluster (document 000)" in wide["panelText"]
+    )
+    assert "Derived from the documents (not observed): ✓ pass" in wide["derivedPanelText"]  # v1.26.6
+    assert "when: not recorded (derived)" in wide["derivedPanelText"]
     assert "k/k#115331" in wide["panelText"] and ">=1.27.0-rc.0" in wide["panelText"]
     assert "https://github.com/kubernetes/kubernetes/pull/115331" in wide["panelLinks"]
     assert wide["labels"] > 300 and wide["overlaps"] == []  # measured as drawn, not as estimated
 
     narrow = checked_in_browser(browser, profile, page, 900, 400)
     assert narrow["scrollX"] > 100  # the matrix is wider than the window, and the page scrolled sideways
+    assert min(narrow["columnWidths"]) >= least  # the columns keep their least width rather than squeeze
     assert abs(narrow["claimLeft"]) < 1 and abs(narrow["cornerLeft"]) < 1  # the claim column stays put
     assert abs(narrow["cornerTop"]) < 1
 
