@@ -20,13 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 from kubernetes_validate import utils as schema_files
 from referencing import Registry, Resource
 
+from harness.manifests import MANIFESTS_DIR, load_manifest, manifest_files
 from harness.versions import KubeVersion
 
-MANIFESTS_DIR = Path(__file__).resolve().parent.parent / "manifests"
 SCHEMA_PACKAGE_VERSION = importlib.metadata.version("kubernetes-validate")
 
 
@@ -80,30 +79,25 @@ def check_manifest(data: dict[str, Any], version: str, name: str) -> list[Manife
 
 
 def check_manifests(version: KubeVersion, directory: Path = MANIFESTS_DIR) -> tuple[list[ManifestProblem], str]:
-    """Problems of every manifest for this version, and a sentence saying what was checked against what."""
+    """Problems of every manifest for this version (an overlay as applied), and a sentence saying what was checked."""
     schema = schema_version(version)
     if schema is None:
         return [], (
             f"manifests not checked against a schema: kubernetes-validate {SCHEMA_PACKAGE_VERSION} has none "
             f"for Kubernetes {version} (the server still validates them at create)"
         )
-    problems: list[ManifestProblem] = []
-    files = sorted(directory.glob("*.yaml"))
-    for path in files:
-        for document in yaml.safe_load_all(path.read_text()):
-            if document:
-                problems.extend(check_manifest(document, schema, path.name))
+    files = manifest_files(directory)
+    problems = [p for name in files for p in check_manifest(load_manifest(name, directory), schema, name)]
     return problems, f"{len(files)} manifests checked against the Kubernetes {schema} schema"
 
 
 def images_in_manifests(directory: Path = MANIFESTS_DIR) -> list[str]:
     """Every container image the suite's manifests name (pods, and the pod templates of workloads)."""
     images: set[str] = set()
-    for path in sorted(directory.glob("*.yaml")):
-        for document in yaml.safe_load_all(path.read_text()):
-            spec = (document or {}).get("spec") or {}
-            pod_spec = ((spec.get("template") or {}).get("spec")) or spec
-            for container in (pod_spec.get("containers") or []) + (pod_spec.get("initContainers") or []):
-                if container.get("image"):
-                    images.add(str(container["image"]))
+    for name in manifest_files(directory):
+        spec = load_manifest(name, directory).get("spec") or {}
+        pod_spec = ((spec.get("template") or {}).get("spec")) or spec
+        for container in (pod_spec.get("containers") or []) + (pod_spec.get("initContainers") or []):
+            if container.get("image"):
+                images.add(str(container["image"]))
     return sorted(images)

@@ -105,9 +105,7 @@ def test_always_pod_ignoring_sigterm(probe: Probe) -> None:
 
 def test_always_pod_ignoring_sigterm_default_grace(probe: Probe) -> None:
     """The same with no terminationGracePeriodSeconds, as in the document: the API's default of 30 s."""
-    manifest = probe.manifest("pod-finalizer-ignores-sigterm.yaml")
-    del manifest["spec"]["terminationGracePeriodSeconds"]
-    pod, deleted_at = delete_and_watch(probe, manifest)
+    pod, deleted_at = delete_and_watch(probe, probe.manifest("pod-finalizer-ignores-sigterm.default-grace.yaml"))
     probe.check("default-grace-period", pod.latest.deletion_grace_period_seconds)
     check_sigkilled(probe, pod)
     probe.check("always.sigterm-ignored.phases", pod.phases_since(deleted_at), gaps=pod.gaps_since(deleted_at))
@@ -131,9 +129,7 @@ def test_always_pod_trapping_sigterm(probe: Probe) -> None:
 
 def test_onfailure_pod_ignoring_sigterm(probe: Probe) -> None:
     """restartPolicy OnFailure, finalizer, SIGTERM ignored: the document's claim covers OnFailure too."""
-    manifest = probe.manifest("pod-finalizer-ignores-sigterm.yaml")
-    manifest["spec"]["restartPolicy"] = "OnFailure"
-    pod, deleted_at = delete_and_watch(probe, manifest)
+    pod, deleted_at = delete_and_watch(probe, probe.manifest("pod-finalizer-ignores-sigterm.onfailure.yaml"))
     check_sigkilled(probe, pod)
     probe.check("onfailure.sigterm-ignored.phases", pod.phases_since(deleted_at), gaps=pod.gaps_since(deleted_at))
     check_stopped_on_node(probe, pod)
@@ -142,9 +138,7 @@ def test_onfailure_pod_ignoring_sigterm(probe: Probe) -> None:
 
 def test_onfailure_pod_trapping_sigterm(probe: Probe) -> None:
     """restartPolicy OnFailure, finalizer, SIGTERM trapped, exit 0."""
-    manifest = probe.manifest("pod-finalizer-traps-sigterm.yaml")
-    manifest["spec"]["restartPolicy"] = "OnFailure"
-    pod, deleted_at = delete_and_watch(probe, manifest)
+    pod, deleted_at = delete_and_watch(probe, probe.manifest("pod-finalizer-traps-sigterm.onfailure.yaml"))
     check_exited_on_sigterm(probe, pod)
     probe.check("onfailure.sigterm-handled.phases", pod.phases_since(deleted_at), gaps=pod.gaps_since(deleted_at))
     check_stopped_on_node(probe, pod)
@@ -156,8 +150,7 @@ def test_onfailure_pod_trapping_sigterm(probe: Probe) -> None:
 
 def test_pod_without_finalizer_ignoring_sigterm(probe: Probe) -> None:
     """restartPolicy Always, no finalizer, SIGTERM ignored: the phase the watch shows before the pod is gone."""
-    manifest = probe.manifest("pod-finalizer-ignores-sigterm.yaml")
-    del manifest["metadata"]["finalizers"]
+    manifest = probe.manifest("pod-finalizer-ignores-sigterm.no-finalizer.yaml")
     pod, deleted_at = delete_and_watch(probe, manifest, until_gone=True)
     probe.check("no-finalizer.sigterm-ignored.phases", pod.phases_since(deleted_at), gaps=pod.gaps_since(deleted_at))
     probe.conclude()
@@ -165,8 +158,7 @@ def test_pod_without_finalizer_ignoring_sigterm(probe: Probe) -> None:
 
 def test_pod_without_finalizer_trapping_sigterm(probe: Probe) -> None:
     """restartPolicy Always, no finalizer, SIGTERM trapped: the phase the watch shows before the pod is gone."""
-    manifest = probe.manifest("pod-finalizer-traps-sigterm.yaml")
-    del manifest["metadata"]["finalizers"]
+    manifest = probe.manifest("pod-finalizer-traps-sigterm.no-finalizer.yaml")
     pod, deleted_at = delete_and_watch(probe, manifest, until_gone=True)
     probe.check("no-finalizer.sigterm-handled.phases", pod.phases_since(deleted_at), gaps=pod.gaps_since(deleted_at))
     probe.conclude()
