@@ -31,6 +31,7 @@ class Script:
     log: str = "Hello world\n"
     namespaces: set[str] = field(default_factory=set)
     deleted: threading.Event = field(default_factory=threading.Event)
+    stopping: threading.Event = field(default_factory=threading.Event)  # set when the stand-in shuts down
     # Faults to inject: (method, last path segment) -> statuses to answer, one per request, before behaving.
     faults: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     nodes_ready: str = "True"
@@ -117,8 +118,10 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
                 if lines and lines[0] == AFTER_DELETE:  # hold this stream until the pod is deleted
                     script.deleted.wait(20)
                     lines = lines[1:]
-                elif not lines:  # nothing scripted: an idle watch that the server ends after a moment
-                    script.deleted.wait(0.5)
+                # Nothing scripted: an idle watch, held (as the API server does) until its timeout, or until the
+                # stand-in goes away (and the client most likely with it): then it just ends.
+                elif not lines and script.stopping.wait(float(query.get("timeoutSeconds", ["30"])[0])):
+                    return
                 data = "".join(json.dumps(line) + "\n" for line in lines).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -217,10 +220,12 @@ def _merge(target: Any, patch: Any) -> Any:
 def fake_apiserver(script: Script) -> Iterator[str]:
     """Serve `script` on a free loopback port; yields the base URL."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(script))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll interval: shutdown() waits for the serving loop to notice (0.5 s by default, per test).
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
+        script.stopping.set()
         server.shutdown()
         server.server_close()
