@@ -13,6 +13,7 @@ What is left — wrong types, values outside an enum, malformed formats — is a
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import re
 from dataclasses import dataclass
@@ -62,20 +63,31 @@ def check_manifest(data: dict[str, Any], version: str, name: str) -> list[Manife
     """Every schema problem of one manifest for a schema release ('1.27.0'); unknown fields, `required` aside."""
     api_version = str(data.get("apiVersion", ""))
     group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)  # batch/v1 -> batch-v1 (as the library)
-    directory = f"kubernetes-json-schema/v{version}-local"
     try:
-        schema = schema_files.schema_contents(
-            f"{directory}/{str(data.get('kind', '')).lower()}-{group_version}.json", version
-        )
+        validator = _validator(f"{str(data.get('kind', '')).lower()}-{group_version}.json", version)
     except FileNotFoundError:
         return [ManifestProblem(name, "", f"no schema for {data.get('kind')} {api_version} in Kubernetes {version}")]
-    definitions = schema_files.schema_contents(f"{directory}/_definitions.json", version)
-    registry: Registry[Any] = Resource.from_contents(schema) @ (Resource.from_contents(definitions) @ Registry())
-    validator = _Validator(schema, registry=registry)
     return [
         ManifestProblem(name, ".".join(str(p) for p in error.absolute_path), error.message)
         for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     ]
+
+
+@functools.cache
+def _validator(schema_file: str, version: str) -> Any:
+    """The validator of one kind's schema in one release (read once: the files are large)."""
+    schema = schema_files.schema_contents(f"{_schema_directory(version)}/{schema_file}", version)
+    return _Validator(schema, registry=Resource.from_contents(schema) @ _definitions(version))
+
+
+@functools.cache
+def _definitions(version: str) -> Registry[Any]:
+    definitions = schema_files.schema_contents(f"{_schema_directory(version)}/_definitions.json", version)
+    return Resource.from_contents(definitions) @ Registry()
+
+
+def _schema_directory(version: str) -> str:
+    return f"kubernetes-json-schema/v{version}-local"
 
 
 def check_manifests(version: KubeVersion, directory: Path = MANIFESTS_DIR) -> tuple[list[ManifestProblem], str]:
