@@ -11,11 +11,6 @@ import io
 from collections.abc import Mapping
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
 JsonDict = dict[str, Any]
 
 
@@ -61,6 +56,12 @@ def marks(entries: list[JsonDict]) -> list[tuple[float, str]]:
 
 def draw(title: str, series: Mapping[str, list[JsonDict]]) -> str:
     """An SVG of the timelines of one probe on several versions, stacked one row per version."""
+    # Imported here: matplotlib is half of what `python -m harness` would otherwise load at every start.
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     versions = list(series)
     figure, axes = plt.subplots(figsize=(11, 0.9 + 0.75 * len(versions)))
     for row, version in enumerate(versions):
