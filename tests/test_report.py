@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.expectations import Claim, Expectation, load_claims
-from harness.report import build_matrix, load_records, render_html, render_markdown, write_report
+from harness.report import Matrix, build_matrix, load_records, render_html, render_markdown, write_report
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -43,6 +43,13 @@ def replayed_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return runs
 
 
+@pytest.fixture(scope="module")
+def report(replayed_runs: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Matrix, Path]:
+    """`make report` on those runs, once (drawing every probe's timeline is the slow part): matrix, directory."""
+    directory = tmp_path_factory.mktemp("report")
+    return write_report([replayed_runs], directory), directory
+
+
 def test_the_matrix_has_claims_by_versions_with_observed_values(replayed_runs: Path) -> None:
     matrix = build_matrix(load_records([replayed_runs]))
     assert len(matrix.versions) >= 3
@@ -55,12 +62,12 @@ def test_the_matrix_has_claims_by_versions_with_observed_values(replayed_runs: P
     assert "onfailure.sigterm-handled.phases" not in differences  # Succeeded on both sides
 
 
-def test_markdown_and_html_show_the_matrix_and_provenance(replayed_runs: Path, tmp_path: Path) -> None:
-    matrix = write_report([replayed_runs], tmp_path)
-    markdown = (tmp_path / "report.md").read_text()
+def test_markdown_and_html_show_the_matrix_and_provenance(report: tuple[Matrix, Path]) -> None:
+    matrix, directory = report
+    markdown = (directory / "report.md").read_text()
     assert "| `always.sigterm-ignored.phases` |" in markdown and '✅ ["Running", "Failed"]' in markdown
     assert "| v1.27.3 | derived |" in markdown
-    html = (tmp_path / "report.html").read_text()
+    html = (directory / "report.html").read_text()
     assert 'data-claim="always.sigterm-ignored.phases" data-version="v1.27.3"' in html
     assert "k/k#115331" in html  # the sources, one click away
     assert "<h3>v1.26.15 → v1.27.0-rc.0</h3>" in html  # consecutive versions, pre-releases in their place
@@ -110,10 +117,9 @@ def chromium() -> str:
     return found
 
 
-def test_the_html_report_renders_in_a_browser_with_its_cells(replayed_runs: Path, tmp_path: Path) -> None:
+def test_the_html_report_renders_in_a_browser_with_its_cells(report: tuple[Matrix, Path], tmp_path: Path) -> None:
     browser = chromium()
-    write_report([replayed_runs], tmp_path)
-    page = (tmp_path / "report.html").as_uri()
+    page = (report[1] / "report.html").as_uri()
     profile = tmp_path / "profile"
     dom = subprocess.run(
         [browser, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", page],
@@ -144,20 +150,20 @@ def test_the_html_report_renders_in_a_browser_with_its_cells(replayed_runs: Path
     kept = REPO / "runs" / "report" / "report-screenshot.png"  # kept beside a copy of the page, for a person
     kept.parent.mkdir(parents=True, exist_ok=True)
     kept.write_bytes(screenshot.read_bytes())
-    (kept.parent / "report.html").write_text((tmp_path / "report.html").read_text())
+    (kept.parent / "report.html").write_text((report[1] / "report.html").read_text())
 
 
-def test_each_probe_has_a_timeline_drawn_with_its_versions_stacked(replayed_runs: Path) -> None:
+def test_each_probe_has_a_timeline_drawn_with_its_versions_stacked(report: tuple[Matrix, Path]) -> None:
     from harness.timeline_svg import marks
 
-    matrix = build_matrix(load_records([replayed_runs]))
+    matrix, directory = report
     series = matrix.timelines["test_phase_after_deletion.py::test_always_pod_ignoring_sigterm"]
     assert list(series) == ["v1.26.6", "v1.27.3"]
     assert (0.0, "delete") in marks(series["v1.27.3"])
     labels = [label for _, label in marks(series["v1.27.3"])]
     assert "running-pod Failed" in labels and "main exit 137" in labels
     assert "running-pod Failed" not in [label for _, label in marks(series["v1.26.6"])]
-    html = render_html(matrix)
+    html = (directory / "report.html").read_text()
     assert html.count('<figure class="timeline"') == len(matrix.timelines)
     assert "<svg" in html and "main exit 137" in html
 
