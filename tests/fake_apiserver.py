@@ -16,6 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from harness.manifests import merge_patch
+
 JsonDict = dict[str, Any]
 # A watch stream that starts with this marker is sent only once the pod has been deleted.
 AFTER_DELETE: JsonDict = {"after": "DELETE"}
@@ -167,7 +169,7 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             path, _ = self._record((self.headers["Content-Type"], body))
             if "/apis/apps/v1/" in path:  # a merge patch of a workload: answer with the patch applied
-                merged = _merge(script.workloads.get(path, {}), body)
+                merged = merge_patch(script.workloads.get(path, {}), body)  # as the API server applies it
                 script.workloads[path] = merged
                 self._send(200, merged)
                 return
@@ -201,19 +203,6 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
             self._send(200, pod)
 
     return Handler
-
-
-def _merge(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch, as the API server applies application/merge-patch+json."""
-    if not isinstance(patch, dict):
-        return patch
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = _merge(result.get(key), value)
-    return result
 
 
 @contextmanager
