@@ -13,6 +13,7 @@ What is left — wrong types, values outside an enum, malformed formats — is a
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import re
 from dataclasses import dataclass
@@ -20,13 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 from kubernetes_validate import utils as schema_files
 from referencing import Registry, Resource
 
+from harness.manifests import MANIFESTS_DIR, load_manifest, manifest_files
 from harness.versions import KubeVersion
 
-MANIFESTS_DIR = Path(__file__).resolve().parent.parent / "manifests"
 SCHEMA_PACKAGE_VERSION = importlib.metadata.version("kubernetes-validate")
 
 
@@ -63,47 +63,53 @@ def check_manifest(data: dict[str, Any], version: str, name: str) -> list[Manife
     """Every schema problem of one manifest for a schema release ('1.27.0'); unknown fields, `required` aside."""
     api_version = str(data.get("apiVersion", ""))
     group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)  # batch/v1 -> batch-v1 (as the library)
-    directory = f"kubernetes-json-schema/v{version}-local"
     try:
-        schema = schema_files.schema_contents(
-            f"{directory}/{str(data.get('kind', '')).lower()}-{group_version}.json", version
-        )
+        validator = _validator(f"{str(data.get('kind', '')).lower()}-{group_version}.json", version)
     except FileNotFoundError:
         return [ManifestProblem(name, "", f"no schema for {data.get('kind')} {api_version} in Kubernetes {version}")]
-    definitions = schema_files.schema_contents(f"{directory}/_definitions.json", version)
-    registry: Registry[Any] = Resource.from_contents(schema) @ (Resource.from_contents(definitions) @ Registry())
-    validator = _Validator(schema, registry=registry)
     return [
         ManifestProblem(name, ".".join(str(p) for p in error.absolute_path), error.message)
         for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     ]
 
 
+@functools.cache
+def _validator(schema_file: str, version: str) -> Any:
+    """The validator of one kind's schema in one release (read once: the files are large)."""
+    schema = schema_files.schema_contents(f"{_schema_directory(version)}/{schema_file}", version)
+    return _Validator(schema, registry=Resource.from_contents(schema) @ _definitions(version))
+
+
+@functools.cache
+def _definitions(version: str) -> Registry[Any]:
+    definitions = schema_files.schema_contents(f"{_schema_directory(version)}/_definitions.json", version)
+    return Resource.from_contents(definitions) @ Registry()
+
+
+def _schema_directory(version: str) -> str:
+    return f"kubernetes-json-schema/v{version}-local"
+
+
 def check_manifests(version: KubeVersion, directory: Path = MANIFESTS_DIR) -> tuple[list[ManifestProblem], str]:
-    """Problems of every manifest for this version, and a sentence saying what was checked against what."""
+    """Problems of every manifest for this version (an overlay as applied), and a sentence saying what was checked."""
     schema = schema_version(version)
     if schema is None:
         return [], (
             f"manifests not checked against a schema: kubernetes-validate {SCHEMA_PACKAGE_VERSION} has none "
             f"for Kubernetes {version} (the server still validates them at create)"
         )
-    problems: list[ManifestProblem] = []
-    files = sorted(directory.glob("*.yaml"))
-    for path in files:
-        for document in yaml.safe_load_all(path.read_text()):
-            if document:
-                problems.extend(check_manifest(document, schema, path.name))
+    files = manifest_files(directory)
+    problems = [p for name in files for p in check_manifest(load_manifest(name, directory), schema, name)]
     return problems, f"{len(files)} manifests checked against the Kubernetes {schema} schema"
 
 
 def images_in_manifests(directory: Path = MANIFESTS_DIR) -> list[str]:
     """Every container image the suite's manifests name (pods, and the pod templates of workloads)."""
     images: set[str] = set()
-    for path in sorted(directory.glob("*.yaml")):
-        for document in yaml.safe_load_all(path.read_text()):
-            spec = (document or {}).get("spec") or {}
-            pod_spec = ((spec.get("template") or {}).get("spec")) or spec
-            for container in (pod_spec.get("containers") or []) + (pod_spec.get("initContainers") or []):
-                if container.get("image"):
-                    images.add(str(container["image"]))
+    for name in manifest_files(directory):
+        spec = load_manifest(name, directory).get("spec") or {}
+        pod_spec = ((spec.get("template") or {}).get("spec")) or spec
+        for container in (pod_spec.get("containers") or []) + (pod_spec.get("initContainers") or []):
+            if container.get("image"):
+                images.add(str(container["image"]))
     return sorted(images)

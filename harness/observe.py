@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, Generic, NamedTuple, Self, TypeVar
 
 from harness.transport import WatchEvent, WatchHandle
 from harness.views import DaemonSetView, DeploymentView, EndpointsView, JobView, PodView, StatefulSetView
@@ -358,22 +358,30 @@ def cannot_start(observer: Observer[PodView]) -> str | None:
     return None
 
 
-def in_server_order(*observers: Observer[Any]) -> list[tuple[float, str, str, Any]]:
+class Change(NamedTuple):
+    """One change in the stream of several watches (in_server_order)."""
+
+    t: float  # when it arrived (transport clock)
+    kind: str  # the watched kind: Pod, StatefulSet, ...
+    type: str  # ADDED / MODIFIED / DELETED, or GONE (missing from a re-list)
+    view: Any  # the object as changed (PodView, StatefulSetView, ...)
+
+
+def in_server_order(*observers: Observer[Any]) -> list[Change]:
     """Every change seen by several watches, as one stream in the order the API server made them.
 
     Each watch delivers its own kind in order, but two watches interleave by arrival. The server's order is
     the resourceVersion: in kind (one etcd) it is the etcd revision, an integer that grows with every write.
     The API asks clients to treat it as opaque; the suite uses it only to order what it already saw, and
     falls back to arrival order when any change has no integer version (another storage, or a GONE noticed
-    by a relist). Items: (arrival, kind, type, view).
+    by a relist).
     """
-    merged = [(t, o.kind, type_, view) for o in observers for t, type_, view in o.changes]
+    merged = [Change(t, o.kind, type_, view) for o in observers for t, type_, view in o.changes]
 
-    def key(item: tuple[float, str, str, Any]) -> tuple[int, float]:
-        t, _, type_, view = item
-        version = getattr(view, "resource_version", "")
-        return (int(version), t) if type_ != "GONE" and str(version).isdigit() else (-1, t)
+    def key(change: Change) -> tuple[int, float]:
+        version = getattr(change.view, "resource_version", "")
+        return (int(version), change.t) if change.type != "GONE" and str(version).isdigit() else (-1, change.t)
 
-    if all(key(item)[0] >= 0 for item in merged):
+    if all(key(change)[0] >= 0 for change in merged):
         return sorted(merged, key=key)
-    return sorted(merged, key=lambda item: item[0])
+    return sorted(merged, key=lambda change: change.t)

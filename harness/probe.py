@@ -17,13 +17,12 @@ import yaml
 
 from harness.expectations import FAIL, NOT_OBSERVABLE, PASS, UNDECIDED, Verdict, evaluate, load_claims, not_observable
 from harness.kind import container_state_on_node
+from harness.manifests import load_manifest
 from harness.observe import Observer, PodObserver, Timeline, cannot_start
 from harness.run import RUN_LABEL, SUITE_LABEL, Run, safe_name
 from harness.transport import JsonDict, Recording, ReplayTransport, Transport
 from harness.versions import KubeVersion
 from harness.views import PodView
-
-MANIFESTS_DIR = Path(__file__).resolve().parent.parent / "manifests"
 
 # Budget for a pod to be scheduled, pull its (small, pinned) image and become Ready on a fresh node.
 POD_START_BUDGET_S = 180.0
@@ -92,8 +91,8 @@ class Probe:
         return self._server_version
 
     def manifest(self, filename: str) -> JsonDict:
-        """A manifest from manifests/, labelled as the suite's."""
-        return labelled(yaml.safe_load((MANIFESTS_DIR / filename).read_text()), self.run_id)
+        """A manifest from manifests/ (a file, or an overlay of one: harness/manifests.py), labelled as the suite's."""
+        return labelled(load_manifest(filename), self.run_id)
 
     def create_pod(self, manifest: JsonDict) -> PodView:
         return PodView.from_object(self.create(manifest))

@@ -15,13 +15,11 @@ controller's rule about terminating pods, which is what the claims are about.
 
 Where the server does not know podReplacementPolicy, the Strict create (harness/transport.py) is refused as
 an unknown field; the probe records that as the claim `<variant>.policy-field` and then creates the Job
-without the field, as a client with the default field validation (Warn: unknown fields dropped) would have
-it, so the remaining claims show the default behaviour on that version.
+without the field (manifests/*.without-policy-field.yaml), as a client with the default field validation
+(Warn: unknown fields dropped) would have it, so the remaining claims show the default behaviour there.
 """
 
 from __future__ import annotations
-
-import copy
 
 import pytest
 
@@ -38,16 +36,17 @@ START_BUDGET_S = 180.0
 REPLACEMENT_BUDGET_S = 60.0
 
 
-def create_job(probe: Probe, manifest: JsonDict) -> str:
-    """Create the Job; return what the server kept of spec.podReplacementPolicy ('rejected' if refused)."""
+def create_job(probe: Probe, manifest: JsonDict, without_field: str | None) -> str:
+    """Create the Job; return what the server kept of spec.podReplacementPolicy ('rejected' if refused).
+
+    Refused, the Job is created from `without_field`: the same manifest without the field.
+    """
     try:
         created = probe.create(manifest, anchor=False)
     except Rejected as rejected:
-        if "podReplacementPolicy" not in rejected.message:
+        if "podReplacementPolicy" not in rejected.message or without_field is None:
             raise
-        without = copy.deepcopy(manifest)
-        del without["spec"]["podReplacementPolicy"]
-        probe.create(without)
+        probe.create(probe.manifest(without_field))
         return "rejected"
     return str(created["spec"].get("podReplacementPolicy"))
 
@@ -75,13 +74,18 @@ def max_terminating(jobs: Observer[JobView]) -> int | None:
     return max(values) if values else None
 
 
-def delete_running_pod_and_watch(probe: Probe, manifest_file: str, variant: str) -> None:
-    """Create the Job, delete its running pod, and check the `variant`'s claims (expectations/job_replacement.yaml)."""
+def delete_running_pod_and_watch(
+    probe: Probe, manifest_file: str, variant: str, without_field: str | None = None
+) -> None:
+    """Create the Job, delete its running pod, and check the `variant`'s claims (expectations/job_replacement.yaml).
+
+    `without_field`: the manifest to create instead where the server refuses podReplacementPolicy.
+    """
     manifest = probe.manifest(manifest_file)
     name = manifest["metadata"]["name"]
     jobs: Observer[JobView] = probe.watch_all("Job", focus=name)
     pods = probe.watch_pods()
-    kept = create_job(probe, manifest)
+    kept = create_job(probe, manifest, without_field)
     if "podReplacementPolicy" in manifest["spec"]:
         probe.check(f"{variant}.policy-field", kept)
     pods.wait_for(f"Job {name}'s pod to run", lambda o: running(o) is not None, within=START_BUDGET_S)
@@ -116,9 +120,19 @@ def test_job_with_pod_failure_policy_replaces_a_deleted_pod(probe: Probe) -> Non
 
 def test_job_replacing_terminating_or_failed_pods(probe: Probe) -> None:
     """KEP-3939: podReplacementPolicy TerminatingOrFailed replaces a pod as soon as it is terminating."""
-    delete_running_pod_and_watch(probe, "job-pod-replaced-terminating-or-failed.yaml", "terminating-or-failed")
+    delete_running_pod_and_watch(
+        probe,
+        "job-pod-replaced-terminating-or-failed.yaml",
+        "terminating-or-failed",
+        without_field="job-pod-replaced-terminating-or-failed.without-policy-field.yaml",
+    )
 
 
 def test_job_replacing_failed_pods_only(probe: Probe) -> None:
     """KEP-3939: podReplacementPolicy Failed replaces a pod only once it is terminal."""
-    delete_running_pod_and_watch(probe, "job-pod-replaced-when-failed.yaml", "failed")
+    delete_running_pod_and_watch(
+        probe,
+        "job-pod-replaced-when-failed.yaml",
+        "failed",
+        without_field="job-pod-replaced-when-failed.without-policy-field.yaml",
+    )

@@ -150,8 +150,7 @@ def test_always_pod_ignoring_sigterm(probe: Probe) -> None:
 
 def test_always_pod_ignoring_sigterm_default_grace(probe: Probe) -> None:
     """The same with no terminationGracePeriodSeconds, as in the document: the API's default of 30 s."""
-    manifest = probe.manifest("pod-finalizer-ignores-sigterm.yaml")
-    del manifest["spec"]["terminationGracePeriodSeconds"]
+    manifest = probe.manifest("pod-finalizer-ignores-sigterm.default-grace.yaml")
     pod, deleted_at, timeout = delete_and_watch(probe, manifest)
     probe.check("default-grace-period", as_deleted(pod).deletion_grace_period_seconds)
     check_sigkilled(probe, pod, timeout)
@@ -176,8 +175,7 @@ def test_always_pod_trapping_sigterm(probe: Probe) -> None:
 
 def test_onfailure_pod_ignoring_sigterm(probe: Probe) -> None:
     """restartPolicy OnFailure, finalizer, SIGTERM ignored: the document's claim covers OnFailure too."""
-    manifest = probe.manifest("pod-finalizer-ignores-sigterm.yaml")
-    manifest["spec"]["restartPolicy"] = "OnFailure"
+    manifest = probe.manifest("pod-finalizer-ignores-sigterm.onfailure.yaml")
     pod, deleted_at, timeout = delete_and_watch(probe, manifest)
     check_sigkilled(probe, pod, timeout)
     check_phases(probe, "onfailure.sigterm-ignored.phases", pod, deleted_at, timeout)
@@ -187,8 +185,7 @@ def test_onfailure_pod_ignoring_sigterm(probe: Probe) -> None:
 
 def test_onfailure_pod_trapping_sigterm(probe: Probe) -> None:
     """restartPolicy OnFailure, finalizer, SIGTERM trapped, exit 0."""
-    manifest = probe.manifest("pod-finalizer-traps-sigterm.yaml")
-    manifest["spec"]["restartPolicy"] = "OnFailure"
+    manifest = probe.manifest("pod-finalizer-traps-sigterm.onfailure.yaml")
     pod, deleted_at, timeout = delete_and_watch(probe, manifest)
     check_exited_on_sigterm(probe, pod, timeout)
     check_phases(probe, "onfailure.sigterm-handled.phases", pod, deleted_at, timeout)
@@ -201,8 +198,7 @@ def test_onfailure_pod_trapping_sigterm(probe: Probe) -> None:
 
 def test_pod_without_finalizer_ignoring_sigterm(probe: Probe) -> None:
     """restartPolicy Always, no finalizer, SIGTERM ignored: the phase the watch shows before the pod is gone."""
-    manifest = probe.manifest("pod-finalizer-ignores-sigterm.yaml")
-    del manifest["metadata"]["finalizers"]
+    manifest = probe.manifest("pod-finalizer-ignores-sigterm.no-finalizer.yaml")
     pod, deleted_at, timeout = delete_and_watch(probe, manifest, until_gone=True)
     check_phases(probe, "no-finalizer.sigterm-ignored.phases", pod, deleted_at, timeout)
     probe.conclude()
@@ -210,8 +206,7 @@ def test_pod_without_finalizer_ignoring_sigterm(probe: Probe) -> None:
 
 def test_pod_without_finalizer_trapping_sigterm(probe: Probe) -> None:
     """restartPolicy Always, no finalizer, SIGTERM trapped: the phase the watch shows before the pod is gone."""
-    manifest = probe.manifest("pod-finalizer-traps-sigterm.yaml")
-    del manifest["metadata"]["finalizers"]
+    manifest = probe.manifest("pod-finalizer-traps-sigterm.no-finalizer.yaml")
     pod, deleted_at, timeout = delete_and_watch(probe, manifest, until_gone=True)
     check_phases(probe, "no-finalizer.sigterm-handled.phases", pod, deleted_at, timeout)
     probe.conclude()

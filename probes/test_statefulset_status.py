@@ -15,11 +15,9 @@ over the whole stream; a violation is reported with the offending status update 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from harness.observe import Observer, PodObserver, in_server_order
+from harness.observe import Change, Observer, PodObserver, in_server_order
 from harness.probe import Probe
 from harness.views import PodView, StatefulSetView
 
@@ -41,7 +39,7 @@ START_BUDGET_S = 180.0
 SETTLE_S = 10.0
 
 
-def existing_pods(changes: list[tuple[float, str, str, Any]], upto: int) -> list[str]:
+def existing_pods(changes: list[Change], upto: int) -> list[str]:
     """The pods that existed just before change number `upto` of the ordered stream."""
     alive: set[str] = set()
     for _, kind, type_, view in changes[:upto]:
@@ -54,12 +52,12 @@ def existing_pods(changes: list[tuple[float, str, str, Any]], upto: int) -> list
     return sorted(alive)
 
 
-def status_updates(changes: list[tuple[float, str, str, Any]]) -> list[tuple[int, StatefulSetView]]:
+def status_updates(changes: list[Change]) -> list[tuple[int, StatefulSetView]]:
     """(position in the stream, StatefulSet as written) for every change of the StatefulSet."""
     return [(i, view) for i, (_, kind, type_, view) in enumerate(changes) if kind == "StatefulSet" and type_ != "GONE"]
 
 
-def replicas_below_pods(changes: list[tuple[float, str, str, Any]]) -> str | None:
+def replicas_below_pods(changes: list[Change]) -> str | None:
     """The first status write whose status.replicas is below the number of pods that existed, or None."""
     for position, view in status_updates(changes):
         pods = existing_pods(changes, position)
@@ -70,7 +68,7 @@ def replicas_below_pods(changes: list[tuple[float, str, str, Any]]) -> str | Non
     return None
 
 
-def current_revision_moved_early(changes: list[tuple[float, str, str, Any]], original: str | None) -> str | None:
+def current_revision_moved_early(changes: list[Change], original: str | None) -> str | None:
     """The first status write that moved currentRevision away from `original` before every pod was updated.
 
     With the partition above 0 not every pod is ever updated here, so any move is early.

@@ -30,14 +30,6 @@ SLACK_S = 30.0
 ENDPOINT_BOUND_S = 10.0
 
 
-def timeline_pod(probe: Probe, manifest_name: str, prestop_s: int, grace_s: int) -> JsonDict:
-    manifest = probe.manifest(manifest_name)
-    manifest["spec"]["terminationGracePeriodSeconds"] = grace_s
-    hook = manifest["spec"]["containers"][0]["lifecycle"]["preStop"]["exec"]["command"]
-    hook[-1] = hook[-1].replace("PRESTOP_SECONDS", str(prestop_s))
-    return manifest
-
-
 def container_instants(probe: Probe, pod: PodView) -> dict[str, float]:
     """The instants the container wrote down ('prestop-start 1234.56'), by name, first occurrence.
 
@@ -123,9 +115,7 @@ def test_deletion_fields_from_the_spec(probe: Probe) -> None:
     """Document 002 §1: deletionTimestamp = time of the delete + terminationGracePeriodSeconds (7 s here),
     deletionGracePeriodSeconds = terminationGracePeriodSeconds.
     """
-    manifest = probe.manifest("pod-finalizer-traps-sigterm.yaml")
-    manifest["spec"]["terminationGracePeriodSeconds"] = 7
-    pod, requested_at, _ = delete_and_observe(probe, manifest)
+    pod, requested_at, _ = delete_and_observe(probe, probe.manifest("pod-finalizer-traps-sigterm.grace-7s.yaml"))
     probe.check("deletion.grace-from-spec", pod.deletion_grace_period_seconds)
     check_deletion_timestamp(probe, pod, requested_at, 7)
     probe.conclude()
@@ -133,8 +123,7 @@ def test_deletion_fields_from_the_spec(probe: Probe) -> None:
 
 def test_deletion_fields_with_a_grace_period_override(probe: Probe) -> None:
     """The same when DeleteOptions.gracePeriodSeconds (3 s) overrides the spec's 7 s: the override wins."""
-    manifest = probe.manifest("pod-finalizer-traps-sigterm.yaml")
-    manifest["spec"]["terminationGracePeriodSeconds"] = 7
+    manifest = probe.manifest("pod-finalizer-traps-sigterm.grace-7s.yaml")
     pod, requested_at, _ = delete_and_observe(probe, manifest, grace_override=3)
     probe.check("deletion.grace-from-override", pod.deletion_grace_period_seconds)
     check_deletion_timestamp(probe, pod, requested_at, 3)
@@ -148,9 +137,7 @@ def test_prestop_within_the_grace_period(probe: Probe) -> None:
     """Document 002 §2-a: preStop (3 s) ends within the grace (10 s): SIGTERM follows it, and the container,
     which ignores SIGTERM, is SIGKILLed when the grace has run out, about 10 s after the delete.
     """
-    pod, _, running = delete_and_observe(
-        probe, timeline_pod(probe, "pod-prestop-timeline.yaml", prestop_s=3, grace_s=10)
-    )
+    pod, _, running = delete_and_observe(probe, probe.manifest("pod-prestop-timeline.within-grace.yaml"))
     instants = container_instants(probe, pod)
     probe.check("prestop-in-time.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
     probe.check("sigkilled.exit", main_exit(pod), evidence=running)
@@ -162,9 +149,7 @@ def test_prestop_overrunning_the_grace_period(probe: Probe) -> None:
     """Document 002 §2-a: preStop (30 s) overruns the grace (5 s): it is cut off, SIGTERM comes at the end of
     the grace and SIGKILL a fixed 2 s later (the kubelet's minimumGracePeriodInSeconds).
     """
-    pod, _, running = delete_and_observe(
-        probe, timeline_pod(probe, "pod-prestop-timeline.yaml", prestop_s=30, grace_s=5)
-    )
+    pod, _, running = delete_and_observe(probe, probe.manifest("pod-prestop-timeline.overrunning-grace.yaml"))
     instants = container_instants(probe, pod)
     probe.check("prestop-overrun.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
     probe.check("prestop-overrun.prestop-cut-off", "prestop-end" not in instants)
@@ -175,8 +160,7 @@ def test_prestop_overrunning_the_grace_period(probe: Probe) -> None:
 
 def test_sigterm_handled_after_prestop(probe: Probe) -> None:
     """Document 002 §2-a: preStop (2 s), then SIGTERM, which the container handles in 1 s and exits 0."""
-    manifest = timeline_pod(probe, "pod-graceful-exit-after-prestop.yaml", prestop_s=2, grace_s=10)
-    pod, _, running = delete_and_observe(probe, manifest)
+    pod, _, running = delete_and_observe(probe, probe.manifest("pod-graceful-exit-after-prestop.prestop-2s.yaml"))
     instants = container_instants(probe, pod)
     probe.check("graceful.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
     probe.check("graceful.exit", main_exit(pod), evidence=running)

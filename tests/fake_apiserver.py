@@ -16,6 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from harness.manifests import merge_patch
+
 JsonDict = dict[str, Any]
 # A watch stream that starts with this marker is sent only once the pod has been deleted.
 AFTER_DELETE: JsonDict = {"after": "DELETE"}
@@ -31,6 +33,7 @@ class Script:
     log: str = "Hello world\n"
     namespaces: set[str] = field(default_factory=set)
     deleted: threading.Event = field(default_factory=threading.Event)
+    stopping: threading.Event = field(default_factory=threading.Event)  # set when the stand-in shuts down
     # Faults to inject: (method, last path segment) -> statuses to answer, one per request, before behaving.
     faults: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     nodes_ready: str = "True"
@@ -117,8 +120,10 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
                 if lines and lines[0] == AFTER_DELETE:  # hold this stream until the pod is deleted
                     script.deleted.wait(20)
                     lines = lines[1:]
-                elif not lines:  # nothing scripted: an idle watch that the server ends after a moment
-                    script.deleted.wait(0.5)
+                # Nothing scripted: an idle watch, held (as the API server does) until its timeout, or until the
+                # stand-in goes away (and the client most likely with it): then it just ends.
+                elif not lines and script.stopping.wait(float(query.get("timeoutSeconds", ["30"])[0])):
+                    return
                 data = "".join(json.dumps(line) + "\n" for line in lines).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -164,7 +169,7 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             path, _ = self._record((self.headers["Content-Type"], body))
             if "/apis/apps/v1/" in path:  # a merge patch of a workload: answer with the patch applied
-                merged = _merge(script.workloads.get(path, {}), body)
+                merged = merge_patch(script.workloads.get(path, {}), body)  # as the API server applies it
                 script.workloads[path] = merged
                 self._send(200, merged)
                 return
@@ -200,27 +205,16 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def _merge(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch, as the API server applies application/merge-patch+json."""
-    if not isinstance(patch, dict):
-        return patch
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = _merge(result.get(key), value)
-    return result
-
-
 @contextmanager
 def fake_apiserver(script: Script) -> Iterator[str]:
     """Serve `script` on a free loopback port; yields the base URL."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(script))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll interval: shutdown() waits for the serving loop to notice (0.5 s by default, per test).
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
+        script.stopping.set()
         server.shutdown()
         server.server_close()

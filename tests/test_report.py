@@ -15,7 +15,7 @@ import pytest
 
 from harness import report, timeline_svg
 from harness.expectations import Claim, Expectation, load_claims
-from harness.report import build_matrix, load_records, render_html, render_markdown, write_report
+from harness.report import Matrix, build_matrix, load_records, render_html, render_markdown, write_report
 from harness.run import safe_name
 from tests.derived import derived, write_derived
 
@@ -95,6 +95,16 @@ def live_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     proc = replay(made, runs)
     assert "1 failed, 1 passed" in proc.stdout, proc.stdout  # the v1.27.16 one disagrees, as made
     return runs
+
+
+@pytest.fixture(scope="module")
+def written_report(replayed_runs: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Matrix, Path]:
+    """`make report` on the replayed runs, once (drawing every probe's timeline is the slow part): matrix, directory.
+
+    The tests that read its files share it and only read it.
+    """
+    directory = tmp_path_factory.mktemp("report")
+    return write_report([replayed_runs], directory), directory
 
 
 # ------------------------------------------------------------------------------------------ the matrix
@@ -323,9 +333,9 @@ def test_pull_requests_are_read_from_the_sources_release_notes_first() -> None:
 # ------------------------------------------------------------------------------------------ files
 
 
-def test_markdown_and_html_show_the_matrix_and_provenance(replayed_runs: Path, tmp_path: Path) -> None:
-    matrix = write_report([replayed_runs], tmp_path)
-    markdown = (tmp_path / "report.md").read_text()
+def test_markdown_and_html_show_the_matrix_and_provenance(written_report: tuple[Matrix, Path]) -> None:
+    matrix, directory = written_report
+    markdown = (directory / "report.md").read_text()
     # the claim's row under the first probe: derived, live and expected values, each marked as what it is
     statement = matrix.claims["always.sigterm-ignored.phases"]["statement"]
     row = next(line for line in markdown.splitlines() if line.startswith(f"| {statement} `always.sigterm"))
@@ -348,7 +358,7 @@ def test_markdown_and_html_show_the_matrix_and_provenance(replayed_runs: Path, t
         " | 2026-11-23 12:08 UTC |" in markdown
     )
     assert len(markdown.encode()) < 300_000  # a job summary's size (GitHub allows 1 MiB)
-    html = (tmp_path / "report.html").read_text()
+    html = (directory / "report.html").read_text()
     assert 'data-claim="always.sigterm-ignored.phases" data-version="v1.27.3"' in html
     assert "k/k#115331" in html  # the sources, one click away
     assert render_markdown(matrix) == markdown and render_html(matrix) == html
@@ -356,7 +366,7 @@ def test_markdown_and_html_show_the_matrix_and_provenance(replayed_runs: Path, t
     links = re.findall(r"\]\((timelines/[^)]+\.svg)\)", markdown)
     assert len(set(links)) == len(matrix.timelines)
     for link in links:
-        assert (tmp_path / link).read_text().startswith("<svg")
+        assert (directory / link).read_text().startswith("<svg")
 
 
 def test_a_corrected_expectation_re_evaluates_old_recordings_and_says_what_changed(replayed_runs: Path) -> None:
@@ -389,8 +399,8 @@ def test_a_corrected_expectation_re_evaluates_old_recordings_and_says_what_chang
 # ------------------------------------------------------------------------------------------ timelines
 
 
-def test_each_probe_has_a_timeline_drawn_with_its_versions_stacked(replayed_runs: Path) -> None:
-    matrix = build_matrix(load_records([replayed_runs]))
+def test_each_probe_has_a_timeline_drawn_with_its_versions_stacked(written_report: tuple[Matrix, Path]) -> None:
+    matrix, directory = written_report
     series = matrix.timelines[PHASES]
     assert list(series) == ["v1.26.6", "v1.27.3", "v1.28.0"]
     assert matrix.timeline_tags[PHASES] == {"v1.26.6": "derived", "v1.27.3": "live", "v1.28.0": "live"}
@@ -399,10 +409,10 @@ def test_each_probe_has_a_timeline_drawn_with_its_versions_stacked(replayed_runs
         labels = [label for _, label in timeline_svg.marks(series[version])]
         assert "running-pod Failed" in labels and "main exit 137 (SIGKILL)" in labels
     assert "running-pod Failed" not in [label for _, label in timeline_svg.marks(series["v1.26.6"])]
-    svg = report.drawings(matrix)[PHASES]
+    svg = (directory / report.timeline_file(PHASES)).read_text()
     tags = re.findall(r'<g class="row" data-version="([^"]+)">.*?font-size="10">(\w+)</text>', svg)
     assert tags == [("v1.26.6", "derived"), ("v1.27.3", "live"), ("v1.28.0", "live")]  # under each row's version
-    html = render_html(matrix)
+    html = (directory / "report.html").read_text()
     assert html.count('<figure class="timeline"') == len(matrix.timelines)
     assert "<svg" in html and "main exit 137 (SIGKILL)" in html
 
@@ -617,11 +627,11 @@ def checked_in_browser(browser: str, profile: Path, page: Path, width: int, scro
 
 
 def test_the_html_report_renders_in_a_browser_sticky_parts_stay_and_a_cell_opens_its_sources(
-    replayed_runs: Path, tmp_path: Path
+    written_report: tuple[Matrix, Path], tmp_path: Path
 ) -> None:
     browser = chromium()
-    write_report([replayed_runs], tmp_path)
-    page = tmp_path / "report.html"
+    page = tmp_path / "report.html"  # a copy: the checks and the frame below are written beside it
+    page.write_text((written_report[1] / "report.html").read_text())
     profile = tmp_path / "profile"
     dom = browse(browser, profile, "--dump-dom", page.as_uri()).stdout
     assert 'data-claim="always.sigterm-ignored.phases"' in dom

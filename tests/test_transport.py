@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from kubernetes.client.exceptions import ApiException
@@ -18,6 +18,7 @@ from harness.transport import (
     RecordingTransport,
     Rejected,
     ReplayTransport,
+    Transport,
     WatchEvent,
     _LiveWatch,
     is_transient,
@@ -25,10 +26,25 @@ from harness.transport import (
 from tests.doubles import ScriptedWatch, pod
 
 
-class ScriptedCluster:
+class ScriptedCluster(Transport):
     """Stands in for LiveTransport: fixed answers and a scripted watch, on a virtual clock."""
 
     node_access = True
+    # call -> (seconds it takes, its answer to the request)
+    ANSWERS: ClassVar[dict[str, tuple[float, Callable[..., Any]]]] = {
+        "server_version": (0.0, lambda: {"gitVersion": "v1.27.3"}),
+        "wall_clock": (0.0, lambda: 1_700_000_000.0),
+        "create": (0.0, lambda namespace, manifest: pod(rv="1")),
+        "get": (0.0, lambda **_: None),
+        "delete": (0.05, lambda **_: pod(rv="2")),
+        "list_objects": (0.0, lambda **_: {"metadata": {"resourceVersion": "1"}, "items": []}),
+        "list_events": (0.0, lambda namespace: []),
+        "read_log": (0.0, lambda **_: "Hello world\n"),
+        "node_containers": (0.0, lambda node: [{"id": "abc123", "state": "CONTAINER_EXITED"}]),
+        "patch": (0.25, lambda kind, namespace, name, patch: {"kind": kind, "metadata": {"name": name}, **patch}),
+        "evict": (0.25, lambda api_version, **_: {"kind": "Status", "status": "Success", "apiVersion": api_version}),
+        "node_shutdown": (0.25, lambda node, starting: {"kubelet_inhibitor": True, "output": f"{node} {starting}"}),
+    }
 
     def __init__(self) -> None:
         self.watch_stream = ScriptedWatch(
@@ -44,48 +60,12 @@ class ScriptedCluster:
     def last_call_started(self) -> float:
         return self.watch_stream.now
 
-    def server_version(self) -> dict[str, Any]:
-        return {"gitVersion": "v1.27.3"}
-
-    def wall_clock(self) -> float:
-        return 1_700_000_000.0
-
-    def create(self, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
-        return pod(rv="1")
-
-    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-        return None
-
-    def delete(self, kind: str, namespace: str, name: str, grace_period_seconds: int | None = None) -> dict[str, Any]:
-        self.watch_stream.now += 0.05
-        return pod(rv="2")
-
-    def list_objects(self, kind: str, namespace: str) -> dict[str, Any]:
-        return {"metadata": {"resourceVersion": "1"}, "items": []}
-
-    def watch(self, kind: str, namespace: str, name: str | None, resource_version: str) -> ScriptedWatch:
-        return self.watch_stream
-
-    def list_events(self, namespace: str) -> list[dict[str, Any]]:
-        return []
-
-    def read_log(self, namespace: str, pod: str, container: str) -> str:
-        return "Hello world\n"
-
-    def node_containers(self, node: str) -> list[dict[str, Any]] | None:
-        return [{"id": "abc123", "state": "CONTAINER_EXITED"}]
-
-    def patch(self, kind: str, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
-        self.watch_stream.now += 0.25
-        return {"kind": kind, "metadata": {"name": name}, **patch}
-
-    def evict(self, namespace: str, pod: str, api_version: str) -> dict[str, Any]:
-        self.watch_stream.now += 0.25
-        return {"kind": "Status", "status": "Success", "apiVersion": api_version}
-
-    def node_shutdown(self, node: str, starting: bool) -> dict[str, Any]:
-        self.watch_stream.now += 0.25
-        return {"kubelet_inhibitor": True, "output": f"{node} {starting}"}
+    def call(self, call_name: str, /, **request: Any) -> Any:
+        if call_name == "watch":
+            return self.watch_stream
+        seconds, answer = self.ANSWERS[call_name]
+        self.watch_stream.now += seconds
+        return answer(**request)
 
 
 def converse(transport: Any) -> list[Any]:
@@ -178,10 +158,10 @@ class GoneOnceWatch(_LiveWatch):
     def _stream(self) -> Iterator[dict[str, Any]]:
         self.streams += 1
         if self.streams == 1:
-            yield {"type": "MODIFIED", "raw_object": pod(rv="5")}
+            yield {"type": "MODIFIED", "object": pod(rv="5")}
             raise ApiException(status=410, reason="Gone")
-        yield {"type": "BOOKMARK", "raw_object": {"metadata": {"resourceVersion": "12"}}}
-        yield {"type": "MODIFIED", "raw_object": pod(rv="13")}
+        yield {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "12"}}}
+        yield {"type": "MODIFIED", "object": pod(rv="13")}
         self._stop.wait(5)
 
 
@@ -233,3 +213,11 @@ def test_a_rejected_create_is_recorded_and_replayed_as_the_same_rejection() -> N
     with pytest.raises(Rejected, match="unknown field") as replayed:
         replay.create("ns", {"kind": "Job", "x": 1})
     assert replayed.value.status == 400
+
+
+def test_the_live_transport_carries_out_every_declared_call() -> None:
+    """Transport declares the calls; a call LiveTransport did not override would reach `call` and fail live."""
+    not_calls = {"now", "pause", "last_call_started", "call"}
+    declared = {name for name, value in vars(Transport).items() if callable(value) and name[0] != "_"} - not_calls
+    assert len(declared) == 13
+    assert [name for name in sorted(declared) if getattr(LiveTransport, name) is getattr(Transport, name)] == []

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
-import yaml
 
+from harness.manifests import load_manifest, manifest_files
 from harness.versions import KubeVersion, NodeImage, VersionError, known_images, known_versions, resolve_image
 
 
@@ -105,10 +104,10 @@ def test_known_versions_are_ordered_by_minor() -> None:
 
 
 def test_every_image_the_probes_run_is_pinned_by_digest() -> None:
-    manifests = sorted((Path(__file__).resolve().parent.parent / "manifests").glob("*.yaml"))
+    manifests = manifest_files()
     assert manifests
-    for path in manifests:
-        spec = yaml.safe_load(path.read_text())["spec"]
+    for name in manifests:
+        spec = load_manifest(name)["spec"]  # an overlay as applied
         spec = spec.get("template", {}).get("spec", spec)  # a Job: its pod template
         for container in spec.get("containers", []) + spec.get("initContainers", []):
-            assert re.search(r"@sha256:[0-9a-f]{64}$", container["image"]), f"{path.name}: {container['image']}"
+            assert re.search(r"@sha256:[0-9a-f]{64}$", container["image"]), f"{name}: {container['image']}"

@@ -229,8 +229,7 @@ def job_replacement(
                 "rejected": {"status": 400, "message": STRICT_REJECTION},
             }
         )
-        without = copy.deepcopy(m)
-        del without["spec"]["podReplacementPolicy"]
+        without = manifest(manifest_file.replace(".yaml", ".without-policy-field.yaml"))
         del job["spec"]["podReplacementPolicy"]
         s.call("create", {"namespace": NAMESPACE, "manifest": without}, 0.25, {**copy.deepcopy(job), "status": {}})
     else:

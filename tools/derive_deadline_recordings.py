@@ -13,16 +13,13 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-import yaml
-
+from harness.manifests import load_manifest
 from harness.probe import labelled
 from harness.transport import RECORDING_FORMAT
 
 JsonDict = dict[str, Any]
-REPO = Path(__file__).resolve().parent.parent
 DOC_001 = "shared/seeds/001_626b127e201bb90e.txt"
 DOC_000 = "shared/seeds/000_c1d4d88888778485.txt"
 NAMESPACE = "plp-derived"
@@ -115,9 +112,8 @@ class Script:
 
 
 def manifest(name: str) -> JsonDict:
-    data: JsonDict = yaml.safe_load((REPO / "manifests" / name).read_text())
-    labelled(data, "derived")
-    return data
+    """A file of manifests/ (or an overlay of one) as the probe applies it."""
+    return labelled(load_manifest(name), "derived")
 
 
 def container_id(seed: str) -> str:

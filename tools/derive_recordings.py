@@ -20,11 +20,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from harness.manifests import load_manifest  # noqa: E402
 from harness.probe import labelled  # noqa: E402
 from harness.transport import RECORDING_FORMAT  # noqa: E402
 from harness.versions import resolve_image  # noqa: E402
@@ -45,14 +44,11 @@ EPOCH = datetime(2023, 12, 11, 0, 0, 0, tzinfo=UTC)  # the document's experiment
 @dataclass(frozen=True)
 class Scenario:
     probe: str  # test function in probes/test_phase_after_deletion.py
-    manifest: str
+    manifest: str  # the file in manifests/ it applies
     git_version: str
     handles_sigterm: bool
     phase_after_stop: str  # what the document (or basis) says the phase is once the container stopped
     basis: str
-    restart_policy: str = "Always"
-    grace: int | None = 5  # None: the API default (30 s)
-    finalizer: bool = True
     node_check: bool = True
     label: str = ""
 
@@ -113,13 +109,8 @@ class PodHistory:
 
 
 def derive(scenario: Scenario) -> JsonDict:
-    manifest = yaml.safe_load((REPO / "manifests" / scenario.manifest).read_text())
-    labelled(manifest, RUN_ID)
-    manifest["spec"]["restartPolicy"] = scenario.restart_policy
-    if scenario.grace is None:
-        del manifest["spec"]["terminationGracePeriodSeconds"]
-    if not scenario.finalizer:
-        del manifest["metadata"]["finalizers"]
+    manifest = labelled(load_manifest(scenario.manifest), RUN_ID)  # as the probe applies it
+    held_by_finalizer = "finalizers" in manifest["metadata"]
     request_manifest = copy.deepcopy(manifest)
 
     pod = PodHistory(scenario, manifest, created_at=0.0)
@@ -219,7 +210,7 @@ def derive(scenario: Scenario) -> JsonDict:
         containerStatuses=[pod.container({"terminated": terminated}, ready=False)],
     )
     event(stopped + 0.4)
-    if scenario.finalizer:
+    if held_by_finalizer:
         closed_at = stopped + 0.4 + 5.0  # the probe's settle window: nothing more happens
     else:
         event(stopped + 0.6, "DELETED")  # the kubelet's final delete once the status is written
@@ -274,33 +265,33 @@ SOURCE_126 = (
     "the phases here follow kubernetes/kubernetes v1.26.6 pkg/kubelet/kubelet_pods.go getPhase"
 )
 SOURCE_127 = f"{DOC_127}; OnFailure and no-finalizer variants follow k/k#115331 (kubelet_pods.go getPhase, v1.27.3)"
-IGNORES, TRAPS = "pod-finalizer-ignores-sigterm.yaml", "pod-finalizer-traps-sigterm.yaml"
+IGNORES, TRAPS = "pod-finalizer-ignores-sigterm", "pod-finalizer-traps-sigterm"
 
 SCENARIOS = [
-    Scenario("test_always_pod_ignoring_sigterm", IGNORES, "v1.26.6", False, "Running", DOC_126),
-    Scenario("test_always_pod_ignoring_sigterm", IGNORES, "v1.27.3", False, "Failed", DOC_127),
-    Scenario("test_always_pod_ignoring_sigterm_default_grace", IGNORES, "v1.26.6", False, "Running", DOC_126,
-             grace=None, node_check=False),
-    Scenario("test_always_pod_ignoring_sigterm_default_grace", IGNORES, "v1.27.3", False, "Failed", DOC_127,
-             grace=None, node_check=False),
-    Scenario("test_always_pod_trapping_sigterm", TRAPS, "v1.26.6", True, "Running", DOC_126),
-    Scenario("test_always_pod_trapping_sigterm", TRAPS, "v1.27.3", True, "Succeeded", DOC_127),
-    Scenario("test_onfailure_pod_ignoring_sigterm", IGNORES, "v1.26.6", False, "Running", SOURCE_126,
-             restart_policy="OnFailure"),
-    Scenario("test_onfailure_pod_ignoring_sigterm", IGNORES, "v1.27.3", False, "Failed", SOURCE_127,
-             restart_policy="OnFailure"),
-    Scenario("test_onfailure_pod_trapping_sigterm", TRAPS, "v1.26.6", True, "Succeeded", SOURCE_126,
-             restart_policy="OnFailure"),
-    Scenario("test_onfailure_pod_trapping_sigterm", TRAPS, "v1.27.3", True, "Succeeded", SOURCE_127,
-             restart_policy="OnFailure"),
-    Scenario("test_pod_without_finalizer_ignoring_sigterm", IGNORES, "v1.26.6", False, "Running", SOURCE_126,
-             finalizer=False, node_check=False),
-    Scenario("test_pod_without_finalizer_ignoring_sigterm", IGNORES, "v1.27.3", False, "Failed", SOURCE_127,
-             finalizer=False, node_check=False),
-    Scenario("test_pod_without_finalizer_trapping_sigterm", TRAPS, "v1.26.6", True, "Running", SOURCE_126,
-             finalizer=False, node_check=False),
-    Scenario("test_pod_without_finalizer_trapping_sigterm", TRAPS, "v1.27.3", True, "Succeeded", SOURCE_127,
-             finalizer=False, node_check=False),
+    Scenario("test_always_pod_ignoring_sigterm", f"{IGNORES}.yaml", "v1.26.6", False, "Running", DOC_126),
+    Scenario("test_always_pod_ignoring_sigterm", f"{IGNORES}.yaml", "v1.27.3", False, "Failed", DOC_127),
+    Scenario("test_always_pod_ignoring_sigterm_default_grace", f"{IGNORES}.default-grace.yaml", "v1.26.6", False,
+             "Running", DOC_126, node_check=False),
+    Scenario("test_always_pod_ignoring_sigterm_default_grace", f"{IGNORES}.default-grace.yaml", "v1.27.3", False,
+             "Failed", DOC_127, node_check=False),
+    Scenario("test_always_pod_trapping_sigterm", f"{TRAPS}.yaml", "v1.26.6", True, "Running", DOC_126),
+    Scenario("test_always_pod_trapping_sigterm", f"{TRAPS}.yaml", "v1.27.3", True, "Succeeded", DOC_127),
+    Scenario("test_onfailure_pod_ignoring_sigterm", f"{IGNORES}.onfailure.yaml", "v1.26.6", False, "Running",
+             SOURCE_126),
+    Scenario("test_onfailure_pod_ignoring_sigterm", f"{IGNORES}.onfailure.yaml", "v1.27.3", False, "Failed",
+             SOURCE_127),
+    Scenario("test_onfailure_pod_trapping_sigterm", f"{TRAPS}.onfailure.yaml", "v1.26.6", True, "Succeeded",
+             SOURCE_126),
+    Scenario("test_onfailure_pod_trapping_sigterm", f"{TRAPS}.onfailure.yaml", "v1.27.3", True, "Succeeded",
+             SOURCE_127),
+    Scenario("test_pod_without_finalizer_ignoring_sigterm", f"{IGNORES}.no-finalizer.yaml", "v1.26.6", False,
+             "Running", SOURCE_126, node_check=False),
+    Scenario("test_pod_without_finalizer_ignoring_sigterm", f"{IGNORES}.no-finalizer.yaml", "v1.27.3", False,
+             "Failed", SOURCE_127, node_check=False),
+    Scenario("test_pod_without_finalizer_trapping_sigterm", f"{TRAPS}.no-finalizer.yaml", "v1.26.6", True,
+             "Running", SOURCE_126, node_check=False),
+    Scenario("test_pod_without_finalizer_trapping_sigterm", f"{TRAPS}.no-finalizer.yaml", "v1.27.3", True,
+             "Succeeded", SOURCE_127, node_check=False),
 ]  # fmt: skip
 
 

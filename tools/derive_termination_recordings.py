@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from harness.manifests import load_manifest
 from harness.probe import labelled
 from harness.transport import RECORDING_FORMAT
 
@@ -37,7 +38,7 @@ def ts(t: float) -> str:
 @dataclass(frozen=True)
 class Scenario:
     probe: str
-    manifest: str
+    manifest: str  # the file in manifests/ the probe applies; grace and prestop are what it says
     grace: int
     prestop: int | None  # None: the manifest has no preStop hook
     override: int | None = None
@@ -67,12 +68,11 @@ def timeline(s: Scenario) -> tuple[float, list[tuple[str, float]], int]:
 
 
 def derive(s: Scenario, git_version: str) -> JsonDict:
-    manifest: JsonDict = yaml.safe_load((REPO / "manifests" / s.manifest).read_text())
-    labelled(manifest, "derived")
-    manifest["spec"]["terminationGracePeriodSeconds"] = s.grace if s.prestop is not None else 7
+    manifest: JsonDict = labelled(load_manifest(s.manifest), "derived")  # as the probe applies it
+    assert manifest["spec"]["terminationGracePeriodSeconds"] == s.grace, f"{s.manifest}: not the grace of {s}"
     if s.prestop is not None:
-        hook = manifest["spec"]["containers"][0]["lifecycle"]["preStop"]["exec"]["command"]
-        hook[-1] = hook[-1].replace("PRESTOP_SECONDS", str(s.prestop))
+        hook = manifest["spec"]["containers"][0]["lifecycle"]["preStop"]["exec"]["command"][-1]
+        assert f"sleep {s.prestop}\n" in hook, f"{s.manifest}: not the preStop of {s}"
     name = manifest["metadata"]["name"]
     grace = s.override if s.override is not None else manifest["spec"]["terminationGracePeriodSeconds"]
     finished, instants, exit_code = timeline(s)
@@ -179,13 +179,23 @@ def derive(s: Scenario, git_version: str) -> JsonDict:
 
 
 SCENARIOS = [
-    Scenario("test_deletion_fields_from_the_spec", "pod-finalizer-traps-sigterm.yaml", 7, None),
+    Scenario("test_deletion_fields_from_the_spec", "pod-finalizer-traps-sigterm.grace-7s.yaml", 7, None),
     Scenario(
-        "test_deletion_fields_with_a_grace_period_override", "pod-finalizer-traps-sigterm.yaml", 7, None, override=3
+        "test_deletion_fields_with_a_grace_period_override",
+        "pod-finalizer-traps-sigterm.grace-7s.yaml",
+        7,
+        None,
+        override=3,
     ),
-    Scenario("test_prestop_within_the_grace_period", "pod-prestop-timeline.yaml", 10, 3),
-    Scenario("test_prestop_overrunning_the_grace_period", "pod-prestop-timeline.yaml", 5, 30),
-    Scenario("test_sigterm_handled_after_prestop", "pod-graceful-exit-after-prestop.yaml", 10, 2, handles_sigterm=True),
+    Scenario("test_prestop_within_the_grace_period", "pod-prestop-timeline.within-grace.yaml", 10, 3),
+    Scenario("test_prestop_overrunning_the_grace_period", "pod-prestop-timeline.overrunning-grace.yaml", 5, 30),
+    Scenario(
+        "test_sigterm_handled_after_prestop",
+        "pod-graceful-exit-after-prestop.prestop-2s.yaml",
+        10,
+        2,
+        handles_sigterm=True,
+    ),
 ]
 
 
