@@ -211,9 +211,8 @@ def test_columns_say_live_or_derived_and_never_call_derived_values_observed(repl
     assert 'td class="c obs derived pass"' in html and 'td class="c obs live pass"' in html
     assert "No version has been observed on a live cluster yet" not in html
     assert "4 of the versions (v1.26.6, v1.27.3, v1.28.0, v1.28.4)\nwere observed on a cluster" in html
-    assert (
-        "4 of the versions (v1.26.6, v1.27.3, v1.28.0, v1.28.4) were observed on a live cluster"
-        in render_markdown(matrix)
+    assert "4 of the versions (v1.26.6, v1.27.3, v1.28.0, v1.28.4) were observed on a live cluster" in render_markdown(
+        matrix
     )
     # With derived recordings only, the page still says that no version was observed.
     derived_only = build_matrix([r for r in load_records([replayed_runs]) if report.origin_kind(r) == "derived"])
