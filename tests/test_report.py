@@ -173,10 +173,15 @@ def test_every_cell_shows_a_value_the_expected_one_in_grey_where_nothing_was_rec
 def test_columns_say_live_or_derived_and_never_call_derived_values_observed(replayed_runs: Path) -> None:
     matrix = build_matrix(load_records([replayed_runs]))
     html = render_html(matrix)
-    # Live: the 26 single-node probes on local builds of v1.27.3 and v1.28.0 (beside derived recordings of the
-    # probes a single node cannot run) and the StatefulSet probe on v1.28.4. Every other version is derived.
+    # Live: the 26 single-node probes on local builds of v1.26.6, v1.27.3 and v1.28.0 (beside derived recordings
+    # of the probes a single node cannot run) and the StatefulSet probe on v1.28.4. Every other version is derived.
     live = {v: p["kind"] for v, p in matrix.provenance.items() if p["kind"] != "derived"}
-    assert live == {"v1.27.3": "live + derived", "v1.28.0": "live + derived", "v1.28.4": "live"}
+    assert live == {
+        "v1.26.6": "live + derived",
+        "v1.27.3": "live + derived",
+        "v1.28.0": "live + derived",
+        "v1.28.4": "live",
+    }
     assert len(matrix.versions) - len(live) >= 10
     for version, p in matrix.provenance.items():
         if p["kind"] == "derived":
@@ -210,13 +215,15 @@ def test_columns_say_live_or_derived_and_never_call_derived_values_observed(repl
     }
     assert heads["v1.28.4"][1] == '<span class="badge live">live</span>'
     assert heads["v1.27.3"][1] == '<span class="badge live">live</span> <span class="badge derived">derived</span>'
-    assert heads["v1.26.6"][1] == '<span class="badge derived">derived</span>'
+    assert heads["v1.26.15"][1] == '<span class="badge derived">derived</span>'
     assert heads["v1.28.4"][0].startswith("live: local build of v1.28.4 at bae2c62678db (go1.20.11, containerd ")
     assert "not recorded (derived)" in html  # a derived column's "when"
     assert 'td class="c obs derived pass"' in html and 'td class="c obs live pass"' in html
     assert "No version has been observed on a live cluster yet" not in html
-    assert "3 of the versions (v1.27.3, v1.28.0, v1.28.4)\nwere observed on a cluster" in html
-    assert "3 of the versions (v1.27.3, v1.28.0, v1.28.4) were observed on a live cluster" in render_markdown(matrix)
+    assert "4 of the versions (v1.26.6, v1.27.3, v1.28.0, v1.28.4)\nwere observed on a cluster" in html
+    assert "4 of the versions (v1.26.6, v1.27.3, v1.28.0, v1.28.4) were observed on a live cluster" in render_markdown(
+        matrix
+    )
     # With derived recordings only, the page still says that no version was observed.
     derived_only = build_matrix([r for r in load_records([replayed_runs]) if report.origin_kind(r) == "derived"])
     assert {p["kind"] for p in derived_only.provenance.values()} == {"derived"}
@@ -303,7 +310,8 @@ def test_what_changed_lists_each_claim_whose_value_changes_with_the_pr_behind_it
     regression = changes[("v1.26.6", "v1.26.15")]["statefulset.partition.current-revision-holds"]
     assert regression.prs[:2] == ("119223", "117865") and regression.release_notes == ("CHANGELOG-1.26 v1.26.7",)
     assert "120731" not in regression.prs  # the source says it is *not* there
-    assert (regression.was.basis, regression.now.basis, regression.now.value) == ("expected", "derived", False)
+    assert (regression.was.basis, regression.was.value) == ("live", True)  # v1.26.6, before the cherry-pick
+    assert (regression.now.basis, regression.now.value) == ("derived", False)
     # observed live on both sides: the regression on v1.28.0 and its fix on v1.28.4
     fixed = changes[("v1.28.0", "v1.28.4")]["statefulset.partition.current-revision-holds"]
     assert fixed.prs == ("120731",) and (fixed.was.basis, fixed.was.value) == ("live", False)
@@ -340,12 +348,12 @@ def test_markdown_and_html_show_the_matrix_and_provenance(written_report: tuple[
     statement = matrix.claims["always.sigterm-ignored.phases"]["statement"]
     row = next(line for line in markdown.splitlines() if line.startswith(f"| {statement} `always.sigterm"))
     values = dict(zip(matrix.versions, [v.strip() for v in row.rstrip(" |").split(" | ")[1:]], strict=True))
-    assert values["v1.26.6"] == "✅ Running 📄"
+    assert values["v1.26.6"] == "✅ **Running**"
     assert values["v1.27.3"] == values["v1.28.0"] == "✅ **Running → Failed**"
     assert values["v1.28.4"] == "<sub>Running → Failed</sub>"
-    assert " v1.26.6 📄 | v1.26.15 📄 |" in markdown and " v1.28.0 | v1.28.4 | v1.28.15 📄 |" in markdown  # the head
+    assert " v1.26.6 | v1.26.15 📄 |" in markdown and " v1.28.0 | v1.28.4 | v1.28.15 📄 |" in markdown  # the head
     derived_column = (
-        "| v1.26.6 | derived | derived from documents, no cluster (document 000) | not recorded (derived) |"
+        "| v1.26.15 | derived | derived from documents, no cluster (document 000) | not recorded (derived) |"
     )
     assert derived_column in markdown
     assert (
@@ -388,8 +396,8 @@ def test_a_corrected_expectation_re_evaluates_old_recordings_and_says_what_chang
         ("always.sigterm-ignored.phases", "v1.27.3", "pass", "fail"),
         ("always.sigterm-ignored.phases", "v1.28.0", "pass", "fail"),
     ]
-    before = matrix.cells[("always.sigterm-ignored.phases", "v1.26.6")]  # derived, Running: still agrees
-    assert (before.origin, before.status, before.changed) == ("derived", "pass", False)
+    before = matrix.cells[("always.sigterm-ignored.phases", "v1.26.6")]  # live, Running: still agrees
+    assert (before.origin, before.status, before.changed) == ("live", "pass", False)
     assert "(was pass)" in render_markdown(matrix)
     html = render_html(matrix)
     assert html.count('class="c obs live fail changed"') == 2 * 2  # the claim's two rows, on both versions
@@ -403,7 +411,7 @@ def test_each_probe_has_a_timeline_drawn_with_its_versions_stacked(written_repor
     matrix, directory = written_report
     series = matrix.timelines[PHASES]
     assert list(series) == ["v1.26.6", "v1.27.3", "v1.28.0"]
-    assert matrix.timeline_tags[PHASES] == {"v1.26.6": "derived", "v1.27.3": "live", "v1.28.0": "live"}
+    assert matrix.timeline_tags[PHASES] == {"v1.26.6": "live", "v1.27.3": "live", "v1.28.0": "live"}
     for version in ("v1.27.3", "v1.28.0"):
         assert (0.0, "delete") in timeline_svg.marks(series[version])
         labels = [label for _, label in timeline_svg.marks(series[version])]
@@ -411,7 +419,7 @@ def test_each_probe_has_a_timeline_drawn_with_its_versions_stacked(written_repor
     assert "running-pod Failed" not in [label for _, label in timeline_svg.marks(series["v1.26.6"])]
     svg = (directory / report.timeline_file(PHASES)).read_text()
     tags = re.findall(r'<g class="row" data-version="([^"]+)">.*?font-size="10">(\w+)</text>', svg)
-    assert tags == [("v1.26.6", "derived"), ("v1.27.3", "live"), ("v1.28.0", "live")]  # under each row's version
+    assert tags == [("v1.26.6", "live"), ("v1.27.3", "live"), ("v1.28.0", "live")]  # under each row's version
     html = (directory / "report.html").read_text()
     assert html.count('<figure class="timeline"') == len(matrix.timelines)
     assert "<svg" in html and "main exit 137 (SIGKILL)" in html
@@ -568,7 +576,7 @@ CHECK_SCRIPT = """
   out.panelWidth = rect(panel).width;
   out.panelText = panel.innerText;
   out.panelLinks = [...panel.querySelectorAll("a")].map((a) => a.href);
-  document.querySelector('td[data-claim="always.sigterm-ignored.phases"][data-version="v1.26.6"]').click();
+  document.querySelector('td[data-claim="prestop-in-time.killed-after-delete"][data-version="v1.33.12"]').click();
   out.derivedPanelText = panel.innerText;
   let overlaps = [], labels = 0;
   for (const row of document.querySelectorAll("figure.timeline g.row")) {
@@ -654,7 +662,7 @@ def test_the_html_report_renders_in_a_browser_sticky_parts_stay_and_a_cell_opens
         "live + derived: local build of v1.27.3 at 25b4e43193bc (go1.20.14, containerd 1.6.20~ds1-1+deb12u3); "
         "derived from documents, no cluster (document 000)" in wide["panelText"]
     )
-    assert "Derived from the documents (not observed): ✓ pass" in wide["derivedPanelText"]  # v1.26.6
+    assert "Derived from the documents (not observed): ✓ pass" in wide["derivedPanelText"]  # v1.33.12
     assert "when: not recorded (derived)" in wide["derivedPanelText"]
     assert "k/k#115331" in wide["panelText"] and ">=1.27.0-rc.0" in wide["panelText"]
     assert "https://github.com/kubernetes/kubernetes/pull/115331" in wide["panelLinks"]

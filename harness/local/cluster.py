@@ -35,6 +35,7 @@ import yaml
 from harness.local.build import Build, download_module, go_environment
 from harness.local.images import ImageError, busybox_layer, oci_archive, pause_layer, pause_tag
 from harness.local.pki import Pki
+from harness.versions import KubeVersion
 
 JsonDict = dict[str, Any]
 DEFAULT_ROOT = Path(os.environ.get("PLP_LOCAL_ROOT", "/var/lib/pod-lifecycle-probes"))
@@ -598,8 +599,23 @@ state = "{base / "state"}"
             "serializeImagePulls": False,
             "staticPodPath": "",
         }
+        # A cgroup v1 host (as this workplace's machines are): from 1.35 the kubelet refuses to start on one
+        # unless told otherwise; the field exists from 1.31 (an unknown field is an error before that).
+        cgroup_v1 = not Path("/sys/fs/cgroup/cgroup.controllers").exists()
+        if cgroup_v1 and KubeVersion.parse(self.build.version).satisfies(">=1.31.0-alpha.0"):
+            config["failCgroupV1"] = False
+            self.record["kubelet_notes"] = ["cgroup v1 host: failCgroupV1 false"]
         path = self.state / "kubelet.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
+        # --pod-infra-container-image was removed from the kubelet in later releases; pass it only where known.
+        help_text = subprocess.run(
+            [str(self.build.binary("kubelet")), "--help"], capture_output=True, text=True, check=False
+        ).stdout
+        pause_flag = (
+            [f"--pod-infra-container-image={self.record['pause_image']}"]
+            if "--pod-infra-container-image" in help_text
+            else []
+        )
         self._spawn(
             "kubelet",
             [
@@ -610,7 +626,7 @@ state = "{base / "state"}"
                 f"--container-runtime-endpoint=unix://{self.containerd_socket}",
                 f"--hostname-override={NODE_NAME}",
                 f"--node-ip={address}",
-                f"--pod-infra-container-image={self.record['pause_image']}",
+                *pause_flag,
                 "--v=2",
             ],
         )
@@ -642,6 +658,7 @@ state = "{base / "state"}"
             "images",
             "cgroup_root",
             "bridge",
+            "kubelet_notes",
         )
         return {
             "state": str(self.state),
