@@ -26,6 +26,8 @@ pytestmark = pytest.mark.probe("active_deadline")
 
 # Beyond a deadline: the kubelet's or the job controller's next sync, the kill's grace period (5 s in the
 # manifests), the status update and the watch delivering it.
+# How long the Job's events may trail the status write that caused them (the event broadcaster is asynchronous).
+EVENT_SETTLE_S = 10.0
 SLACK_S = 45.0
 # How long a deleted pod's container may stay on the node: the kubelet's container garbage collection
 # runs once a minute (pkg/kubelet/kubelet.go ContainerGCPeriod), so two periods bound it.
@@ -67,6 +69,21 @@ def controller_event_reasons(events: Iterable[JsonDict], job: str) -> list[str]:
         if involved.get("kind") == "Job" and involved.get("name") == job:
             reasons.add(str(event.get("reason")))
     return sorted(reasons)
+
+
+def job_event_reasons_settled(probe: Probe, job: str, awaited: str, within_s: float = EVENT_SETTLE_S) -> list[str]:
+    """The Job's event reasons, read again (once a second, at most `within_s`) until `awaited` is among them.
+
+    Events are posted after the status write that causes them, by the controller's event broadcaster, on its own
+    time: live on 1.37.2 the Job's Failed condition and its DeadlineExceeded event came in the same sync, and a
+    single read right after the condition missed the event. An event that never comes is what the claim sees.
+    """
+    deadline = probe.transport.now() + within_s
+    reasons = controller_event_reasons(probe.events(), job)
+    while awaited not in reasons and probe.transport.now() < deadline:
+        probe.transport.pause(1.0)
+        reasons = controller_event_reasons(probe.events(), job)
+    return reasons
 
 
 def only_pod(pods: PodObserver) -> str:
@@ -192,7 +209,7 @@ def test_job_deadline(probe: Probe) -> None:
     unsettled = settle_job_pods(pods, within=SLACK_S)
     pod_name = only_pod(pods)
     probe.check("job-deadline.active-pod-deleted", pod_name in pods.deleted, evidence=unsettled)
-    probe.check("job-deadline.events", controller_event_reasons(probe.events(), job.name))
+    probe.check("job-deadline.events", job_event_reasons_settled(probe, job.name, "DeadlineExceeded"))
     check_container_on_node(probe, "job-deadline.container-removed", pods.states[pod_name], {"removed"})
     probe.conclude()
 
