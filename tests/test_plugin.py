@@ -117,7 +117,7 @@ def test_sigterm_while_a_probe_waits_still_runs_teardown(tmp_path: Path) -> None
             "-m",
             "pytest",
             "-p",
-            "conftest",
+            "harness.pytest_plugin",
             "-p",
             "no:cacheprovider",
             "-s",
@@ -493,7 +493,8 @@ def run_written_probes(tmp_path: Path, *args: str) -> tuple[subprocess.Completed
     options = ["--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"), "--replay", str(recordings)]
     options += ["--run-dir", str(tmp_path / "runs"), "-rA", *args]
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider", str(probes), *options],
+        [sys.executable, "-m", "pytest", "-p", "harness.pytest_plugin", "-p", "no:cacheprovider", str(probes)]
+        + options,
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -1,0 +1,556 @@
+"""The suite's pytest plugin (loaded by conftest.py): options, the cluster (session), one namespace per probe,
+replay of recordings, the run's summary. A cluster's life itself belongs to harness/lifecycle.py.
+
+A probe function takes the `probe` fixture and is marked `@pytest.mark.probe("<family>")`. Where it runs:
+- `--kind-version 1.27` / `--kind-image ...`: on a kind cluster this run creates (deleted afterwards
+  unless --keep-cluster / KEEP=1);
+- `--local-version 1.27.3`: on a local cluster this run builds (once) and starts (harness/local/);
+- `--kubeconfig F [--context C]`: on an existing cluster (node-level claims are "not observable");
+- `--replay DIR`: on the recordings in DIR, once per recording of that probe, with no cluster at all.
+Without any of these, and without Docker and kind, live probes are skipped with one reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import signal
+import tempfile
+import threading
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+
+from harness.cluster import cleanup_probe_namespace, create_probe_namespace
+from harness.kind import (
+    ClusterFailed,
+    KindCluster,
+    PrerequisiteMissing,
+    check_prerequisites,
+    list_node_containers,
+    parse_kind_version,
+)
+from harness.kubeconfig import kubeconfig_problem
+from harness.lifecycle import KindProvider, LiveTarget, LocalProvider, cluster_life, local_origin
+from harness.local.build import Build, BuildError, build_kubernetes, existing_build, release_text
+from harness.local.cluster import local_node_lister
+from harness.manifest_check import check_manifests, images_in_manifests
+from harness.node_shutdown import announce_shutdown, cluster_config, ensure_derived_image
+from harness.probe import ClaimsUndecided, Probe
+from harness.run import Run, safe_name
+from harness.spread import render as render_spread
+from harness.spread import spread_of_run
+from harness.transport import LiveTransport, Recording, RecordingMismatch, RecordingTransport, ReplayTransport
+from harness.versions import KubeVersion, NodeImage, VersionError, resolve_image
+
+REPO = Path(__file__).resolve().parent.parent
+REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
+OUTCOMES = pytest.StashKey[dict[str, int]]()  # failed / undecided probe calls of this session
+UNDECIDED_OUTCOME = "undecided"
+RUN = pytest.StashKey[Run]()
+IMAGE = pytest.StashKey[NodeImage]()
+RECORDINGS = pytest.StashKey[dict[str, list[Path]]]()  # --replay: recording files by the probe they are of
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("pod-lifecycle-probes", "pod-lifecycle probes")
+    group.addoption(
+        "--kind-version", metavar="VERSION", help="Kubernetes version for a new kind cluster: 1.27 or 1.27.3"
+    )
+    group.addoption("--kind-image", metavar="IMAGE", help="node image to use instead of the pinned one for VERSION")
+    group.addoption("--kind-bin", default="kind", help="the kind executable (default: kind on PATH)")
+    group.addoption(
+        "--keep-cluster",
+        action="store_true",
+        default=os.environ.get("KEEP") == "1",
+        help="keep the kind cluster this run creates (also KEEP=1)",
+    )
+    group.addoption(
+        "--kubeconfig", metavar="FILE", help="probe an existing cluster from this kubeconfig (never written)"
+    )
+    group.addoption("--context", metavar="NAME", help="context in --kubeconfig")
+    group.addoption(
+        "--kind-nodes",
+        action="store_true",
+        help="the --kubeconfig cluster is a kind cluster on this machine: read its nodes with docker exec",
+    )
+    group.addoption(
+        "--local-version",
+        metavar="VERSION",
+        help="Kubernetes release for a new local cluster (built from its Go modules, run as processes here; root)",
+    )
+    group.addoption(
+        "--local-state",
+        metavar="DIR",
+        help="the --kubeconfig cluster is a local cluster of the suite: read its node through the containerd in DIR",
+    )
+    group.addoption("--run-id", help="share this run's directory (the parallel workers of one make probe)")
+    group.addoption(
+        "--replay", metavar="PATH", help="run the probes on recordings (a directory or one file) instead of a cluster"
+    )
+    group.addoption("--run-dir", default=str(REPO / "runs"), help="where run records and evidence go (default: runs/)")
+    group.addoption(
+        "--repeat",
+        type=_repeat_count,
+        default=None,
+        help="run each live probe N times and report the spread of every measured interval (also REPEAT=N)",
+    )
+
+
+def _repeat_count(text: str) -> int:
+    """--repeat / REPEAT: a whole number of 1 or more (0, negatives and words are refused, not taken as 1)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--repeat (REPEAT) must be a whole number of 1 or more, not {text!r}")
+    return value
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--replay") and any(
+        config.getoption(o) for o in ("--kind-version", "--local-version", "--kubeconfig")
+    ):
+        raise pytest.UsageError(
+            "--replay runs on recordings; it cannot be combined with --kind-version, --local-version or --kubeconfig"
+        )
+    chosen = [o for o in ("--kind-version", "--local-version", "--kubeconfig") if config.getoption(o)]
+    if len(chosen) > 1:
+        raise pytest.UsageError(
+            f"choose one cluster: a new kind cluster (--kind-version), a new local one (--local-version) or an "
+            f"existing one (--kubeconfig), not {' and '.join(chosen)}"
+        )
+    if config.getoption("--kubeconfig") and not config.getoption("--context"):
+        raise pytest.UsageError(
+            "--kubeconfig needs an explicit --context: without one the suite acts only on clusters it creates itself"
+        )
+    if config.getoption("--kubeconfig"):
+        problem = kubeconfig_problem(config.getoption("--kubeconfig"), config.getoption("--context"))
+        if problem:
+            raise pytest.UsageError(problem)
+    if config.getoption("--context") and not config.getoption("--kubeconfig"):
+        raise pytest.UsageError("--context names a context of --kubeconfig, which is not given")
+    if config.getoption("--repeat") is None:
+        try:
+            config.option.repeat = _repeat_count(os.environ.get("REPEAT") or "1")
+        except argparse.ArgumentTypeError as err:
+            raise pytest.UsageError(str(err)) from err
+    if local_version := config.getoption("--local-version"):
+        try:
+            config.option.local_version = release_text(local_version)
+        except VersionError as err:
+            raise pytest.UsageError(str(err)) from err
+    if config.getoption("--replay"):
+        config.stash[RECORDINGS] = _recordings(Path(config.getoption("--replay")))
+    run_dir = Path(config.getoption("--run-dir"))
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=run_dir):
+            pass
+    except OSError as err:
+        raise pytest.UsageError(f"the run directory {run_dir} is not writable: {err}") from err
+    version, image = config.getoption("--kind-version"), config.getoption("--kind-image")
+    if version or image:
+        try:
+            config.stash[IMAGE] = resolve_image(version, image)
+        except VersionError as err:
+            raise pytest.UsageError(str(err)) from err
+    if threading.current_thread() is threading.main_thread():
+        # CI cancels with SIGTERM: turn it into the same path as Ctrl-C, so fixture teardown (finalizer
+        # removal, namespace and cluster deletion) still runs. pytest-timeout uses the signal method for
+        # the same reason (its thread method exits without teardown).
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"received signal {signum}")
+
+
+# ------------------------------------------------------------------------------------ collection
+
+
+def probe_id(function: Any) -> str:
+    return f"{Path(function.__code__.co_filename).name}::{function.__name__}"
+
+
+def _recordings(root: Path) -> dict[str, list[Path]]:
+    """The recordings under --replay by probe id; a path that is missing or holds a non-recording is refused."""
+    if not root.exists():
+        raise pytest.UsageError(f"--replay {root}: no such file or directory")
+    files = [root] if root.is_file() else sorted(root.rglob("*.json"))
+    if not files:
+        raise pytest.UsageError(f"--replay {root}: no recordings (*.json) there")
+    index: dict[str, list[Path]] = {}
+    for path in files:
+        try:
+            recording = Recording.load(path)
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise pytest.UsageError(f"--replay: {path} is not a recording: not JSON") from err
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+            raise pytest.UsageError(f"--replay: {path} is not a recording: {err}") from err
+        index.setdefault(recording.probe, []).append(path)
+    return index
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "probe" not in metafunc.fixturenames:
+        return
+    if not metafunc.config.getoption("--replay"):
+        repeat = metafunc.config.getoption("--repeat")
+        if repeat > 1:  # live: the same probe N times, each in its own namespace
+            metafunc.parametrize("probe", range(repeat), indirect=True, ids=[f"repeat{i + 1}" for i in range(repeat)])
+        return
+    paths = metafunc.config.stash[RECORDINGS].get(probe_id(metafunc.function), [])
+    if paths:
+        metafunc.parametrize("probe", paths, indirect=True, ids=[p.stem for p in paths])
+    else:  # a probe without a recording is a failure of the offline run, not a silent omission
+        metafunc.parametrize("probe", [None], indirect=True, ids=["no-recording"])
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """A probe's verdicts are always concluded: what it checked but did not conclude, the harness concludes.
+
+    A probe that checked no claim at all fails: a probe passes only on claims that held.
+    """
+    __tracebackhide__ = True
+    yield  # raises when the probe itself failed or skipped: nothing more to judge then
+    probe = getattr(item, "funcargs", {}).get("probe")
+    if isinstance(probe, Probe) and (probe.unconcluded or not probe.verdicts):
+        probe.conclude(note="(concluded by the harness: the probe did not call probe.conclude() at its end)")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.failed and call.excinfo is not None and call.excinfo.errisinstance(ClaimsUndecided):
+        vars(report)[UNDECIDED_OUTCOME] = True  # kept through pytest-xdist's report serialisation
+    if report.failed:  # for the run record's status: failed, or only undecided
+        counts = item.config.stash.setdefault(OUTCOMES, {})
+        key = UNDECIDED_OUTCOME if is_undecided(report) else "failed"
+        counts[key] = counts.get(key, 0) + 1
+    item.stash.setdefault(REPORTS, {})[report.when] = report
+    return report
+
+
+def is_undecided(report: pytest.TestReport | pytest.CollectReport) -> bool:
+    """A probe that failed only because claims stayed undecided (no claim failed)."""
+    return report.failed and bool(vars(report).get(UNDECIDED_OUTCOME))
+
+
+def pytest_report_teststatus(
+    report: pytest.TestReport | pytest.CollectReport, config: pytest.Config
+) -> tuple[str, str, tuple[str, dict[str, bool]]] | None:
+    """Undecided probes are counted apart from failed ones in pytest's summary (they still fail the run)."""
+    if is_undecided(report):
+        return UNDECIDED_OUTCOME, "U", ("UNDECIDED", {"yellow": True})
+    return None
+
+
+def _junit_properties(request: pytest.FixtureRequest, probe: Probe) -> None:
+    """Each claim's id, verdict and sources as JUnit XML properties of the probe's test case."""
+    for verdict in probe.verdicts:
+        request.node.user_properties.append((f"claim:{verdict.claim.id}", verdict.status))
+        if verdict.expected is not None:
+            request.node.user_properties.append((f"source:{verdict.claim.id}", " | ".join(verdict.expected.sources)))
+    for status, count in probe.counts().items():  # failed and undecided apart, as in the summary
+        request.node.user_properties.append((f"claims_{status.replace(' ', '_')}", str(count)))
+    request.node.user_properties.append(("server_version", str(probe.server_version)))
+
+
+def _outcome(request: pytest.FixtureRequest) -> str:
+    """passed / failed / undecided (failed only on undecided claims) / skipped / not run."""
+    call = request.node.stash.get(REPORTS, {}).get("call")
+    if call is None:
+        return "not run"
+    return UNDECIDED_OUTCOME if is_undecided(call) else call.outcome
+
+
+# -------------------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="session")
+def run(pytestconfig: pytest.Config) -> Run:
+    try:
+        started = Run.start(
+            Path(pytestconfig.getoption("--run-dir")),
+            run_id=pytestconfig.getoption("--run-id"),
+            worker=os.environ.get("PYTEST_XDIST_WORKER"),
+        )
+    except OSError as err:
+        raise pytest.UsageError(str(err)) from err
+    pytestconfig.stash[RUN] = started
+    return started
+
+
+@pytest.fixture(scope="session")
+def live_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
+    """The cluster live probes run on: a new kind or local cluster, or an existing one from --kubeconfig."""
+    kubeconfig, context = pytestconfig.getoption("--kubeconfig"), pytestconfig.getoption("--context")
+    if kubeconfig:
+        api = config.new_client_from_config(config_file=kubeconfig, context=context)
+        kind_nodes, local_state = pytestconfig.getoption("--kind-nodes"), pytestconfig.getoption("--local-state")
+        node_lister = (
+            list_node_containers if kind_nodes else local_node_lister(Path(local_state)) if local_state else None
+        )
+        kind = (
+            "kind (created by make probe)"
+            if kind_nodes
+            else "local (created by make probe)"
+            if local_state
+            else "existing"
+        )
+        origin = {"cluster": kind, "context": context}
+        if local_state:  # a PARALLEL worker on the suite's local cluster: say what ran, from the cluster's record
+            origin = {**local_origin(json.loads((Path(local_state) / "cluster.json").read_text())), "context": context}
+        target = LiveTarget(LiveTransport(api, node_lister=node_lister), client.CoreV1Api(api), origin)
+        server_version = target.transport.server_version()
+        run.write_provenance(cluster=kind, kubeconfig=kubeconfig, context=context, server_version=server_version)
+        _refuse_invalid_manifests(server_version)
+        yield target
+        return
+    with _new_cluster(pytestconfig, run, shutdown=False) as target:
+        yield target
+
+
+@pytest.fixture(scope="session")
+def shutdown_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
+    """A second kind cluster for graceful node shutdown: derived node image, a worker, kubelet shutdown grace."""
+    if pytestconfig.getoption("--kubeconfig"):
+        pytest.skip(
+            "live probe: graceful node shutdown needs a second kind cluster the suite creates from its "
+            "shutdown-capable node image, which it does not make next to an existing cluster "
+            "(run these probes with make probe VERSION=...)"
+        )
+    if pytestconfig.getoption("--local-version"):
+        pytest.skip(
+            "live probe: graceful node shutdown needs systemd-logind on the node, which the local cluster (processes "
+            "on this host) does not have; it runs on the suite's own kind cluster (make probe VERSION=...)"
+        )
+    with _new_cluster(pytestconfig, run, shutdown=True) as target:
+        yield target
+
+
+def _refuse_invalid_manifests(server_version: dict[str, Any]) -> None:
+    """Stop the run before any probe applies a manifest the server's version's schema says is invalid."""
+    version = KubeVersion.parse(str(server_version["gitVersion"]))
+    problems, _ = check_manifests(version)
+    if problems:
+        listed = "\n  ".join(str(p) for p in problems)
+        pytest.exit(f"manifests invalid for Kubernetes {version}:\n  {listed}", returncode=2)
+
+
+@contextmanager
+def _new_cluster(pytestconfig: pytest.Config, run: Run, shutdown: bool) -> Iterator[LiveTarget]:
+    """A cluster this run creates (kind or local), through the one lifecycle of harness/lifecycle.py.
+
+    `shutdown`: the graceful-node-shutdown kind cluster (harness/node_shutdown.py); its provenance is kept
+    under `shutdown_cluster` in run.json, the other cluster's at the top level.
+    """
+    suffix = "-gns" if shutdown else ""
+    facts: dict[str, Any] = {}
+
+    def note(**values: Any) -> None:
+        facts.update(values)
+        if shutdown:
+            run.write_provenance(shutdown_cluster=dict(facts))
+        else:
+            run.write_provenance(**values)
+
+    provider = _provider(pytestconfig, run, shutdown, note)
+    try:
+        with cluster_life(
+            provider, note, pytestconfig.getoption("--keep-cluster"), run.directory / f"kind-logs{suffix}"
+        ) as target:
+            _refuse_invalid_manifests(target.transport.server_version())
+            yield target
+    except ClusterFailed as err:
+        pytest.fail(str(err), pytrace=False)
+
+
+def _provider(pytestconfig: pytest.Config, run: Run, shutdown: bool, note: Any) -> KindProvider | LocalProvider:
+    """The provider the options ask for; skips (with the reason) when none was asked for or none can run."""
+    local_version = pytestconfig.getoption("--local-version")
+    if local_version:
+        build = existing_build(local_version) or _build_or_skip(local_version)
+        name = f"plp-{safe_name(KubeVersion.parse(local_version).minor)}-{run.run_id[-4:]}"
+        return LocalProvider.for_build(name, build, run.directory / "local-logs")
+    image = pytestconfig.stash.get(IMAGE, None)
+    if image is None:
+        pytest.skip(
+            "live probe: give --kind-version (a new kind cluster), --local-version (a local one), "
+            "--kubeconfig (an existing one) or --replay DIR"
+        )
+    kind_bin = pytestconfig.getoption("--kind-bin")
+    try:
+        kind_line = check_prerequisites(kind_bin=kind_bin)
+    except PrerequisiteMissing as err:
+        pytest.skip(f"live probe: {err}")
+    suffix = "-gns" if shutdown else ""
+    cluster = KindCluster(
+        name=f"plp-{safe_name(image.kubernetes.minor)}-{run.run_id[-4:]}{suffix}",
+        image=image.reference,
+        kubeconfig=run.path(f"kubeconfig{suffix}"),
+        kind_bin=kind_bin,
+    )
+    provider = KindProvider(
+        cluster, image.kind_release, parse_kind_version(kind_line), kind_line, preload_images=images_in_manifests()
+    )
+    if shutdown:
+        try:
+            cluster.image, built = ensure_derived_image(image.reference, REPO / ".tools" / "node-images")
+        except ClusterFailed as err:
+            note(**provider.facts(), cluster_error=str(err))
+            pytest.fail(str(err), pytrace=False)
+        cluster.config = run.path("kind-config-gns.yaml")
+        cluster.config.write_text(cluster_config(image.kubernetes))
+        provider.node_shutdown = announce_shutdown
+        note(derived_node_image=cluster.image, derived_image_note=built)
+    return provider
+
+
+def _build_or_skip(version: str) -> Build:
+    try:
+        return build_kubernetes(version)
+    except (BuildError, VersionError) as err:
+        pytest.fail(f"live probe: cannot build Kubernetes {version} for a local cluster: {err}", pytrace=False)
+
+
+@pytest.fixture
+def probe(request: pytest.FixtureRequest, run: Run) -> Iterator[Probe]:
+    """A probe's handle on the cluster (or recording), its namespace, timeline and claims."""
+    marker = request.node.get_closest_marker("probe")
+    if marker is None or not marker.args:
+        raise pytest.UsageError(f"{request.node.nodeid} uses the probe fixture but has no @pytest.mark.probe(<family>)")
+    family, name = marker.args[0], probe_id(request.function)
+    if request.config.getoption("--replay"):
+        yield from _replayed_probe(request, run, family, name)
+    else:
+        yield from _live_probe(request, run, family, name)
+
+
+def _replayed_probe(request: pytest.FixtureRequest, run: Run, family: str, name: str) -> Iterator[Probe]:
+    path = getattr(request, "param", None)
+    if path is None:
+        pytest.fail(f"no recording of {name} under {request.config.getoption('--replay')}", pytrace=False)
+    recording = Recording.load(path)
+    probe = Probe.replaying(recording, family, run, record_name=request.node.name)
+    transport = probe.transport
+    assert isinstance(transport, ReplayTransport)
+    yield probe
+    probe.close()
+    _junit_properties(request, probe)
+    outcome = _outcome(request)
+    if outcome in ("failed", UNDECIDED_OUTCOME):
+        probe.save_evidence(live=None)
+    probe.write_record(outcome, "replay", {"file": str(path), **recording.origin})
+    if outcome == "passed" and transport.unused_calls():
+        raise RecordingMismatch(f"the probe finished without making these recorded calls: {transport.unused_calls()}")
+
+
+def _live_probe(request: pytest.FixtureRequest, run: Run, family: str, name: str) -> Iterator[Probe]:
+    needs_shutdown = request.node.get_closest_marker("node_shutdown") is not None
+    target: LiveTarget = request.getfixturevalue("shutdown_cluster" if needs_shutdown else "live_cluster")
+    # Unique per test item (REPEAT runs one function several times) and per run; at most 63 characters.
+    item = hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:4]
+    namespace = f"plp-{safe_name(request.function.__name__.removeprefix('test_'), 40)}-{item}-{run.run_id[-4:]}"
+    try:
+        create_probe_namespace(target.core, namespace, run.run_id)
+    except BaseException:
+        cleanup_probe_namespace(target.core, namespace)  # created but never usable: still ours to remove
+        raise
+    origin = {
+        "kind": "live",
+        "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "namespace": namespace,
+        "run_id": run.run_id,
+        "node_access": target.transport.node_access,
+        **target.origin,
+        **run.suite(),
+    }
+    recording = Recording(name, origin)
+    transport = RecordingTransport(target.transport, recording)
+    probe = Probe(name, family, transport, namespace, run, run.run_id, record_name=request.node.name)
+    probe.server_version  # noqa: B018 - every recording starts by asking the server's version
+    try:
+        yield probe
+    finally:
+        outcome = _outcome(request)
+        probe.close()
+        _junit_properties(request, probe)
+        try:
+            if outcome in ("failed", UNDECIDED_OUTCOME):
+                probe.save_evidence(live=target.transport)
+            probe.write_record(outcome, "live", origin)
+            recording.write(run.path("recordings", f"{probe.record_name}.json"))
+        finally:
+            report = cleanup_probe_namespace(target.core, namespace)
+            run.provenance.setdefault("cleanup", []).append(report.__dict__)
+            run.write_provenance()
+            if report.errors:
+                raise RuntimeError(f"cleanup of namespace {namespace} incomplete: {report.errors}")
+
+
+# ---------------------------------------------------------------------------------------- summary
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own sessionfinish has torn the fixtures down (the cleanup)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    run = session.config.stash.get(RUN, None)
+    if run is not None:
+        status = {0: "passed", 1: "failed", 2: "interrupted"}.get(int(exitstatus), f"exit {int(exitstatus)}")
+        counts = session.config.stash.get(OUTCOMES, {})
+        if status == "failed" and counts.get(UNDECIDED_OUTCOME) and not counts.get("failed"):
+            status = UNDECIDED_OUTCOME  # every failure was a claim left undecided: not evidence of a regression
+        cleanup = run.provenance.get("cleanup", [])
+        run.write_provenance(
+            cleaned={
+                "namespaces_deleted": [c["namespace"] for c in cleanup if c.get("namespace_deleted")],
+                "namespaces_left": [c["namespace"] for c in cleanup if not c.get("namespace_deleted")],
+                "finalizers_removed": sum(len(c.get("finalizers_removed", [])) for c in cleanup),
+                "cluster_deleted": bool(run.provenance.get("cluster_deleted")),
+                **(
+                    {"shutdown_cluster_deleted": bool(run.provenance["shutdown_cluster"].get("cluster_deleted"))}
+                    if "shutdown_cluster" in run.provenance
+                    else {}
+                ),
+            }
+        )
+        run.finish(status)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    undecided = terminalreporter.stats.get(UNDECIDED_OUTCOME, [])
+    if undecided:  # pytest lists only its own "failed" under FAILURES: these get their own section
+        terminalreporter.write_sep("=", f"UNDECIDED ({len(undecided)}: no claim failed, but some could not be decided)")
+        for report in undecided:
+            terminalreporter.write_sep("_", report.head_line or report.nodeid)
+            terminalreporter.write_line(report.longreprtext)
+        for report in undecided:
+            crash = getattr(report.longrepr, "reprcrash", None)
+            terminalreporter.write_line(f"UNDECIDED {report.nodeid} - {getattr(crash, 'message', '')}")
+    run = config.stash.get(RUN, None)
+    if run is not None:
+        terminalreporter.write_sep("-", "pod-lifecycle probes")
+        terminalreporter.write_line(f"run records, recordings and evidence: {run.directory}")
+        for facts in (run.provenance, run.provenance.get("shutdown_cluster") or {}):
+            if error := facts.get("cluster_delete_error"):
+                name, kind = facts["cluster_name"], facts.get("cluster", "kind")
+                terminalreporter.write_line(f"could not delete {kind} cluster {name}: {error}\n(make clean removes it)")
+            if facts.get("cluster_kept"):
+                terminalreporter.write_line(facts["cluster_kept_message"])
+        rows = spread_of_run(run.directory)
+        if config.getoption("--repeat") > 1 and rows:
+            (run.directory / "spread.json").write_text(json.dumps(rows, indent=1) + "\n")
+            terminalreporter.write_line("spread of measured intervals (seconds):")
+            terminalreporter.write_line(render_spread(rows))
