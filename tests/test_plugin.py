@@ -493,8 +493,17 @@ def run_written_probes(tmp_path: Path, *args: str) -> tuple[subprocess.Completed
     options = ["--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"), "--replay", str(recordings)]
     options += ["--run-dir", str(tmp_path / "runs"), "-rA", *args]
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "harness.pytest_plugin", "-p", "no:cacheprovider", str(probes)]
-        + options,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "harness.pytest_plugin",
+            "-p",
+            "no:cacheprovider",
+            str(probes),
+            *options,
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,
