@@ -181,6 +181,7 @@ def test_columns_say_live_or_derived_and_never_call_derived_values_observed(repl
         "v1.27.3": "live + derived",
         "v1.28.0": "live + derived",
         "v1.28.4": "live",
+        "v1.37.2": "live",
     }
     assert len(matrix.versions) - len(live) >= 10
     for version, p in matrix.provenance.items():
@@ -190,7 +191,8 @@ def test_columns_say_live_or_derived_and_never_call_derived_values_observed(repl
         else:
             assert re.fullmatch(r"2026-11-23 \d\d:\d\d(–\d\d:\d\d)? UTC", p["when"]), version  # when recorded
             assert p["on_what"][0].startswith(f"local build of {version} at "), version  # live first
-        assert p["suite"] == ["unknown"], version  # neither the live nor the derived recordings name a suite commit
+        # live recordings name the suite commit they were made by from v1.37.2 on (the first ones predate that)
+        assert p["suite"] == (["a0db5c45c5f8"] if version == "v1.37.2" else ["unknown"]), version
     assert matrix.provenance["v1.28.4"]["on_what"] == [
         "local build of v1.28.4 at bae2c62678db (go1.20.11, containerd 1.6.20~ds1-1+deb12u3)"
     ]
@@ -220,9 +222,10 @@ def test_columns_say_live_or_derived_and_never_call_derived_values_observed(repl
     assert "not recorded (derived)" in html  # a derived column's "when"
     assert 'td class="c obs derived pass"' in html and 'td class="c obs live pass"' in html
     assert "No version has been observed on a live cluster yet" not in html
-    assert "4 of the versions (v1.26.6, v1.27.3, v1.28.0, v1.28.4)\nwere observed on a cluster" in html
-    assert "4 of the versions (v1.26.6, v1.27.3, v1.28.0, v1.28.4) were observed on a live cluster" in render_markdown(
-        matrix
+    assert "5 of the versions (v1.26.6, v1.27.3, v1.28.0, v1.28.4, v1.37.2)\nwere observed on a cluster" in html
+    assert (
+        "5 of the versions (v1.26.6, v1.27.3, v1.28.0, v1.28.4, v1.37.2) were observed on a live cluster"
+        in render_markdown(matrix)
     )
     # With derived recordings only, the page still says that no version was observed.
     derived_only = build_matrix([r for r in load_records([replayed_runs]) if report.origin_kind(r) == "derived"])
@@ -269,7 +272,14 @@ def test_live_and_derived_observations_are_kept_apart_with_their_provenance(
     assert not regression.expected_changed and regression.prs == ()
     assert (regression.was.basis, regression.now.basis, regression.now.status) == ("expected", "live", "fail")
     # both observations of v1.27.3 are drawn, each row saying which it is
-    assert list(matrix.timelines[PHASES]) == ["v1.26.6", "v1.27.3 (live)", "v1.27.3 (derived)", "v1.27.16", "v1.28.0"]
+    assert list(matrix.timelines[PHASES]) == [
+        "v1.26.6",
+        "v1.27.3 (live)",
+        "v1.27.3 (derived)",
+        "v1.27.16",
+        "v1.28.0",
+        "v1.37.2",
+    ]
     assert matrix.timeline_tags[PHASES]["v1.27.3 (derived)"] == "derived"
 
 
@@ -395,12 +405,13 @@ def test_a_corrected_expectation_re_evaluates_old_recordings_and_says_what_chang
     assert changed == [
         ("always.sigterm-ignored.phases", "v1.27.3", "pass", "fail"),
         ("always.sigterm-ignored.phases", "v1.28.0", "pass", "fail"),
+        ("always.sigterm-ignored.phases", "v1.37.2", "pass", "fail"),
     ]
     before = matrix.cells[("always.sigterm-ignored.phases", "v1.26.6")]  # live, Running: still agrees
     assert (before.origin, before.status, before.changed) == ("live", "pass", False)
     assert "(was pass)" in render_markdown(matrix)
     html = render_html(matrix)
-    assert html.count('class="c obs live fail changed"') == 2 * 2  # the claim's two rows, on both versions
+    assert html.count('class="c obs live fail changed"') == 2 * 3  # the claim's two rows, on the three versions
     assert 'class="c obs derived fail changed"' not in html
 
 
@@ -410,8 +421,8 @@ def test_a_corrected_expectation_re_evaluates_old_recordings_and_says_what_chang
 def test_each_probe_has_a_timeline_drawn_with_its_versions_stacked(written_report: tuple[Matrix, Path]) -> None:
     matrix, directory = written_report
     series = matrix.timelines[PHASES]
-    assert list(series) == ["v1.26.6", "v1.27.3", "v1.28.0"]
-    assert matrix.timeline_tags[PHASES] == {"v1.26.6": "live", "v1.27.3": "live", "v1.28.0": "live"}
+    assert list(series) == ["v1.26.6", "v1.27.3", "v1.28.0", "v1.37.2"]
+    assert matrix.timeline_tags[PHASES] == {"v1.26.6": "live", "v1.27.3": "live", "v1.28.0": "live", "v1.37.2": "live"}
     for version in ("v1.27.3", "v1.28.0"):
         assert (0.0, "delete") in timeline_svg.marks(series[version])
         labels = [label for _, label in timeline_svg.marks(series[version])]
@@ -419,7 +430,12 @@ def test_each_probe_has_a_timeline_drawn_with_its_versions_stacked(written_repor
     assert "running-pod Failed" not in [label for _, label in timeline_svg.marks(series["v1.26.6"])]
     svg = (directory / report.timeline_file(PHASES)).read_text()
     tags = re.findall(r'<g class="row" data-version="([^"]+)">.*?font-size="10">(\w+)</text>', svg)
-    assert tags == [("v1.26.6", "live"), ("v1.27.3", "live"), ("v1.28.0", "live")]  # under each row's version
+    assert tags == [
+        ("v1.26.6", "live"),
+        ("v1.27.3", "live"),
+        ("v1.28.0", "live"),
+        ("v1.37.2", "live"),
+    ]  # under each row's version
     html = (directory / "report.html").read_text()
     assert html.count('<figure class="timeline"') == len(matrix.timelines)
     assert "<svg" in html and "main exit 137 (SIGKILL)" in html
@@ -648,9 +664,14 @@ def test_the_html_report_renders_in_a_browser_sticky_parts_stay_and_a_cell_opens
 
     wide = checked_in_browser(browser, profile, page, 1400, 0)
     least, most = report.COLUMN_PX["version"]
-    # The version columns share a 1400 px window: all 16 fit, none narrower than the least a value needs.
-    assert len(wide["columnWidths"]) == 16 and report.COLUMN_PX["claim"] + 16 * least <= wide["innerWidth"] - 32
-    assert wide["lastColumnRight"] <= wide["innerWidth"]
+    # The version columns share a 1400 px window, none narrower than the least a value needs: all fit while
+    # they can (16 at the least do); with more (17 now), the page scrolls sideways, the claim column staying put.
+    columns = len(wide["columnWidths"])
+    assert columns == len(written_report[0].versions)
+    if report.COLUMN_PX["claim"] + columns * least <= wide["innerWidth"] - 32:
+        assert wide["lastColumnRight"] <= wide["innerWidth"]
+    else:
+        assert wide["lastColumnRight"] > wide["innerWidth"] and abs(min(wide["columnWidths"]) - least) < 1
     assert least <= min(wide["columnWidths"]) <= max(wide["columnWidths"]) <= most
     assert max(wide["columnWidths"]) - min(wide["columnWidths"]) < 1  # shared evenly
     assert wide["headerTopBefore"] > 500  # the header starts further down: the check below is not vacuous
