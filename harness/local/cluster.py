@@ -385,13 +385,7 @@ state = "{base / "state"}"
         ).stdout.splitlines()[0]
 
     def _ctr(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["ctr", "--address", str(self.containerd_socket), "--namespace", "k8s.io", *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+        return ctr(self.state, *args, timeout=timeout)
 
     def _import(self, name: str, archive: bytes) -> None:
         path = self.state / f"{name.rsplit('/', 1)[-1].replace(':', '_')}.oci.tar"
@@ -691,6 +685,17 @@ def _https_ok(url: str, ca: Path, cert: Path, key: Path) -> bool:
         return False
 
 
+def ctr(state: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Debian's `ctr` against the containerd of the local cluster whose state folder is `state`, CRI namespace."""
+    return subprocess.run(
+        ["ctr", "--address", str(state / "containerd" / "containerd.sock"), "--namespace", "k8s.io", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def list_containers(state: Path, node: str) -> list[JsonDict]:
     """The node's containers as crictl would list them: {"id", "state": CONTAINER_RUNNING/EXITED}.
 
@@ -700,18 +705,8 @@ def list_containers(state: Path, node: str) -> list[JsonDict]:
     """
     if node != NODE_NAME:
         raise RuntimeError(f"the local cluster has one node, {NODE_NAME}, not {node}")
-    socket_path = str(state / "containerd" / "containerd.sock")
-
-    def ctr(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["ctr", "--address", socket_path, "--namespace", "k8s.io", *args],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-
-    containers, tasks = ctr("containers", "list", "--quiet"), ctr("tasks", "list")
+    containers = ctr(state, "containers", "list", "--quiet", timeout=30)
+    tasks = ctr(state, "tasks", "list", timeout=30)
     if containers.returncode != 0 or tasks.returncode != 0:
         raise RuntimeError(f"ctr could not list the node's containers: {containers.stderr or tasks.stderr}")
     running = {fields[0] for fields in (line.split() for line in tasks.stdout.splitlines()[1:]) if "RUNNING" in fields}
@@ -836,30 +831,19 @@ def stop_cluster(state: Path) -> StopReport:
 
 def _remove_all_pods(state: Path, report: StopReport) -> None:
     """Kill every task of the suite's containerd and remove its containers, so nothing of the pods runs on."""
-    socket_path = str(state / "containerd" / "containerd.sock")
-
-    def ctr(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["ctr", "--address", socket_path, "--namespace", "k8s.io", *args],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-
-    tasks = [line.split()[0] for line in ctr("tasks", "list").stdout.splitlines()[1:] if line.split()]
+    tasks = [line.split()[0] for line in ctr(state, "tasks", "list").stdout.splitlines()[1:] if line.split()]
     for task in tasks:
-        ctr("tasks", "kill", "--signal", "SIGKILL", task)
+        ctr(state, "tasks", "kill", "--signal", "SIGKILL", task)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and any(
-        "RUNNING" in line for line in ctr("tasks", "list").stdout.splitlines()[1:]
+        "RUNNING" in line for line in ctr(state, "tasks", "list").stdout.splitlines()[1:]
     ):
         time.sleep(0.5)
     for task in tasks:
-        ctr("tasks", "delete", "--force", task)
-    containers = ctr("containers", "list", "--quiet").stdout.split()
+        ctr(state, "tasks", "delete", "--force", task)
+    containers = ctr(state, "containers", "list", "--quiet").stdout.split()
     for container in containers:
-        ctr("containers", "delete", container)
+        ctr(state, "containers", "delete", container)
     if tasks or containers:
         report.removed.append(f"{len(tasks)} tasks killed, {len(containers)} containers removed")
 
