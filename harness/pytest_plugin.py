@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
+from harness.cli import count as count_of
 from harness.cluster import cleanup_probe_namespace, create_probe_namespace
 from harness.kind import (
     ClusterFailed,
@@ -104,15 +105,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def _repeat_count(text: str) -> int:
-    """--repeat / REPEAT: a whole number of 1 or more (0, negatives and words are refused, not taken as 1)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"--repeat (REPEAT) must be a whole number of 1 or more, not {text!r}")
-    return value
+# --repeat / REPEAT: a whole number of 1 or more (0, negatives and words are refused, not taken as 1)
+_repeat_count = count_of("--repeat (REPEAT)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
