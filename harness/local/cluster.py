@@ -25,7 +25,7 @@ import socket
 import subprocess
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -337,6 +337,10 @@ class LocalCluster:
             ],
         }
         (cni_conf / "10-plp-local.conflist").write_text(json.dumps(cni, indent=1))
+        # the sandbox image: the pause tag this release's kubeadm names, built from its source (_import_images)
+        source = Path(download_module("k8s.io/kubernetes", self.build.version, go_environment(), self.state)["Dir"])
+        self.record["pause_image"] = f"registry.k8s.io/pause:{pause_tag(source)}"
+        self.record["kubernetes_source"] = str(source)
         config = f"""version = 2
 root = "{base / "root"}"
 state = "{base / "state"}"
@@ -347,7 +351,7 @@ state = "{base / "state"}"
 [debug]
   level = "info"
 [plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "{self.record.get("pause_image", "registry.k8s.io/pause:3.9")}"
+  sandbox_image = "{self.record["pause_image"]}"
   restrict_oom_score_adj = true
   stream_server_address = "127.0.0.1"
   [plugins."io.containerd.grpc.v1.cri".containerd]
@@ -361,13 +365,6 @@ state = "{base / "state"}"
     bin_dir = "{CNI_PLUGINS}"
     conf_dir = "{cni_conf}"
 """
-        source = Path(download_module("k8s.io/kubernetes", self.build.version, go_environment(), self.state)["Dir"])
-        tag = pause_tag(source)
-        self.record["pause_image"] = f"registry.k8s.io/pause:{tag}"
-        self.record["kubernetes_source"] = str(source)
-        config = config.replace(
-            'sandbox_image = "registry.k8s.io/pause:3.9"', f'sandbox_image = "{self.record["pause_image"]}"'
-        )
         (base / "config.toml").write_text(config)
         self._spawn("containerd", ["containerd", "--config", str(base / "config.toml")])
         self._wait_for("containerd", lambda: self._ctr("plugins", "ls").returncode == 0, 30, "answering on its socket")
@@ -847,7 +844,3 @@ def _remove_all_pods(state: Path, report: StopReport) -> None:
     if tasks or containers:
         report.removed.append(f"{len(tasks)} tasks killed, {len(containers)} containers removed")
 
-
-def describe_leftovers(root: Path = DEFAULT_ROOT) -> Iterator[str]:
-    for state in leftover_clusters(root):
-        yield str(state)
