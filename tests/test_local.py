@@ -285,16 +285,21 @@ def test_a_host_that_cannot_run_a_local_cluster_exits_3_naming_each_problem(
     assert "a local cluster cannot run here:\n  x is not on PATH" in capsys.readouterr().err
 
 
+def host_ready_and_nothing_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host that could run a local cluster, with Go, and no build of the version yet."""
+    monkeypatch.setattr(local, "check_host", lambda: [])
+    monkeypatch.setattr(local, "running_clusters", lambda: [])
+    monkeypatch.setattr(cli, "existing_build", lambda v: None)
+    monkeypatch.setattr(cli, "check_go", lambda: "go version go1.26.8 linux/amd64")
+
+
 def test_a_version_the_proxy_does_not_serve_is_bad_input(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def refuse(version: str) -> dict[str, Any]:
         raise build_module.BuildError("the Go module proxy does not serve k8s.io/kubernetes@v1.27.99: 404")
 
-    monkeypatch.setattr(local, "check_host", lambda: [])
-    monkeypatch.setattr(local, "running_clusters", lambda: [])
-    monkeypatch.setattr(cli, "existing_build", lambda v: None)
-    monkeypatch.setattr(cli, "check_go", lambda: "go version go1.26.8 linux/amd64")
+    host_ready_and_nothing_built(monkeypatch)
     monkeypatch.setattr(cli, "resolve_module", refuse)
     monkeypatch.setattr(cli, "build_kubernetes", lambda v: pytest.fail("nothing may be built"))
     assert cli.main(["probe", "--cluster", "local", "--version", "1.27.99"]) == cli.BAD_INPUT
@@ -307,10 +312,7 @@ def test_a_failed_build_shows_the_end_of_its_log(
     def fail(version: str) -> build_module.Build:
         raise build_module.BuildError("building Kubernetes v1.27.3 failed (go build); last lines of x:\nundefined: y")
 
-    monkeypatch.setattr(local, "check_host", lambda: [])
-    monkeypatch.setattr(local, "running_clusters", lambda: [])
-    monkeypatch.setattr(cli, "existing_build", lambda v: None)
-    monkeypatch.setattr(cli, "check_go", lambda: "go version go1.26.8 linux/amd64")
+    host_ready_and_nothing_built(monkeypatch)
     monkeypatch.setattr(cli, "resolve_module", lambda v: {})
     monkeypatch.setattr(cli, "build_kubernetes", fail)
     assert cli.main(["probe", "--cluster", "local", "--version", "1.27.3"]) == 1
