@@ -843,4 +843,3 @@ def _remove_all_pods(state: Path, report: StopReport) -> None:
         ctr(state, "containers", "delete", container)
     if tasks or containers:
         report.removed.append(f"{len(tasks)} tasks killed, {len(containers)} containers removed")
-
