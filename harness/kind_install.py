@@ -3,6 +3,12 @@
 When the kind on PATH is missing or is another release, the matching release is downloaded into
 `.tools/kind-<release>` and verified against the release's published sha256 before it is ever executed.
 
+When the download is impossible (no network to github.com, as on machines that reach only the Go module
+proxy), the release is built from its Go module instead: `go install sigs.k8s.io/kind@<release>` with the
+Go toolchain named in the module's `.go-version` (or the newest served patch of that minor), into the same
+place; `<target>.json` records how. A built binary has no published checksum to compare with: the module's
+own checksum (go.sum database) is what vouches for its source, and the record says so.
+
 Release assets (kubernetes-sigs/kind hack/release/build/cross.sh, shared/research/kind.md §5):
 `kind-<os>-<arch>` for linux/darwin × amd64/arm64, each with `<asset>.sha256sum` whose content is
 `<64 hex>  kind-<os>-<arch>`, under https://github.com/kubernetes-sigs/kind/releases/download/<release>/.
@@ -11,10 +17,12 @@ Release assets (kubernetes-sigs/kind hack/release/build/cross.sh, shared/researc
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import platform
 import re
 import shutil
+import subprocess
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +34,8 @@ TOOLS_DIR = Path(__file__).resolve().parent.parent / ".tools"
 DOWNLOAD_TIMEOUT_S = 60.0
 
 Fetch = Callable[[str, float], bytes]
+# Builds kind from its Go module into a path; returns how it was built (for the record). Raises KindInstallError.
+Builder = Callable[[str, Path], dict[str, str]]
 
 
 class KindInstallError(RuntimeError):
@@ -66,6 +76,7 @@ def ensure_kind(
     fetch: Fetch = fetch_url,
     asset: str | None = None,
     say: Callable[[str], None] = print,
+    build: Builder | None = None,
 ) -> str:
     """A kind executable of `release`: the one on PATH if it is that release, else a verified download."""
     on_path = which("kind")
@@ -77,6 +88,7 @@ def ensure_kind(
     target = tools_dir / f"kind-{release}"
     if target.is_file() and os.access(target, os.X_OK):
         return str(target)
+    build = build or build_from_module
     asset = asset or asset_name()
     base = (base_url or os.environ.get("KIND_RELEASES_URL") or RELEASES_URL).rstrip("/")
     url = f"{base}/{release}/{asset}"
@@ -84,11 +96,19 @@ def ensure_kind(
         expected = published_sha256(fetch(f"{url}.sha256sum", DOWNLOAD_TIMEOUT_S).decode(), asset)
         binary = fetch(url, DOWNLOAD_TIMEOUT_S)
     except OSError as err:
-        raise KindInstallError(
-            f"could not download kind {release} from {url}: {err}\n"
-            f"install kind {release} yourself (https://kind.sigs.k8s.io/docs/user/quick-start/#installation) "
-            "or point KIND_RELEASES_URL at a mirror"
-        ) from err
+        say(f"could not download kind {release} from {url} ({err}); building it from its Go module")
+        try:
+            how = build(release, target)
+        except KindInstallError as build_err:
+            raise KindInstallError(
+                f"could not download kind {release} from {url}: {err}\n"
+                f"nor build it from its Go module: {build_err}\n"
+                f"install kind {release} yourself (https://kind.sigs.k8s.io/docs/user/quick-start/#installation) "
+                "or point KIND_RELEASES_URL at a mirror"
+            ) from err
+        target.parent.joinpath(f"{target.name}.json").write_text(json.dumps(how, indent=1) + "\n")
+        say(f"built kind {release} from sigs.k8s.io/kind@{release} with {how['toolchain']} as {target}")
+        return str(target)
     actual = hashlib.sha256(binary).hexdigest()
     if actual != expected:
         raise KindInstallError(
@@ -101,3 +121,41 @@ def ensure_kind(
     partial.replace(target)
     say(f"installed kind {release} ({asset}, sha256 {actual[:16]}… verified) as {target}")
     return str(target)
+
+
+def build_from_module(release: str, target: Path) -> dict[str, str]:
+    """`go install sigs.k8s.io/kind@<release>` into target, with the toolchain kind's .go-version names."""
+    from harness.local.build import BuildError, check_go, choose_toolchain, download_module, go_environment
+
+    try:
+        check_go()
+        env = go_environment()
+        work = target.parent / f"{target.name}.build"
+        work.mkdir(parents=True, exist_ok=True)
+        module = download_module("sigs.k8s.io/kind", release, env, work)
+        go_version = Path(module["Dir"], ".go-version")
+        upstream = go_version.read_text().strip() if go_version.is_file() else "1.20"
+        toolchain, note = choose_toolchain(upstream, env, work)
+    except BuildError as err:
+        raise KindInstallError(str(err)) from err
+    log = work / "build.log"
+    with log.open("w") as out:
+        done = subprocess.run(
+            ["go", "install", "-trimpath", f"sigs.k8s.io/kind@{release}"],
+            cwd=work,
+            env={**env, "GOTOOLCHAIN": toolchain, "GOBIN": str(work), "GOFLAGS": ""},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+    if done.returncode != 0:
+        tail = "\n".join(log.read_text().splitlines()[-15:])
+        raise KindInstallError(f"go install sigs.k8s.io/kind@{release} failed; last lines of {log}:\n{tail}")
+    (work / "kind").replace(target)
+    return {
+        "release": release,
+        "how": f"go install sigs.k8s.io/kind@{release} (the Go module proxy); no release binary was downloaded",
+        "module_sum": str(module.get("Sum")),
+        "toolchain": toolchain,
+        "toolchain_note": note,
+    }

@@ -7,6 +7,7 @@ assets); the kind on PATH is stood in by FakeRunner answering `kind version`.
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -63,13 +64,50 @@ def test_a_binary_that_does_not_match_the_published_checksum_is_never_installed(
     assert not (tmp_path / "tools" / "kind-v0.20.0").exists()
 
 
-def test_an_unreachable_release_says_what_to_do(tmp_path: Path) -> None:
+def _no_go(release: str, target: Path) -> dict[str, str]:
+    raise KindInstallError("the Go module proxy does not serve sigs.k8s.io/kind@" + release)
+
+
+def test_an_unreachable_release_that_cannot_be_built_says_what_to_do(tmp_path: Path) -> None:
     with pytest.raises(KindInstallError) as err:
         ensure_kind(
-            "v0.20.0", tools_dir=tmp_path, base_url=(tmp_path / "nowhere").as_uri(), which=lambda _: None, asset=ASSET
+            "v0.20.0",
+            tools_dir=tmp_path,
+            base_url=(tmp_path / "nowhere").as_uri(),
+            which=lambda _: None,
+            asset=ASSET,
+            build=_no_go,
         )
     assert "could not download kind v0.20.0 from file:" in str(err.value)
+    assert "nor build it from its Go module: the Go module proxy does not serve sigs.k8s.io/kind@v0.20.0" in str(
+        err.value
+    )
     assert "install kind v0.20.0 yourself" in str(err.value)
+    assert not (tmp_path / "kind-v0.20.0").exists()
+
+
+def test_an_unreachable_release_is_built_from_its_go_module_and_the_record_says_so(tmp_path: Path) -> None:
+    def build(release: str, target: Path) -> dict[str, str]:
+        target.write_text("#!/bin/sh\necho kind " + release + "\n")
+        target.chmod(0o755)
+        return {"release": release, "how": "go install sigs.k8s.io/kind@" + release, "toolchain": "go1.20.14"}
+
+    said: list[str] = []
+    path = ensure_kind(
+        "v0.20.0",
+        tools_dir=tmp_path,
+        base_url=(tmp_path / "nowhere").as_uri(),
+        which=lambda _: None,
+        asset=ASSET,
+        build=build,
+        say=said.append,
+    )
+    assert path == str(tmp_path / "kind-v0.20.0")
+    assert json.loads((tmp_path / "kind-v0.20.0.json").read_text())["toolchain"] == "go1.20.14"
+    assert said[0].startswith("could not download kind v0.20.0 from file:")
+    assert said[1] == f"built kind v0.20.0 from sigs.k8s.io/kind@v0.20.0 with go1.20.14 as {path}"
+    # Built once: the next call finds it without downloading or building.
+    assert ensure_kind("v0.20.0", tools_dir=tmp_path, which=lambda _: None, build=_no_go) == path
 
 
 def test_checksum_files_name_their_asset() -> None:

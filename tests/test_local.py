@@ -332,3 +332,30 @@ def test_a_component_that_does_not_come_up_is_reported_with_its_log_tail(tmp_pat
     assert "kube-apiserver exited while starting" in str(err.value)
     assert "open /x/apiserver.crt: no such file" in str(err.value)
     assert json.loads((cluster.state / "cluster.json").read_text())["pids"]["kube-apiserver"] > 0
+
+
+def test_refused_pre_release_twins_are_replaced_by_the_first_served_release_and_said() -> None:
+    served = {
+        ("k8s.io/api", "v0.27.0-rc.0"),
+        ("k8s.io/kube-proxy", "v0.27.0"),
+        ("k8s.io/cluster-bootstrap", "v0.27.1"),
+    }
+    modules = ["k8s.io/api", "k8s.io/kube-proxy", "k8s.io/cluster-bootstrap", "k8s.io/sample-cli-plugin"]
+    versions, substitutions = build_module.substitute_refused_twins(
+        modules, "v0.27.0-rc.0", lambda m, v: (m, v) in served
+    )
+    assert substitutions == {"k8s.io/kube-proxy": "v0.27.0", "k8s.io/cluster-bootstrap": "v0.27.1"}
+    # Served nowhere: left at the pre-release (go build fails loudly if a component imports it).
+    assert versions == {
+        "k8s.io/api": "v0.27.0-rc.0",
+        "k8s.io/kube-proxy": "v0.27.0",
+        "k8s.io/cluster-bootstrap": "v0.27.1",
+        "k8s.io/sample-cli-plugin": "v0.27.0-rc.0",
+    }
+
+
+def test_a_release_is_never_substituted_nor_asked_about() -> None:
+    versions, substitutions = build_module.substitute_refused_twins(
+        ["k8s.io/api"], "v0.27.3", lambda m, v: pytest.fail("a release's twins are not checked one by one")
+    )
+    assert (versions, substitutions) == ({"k8s.io/api": "v0.27.3"}, {})

@@ -22,7 +22,7 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,7 +31,16 @@ from typing import Any
 from harness.versions import KubeVersion, VersionError
 
 TOOLS = Path(__file__).resolve().parent.parent.parent / ".tools"
-COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kubectl")
+# The local cluster runs the first five; a kind node image also needs kubeadm (in the node) and kube-proxy.
+COMPONENTS = (
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubelet",
+    "kubectl",
+    "kubeadm",
+    "kube-proxy",
+)
 _STAMPED_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
 # A replace line of k8s.io/kubernetes's go.mod: `k8s.io/api => ./staging/src/k8s.io/api` (in a block or not).
 _REPLACE = re.compile(r"^[ \t]*(?:replace[ \t]+)?(\S+)(?:[ \t]+v\S+)?[ \t]+=>[ \t]+(\S+)(?:[ \t]+(\S+))?[ \t]*$", re.M)
@@ -120,15 +129,52 @@ def choose_toolchain(upstream: str, env: Mapping[str, str], cwd: Path) -> tuple[
     raise BuildError(f"no go{minor} toolchain is served by the Go module proxy (go{upstream}: {refused[0]})")
 
 
-def _replacements(kubernetes_go_mod: str, staged_version: str) -> list[str]:
-    """`old=new@version` for every replace of k8s.io/kubernetes: staging dirs -> the published v0.Y.Z twins."""
+def _replacements(kubernetes_go_mod: str, staged: Mapping[str, str] | str) -> list[str]:
+    """`old=new@version` for every replace of k8s.io/kubernetes: staging dirs -> the published v0.Y.Z twins.
+
+    `staged` is one version for every staging module, or a version per module (substitutions included).
+    """
     out = []
     for old, new, pinned in _REPLACE.findall(kubernetes_go_mod):
         if new.startswith("./staging/"):
-            out.append(f"{old}={old}@{staged_version}")
+            version = staged if isinstance(staged, str) else staged[old]
+            out.append(f"{old}={old}@{version}")
         elif pinned:
             out.append(f"{old}={new}@{pinned}")
     return out
+
+
+def staging_modules(kubernetes_go_mod: str) -> list[str]:
+    """The staging modules k8s.io/kubernetes maps to ./staging/ (k8s.io/api, k8s.io/client-go, ...)."""
+    return [old for old, new, _ in _REPLACE.findall(kubernetes_go_mod) if new.startswith("./staging/")]
+
+
+def substitute_refused_twins(
+    modules: list[str], staged: str, served: Callable[[str, str], bool]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """(version per staging module, substitutions) for a pre-release whose twins the proxy partly refuses.
+
+    The proxy refuses some pre-release twins (v0.27.0-rc.0: 14 of them, 403 "not available"). Such a module
+    is replaced by the first served release of the same minor (v0.27.0, else v0.27.1, ...), and the
+    substitution is returned so build.json records it: the build is then "k8s.io/kubernetes at the
+    pre-release, these staging modules at that release", never silently exact. A release version (no
+    pre-release) is never substituted.
+    """
+    versions = {module: staged for module in modules}
+    if "-" not in staged:
+        return versions, {}
+    minor = staged.split("-", 1)[0].rsplit(".", 1)[0]  # v0.27
+    substitutions = {}
+    for module in modules:
+        if served(module, staged):
+            continue
+        for patch in range(10):
+            if served(module, f"{minor}.{patch}"):
+                versions[module] = substitutions[module] = f"{minor}.{patch}"
+                break
+        # Served nowhere (k8s.io/sample-cli-plugin): left as it is. No component imports such a module, and
+        # if one did, `go build` would fail loudly on it.
+    return versions, substitutions
 
 
 def ldflags(version: str, commit: str, built_at: str) -> str:
@@ -198,8 +244,20 @@ def build_kubernetes(version: str, tools: Path = TOOLS, log_progress: bool = Tru
     log = directory / "build.log"
     checksum_db = "sum.golang.org (through the proxy)"
     started = time.monotonic()
+    kubernetes_go_mod = (source / "go.mod").read_text()
+
+    def served(module_path: str, module_version: str) -> bool:
+        try:
+            download_module(module_path, module_version, env, directory)
+        except BuildError:
+            return False
+        return True
+
+    versions, substitutions = substitute_refused_twins(staging_modules(kubernetes_go_mod), staged, served)
     with log.open("w") as out:
-        steps = [["mod", "edit", f"-replace={r}"] for r in _replacements((source / "go.mod").read_text(), staged)]
+        for module_path, substitute in sorted(substitutions.items()):
+            out.write(f"+ {module_path}@{staged} is not served: {substitute} instead\n")
+        steps = [["mod", "edit", f"-replace={r}"] for r in _replacements(kubernetes_go_mod, versions)]
         steps.append(["mod", "edit", f"-require=k8s.io/kubernetes@{text}"])
         built_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         packages = [f"k8s.io/kubernetes/cmd/{c}" for c in COMPONENTS]
@@ -233,6 +291,7 @@ def build_kubernetes(version: str, tools: Path = TOOLS, log_progress: bool = Tru
         "toolchain_note": toolchain_note,
         "upstream_go": f"go{upstream_go}",
         "staging_modules": staged,
+        "staging_substitutions": substitutions,
         "cgo": False,
         "checksum_database": checksum_db,
         "built_at": built_at,
