@@ -1,0 +1,138 @@
+"""The Docker engine under kind: can it start privileged containers here, and the suite's own engine if not.
+
+kind's nodes are `--privileged` containers. Where root's bounding set lacks CAP_SYS_RESOURCE (nested VMs,
+some CI sandboxes: CapBnd bit 24 clear in /proc/self/status), Docker asks runc for every capability and runc
+refuses ("unable to apply caps: operation not permitted"), so kind fails after minutes of work with an
+obscure message. `check_engine` says so before anything is created. The remedy, `make engine`, starts a
+dockerd of the suite's own (data under `.tools/engine/`, the host's default socket) whose default runtime is
+harness/runc_without_sys_resource.py; `make engine-stop` stops it by the PID it wrote.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.kind import PrerequisiteMissing, Runner, run_command
+
+CAP_SYS_RESOURCE = 24
+RUNTIME_NAME = "plp-runc"
+WRAPPER = Path(__file__).resolve().parent / "runc_without_sys_resource.py"
+ENGINE_DIR = Path(__file__).resolve().parent.parent / ".tools" / "engine"
+EXEC_ROOT = Path("/run/plp-docker")
+REMEDY = (
+    "root on this host lacks CAP_SYS_RESOURCE, so Docker cannot start the privileged containers kind's nodes "
+    "are (runc: 'unable to apply caps').\nremedy: stop the running dockerd and start the suite's engine with "
+    "`make engine` (as root): a dockerd whose runtime drops CAP_SYS_RESOURCE from privileged containers "
+    "(harness/runc_without_sys_resource.py); `make engine-stop` stops it"
+)
+
+
+def lacks_sys_resource(status: str) -> bool:
+    """True when a /proc/<pid>/status text shows a bounding set without CAP_SYS_RESOURCE."""
+    for line in status.splitlines():
+        if line.startswith("CapBnd:"):
+            return not (int(line.split()[1], 16) >> CAP_SYS_RESOURCE) & 1
+    return False
+
+
+def engine_is_local() -> bool:
+    """The daemon runs on this host (its capabilities are this host's): no DOCKER_HOST, or a unix socket."""
+    host = os.environ.get("DOCKER_HOST", "")
+    return not host or host.startswith("unix://")
+
+
+def check_engine(runner: Runner = run_command, status_file: Path = Path("/proc/self/status")) -> None:
+    """Refuse to start kind on a local engine that cannot run privileged containers here (no cluster made)."""
+    if not engine_is_local() or not status_file.is_file() or not lacks_sys_resource(status_file.read_text()):
+        return
+    runtime = runner(["docker", "info", "--format", "{{.DefaultRuntime}}"], 20)
+    if runtime.returncode == 0 and runtime.stdout.strip() == RUNTIME_NAME:
+        return
+    raise PrerequisiteMissing(REMEDY + f"\n(the engine's default runtime is {runtime.stdout.strip() or 'unknown'})")
+
+
+def start_engine(engine_dir: Path = ENGINE_DIR, runner: Runner = run_command) -> str:
+    """Start the suite's dockerd, unless one answers already; returns what was done."""
+    answering = runner(["docker", "info", "--format", "{{.DefaultRuntime}}"], 20)
+    if answering.returncode == 0:
+        if answering.stdout.strip() == RUNTIME_NAME:
+            return "the suite's engine is running already"
+        raise PrerequisiteMissing(
+            "a Docker daemon that is not the suite's runs already; stop it first (the suite never stops it for you)"
+        )
+    if os.geteuid() != 0:
+        raise PrerequisiteMissing("starting a Docker daemon needs root")
+    engine_dir.mkdir(parents=True, exist_ok=True)
+    Path("/lib/modules").mkdir(parents=True, exist_ok=True)  # kind mounts it into every node
+    log = (engine_dir / "dockerd.log").open("a")
+    process = subprocess.Popen(
+        [
+            "dockerd",
+            "--data-root",
+            str(engine_dir / "docker"),
+            "--exec-root",
+            str(EXEC_ROOT),
+            "--pidfile",
+            str(engine_dir / "dockerd.pid"),
+            "--add-runtime",
+            f"{RUNTIME_NAME}={WRAPPER}",
+            "--default-runtime",
+            RUNTIME_NAME,
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise PrerequisiteMissing(f"dockerd exited with {process.returncode}; see {engine_dir / 'dockerd.log'}")
+        if runner(["docker", "info", "--format", "{{.DefaultRuntime}}"], 10).stdout.strip() == RUNTIME_NAME:
+            return f"started the suite's engine (dockerd pid {process.pid}; log {engine_dir / 'dockerd.log'})"
+        time.sleep(1)
+    raise PrerequisiteMissing(f"dockerd did not answer within 60 s; see {engine_dir / 'dockerd.log'}")
+
+
+def stop_engine(engine_dir: Path = ENGINE_DIR) -> str:
+    """Stop the suite's dockerd by the PID it wrote (never another daemon)."""
+    pid_file = engine_dir / "dockerd.pid"
+    if not pid_file.is_file():
+        return "the suite's engine is not running"
+    pid = int(pid_file.read_text().strip())
+    try:
+        os.kill(pid, 15)
+    except ProcessLookupError:
+        pid_file.unlink(missing_ok=True)
+        return "the suite's engine was not running (stale pid file removed)"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+        time.sleep(0.5)
+    return f"stopped the suite's engine (dockerd pid {pid})"
+
+
+def main(argv: list[str]) -> int:
+    """`python -m harness.engine start|stop|check`."""
+    action = argv[0] if argv else ""
+    try:
+        if action == "start":
+            print(start_engine())
+        elif action == "stop":
+            print(stop_engine())
+        elif action == "check":
+            check_engine()
+            print("the engine can start privileged containers (or this host needs nothing special)")
+        else:
+            print("usage: python -m harness.engine start|stop|check", file=sys.stderr)
+            return 2
+    except PrerequisiteMissing as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,359 @@
+"""kind node images built here from Go modules and Debian packages, when no release can be downloaded.
+
+kind's own builder (`kind build node-image --type release`) needs dl.k8s.io and a registry for its base
+image; neither is reachable on machines that reach only the Go module proxy and Debian's mirror. This
+builder makes an image that satisfies kind v0.20.0's node contract (read in its images/base and
+pkg/build/nodeimage; see shared/research/kind.md) from:
+- a Debian bookworm root file system (`debootstrap --variant=minbase`): systemd, containerd and runc,
+  the CNI plugins, iptables, conntrack, trimmed the way kind trims its base image (no getty, udev, timers);
+- the suite's own node files (harness/nodeimage/files/: entrypoint, systemd units, the pod network);
+- Kubernetes' kubeadm, kubelet and kubectl built from `k8s.io/kubernetes@v<version>` (harness/local/build.py),
+  the suite's crictl (harness/nodeimage/crictl.py), and the images `kubeadm config images list` names, made
+  locally (harness/nodeimage/images.py) and imported into the node's containerd store;
+- containerd with `restrict_oom_score_adj` (hosts whose root lacks CAP_SYS_RESOURCE refuse negative OOM
+  scores) and `SystemdCgroup` from 1.24 on, as kind's builder sets it.
+A second image, the same plus D-Bus and systemd-logind, is what the graceful-node-shutdown probes run on
+(harness/node_shutdown.py finds it under the tag it would derive). Each image records what went into it in
+`/kind/plp-node.json` and `.tools/node-images/<tag>.json` (kind_release: the kind that runs it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.local.build import Build
+from harness.versions import KubeVersion
+
+TOOLS = Path(__file__).resolve().parent.parent.parent / ".tools"
+WORK = TOOLS / "node-image-work"
+RECORDS = TOOLS / "node-images"
+FILES = Path(__file__).resolve().parent / "files"
+KIND_RELEASE = "v0.20.0"  # the kind whose node contract these images follow, and that runs them
+SUITE = "bookworm"
+PACKAGES = (
+    "systemd",
+    "systemd-sysv",
+    "conntrack",
+    "iptables",
+    "nftables",
+    "iproute2",
+    "ethtool",
+    "util-linux",
+    "mount",
+    "kmod",
+    "libseccomp2",
+    "pigz",
+    "bash",
+    "ca-certificates",
+    "curl",
+    "jq",
+    "procps",
+    "containerd",
+    "runc",
+    "containernetworking-plugins",
+)
+# What the kubelet's graceful shutdown manager needs: the system bus and logind (shared/research/kind.md §4).
+SHUTDOWN_PACKAGES = ("dbus",)
+BUSYBOX_NAME = "plp.local/busybox:node"  # the pod network's image (files/kind/manifests/default-cni.yaml)
+UNITS = ("containerd.service", "kubelet.service", "plp-undo-cgroups-mount.service")
+
+
+class NodeImageError(RuntimeError):
+    """The node image could not be built; the message says which step and shows its output."""
+
+
+@dataclass(frozen=True)
+class Archive:
+    """An image archive for `ctr images import`, and the names it must carry in the node."""
+
+    path: Path
+    names: tuple[str, ...]
+    source: str
+
+
+Run = Callable[[Sequence[str]], str]
+
+
+def run(argv: Sequence[str], stdin: bytes | None = None, timeout: float = 1800) -> str:
+    """Run a build step; a failure raises NodeImageError with the command and its output."""
+    done = subprocess.run(list(argv), input=stdin, capture_output=True, timeout=timeout, check=False)
+    if done.returncode != 0:
+        output = (done.stdout + done.stderr).decode(errors="replace").strip()[-3000:]
+        raise NodeImageError(f"`{' '.join(argv)}` failed ({done.returncode}):\n{output}")
+    return done.stdout.decode(errors="replace")
+
+
+def base_key(shutdown: bool) -> str:
+    packages = PACKAGES + (SHUTDOWN_PACKAGES if shutdown else ())
+    return hashlib.sha256(f"{SUITE} {' '.join(packages)} v1".encode()).hexdigest()[:12]
+
+
+def base_rootfs(shutdown: bool, work: Path = WORK) -> tuple[Path, dict[str, Any]]:
+    """The Debian root file system all node images of a kind start from (debootstrap once, then reused)."""
+    directory = work / f"base-{base_key(shutdown)}"
+    record_file = directory / "base.json"
+    if record_file.is_file():
+        return directory / "rootfs", dict(json.loads(record_file.read_text()))
+    if shutil.which("debootstrap") is None:
+        raise NodeImageError("building a node image needs debootstrap (apt-get install debootstrap)")
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    rootfs = directory / "rootfs"
+    packages = PACKAGES + (SHUTDOWN_PACKAGES if shutdown else ())
+    started = time.monotonic()
+    run(["debootstrap", "--variant=minbase", f"--include={','.join(packages)}", SUITE, str(rootfs)], timeout=3600)
+    trim_systemd(rootfs, shutdown)
+    for leftover in ("var/cache/apt/archives", "var/lib/apt/lists"):
+        for path in (rootfs / leftover).glob("*"):
+            if path.is_file():
+                path.unlink()
+    record = {
+        "debian": SUITE,
+        "packages": dict(
+            line.split("\t", 1)
+            for line in run(["chroot", str(rootfs), "dpkg-query", "-W"]).splitlines()
+            if "\t" in line
+        ),
+        "debootstrap_s": round(time.monotonic() - started, 1),
+        "shutdown_capable": shutdown,
+    }
+    record_file.write_text(json.dumps(record, indent=1) + "\n")
+    return rootfs, record
+
+
+def trim_systemd(rootfs: Path, shutdown: bool) -> None:
+    """Start only what a node needs, as kind's base image does; the shutdown image also D-Bus and logind."""
+    lib = rootfs / "lib/systemd/system"
+    patterns = [
+        "sysinit.target.wants/systemd-tmpfiles-setup.service",
+        "multi-user.target.wants/*",
+        "local-fs.target.wants/*",
+        "sockets.target.wants/*udev*",
+        "sockets.target.wants/*initctl*",
+        "basic.target.wants/*",
+    ]
+    for pattern in patterns:
+        for path in lib.glob(pattern):
+            path.unlink()
+    for path in (rootfs / "etc/systemd/system").glob("*.wants/*"):
+        path.unlink()
+    with (rootfs / "etc/systemd/journald.conf").open("a") as journald:
+        journald.write("ReadKMsg=no\n")
+    if shutdown:
+        wants = rootfs / "etc/systemd/system/multi-user.target.wants"
+        wants.mkdir(parents=True, exist_ok=True)
+        for unit in ("dbus.service", "systemd-logind.service"):
+            (wants / unit).symlink_to(f"/lib/systemd/system/{unit}")
+
+
+def containerd_config(version: KubeVersion, pause_image: str) -> str:
+    """containerd's configuration in the node: kind's choices, plus restrict_oom_score_adj for this host kind."""
+    systemd_cgroup = "true" if version.satisfies(">=1.24.0-alpha.0") else "false"
+    return (
+        "# containerd in a pod-lifecycle-probes kind node (harness/nodeimage/node.py)\n"
+        "version = 2\n\n"
+        '[plugins."io.containerd.grpc.v1.cri"]\n'
+        f'  sandbox_image = "{pause_image}"\n'
+        "  tolerate_missing_hugepages_controller = true\n"
+        "  # Hosts whose root lacks CAP_SYS_RESOURCE refuse negative OOM scores (-998 for sandboxes).\n"
+        "  restrict_oom_score_adj = true\n\n"
+        '[plugins."io.containerd.grpc.v1.cri".containerd]\n'
+        "  discard_unpacked_layers = true\n"
+        '  snapshotter = "overlayfs"\n'
+        '  default_runtime_name = "runc"\n\n'
+        '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n'
+        '  runtime_type = "io.containerd.runc.v2"\n'
+        '  base_runtime_spec = "/etc/containerd/cri-base.json"\n'
+        '  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n'
+        f"    SystemdCgroup = {systemd_cgroup}\n"
+    )
+
+
+def install_node(
+    rootfs: Path, build: Build, crictl: Path, images: list[str], version: KubeVersion, run_step: Run = run
+) -> None:
+    """Put the suite's node files, Kubernetes' node binaries and containerd's configuration into a copy of the base."""
+    shutil.copytree(FILES, rootfs, symlinks=True, dirs_exist_ok=True)
+    for component in ("kubeadm", "kubelet", "kubectl"):
+        shutil.copy2(build.binary(component), rootfs / "usr/bin" / component)
+    shutil.copy2(crictl, rootfs / "usr/local/bin/crictl")
+    cni = rootfs / "opt/cni/bin"
+    cni.mkdir(parents=True, exist_ok=True)
+    for plugin in sorted((rootfs / "usr/lib/cni").iterdir()):
+        (cni / plugin.name).unlink(missing_ok=True)
+        (cni / plugin.name).symlink_to(f"/usr/lib/cni/{plugin.name}")
+    (rootfs / "etc/kubernetes/manifests").mkdir(parents=True, exist_ok=True)
+    (rootfs / "kind/version").write_text(build.version + "\n")
+    pause = next((image for image in images if "/pause:" in image), "registry.k8s.io/pause:3.9")
+    (rootfs / "etc/containerd/config.toml").write_text(containerd_config(version, pause))
+    # containerd's default spec without rlimits (kind's cri-base.json does the same), from the node's own ctr.
+    spec = json.loads(run_step(["chroot", str(rootfs), "ctr", "oci", "spec"]))
+    spec["process"].pop("rlimits", None)
+    (rootfs / "etc/containerd/cri-base.json").write_text(json.dumps(spec, indent=1) + "\n")
+    wants = rootfs / "etc/systemd/system/multi-user.target.wants"
+    wants.mkdir(parents=True, exist_ok=True)
+    for unit in UNITS:
+        (wants / unit).unlink(missing_ok=True)
+        (wants / unit).symlink_to(f"/etc/systemd/system/{unit}")
+
+
+def preload_images(rootfs: Path, archives: list[Archive], run_step: Run = run) -> list[dict[str, str]]:
+    """Import the archives into the node's containerd store with a containerd of the host, then stop it.
+
+    The host's containerd (Debian's, the node's version) runs with the node's /var/lib/containerd as its
+    root, the CRI plugin off, on a socket of its own; kind's importer uses the same `ctr images import`
+    flags. Layers stay packed (`--no-unpack`): the node's CRI unpacks an image on first use.
+    """
+    with tempfile.TemporaryDirectory(prefix="plp-preload-") as scratch:
+        state = Path(scratch)
+        socket = state / "containerd.sock"
+        config = state / "config.toml"
+        config.write_text(
+            f'version = 2\nroot = "{rootfs / "var/lib/containerd"}"\nstate = "{state / "state"}"\n'
+            f'disabled_plugins = ["io.containerd.grpc.v1.cri"]\n[grpc]\n  address = "{socket}"\n'
+        )
+        log = (state / "containerd.log").open("w")
+        daemon = subprocess.Popen(["containerd", "--config", str(config)], stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 30
+            while not socket.exists():
+                if time.monotonic() > deadline or daemon.poll() is not None:
+                    raise NodeImageError(
+                        f"the preloading containerd did not start: {(state / 'containerd.log').read_text()}"
+                    )
+                time.sleep(0.2)
+            ctr = ["ctr", "--address", str(socket), "--namespace", "k8s.io"]
+            for archive in archives:
+                run_step([*ctr, "images", "import", "--all-platforms", "--no-unpack", "--digests", str(archive.path)])
+            listed = run_step([*ctr, "images", "list", "--quiet"]).split()
+            preloaded = []
+            for archive in archives:
+                present = [name for name in archive.names if name in listed]
+                if not present:
+                    raise NodeImageError(f"{archive.path} imported none of {archive.names}; containerd has {listed}")
+                for name in archive.names:
+                    if name not in listed:
+                        run_step([*ctr, "images", "tag", present[0], name])
+                preloaded.append({"names": ", ".join(archive.names), "source": archive.source})
+            return preloaded
+        finally:
+            daemon.terminate()
+            daemon.wait(30)
+
+
+def kubeadm_images(build: Build, run_step: Run = run) -> list[str]:
+    """The images kubeadm of this build deploys (offline for an exact version), as kind's builder asks it."""
+    listed = run_step([str(build.binary("kubeadm")), "config", "images", "list", "--kubernetes-version", build.version])
+    return [line.strip() for line in listed.splitlines() if line.strip()]
+
+
+def write_record(path: Path, record: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+
+def docker_image(rootfs: Path, tag: str, record: dict[str, Any], run_step: Run = run) -> None:
+    """The root file system as a Docker image with kind's node entrypoint, environment and stop signal."""
+    stage = f"{tag}-stage"
+    archive = rootfs.parent / "rootfs.tar"
+    run_step(["tar", "-C", str(rootfs), "--numeric-owner", "--xattrs", "-cf", str(archive), "."])
+    run_step(
+        [
+            "docker",
+            "import",
+            "--change",
+            "ENV container=docker",
+            "--change",
+            'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]',
+            str(archive),
+            stage,
+        ]
+    )
+    archive.unlink()
+    # `docker import` takes no STOPSIGNAL; a metadata-only build adds it (systemd halts on SIGRTMIN+3).
+    context = rootfs.parent / "context"
+    context.mkdir(exist_ok=True)
+    (context / "Dockerfile").write_text(
+        f"FROM {stage}\nSTOPSIGNAL SIGRTMIN+3\n"
+        f'LABEL pod-lifecycle-probes.test/kubernetes="{record["kubernetes"]}" '
+        f'pod-lifecycle-probes.test/kind-release="{record["kind_release"]}"\n'
+    )
+    run_step(["env", "DOCKER_BUILDKIT=0", "docker", "build", "--quiet", "--tag", tag, str(context)])
+    run_step(["docker", "image", "rm", stage])
+
+
+def shutdown_tag(tag: str) -> str:
+    """The shutdown-capable sibling under the tag harness/node_shutdown.py derives for a base image."""
+    from harness.node_shutdown import derived_image_tag
+
+    return derived_image_tag(tag)
+
+
+def build_node_images(
+    version: str,
+    say: Callable[[str], None] = print,
+    work: Path = WORK,
+    records: Path = RECORDS,
+    run_step: Run = run,
+) -> list[str]:
+    """Build plp-node:v<version> and its shutdown-capable sibling from Go modules (each reused if present)."""
+    from harness.local.build import build_kubernetes
+    from harness.nodeimage.crictl import build_crictl, crictl_record
+    from harness.nodeimage.images import node_images
+
+    build = build_kubernetes(version)
+    tag = f"plp-node:{build.version}"
+    tags = [tag, shutdown_tag(tag)]
+    missing = [t for t in tags if subprocess.run(["docker", "image", "inspect", t], capture_output=True).returncode]
+    if not missing:
+        say(f"{' and '.join(tags)} exist already; reused")
+        return tags
+    started = time.monotonic()
+    parsed = KubeVersion.parse(build.version)
+    names = kubeadm_images(build, run_step)
+    say(f"images kubeadm {build.version} deploys: {', '.join(names)}")
+    archives = [Archive(a.path, a.names, a.source) for a in node_images(build, names, work / "images" / build.version)]
+    for index, archive in enumerate(archives):
+        if any("library/alpine" in name for name in archive.names):
+            archives[index] = Archive(archive.path, (*archive.names, BUSYBOX_NAME), archive.source)
+    crictl = build_crictl()
+    for image_tag in missing:
+        shutdown = image_tag != tag
+        base, base_record = base_rootfs(shutdown, work)
+        directory = work / image_tag.replace(":", "-").replace("/", "-")
+        shutil.rmtree(directory, ignore_errors=True)
+        directory.mkdir(parents=True)
+        rootfs = directory / "rootfs"
+        say(f"assembling {image_tag} in {directory}")
+        run_step(["cp", "-a", "--reflink=auto", str(base), str(rootfs)])
+        install_node(rootfs, build, crictl, names, parsed, run_step)
+        preloaded = preload_images(rootfs, archives, run_step)
+        record = {
+            "image": image_tag,
+            "kubernetes": build.version,
+            "kind_release": KIND_RELEASE,
+            "how": "harness/nodeimage/node.py: Debian base + Kubernetes from Go modules; no release tarball",
+            "kubernetes_build": build.record,
+            "crictl": crictl_record(),
+            "images": preloaded,
+            "debian": {"suite": SUITE, "packages": base_record["packages"]},
+            "shutdown_capable": shutdown,
+            "pod_network": "the suite's ptp DaemonSet (files/kind/manifests/default-cni.yaml), not kindnetd",
+            "storage": "none shipped: kind falls back to its host-path StorageClass",
+        }
+        (rootfs / "kind/plp-node.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+        docker_image(rootfs, image_tag, record, run_step)
+        shutil.rmtree(directory)
+        record["built_s"] = round(time.monotonic() - started, 1)
+        write_record(records / f"{image_tag.replace(':', '-')}.json", record)
+        say(f"built {image_tag} ({record['built_s']} s so far)")
+    return tags
