@@ -26,7 +26,7 @@ JOBS ?= 2
 
 RUNS ?= runs
 
-.PHONY: probe matrix clean report test lint typecheck unit versions recordings clean-venv node-image actionlint bisect
+.PHONY: probe matrix clean report test lint typecheck unit versions recordings clean-venv node-image actionlint bisect engine engine-stop
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,10 +54,19 @@ clean: $(STAMP)
 report: $(STAMP)
 	$(PY) -m harness report $(RUNS)
 
-# A node image for a release kind does not publish (kind build node-image --type release), built once:
-# make node-image VERSION=1.27.0-rc.0, then make probe IMAGE=plp-node:v1.27.0-rc.0
+# A node image for a release kind does not publish, built once: make node-image VERSION=1.27.0-rc.0
+# [SOURCE=release|modules], then make probe IMAGE=plp-node:v1.27.0-rc.0. release: kind build node-image
+# (downloads from dl.k8s.io); modules: Kubernetes from its Go modules + Debian (root, debootstrap, Go);
+# default: release when dl.k8s.io answers.
+SOURCE ?= auto
 node-image: $(STAMP)
-	$(PY) -m harness node-image --version "$(VERSION)"
+	$(PY) -m harness node-image --version "$(VERSION)" --source "$(SOURCE)"
+
+# A Docker engine for kind on a host whose root lacks CAP_SYS_RESOURCE (root; see harness/engine.py)
+engine: $(STAMP)
+	$(PY) -m harness.engine start
+engine-stop: $(STAMP)
+	$(PY) -m harness.engine stop
 
 # The first patch release on which a probe fails: make bisect PROBE=... GOOD=1.27.3 BAD=1.27.16 [BUILD=1]
 # (BUILD=1 also tries patch releases without a pinned image, building them with node-image)

@@ -27,6 +27,7 @@ from kubernetes.client.exceptions import ApiException
 from harness import bisect as bisect_module
 from harness import janitor, matrix, node_image_build, selection
 from harness import report as report_module
+from harness.engine import check_engine
 from harness.kind import (
     INSTALL_KIND,
     ClusterFailed,
@@ -42,6 +43,7 @@ from harness.lifecycle import KindProvider, LocalProvider, cluster_life
 from harness.local import cluster as local_cluster
 from harness.local.build import BuildError, build_kubernetes, check_go, existing_build, release_text, resolve_module
 from harness.manifest_check import check_manifests, images_in_manifests
+from harness.nodeimage.node import NodeImageError, build_node_images
 from harness.run import Run, new_run_id, safe_name
 from harness.versions import KubeVersion, NodeImage, VersionError, known_images, known_versions, resolve_image
 
@@ -150,6 +152,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "node-image", "build a node image for a Kubernetes release kind does not publish (kind build node-image)"
     )
     build.add_argument("--version", required=True, help="a full release version, e.g. 1.27.0-rc.0")
+    build.add_argument(
+        "--source",
+        choices=("auto", "release", "modules"),
+        default="auto",
+        help="release: kind build node-image from dl.k8s.io; modules: built here from Go modules and Debian "
+        "packages (harness/nodeimage); auto: release when dl.k8s.io answers, else modules",
+    )
     bisect_cmd = command("bisect", "the first patch release on which a probe fails")
     bisect_cmd.add_argument("--probe", required=True, help="the probe (name or pytest -k expression)")
     bisect_cmd.add_argument("--good", required=True, help="a patch release where the probe passes, e.g. 1.27.3")
@@ -392,7 +401,7 @@ def run_report_command(args: argparse.Namespace) -> int:
 
 
 def run_node_image_command(args: argparse.Namespace) -> int:
-    """Build (or reuse) plp-node:vX.Y.Z with the newest kind release, checksum-verified like make probe's."""
+    """Build (or reuse) plp-node:vX.Y.Z: with kind's release builder, or from Go modules when that cannot work."""
     if problem := missing_arguments(args, {"version": "VERSION"}):
         return refuse(BAD, f"{problem}: the release to build, e.g. make node-image VERSION=1.27.0-rc.0")
     try:
@@ -400,17 +409,31 @@ def run_node_image_command(args: argparse.Namespace) -> int:
         release = node_image_build.build_kind_release()
     except VersionError as err:
         return refuse(BAD, str(err))
+    source = getattr(args, "source", "auto")
+    if source == "auto":
+        source = "release" if node_image_build.release_downloads_reachable() else "modules"
+        print(f"building from {source}: dl.k8s.io {'answers' if source == 'release' else 'does not answer'}")
     try:
         check_docker()
-        kind_bin = ensure_kind(release)
+        check_engine()
+        if source == "modules":
+            check_go()
+            resolve_module(args.version)
+        else:
+            kind_bin = ensure_kind(release)
     except (PrerequisiteMissing, KindInstallError) as err:
         return refuse(MISSING, str(err))
+    except BuildError as err:
+        return refuse(BAD if "does not serve" in str(err) else MISSING, str(err))
     try:
-        tag, said = node_image_build.build_node_image(args.version, kind_bin, release)
-    except node_image_build.NodeImageBuildFailed as err:
+        if source == "modules":
+            tag = build_node_images(args.version)[0]
+        else:
+            tag, said = node_image_build.build_node_image(args.version, kind_bin, release)
+            print(said)
+    except (node_image_build.NodeImageBuildFailed, NodeImageError, BuildError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    print(said)
     print(f"run the probes on it: make probe IMAGE={tag}")
     return 0
 
@@ -557,6 +580,7 @@ def prepare_kind(args: argparse.Namespace, image: NodeImage) -> tuple[int, str]:
     refusal's exit code, kind's version line)."""
     try:
         check_docker()
+        check_engine()
     except PrerequisiteMissing as err:
         return refuse(MISSING, f"{err}\n  {kind_status(image.kind_release)}"), ""
     if args.kind_bin == "kind" and image.kind_release:

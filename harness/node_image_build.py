@@ -11,6 +11,8 @@ the same kind to run it.
 from __future__ import annotations
 
 import json
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 from harness.kind import Runner, run_command
@@ -70,6 +72,17 @@ def build_node_image(
         json.dumps({"image": tag, "kubernetes": release, "kind_release": kind_release}, indent=1) + "\n"
     )
     return tag, f"built {tag} with kind {kind_release}"
+
+
+def release_downloads_reachable(url: str = "https://dl.k8s.io/", timeout: float = 5.0) -> bool:
+    """Whether kind's release builder could download a server tarball here (any HTTP answer counts)."""
+    try:
+        urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout).close()
+    except urllib.error.HTTPError:
+        return True
+    except OSError:
+        return False
+    return True
 
 
 def _release_key(release: str) -> tuple[int, ...]:

@@ -1,0 +1,99 @@
+"""The node image builder's own decisions (harness/nodeimage/node.py), offline: no debootstrap, Docker or
+containerd runs; the build steps are stood in by a recorder."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.local.build import Build
+from harness.nodeimage import node
+from harness.versions import KubeVersion
+
+
+def test_containerd_keeps_oom_scores_restricted_and_uses_systemd_cgroups_from_1_24() -> None:
+    new = node.containerd_config(KubeVersion.parse("1.27.3"), "registry.k8s.io/pause:3.9")
+    old = node.containerd_config(KubeVersion.parse("1.23.17"), "registry.k8s.io/pause:3.6")
+    assert "restrict_oom_score_adj = true" in new and "restrict_oom_score_adj = true" in old
+    assert "SystemdCgroup = true" in new and "SystemdCgroup = false" in old
+    assert 'sandbox_image = "registry.k8s.io/pause:3.9"' in new
+
+
+def tree(root: Path, paths: list[str]) -> None:
+    for path in paths:
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text("")
+
+
+def test_systemd_starts_only_what_a_node_needs_and_the_shutdown_image_adds_dbus_and_logind(tmp_path: Path) -> None:
+    for shutdown in (False, True):
+        rootfs = tmp_path / str(shutdown)
+        tree(
+            rootfs,
+            [
+                "lib/systemd/system/multi-user.target.wants/systemd-logind.service",
+                "lib/systemd/system/sockets.target.wants/systemd-udevd-control.socket",
+                "lib/systemd/system/sockets.target.wants/systemd-journald.socket",
+                "etc/systemd/system/timers.target.wants/apt-daily.timer",
+                "etc/systemd/journald.conf",
+            ],
+        )
+        node.trim_systemd(rootfs, shutdown)
+        wanted = sorted(p.name for p in (rootfs / "etc/systemd/system").glob("*.wants/*"))
+        assert wanted == (["dbus.service", "systemd-logind.service"] if shutdown else [])
+        assert not (rootfs / "lib/systemd/system/multi-user.target.wants/systemd-logind.service").exists()
+        assert not (rootfs / "lib/systemd/system/sockets.target.wants/systemd-udevd-control.socket").exists()
+        assert (rootfs / "lib/systemd/system/sockets.target.wants/systemd-journald.socket").exists()
+        assert (rootfs / "etc/systemd/journald.conf").read_text() == "ReadKMsg=no\n"
+
+
+def test_the_node_gets_kubernetes_binaries_its_version_the_pod_network_and_its_units(tmp_path: Path) -> None:
+    rootfs = tmp_path / "rootfs"
+    tree(rootfs, ["usr/lib/cni/ptp", "usr/lib/cni/host-local", "usr/bin/.keep", "usr/local/bin/.keep"])
+    bin_dir = tmp_path / "build" / "bin"
+    tree(bin_dir, ["kubeadm", "kubelet", "kubectl"])
+    build = Build("v1.27.3", tmp_path / "build", {})
+    (tmp_path / "crictl").write_text("")
+    calls: list[list[str]] = []
+
+    def run_step(argv: Sequence[str]) -> str:
+        calls.append(list(argv))
+        return json.dumps({"process": {"rlimits": [{"type": "RLIMIT_NOFILE"}], "args": []}})
+
+    images = ["registry.k8s.io/kube-apiserver:v1.27.3", "registry.k8s.io/pause:3.9"]
+    node.install_node(rootfs, build, tmp_path / "crictl", images, KubeVersion.parse("1.27.3"), run_step)
+    assert (rootfs / "kind/version").read_text() == "v1.27.3\n"
+    assert all((rootfs / "usr/bin" / c).is_file() for c in ("kubeadm", "kubelet", "kubectl"))
+    assert (rootfs / "usr/local/bin/crictl").is_file()
+    assert (rootfs / "usr/local/bin/entrypoint").is_file()
+    assert sorted(p.name for p in (rootfs / "opt/cni/bin").iterdir()) == ["host-local", "ptp"]
+    assert str((rootfs / "opt/cni/bin/ptp").readlink()) == "/usr/lib/cni/ptp"
+    assert "rlimits" not in json.loads((rootfs / "etc/containerd/cri-base.json").read_text())["process"]
+    assert calls == [["chroot", str(rootfs), "ctr", "oci", "spec"]]
+    wants = sorted(p.name for p in (rootfs / "etc/systemd/system/multi-user.target.wants").iterdir())
+    assert wants == sorted(node.UNITS)
+    cni = (rootfs / "kind/manifests/default-cni.yaml").read_text()
+    assert "would you kindly template this file" in cni and "would you kindly patch this file" in cni
+
+
+def test_the_pod_network_manifest_has_one_daemonset_whose_first_container_has_env_for_kinds_patch() -> None:
+    documents = list(yaml.safe_load_all((node.FILES / "kind/manifests/default-cni.yaml").read_text()))
+    daemonsets = [d for d in documents if d["kind"] == "DaemonSet"]
+    assert len(daemonsets) == 1
+    container = daemonsets[0]["spec"]["template"]["spec"]["containers"][0]
+    assert isinstance(container["env"], list)  # kind appends CONTROL_PLANE_ENDPOINT to it
+    assert container["image"] == node.BUSYBOX_NAME
+
+
+def test_a_failed_step_says_which_command_and_what_it_printed() -> None:
+    with pytest.raises(node.NodeImageError, match=r"`sh -c echo broken >&2; exit 3` failed \(3\):\nbroken"):
+        node.run(["sh", "-c", "echo broken >&2; exit 3"])
+
+
+def test_base_images_are_keyed_by_their_package_list() -> None:
+    assert node.base_key(False) != node.base_key(True)
+    assert node.base_key(False) == node.base_key(False)
