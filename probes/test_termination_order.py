@@ -28,6 +28,8 @@ pytestmark = pytest.mark.probe("termination_order")
 SLACK_S = 30.0
 # How soon after the delete the endpoints controllers must have taken the pod out of its Service.
 ENDPOINT_BOUND_S = 10.0
+# The heartbeat the timeline pod writes from SIGTERM on: its last one is the container's end (SIGKILL).
+LAST_INSTANT = "alive"
 
 
 def container_instants(probe: Probe, pod: PodView) -> dict[str, float]:
@@ -37,6 +39,8 @@ def container_instants(probe: Probe, pod: PodView) -> dict[str, float]:
     /dev/termination-log, which the kubelet copies into the pod's status): the container's log is gone by
     then, as the kubelet removes a deleted pod's dead container at once. The log is read only when there is
     no message (a runtime that does not support termination messages).
+    `alive` is the last heartbeat instead (the timeline pod beats every 0.1 s from SIGTERM on): the container's
+    end on its own clock, to within one beat, never after it, as SIGKILL itself cannot be written down.
     They go into the timeline too, relative to the preStop's start on the container's own clock (the node's
     uptime cannot be placed exactly on the API server's or this machine's clock).
     """
@@ -45,9 +49,13 @@ def container_instants(probe: Probe, pod: PodView) -> dict[str, float]:
     for line in written.splitlines():
         name, _, value = line.partition(" ")
         try:
-            instants.setdefault(name, float(value))
+            instant = float(value)
         except ValueError:
             continue
+        if name == LAST_INSTANT:
+            instants[name] = instant
+        else:
+            instants.setdefault(name, instant)
     origin = instants.get("prestop-start", min(instants.values(), default=0.0))
     relative = {name: round(value - origin, 2) for name, value in instants.items()}
     probe.timeline.observed(
@@ -135,19 +143,22 @@ def test_deletion_fields_with_a_grace_period_override(probe: Probe) -> None:
 
 def test_prestop_within_the_grace_period(probe: Probe) -> None:
     """Document 002 §2-a: preStop (3 s) ends within the grace (10 s): SIGTERM follows it, and the container,
-    which ignores SIGTERM, is SIGKILLed when the grace has run out, about 10 s after the delete.
+    which ignores SIGTERM, is SIGKILLed when the grace has run out, about 10 s after the delete: what the hook
+    left of the grace (10 - 3 s) after SIGTERM, on the container's own clock.
     """
     pod, _, running = delete_and_observe(probe, probe.manifest("pod-prestop-timeline.within-grace.yaml"))
     instants = container_instants(probe, pod)
     probe.check("prestop-in-time.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
     probe.check("sigkilled.exit", main_exit(pod), evidence=running)
     probe.check("prestop-in-time.killed-after-delete", finished_after_delete(pod), evidence=running)
+    probe.check("prestop-in-time.killed-after-sigterm", interval(instants, "sigterm", LAST_INSTANT), evidence=running)
     probe.conclude()
 
 
 def test_prestop_overrunning_the_grace_period(probe: Probe) -> None:
     """Document 002 §2-a: preStop (30 s) overruns the grace (5 s): it is cut off, SIGTERM comes at the end of
-    the grace and SIGKILL a fixed 2 s later (the kubelet's minimumGracePeriodInSeconds).
+    the grace and SIGKILL a fixed 2 s later (the kubelet's minimumGracePeriodInSeconds), measured on the
+    container's own clock from its SIGTERM instant to its last heartbeat.
     """
     pod, _, running = delete_and_observe(probe, probe.manifest("pod-prestop-timeline.overrunning-grace.yaml"))
     instants = container_instants(probe, pod)
@@ -155,6 +166,7 @@ def test_prestop_overrunning_the_grace_period(probe: Probe) -> None:
     probe.check("prestop-overrun.prestop-cut-off", "prestop-end" not in instants)
     probe.check("sigkilled.exit", main_exit(pod), evidence=running)
     probe.check("prestop-overrun.killed-after-delete", finished_after_delete(pod), evidence=running)
+    probe.check("prestop-overrun.killed-after-sigterm", interval(instants, "sigterm", LAST_INSTANT), evidence=running)
     probe.conclude()
 
 

@@ -11,6 +11,7 @@ import json
 import re
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -286,6 +287,47 @@ def test_a_kubelet_that_kills_at_once_after_an_overrun_fails_the_two_second_clai
         ClaimsFailed, match=r"prestop-overrun\.killed-after-delete: .* was 5\.0, expected between 6\.0 and 10\.0"
     ):
         termination_probes.test_prestop_overrunning_the_grace_period(probe)
+
+
+def overrun_killed_after_sigterm(seconds: float) -> Recording:
+    """The derived overrun recording (1.33.12) with the container killed `seconds` after its SIGTERM instant.
+
+    Its heartbeat then ends `seconds` after SIGTERM, and finishedAt moves with it (one-second resolution).
+    """
+    recording = derived("termination_order/prestop_overrunning_the_grace_period--v1.33.12-derived.json")
+    watch = next(s for s in recording.interactions if s["call"] == "watch")
+    terminated = watch["events"][-1]["object"]["status"]["containerStatuses"][0]["state"]["terminated"]
+    lines = [line for line in terminated["message"].splitlines() if not line.startswith("alive ")]
+    sigterm = float(next(line for line in lines if line.startswith("sigterm ")).split()[1])
+    beats = [round(sigterm + 0.1 * (i + 1), 2) for i in range(int(seconds * 10))]
+    terminated["message"] = "".join(f"{line}\n" for line in lines + [f"alive {b:.2f}" for b in beats])
+    uptime_at_0 = 1000.0  # tools/derive_termination_recordings.py: UPTIME_AT_0
+    finished = sigterm - uptime_at_0 + seconds
+    epoch = datetime.fromtimestamp(1_700_000_000.0, UTC)
+    terminated["finishedAt"] = (epoch + timedelta(seconds=int(finished))).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return recording
+
+
+def test_sigkill_two_seconds_after_sigterm_passes_and_four_seconds_fails(tmp_path: Path) -> None:
+    """Issue 15.6: the overrun claim is about SIGTERM -> SIGKILL (2 s), measured on the container's own clock.
+
+    Judged from the delete (finishedAt, one-second resolution, bound 6-10 s) a kill 4 s after SIGTERM passed
+    too; the interval from the container's SIGTERM instant to its last heartbeat tells 2 s from 4 s.
+    """
+    probe = Probe.replaying(overrun_killed_after_sigterm(2.0), "termination_order", Run.start(tmp_path / "two"))
+    termination_probes.test_prestop_overrunning_the_grace_period(probe)
+    verdicts = {v.claim.id: v for v in probe.verdicts}
+    assert verdicts["prestop-overrun.killed-after-sigterm"].observed == 2.0
+    assert all(v.status == "pass" for v in probe.verdicts)
+
+    probe = Probe.replaying(overrun_killed_after_sigterm(4.0), "termination_order", Run.start(tmp_path / "four"))
+    with pytest.raises(ClaimsFailed) as err:
+        termination_probes.test_prestop_overrunning_the_grace_period(probe)
+    assert "1 of 5 claims failed" in str(err.value)
+    wanted = r"prestop-overrun\.killed-after-sigterm: .* was 4\.0, expected between 1\.5 and 2\.5"
+    assert re.search(wanted, str(err.value))
+    verdicts = {v.claim.id: v for v in probe.verdicts}
+    assert verdicts["prestop-overrun.killed-after-delete"].status == "pass"  # the neighbour the old bound let through
 
 
 def test_a_watch_gap_over_the_transition_makes_the_claim_undecided_never_passed(tmp_path: Path) -> None:

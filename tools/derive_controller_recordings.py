@@ -450,6 +450,8 @@ def node_shutdown(kind: str, git_version: str, replaced: bool) -> JsonDict:
     status["conditions"].extend(kept)
     status["containerStatuses"][0]["state"]["terminated"]["reason"] = "Completed"
     status["phase"] = "Succeeded" if succeeded else "Failed"
+    if succeeded:  # the kubelet carries reason and message over only while the phase is unchanged (Failed -> Succeeded)
+        del status["reason"], status["message"]
     s.event("Pod", 6.3, "MODIFIED", first.obj)
     cancel_at = 6.4
     s.call("node_shutdown", {"node": WORKER, "starting": False}, cancel_at,

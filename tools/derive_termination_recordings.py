@@ -64,7 +64,11 @@ def timeline(s: Scenario) -> tuple[float, list[tuple[str, float]], int]:
     if s.handles_sigterm:
         instants.append(("exiting", sigterm + 1.02))
         return sigterm + 1.05, instants, 0
-    return sigterm - 0.1 + remaining, instants, 137
+    end = sigterm - 0.1 + remaining
+    # The timeline pod's heartbeat from SIGTERM on, every 0.1 s (and a little) until SIGKILL.
+    beats = int((end - sigterm) / 0.11)
+    instants.extend(("alive", round(sigterm + 0.11 * (i + 1), 2)) for i in range(beats))
+    return end, instants, 137
 
 
 def derive(s: Scenario, git_version: str) -> JsonDict:
