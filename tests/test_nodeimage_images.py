@@ -316,3 +316,17 @@ def test_corednss_go_mod_loses_only_the_refused_module(tmp_path: Path, monkeypat
     assert built.record["go_mod_lines_removed"] == ["inet.af/netaddr v0.0.0-20220617031823-097006376321 // indirect"]
     assert not (built.directory / "src").exists()  # no third-party source kept
     module.chmod(0o755)
+
+
+def test_the_image_list_is_what_the_builds_kubeadm_prints(tmp_path: Path) -> None:
+    build = _build(tmp_path)
+    kubeadm = build.binary("kubeadm")
+    kubeadm.write_text(
+        '#!/bin/sh\n[ "$*" = "config images list --kubernetes-version v1.27.3" ] || exit 3\n'
+        'printf "registry.k8s.io/kube-apiserver:v1.27.3\\nregistry.k8s.io/pause:3.9\\n"\n'
+    )
+    kubeadm.chmod(0o755)
+    assert node.kubeadm_images(build) == ["registry.k8s.io/kube-apiserver:v1.27.3", "registry.k8s.io/pause:3.9"]
+    kubeadm.write_text("#!/bin/sh\necho 'unknown flag' >&2\nexit 1\n")
+    with pytest.raises(node.NodeImageError, match="unknown flag"):
+        node.kubeadm_images(build)

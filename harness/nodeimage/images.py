@@ -315,6 +315,24 @@ def _gcc_version() -> str:
     return subprocess.run([gcc, "--version"], capture_output=True, text=True, check=False).stdout.split("\n")[0]
 
 
+def kubeadm_images(build: Build, timeout: float = 120) -> list[str]:
+    """The images the build's kubeadm names for its version (`kubeadm config images list`, offline for a release)."""
+    kubeadm = build.binary("kubeadm")
+    if not kubeadm.is_file():
+        raise NodeImageError(f"{kubeadm} is missing: the Kubernetes build {build.version} has no kubeadm")
+    done = subprocess.run(
+        [str(kubeadm), "config", "images", "list", "--kubernetes-version", build.version],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    names = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+    if done.returncode != 0 or not names:
+        raise NodeImageError(f"kubeadm config images list failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+    return names
+
+
 def default_out(build: Build, tools: Path = TOOLS) -> Path:
     return tools / "node-images" / "images" / build.version
 
