@@ -170,23 +170,23 @@ def _filename(name: str) -> str:
     return name.removeprefix(REGISTRY).replace("/", "_").replace(":", "_") + ".oci.tar"
 
 
-def _binary_layer(binary: Path, target: str, blobs: Path, scratch: Path, extra: list[FileEntry]) -> Layer:
+def _binary_layer(binary: Path, target: str, scratch: Path, extra: list[FileEntry]) -> Layer:
     """One gzip'ed layer with the binary at `target` (e.g. usr/local/bin/etcd), its parents, /tmp and `extra`."""
     parents = [p.as_posix() for p in reversed(Path(target).parents) if p.as_posix() != "."]
     entries = [FileEntry(p) for p in parents if p != "tmp"] + [FileEntry("tmp", mode=0o1777), *extra]
     entries.append(FileEntry(target, binary.read_bytes()))
     tar = scratch / (Path(target).name + ".tar")
     tar.write_bytes(layer_tar(entries))
-    layer = file_layer(tar, blobs)
+    layer = file_layer(tar, scratch / "blobs")
     tar.unlink()
     return layer
 
 
-def _specs(build: Build, kubeadm_list: list[str], blobs: Path, sources: Sources) -> list[_Spec]:
+def _specs(build: Build, kubeadm_list: list[str], sources: Sources) -> list[_Spec]:
     specs = []
     for name in kubeadm_list:
         repository, tag = _split(name)
-        specs.append(_spec(build, name, repository, tag, blobs, sources))
+        specs.append(_spec(build, name, repository, tag, sources))
     busybox = sources.busybox
     probe_names = (LOCAL_PROBE_IMAGE, *PROBE_IMAGE_NAMES)
     busybox_version = (
@@ -210,7 +210,7 @@ def _specs(build: Build, kubeadm_list: list[str], blobs: Path, sources: Sources)
     return specs
 
 
-def _spec(build: Build, name: str, repository: str, tag: str, blobs: Path, sources: Sources) -> _Spec:
+def _spec(build: Build, name: str, repository: str, tag: str, sources: Sources) -> _Spec:
     filename = _filename(name)
     env: dict[str, object] = {"Env": [PATH_ENV]}
     if repository in CONTROL_PLANE or repository == "kube-proxy":
@@ -230,7 +230,7 @@ def _spec(build: Build, name: str, repository: str, tag: str, blobs: Path, sourc
                 source,
                 inputs,
                 env,
-                lambda scratch: [_binary_layer(binary, target, blobs, scratch, [])],
+                lambda scratch: [_binary_layer(binary, target, scratch, [])],
             )
         base = sources.proxy_base()
         inputs["tools_layer"] = str(base.record.get("tar_sha256") or _sha256(base.tar))
@@ -241,7 +241,7 @@ def _spec(build: Build, name: str, repository: str, tag: str, blobs: Path, sourc
             source,
             inputs,
             env,
-            lambda scratch: [file_layer(base.tar, blobs), _binary_layer(binary, target, blobs, scratch, [])],
+            lambda scratch: [file_layer(base.tar, scratch / "blobs"), _binary_layer(binary, target, scratch, [])],
         )
     if repository == "etcd":
         addon = _addon(sources.etcd, tag)
@@ -256,7 +256,6 @@ def _spec(build: Build, name: str, repository: str, tag: str, blobs: Path, sourc
                 _binary_layer(
                     addon.binary,
                     "usr/local/bin/etcd",
-                    blobs,
                     scratch,
                     [FileEntry("var"), FileEntry("var/lib"), FileEntry("var/lib/etcd", mode=0o700)],
                 )
@@ -270,7 +269,7 @@ def _spec(build: Build, name: str, repository: str, tag: str, blobs: Path, sourc
             f"CoreDNS {addon.version}: {addon.record.get('how', '')} ({addon.record.get('toolchain')}) at /coredns",
             {"coredns": _sha256(addon.binary)},
             {**env, "Entrypoint": ["/coredns"], "ExposedPorts": {"53/tcp": {}, "53/udp": {}}},
-            lambda scratch: [_binary_layer(addon.binary, "coredns", blobs, scratch, [])],
+            lambda scratch: [_binary_layer(addon.binary, "coredns", scratch, [])],
         )
     if repository == "pause":
         pause_c = sources.kubernetes_source(build.version) / "build" / "pause" / "linux" / "pause.c"
@@ -344,12 +343,11 @@ def node_images(
     sources = sources or Sources()
     out = out or default_out(build)
     out.mkdir(parents=True, exist_ok=True)
-    blobs = out / "blobs"
     record_path = out / "images.json"
     previous: dict[str, Any] = json.loads(record_path.read_text()) if record_path.is_file() else {}
     known = {entry["file"]: entry for entry in previous.get("images", [])}
     archives, entries = [], []
-    for spec in _specs(build, kubeadm_list, blobs, sources):
+    for spec in _specs(build, kubeadm_list, sources):
         path = out / spec.filename
         entry = known.get(spec.filename)
         reused = (
