@@ -234,8 +234,13 @@ def build_coredns(image_tag: str, tools: Path = TOOLS) -> Addon:
         "cgo": False,
         "ldflags": ldflags,
         "built_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "how": f"go build -mod=mod in a copy of {COREDNS_MODULE}@{version} whose go.mod lost the lines the proxy"
-        " refuses and Go >= 1.19 never compiles (harness/nodeimage/addons.py)",
+        "how": f"go build -mod=mod in a copy of {COREDNS_MODULE}@{version}"
+        + (
+            " whose go.mod lost the lines the proxy refuses and Go >= 1.19 never compiles"
+            if dropped
+            else " (its go.mod as published)"
+        )
+        + " (harness/nodeimage/addons.py)",
     }
     return _finish("coredns", version, directory, record, started)
 
