@@ -1,0 +1,252 @@
+"""etcd and CoreDNS, the two control-plane images kubeadm asks for that Kubernetes does not build, from Go modules.
+
+Built once per version into `.tools/addons/<name>-<version>/` (the binary, `build.json`, `build.log`), with the
+Go caches of harness/local/build.py, cgo off, `-trimpath -ldflags '-s -w'` like the upstream release builds.
+
+- etcd: `go.etcd.io/etcd/server/v3` is the release's `etcd` binary (etcd 3.5's build.sh runs `go build` in
+  `server/`), but its go.mod replaces the sibling modules with `../api`, `../client/v3`, ..., so it cannot be
+  `go install`ed. A throw-away main module requires it and the siblings (api/v3, client/pkg/v3, client/v3,
+  pkg/v3, raft/v3 at the same version, client/v2 at v2.305.<patch>) and builds the package by its path.
+  The image tag kubeadm names (`3.5.7-0`) is the module version without its `-N` image revision.
+- CoreDNS: `github.com/coredns/coredns@v1.10.1` lists `inet.af/netaddr` in its go.mod, which the module proxy
+  refuses (403). Its only importer (dd-trace-go's `ip_default.go`) is `//go:build !go1.19`, so nothing built
+  with Go >= 1.19 compiles it: a copy of the module with that go.mod line removed is built in place
+  (`-mod=mod`). The removed lines are recorded in build.json.
+
+Toolchain: go1.20.14 (cached here; upstream used go1.17.13 for etcd 3.5.7 and go1.19/1.18 for CoreDNS,
+neither of which GOTOOLCHAIN can fetch as a module). build.json says which one built what.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import stat
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.local.build import TOOLS, BuildError, download_module, go_environment
+
+TOOLCHAIN = "go1.20.14"
+ETCD_MODULE = "go.etcd.io/etcd/server/v3"
+ETCD_SIBLINGS = (
+    "go.etcd.io/etcd/api/v3",
+    "go.etcd.io/etcd/client/pkg/v3",
+    "go.etcd.io/etcd/client/v3",
+    "go.etcd.io/etcd/pkg/v3",
+    "go.etcd.io/etcd/raft/v3",
+)
+COREDNS_MODULE = "github.com/coredns/coredns"
+# go.mod lines of CoreDNS that name modules the proxy refuses and that no Go >= 1.19 build compiles.
+COREDNS_DROPPED = ("inet.af/netaddr",)
+NICE = ("nice", "-n", "10")
+
+
+class AddonBuildError(RuntimeError):
+    """An addon binary could not be built; the message says why (the proxy's answer or the log's last lines)."""
+
+
+@dataclass(frozen=True)
+class Addon:
+    """One built addon binary and its record."""
+
+    name: str  # "etcd" or "coredns"
+    version: str  # the module version: "v3.5.7", "v1.10.1"
+    directory: Path
+    record: dict[str, Any]
+
+    @property
+    def binary(self) -> Path:
+        return self.directory / self.name
+
+
+def etcd_module_version(image_tag: str) -> str:
+    """'3.5.7-0' (kubeadm's etcd image tag) -> 'v3.5.7'."""
+    match = re.fullmatch(r"v?(3\.\d+\.\d+)(?:-\d+)?", image_tag)
+    if not match:
+        raise AddonBuildError(f"unexpected etcd image tag {image_tag!r} (expected e.g. 3.5.7-0)")
+    return f"v{match[1]}"
+
+
+def coredns_module_version(image_tag: str) -> str:
+    """'v1.10.1' (kubeadm's CoreDNS image tag; '1.8.0' before 1.22 had no v) -> 'v1.10.1'."""
+    match = re.fullmatch(r"v?(1\.\d+\.\d+)", image_tag)
+    if not match:
+        raise AddonBuildError(f"unexpected CoreDNS image tag {image_tag!r} (expected e.g. v1.10.1)")
+    return f"v{match[1]}"
+
+
+def addon_directory(name: str, version: str, tools: Path = TOOLS) -> Path:
+    return tools / "addons" / f"{name}-{version}"
+
+
+def existing_addon(name: str, version: str, tools: Path = TOOLS) -> Addon | None:
+    directory = addon_directory(name, version, tools)
+    record = directory / "build.json"
+    if not record.is_file() or not (directory / name).is_file():
+        return None
+    return Addon(name, version, directory, json.loads(record.read_text()))
+
+
+def _tail(log: Path, lines: int = 20) -> str:
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) if log.is_file() else "(no log)"
+
+
+def _run_logged(command: list[str], cwd: Path, env: Mapping[str, str], log: Path) -> int:
+    """Run one step, appending its command line and output to the build log; its exit code."""
+    with log.open("a") as out:
+        out.write("+ " + " ".join(command) + "\n")
+        out.flush()
+        return subprocess.run(
+            command, cwd=cwd, env=dict(env), stdout=out, stderr=subprocess.STDOUT, check=False, timeout=3600
+        ).returncode
+
+
+def _module(module: str, version: str, env: Mapping[str, str], cwd: Path) -> dict[str, Any]:
+    try:
+        return download_module(module, version, env, cwd)
+    except BuildError as error:
+        raise AddonBuildError(str(error)) from None
+
+
+def _steps(name: str, version: str, steps: list[tuple[list[str], Path]], env: Mapping[str, str], log: Path) -> None:
+    for command, cwd in steps:
+        if _run_logged(command, cwd, env, log) != 0:
+            raise AddonBuildError(
+                f"building {name} {version} failed ({' '.join(command[:4])} ...); last lines of {log}:\n{_tail(log)}"
+            )
+
+
+def _finish(name: str, version: str, directory: Path, record: dict[str, Any], started: float) -> Addon:
+    if not (directory / name).is_file():
+        raise AddonBuildError(f"building {name} {version} left no binary at {directory / name}")
+    record["duration_s"] = round(time.monotonic() - started, 1)
+    record["size_bytes"] = (directory / name).stat().st_size
+    (directory / "build.json").write_text(json.dumps(record, indent=1) + "\n")
+    return Addon(name, version, directory, record)
+
+
+def _ldflags(info: Mapping[str, Any], variable: str) -> str:
+    """-s -w, plus the commit in `variable` when the proxy reports it (its .info often has no Origin)."""
+    commit = (info.get("Origin") or {}).get("Hash")
+    return f"-s -w -X {variable}={str(commit)[:10]}" if commit else "-s -w"
+
+
+def build_etcd(image_tag: str, tools: Path = TOOLS) -> Addon:
+    """etcd for kubeadm's image tag (e.g. '3.5.7-0'), built once from go.etcd.io/etcd/server/v3."""
+    version = etcd_module_version(image_tag)
+    found = existing_addon("etcd", version, tools)
+    if found is not None:
+        return found
+    directory = addon_directory("etcd", version, tools)
+    directory.mkdir(parents=True, exist_ok=True)
+    env = {**go_environment(tools), "GOTOOLCHAIN": TOOLCHAIN}
+    log = directory / "build.log"
+    log.write_text("")
+    started = time.monotonic()
+    info = _module(ETCD_MODULE, version, env, directory)
+    client_v2 = "v2.305." + version.rsplit(".", 1)[1]
+    requires = [(m, version) for m in ETCD_SIBLINGS] + [("go.etcd.io/etcd/client/v2", client_v2)]
+    (directory / "go.mod").write_text("module local/plp-etcd-build\n\ngo 1.17\n")
+    (directory / "main.go").write_text("package main\n")  # the module needs a package of its own
+    ldflags = _ldflags(info, "go.etcd.io/etcd/api/v3/version.GitSHA")
+    steps: list[tuple[list[str], Path]] = [
+        (["go", "mod", "edit", f"-require={m}@{v}"], directory) for m, v in [(ETCD_MODULE, version), *requires]
+    ]
+    steps.append(([*NICE, "go", "build", "-trimpath", "-ldflags", ldflags, "-o", "etcd", ETCD_MODULE], directory))
+    _steps("etcd", version, steps, env, log)
+    record = {
+        "name": "etcd",
+        "image_tag": image_tag,
+        "module": ETCD_MODULE,
+        "version": version,
+        "sum": info.get("Sum"),
+        "commit": (info.get("Origin") or {}).get("Hash"),
+        "siblings": dict(requires),
+        "toolchain": TOOLCHAIN,
+        "cgo": False,
+        "ldflags": ldflags,
+        "built_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "how": f"go build of {ETCD_MODULE}@{version} from a throw-away main module requiring it and its siblings"
+        " (its go.mod replaces them with ../ paths, so go install cannot build it) (harness/nodeimage/addons.py)",
+    }
+    return _finish("etcd", version, directory, record, started)
+
+
+def build_coredns(image_tag: str, tools: Path = TOOLS) -> Addon:
+    """CoreDNS for kubeadm's image tag (e.g. 'v1.10.1'), built once from a copy of its module."""
+    version = coredns_module_version(image_tag)
+    found = existing_addon("coredns", version, tools)
+    if found is not None:
+        return found
+    directory = addon_directory("coredns", version, tools)
+    directory.mkdir(parents=True, exist_ok=True)
+    env = {**go_environment(tools), "GOTOOLCHAIN": TOOLCHAIN}
+    log = directory / "build.log"
+    log.write_text("")
+    started = time.monotonic()
+    info = _module(COREDNS_MODULE, version, env, directory)
+    source = directory / "src"
+    if source.exists():
+        _make_writable(source)
+        shutil.rmtree(source)
+    shutil.copytree(Path(info["Dir"]), source)
+    _make_writable(source)
+    go_mod = source / "go.mod"
+    kept: list[str] = []
+    dropped: list[str] = []
+    for line in go_mod.read_text().splitlines(keepends=True):
+        (dropped if line.split() and line.split()[0] in COREDNS_DROPPED else kept).append(line)
+    go_mod.write_text("".join(kept))
+    with log.open("a") as out:
+        out.write("".join(f"+ removed from go.mod: {line.strip()}\n" for line in dropped))
+    ldflags = _ldflags(info, "github.com/coredns/coredns/coremain.GitCommit")
+    command = [
+        *NICE,
+        "go",
+        "build",
+        "-mod=mod",
+        "-trimpath",
+        "-ldflags",
+        ldflags,
+        "-o",
+        str(directory / "coredns"),
+        ".",
+    ]
+    _steps("coredns", version, [(command, source)], env, log)
+    _make_writable(source)
+    shutil.rmtree(source)  # third-party source: only the binary and the record stay
+    record = {
+        "name": "coredns",
+        "image_tag": image_tag,
+        "module": COREDNS_MODULE,
+        "version": version,
+        "sum": info.get("Sum"),
+        "commit": (info.get("Origin") or {}).get("Hash"),
+        "go_mod_lines_removed": [line.strip() for line in dropped],
+        "toolchain": TOOLCHAIN,
+        "cgo": False,
+        "ldflags": ldflags,
+        "built_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "how": f"go build -mod=mod in a copy of {COREDNS_MODULE}@{version}"
+        + (
+            " whose go.mod lost the lines the proxy refuses and Go >= 1.19 never compiles"
+            if dropped
+            else " (its go.mod as published)"
+        )
+        + " (harness/nodeimage/addons.py)",
+    }
+    return _finish("coredns", version, directory, record, started)
+
+
+def _make_writable(tree: Path) -> None:
+    """The module cache is read-only; a copy of it must be made writable to edit or delete it."""
+    for path in [tree, *tree.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod(path.stat().st_mode | stat.S_IWUSR)
