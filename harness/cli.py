@@ -43,7 +43,8 @@ from harness.lifecycle import KindProvider, LocalProvider, cluster_life
 from harness.local import cluster as local_cluster
 from harness.local.build import BuildError, build_kubernetes, check_go, existing_build, release_text, resolve_module
 from harness.manifest_check import check_manifests, images_in_manifests
-from harness.nodeimage.node import NodeImageError, build_node_images
+from harness.nodeimage.images import NodeImageError
+from harness.nodeimage.node import build_node_images
 from harness.run import Run, new_run_id, safe_name
 from harness.versions import KubeVersion, NodeImage, VersionError, known_images, known_versions, resolve_image
 

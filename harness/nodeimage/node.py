@@ -26,11 +26,12 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.local.build import Build
+from harness.local.cluster import LOCAL_PROBE_IMAGE
+from harness.nodeimage.images import ImageArchive, NodeImageError, kubeadm_images, node_images
 from harness.versions import KubeVersion
 
 TOOLS = Path(__file__).resolve().parent.parent.parent / ".tools"
@@ -63,21 +64,8 @@ PACKAGES = (
 )
 # What the kubelet's graceful shutdown manager needs: the system bus and logind (shared/research/kind.md §4).
 SHUTDOWN_PACKAGES = ("dbus",)
-BUSYBOX_NAME = "plp.local/busybox:node"  # the pod network's image (files/kind/manifests/default-cni.yaml)
+BUSYBOX_NAME = LOCAL_PROBE_IMAGE  # the pod network's image (files/kind/manifests/default-cni.yaml)
 UNITS = ("containerd.service", "kubelet.service", "plp-undo-cgroups-mount.service")
-
-
-class NodeImageError(RuntimeError):
-    """The node image could not be built; the message says which step and shows its output."""
-
-
-@dataclass(frozen=True)
-class Archive:
-    """An image archive for `ctr images import`, and the names it must carry in the node."""
-
-    path: Path
-    names: tuple[str, ...]
-    source: str
 
 
 Run = Callable[[Sequence[str]], str]
@@ -206,7 +194,7 @@ def install_node(
         (wants / unit).symlink_to(f"/etc/systemd/system/{unit}")
 
 
-def preload_images(rootfs: Path, archives: list[Archive], run_step: Run = run) -> list[dict[str, str]]:
+def preload_images(rootfs: Path, archives: list[ImageArchive], run_step: Run = run) -> list[dict[str, str]]:
     """Import the archives into the node's containerd store with a containerd of the host, then stop it.
 
     The host's containerd (Debian's, the node's version) runs with the node's /var/lib/containerd as its
@@ -248,12 +236,6 @@ def preload_images(rootfs: Path, archives: list[Archive], run_step: Run = run) -
         finally:
             daemon.terminate()
             daemon.wait(30)
-
-
-def kubeadm_images(build: Build, run_step: Run = run) -> list[str]:
-    """The images kubeadm of this build deploys (offline for an exact version), as kind's builder asks it."""
-    listed = run_step([str(build.binary("kubeadm")), "config", "images", "list", "--kubernetes-version", build.version])
-    return [line.strip() for line in listed.splitlines() if line.strip()]
 
 
 def write_record(path: Path, record: dict[str, Any]) -> None:
@@ -308,7 +290,6 @@ def build_node_images(
     """Build plp-node:v<version> and its shutdown-capable sibling from Go modules (each reused if present)."""
     from harness.local.build import build_kubernetes
     from harness.nodeimage.crictl import build_crictl, crictl_record
-    from harness.nodeimage.images import node_images
 
     build = build_kubernetes(version)
     tag = f"plp-node:{build.version}"
@@ -319,12 +300,9 @@ def build_node_images(
         return tags
     started = time.monotonic()
     parsed = KubeVersion.parse(build.version)
-    names = kubeadm_images(build, run_step)
+    names = kubeadm_images(build)
     say(f"images kubeadm {build.version} deploys: {', '.join(names)}")
-    archives = [Archive(a.path, a.names, a.source) for a in node_images(build, names, work / "images" / build.version)]
-    for index, archive in enumerate(archives):
-        if any("library/alpine" in name for name in archive.names):
-            archives[index] = Archive(archive.path, (*archive.names, BUSYBOX_NAME), archive.source)
+    archives = node_images(build, names)
     crictl = build_crictl()
     for image_tag in missing:
         shutdown = image_tag != tag
