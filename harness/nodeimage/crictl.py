@@ -2,7 +2,7 @@
 
 cri-tools (`sigs.k8s.io/cri-tools`) is not served by the Go module proxy this suite can reach and Debian
 packages no crictl, yet callers run `crictl ps -a -o json` and `crictl inspecti` inside a node. So
-`harness/nodeimage/crictl/` is a small Go module of the suite's own on `k8s.io/cri-api` (CRI v1) that
+`harness/nodeimage/crictl-go/` is a small Go module of the suite's own on `k8s.io/cri-api` (CRI v1) that
 prints what those callers parse the way cri-tools does. `build_crictl()` builds it statically (cgo off) into
 `.tools/crictl/<key>/crictl`, where the key hashes the Go sources, the toolchain and the build flags, so a
 binary is reused until one of them changes; `build.log` and `build.json` lie beside it.
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from harness.local.build import TOOLS, BuildError, go_environment
 
-SOURCE = Path(__file__).resolve().parent / "crictl"
+SOURCE = Path(__file__).resolve().parent / "crictl-go"
 SOURCE_FILES = ("go.mod", "go.sum", "main.go")
 # The Go release of cri-api v0.27's era (its go.mod says go 1.20), cached under .tools/go/ by the Kubernetes
 # builds; a host Go of 1.21+ switches to it through the module proxy.

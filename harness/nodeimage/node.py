@@ -6,7 +6,7 @@ builder makes an image that satisfies kind v0.20.0's node contract (read in its 
 pkg/build/nodeimage; see shared/research/kind.md) from:
 - a Debian bookworm root file system (`debootstrap --variant=minbase`): systemd, containerd and runc,
   the CNI plugins, iptables, conntrack, trimmed the way kind trims its base image (no getty, udev, timers);
-- the suite's own node files (harness/nodeimage/files/: entrypoint, systemd units, the pod network);
+- the suite's own node files (harness/nodeimage/node-files/: entrypoint, systemd units, the pod network);
 - Kubernetes' kubeadm, kubelet and kubectl built from `k8s.io/kubernetes@v<version>` (harness/local/build.py),
   the suite's crictl (harness/nodeimage/crictl.py), and the images `kubeadm config images list` names, made
   locally (harness/nodeimage/images.py) and imported into the node's containerd store;
@@ -37,7 +37,7 @@ from harness.versions import KubeVersion
 TOOLS = Path(__file__).resolve().parent.parent.parent / ".tools"
 WORK = TOOLS / "node-image-work"
 RECORDS = TOOLS / "node-images"
-FILES = Path(__file__).resolve().parent / "files"
+FILES = Path(__file__).resolve().parent / "node-files"
 KIND_RELEASE = "v0.20.0"  # the kind whose node contract these images follow, and that runs them
 SUITE = "bookworm"
 PACKAGES = (
@@ -64,7 +64,7 @@ PACKAGES = (
 )
 # What the kubelet's graceful shutdown manager needs: the system bus and logind (shared/research/kind.md §4).
 SHUTDOWN_PACKAGES = ("dbus",)
-BUSYBOX_NAME = LOCAL_PROBE_IMAGE  # the pod network's image (files/kind/manifests/default-cni.yaml)
+BUSYBOX_NAME = LOCAL_PROBE_IMAGE  # the pod network's image (node-files/kind/manifests/default-cni.yaml)
 UNITS = ("containerd.service", "kubelet.service", "plp-undo-cgroups-mount.service")
 
 
@@ -325,7 +325,7 @@ def build_node_images(
             "images": preloaded,
             "debian": {"suite": SUITE, "packages": base_record["packages"]},
             "shutdown_capable": shutdown,
-            "pod_network": "the suite's ptp DaemonSet (files/kind/manifests/default-cni.yaml), not kindnetd",
+            "pod_network": "the suite's ptp DaemonSet (node-files/kind/manifests/default-cni.yaml), not kindnetd",
             "storage": "none shipped: kind falls back to its host-path StorageClass",
         }
         (rootfs / "kind/plp-node.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
