@@ -215,6 +215,9 @@ class KindCluster:
         """
         outcome: dict[str, str] = {}
         for image in images:
+            if nodes and not self._unresolved(image, nodes):
+                outcome[image] = "in the node image already"  # e.g. the suite's plp-node images preload it
+                continue
             if self.runner(["docker", "image", "inspect", image], 60).returncode != 0:
                 outcome[image] = "not in local Docker: the node pulls it"
                 continue
@@ -222,15 +225,17 @@ class KindCluster:
             if loaded.returncode != 0:
                 outcome[image] = f"kind load failed: {loaded.output.strip()[:300]}"
                 continue
-            unresolved = [
-                n for n in nodes if self.runner(["docker", "exec", n, "crictl", "inspecti", image], 60).returncode
-            ]
+            unresolved = self._unresolved(image, nodes)
             outcome[image] = (
                 "preloaded"
                 if not unresolved
                 else f"loaded, but {', '.join(unresolved)} cannot resolve it by digest: the node pulls it"
             )
         return outcome
+
+    def _unresolved(self, image: str, nodes: list[str]) -> list[str]:
+        """The nodes whose CRI cannot resolve the image (`crictl inspecti` fails)."""
+        return [n for n in nodes if self.runner(["docker", "exec", n, "crictl", "inspecti", image], 60).returncode]
 
 
 def list_node_containers(node: str, runner: Runner = run_command) -> list[JsonDict]:

@@ -150,20 +150,31 @@ def test_preload_loads_local_images_and_checks_the_nodes_can_resolve_them(tmp_pa
     runner = OneNodeMisses()
     cluster = KindCluster("c", "img", tmp_path / "kc", runner=runner)
     outcome = cluster.preload([ALPINE], ["c-control-plane", "c-worker"])
-    assert runner.calls[1] == ["kind", "load", "docker-image", ALPINE, "--name", "c"]
+    assert ["kind", "load", "docker-image", ALPINE, "--name", "c"] in runner.calls
     assert ["docker", "exec", "c-control-plane", "crictl", "inspecti", ALPINE] in runner.calls
     assert outcome == {ALPINE: "loaded, but c-worker cannot resolve it by digest: the node pulls it"}
 
 
 def test_preload_skips_images_docker_does_not_have_and_reports_load_errors(tmp_path: Path) -> None:
-    absent = FakeRunner({"docker image inspect": failed("No such image")})
+    not_in_node = {"docker exec c-control-plane": failed("no such image")}
+    absent = FakeRunner({"docker image inspect": failed("No such image"), **not_in_node})
     cluster = KindCluster("c", "img", tmp_path / "kc", runner=absent)
     assert cluster.preload([ALPINE], ["c-control-plane"]) == {ALPINE: "not in local Docker: the node pulls it"}
     assert not absent.ran("kind", "load")
-    broken = FakeRunner({"kind load docker-image": failed("ERROR: failed to detect containerd snapshotter")})
+    broken = FakeRunner(
+        {"kind load docker-image": failed("ERROR: failed to detect containerd snapshotter"), **not_in_node}
+    )
     cluster = KindCluster("c", "img", tmp_path / "kc", runner=broken)
     said = cluster.preload([ALPINE], ["c-control-plane"])[ALPINE]
     assert said.startswith("kind load failed: ERROR: failed to detect containerd snapshotter")
+
+
+def test_an_image_every_node_has_already_is_neither_looked_up_in_docker_nor_loaded(tmp_path: Path) -> None:
+    """Stood in: docker (FakeRunner: crictl inspecti succeeds on both nodes, as in the suite's plp-node images)."""
+    runner = FakeRunner()
+    cluster = KindCluster("c", "img", tmp_path / "kc", runner=runner)
+    assert cluster.preload([ALPINE], ["c-control-plane", "c-worker"]) == {ALPINE: "in the node image already"}
+    assert not runner.ran("docker", "image", "inspect") and not runner.ran("kind", "load")
 
 
 def test_nodes_that_never_get_ready_are_a_cluster_failure_with_kinds_logs_and_a_hint(tmp_path: Path) -> None:
