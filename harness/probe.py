@@ -206,6 +206,8 @@ class Probe:
         answer = self.transport.node_shutdown(node, starting)
         label = "node shutdown" if starting else "node shutdown cancelled"
         detail = {"node": node, "kubeletInhibitor": answer.get("kubelet_inhibitor")}
+        if answer.get("kubelet_restarted_for_its_lock"):
+            detail["kubeletRestartedForItsLock"] = True
         self.timeline.action(self.transport.last_call_started(), label, detail, anchor=starting)
         return answer
 

@@ -7,11 +7,13 @@ Real: the argv the suite builds, the Dockerfile it writes, the kind config it wr
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
 
+from harness import node_shutdown
 from harness.kind import ClusterFailed, Completed, KindCluster
 from harness.node_shutdown import (
     SHUTDOWN_NODE_LABEL,
@@ -105,4 +107,39 @@ def test_a_signal_that_cannot_be_sent_is_an_error_not_a_silent_no_op() -> None:
             return failed("busctl: not found", 127) if "busctl" in argv else result
 
     with pytest.raises(NodeShutdownUnavailable, match="busctl: not found"):
-        announce_shutdown("kind-worker", True, BusctlMissing())
+        announce_shutdown("kind-worker", True, BusctlMissing({"docker exec kind-worker": ok("kubelet ... delay")}))
+
+
+@dataclass
+class LockAfterRestart(FakeRunner):
+    """Stands in for a node whose kubelet lost its lock after a cancelled shutdown and takes it again on restart
+    (or never, with `regains=False`)."""
+
+    regains: bool = True
+    restarted: bool = False
+
+    def __call__(self, argv: Sequence[str], timeout: float) -> Completed:
+        self.calls.append(list(argv))
+        if "restart" in argv:
+            self.restarted = True
+        if "systemd-inhibit" in argv:
+            return ok("kubelet 0 root 212 kubelet shutdown ... delay" if self.restarted and self.regains else "")
+        return ok()
+
+
+def test_a_kubelet_without_its_lock_is_restarted_before_a_shutdown_and_the_answer_says_so() -> None:
+    node = LockAfterRestart()
+    answer = announce_shutdown("kind-worker", True, node)
+    assert answer["kubelet_inhibitor"] is True and answer["kubelet_restarted_for_its_lock"] is True
+    assert ["docker", "exec", "kind-worker", "systemctl", "restart", "kubelet"] in node.calls
+    assert node.calls[-1][-1] == "true"  # the shutdown is announced after the lock is back
+
+
+def test_a_kubelet_that_never_takes_its_lock_is_reported_after_a_bounded_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(node_shutdown, "LOCK_WAIT_S", 0.5)
+    node = LockAfterRestart(regains=False)
+    answer = announce_shutdown("kind-worker", True, node)
+    assert answer["kubelet_inhibitor"] is False and answer["kubelet_restarted_for_its_lock"] is True
+    cancelled = LockAfterRestart()
+    assert announce_shutdown("kind-worker", False, cancelled)["kubelet_restarted_for_its_lock"] is False
+    assert not cancelled.restarted  # cancelling never restarts anything
