@@ -12,6 +12,7 @@ import yaml
 
 from harness.local.build import Build
 from harness.nodeimage import node
+from harness.nodeimage.images import NodeImageError
 from harness.versions import KubeVersion
 
 
@@ -90,7 +91,7 @@ def test_the_pod_network_manifest_has_one_daemonset_whose_first_container_has_en
 
 
 def test_a_failed_step_says_which_command_and_what_it_printed() -> None:
-    with pytest.raises(node.NodeImageError, match=r"`sh -c echo broken >&2; exit 3` failed \(3\):\nbroken"):
+    with pytest.raises(NodeImageError, match=r"`sh -c echo broken >&2; exit 3` failed \(3\):\nbroken"):
         node.run(["sh", "-c", "echo broken >&2; exit 3"])
 
 
