@@ -1,0 +1,74 @@
+"""Do two live runs of the same version agree? `python tools/compare_runs.py runs/<a> runs/<b>`.
+
+For every probe both runs recorded, each claim both observed is compared: the verdict (pass / fail /
+undecided / not observable) and the observed value. Values that are measurements (numbers) are shown side
+by side and agree when both verdicts agree, since two clusters never time alike; any other value must be
+equal. Prints one line per claim that differs and a summary; exits 1 when something differs, so a script
+can tell. Written to compare a kind cluster with a local one of the same Kubernetes build (issue 14).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def verdicts(run_dir: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """probe -> claim -> verdict, from a run's probes/*.json records (repeats: the first)."""
+    found: dict[str, dict[str, dict[str, Any]]] = {}
+    for path in sorted((run_dir / "probes").glob("*.json")):
+        record = json.loads(path.read_text())
+        found.setdefault(record["probe"], {v["claim"]: v for v in record.get("verdicts", [])})
+    return found
+
+
+def is_measurement(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return True
+    if isinstance(value, dict) and value:
+        return all(is_measurement(v) or v is None for v in value.values())
+    return False
+
+
+def compare(a: Path, b: Path) -> tuple[list[str], int]:
+    """(lines describing each difference, how many claims were compared)."""
+    left, right = verdicts(a), verdicts(b)
+    differences, compared = [], 0
+    for probe in sorted(set(left) & set(right)):
+        for claim in sorted(set(left[probe]) & set(right[probe])):
+            one, other = left[probe][claim], right[probe][claim]
+            compared += 1
+            same_value = one["observed"] == other["observed"] or (
+                is_measurement(one["observed"]) and is_measurement(other["observed"])
+            )
+            if one["status"] != other["status"] or not same_value:
+                differences.append(
+                    f"{probe} {claim}: {one['status']} {json.dumps(one['observed'])} | "
+                    f"{other['status']} {json.dumps(other['observed'])}"
+                )
+    return differences, compared
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("a", type=Path, help="a run directory (runs/<run-id>)")
+    parser.add_argument("b", type=Path, help="another run directory")
+    args = parser.parse_args(argv)
+    for run in (args.a, args.b):
+        if not (run / "probes").is_dir():
+            print(f"error: {run} is not a run directory (no probes/ in it)", file=sys.stderr)
+            return 2
+    differences, compared = compare(args.a, args.b)
+    for line in differences:
+        print(line)
+    print(f"{compared} claims observed by both; {len(differences)} differ")
+    return 1 if differences else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
