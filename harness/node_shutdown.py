@@ -145,11 +145,12 @@ def announce_shutdown(node: str, starting: bool, runner: Runner = run_command) -
     locks = runner(kubelet_inhibitor_argv(node), 30)
     restarted = False
     if starting and not _holds_lock(locks):
-        # After a cancelled shutdown the kubelet may hold no lock at all: seen live on 1.27.3, where the second
-        # shutdown probe on a node found none. On cancel the kubelet takes a new lock and then releases the
-        # descriptor number of the old one, which it had closed already and the new lock may reuse
-        # (nodeshutdown_manager_linux.go aquireInhibitLock at v1.27.3). A restarted kubelet takes its lock
-        # again, so each probe starts from a kubelet that holds one; the answer says it was restarted.
+        # After a cancelled shutdown the kubelet may hold no lock at all: seen once live on 1.27.3 (the second
+        # shutdown probe on a node found none and the kubelet had no inhibitor descriptor; the next run's did).
+        # The likely mechanism, read in nodeshutdown_manager_linux.go aquireInhibitLock at v1.27.3, not proven:
+        # on cancel the kubelet takes a new lock, then releases the descriptor number of the old one, which it
+        # had closed already and the new lock may reuse. A restarted kubelet takes its lock again, so each probe
+        # starts from a kubelet that holds one; the answer says when it was restarted.
         restarted = runner(["docker", "exec", node, "systemctl", "restart", "kubelet"], 60).returncode == 0
         deadline = time.monotonic() + LOCK_WAIT_S
         while restarted and not _holds_lock(locks) and time.monotonic() < deadline:
