@@ -93,7 +93,15 @@ def shut_down_and_recover(probe: Probe, manifest_name: str) -> tuple[PodObserver
     probe.check("shutdown.pod-phase", shut.phase, gaps)
     probe.check("shutdown.pod-reason", {"reason": shut.reason, "message": shut.message}, gaps)
     probe.check("shutdown.disruption-target", pods.first_condition(first, "DisruptionTarget"), gaps)
-    probe.check("shutdown.container-exit", container_exit(pods, first), gaps)
+    exit_state = container_exit(pods, first)
+    if exit_state is None and was_deleted(pods, first):
+        # Seen live on 1.26.6 (kind): the DaemonSet controller deleted the Failed pod 20 ms after the kubelet
+        # marked it, before the kubelet reported how its container ended; nothing is left to read it from.
+        probe.check_not_observable(
+            "shutdown.container-exit", "the pod was deleted before the kubelet reported how its container ended"
+        )
+    else:
+        probe.check("shutdown.container-exit", exit_state, gaps)
 
     probe.shutdown_node(node, starting=False)
     pods.observe_until(lambda o: successor(o, shut) is not None, within=RECOVERY_BUDGET_S)

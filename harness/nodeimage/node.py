@@ -182,6 +182,7 @@ def install_node(
     (rootfs / "etc/kubernetes/manifests").mkdir(parents=True, exist_ok=True)
     (rootfs / "kind/version").write_text(build.version + "\n")
     pause = next((image for image in images if "/pause:" in image), "registry.k8s.io/pause:3.9")
+    (rootfs / "etc/containerd").mkdir(parents=True, exist_ok=True)
     (rootfs / "etc/containerd/config.toml").write_text(containerd_config(version, pause))
     # containerd's default spec without rlimits (kind's cri-base.json does the same), from the node's own ctr.
     spec = json.loads(run_step(["chroot", str(rootfs), "ctr", "oci", "spec"]))
