@@ -478,7 +478,8 @@ def _column_provenance(entries: list[JsonDict]) -> JsonDict:
         "kinds": kinds,
         "when": _when([str(e["when"]) for e in live if e["when"]]) or ("unknown" if live else None),
         "on_what": sorted({e["on_what"] for e in entries}, key=lambda w: w.startswith(("derived", "a rec"))),
-        "suite": sorted({e["suite"] for e in entries}, key=lambda s: s == "unknown"),
+        # known commits in order (a set's order changes with the hash seed), "unknown" last
+        "suite": sorted({e["suite"] for e in entries}, key=lambda s: (s == "unknown", s)),
         "documents": [document_label(d) for d in documents],
         "records": {kind: sum(e["kind"] == kind for e in entries) for kind in kinds},
         # the fields earlier reports had, for readers of the data

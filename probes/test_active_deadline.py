@@ -48,6 +48,29 @@ def pod_outcome(pod: PodView) -> JsonDict:
     return {"phase": pod.phase, "reason": pod.reason, "message": pod.message}
 
 
+def sigterm_to_last_beat(pod: PodView) -> float | None:
+    """Seconds from the container's SIGTERM instant to its last heartbeat, on the node's kernel clock.
+
+    The deadline pods write "sigterm <uptime>" and then "alive <uptime>" every 0.1 s to /dev/termination-log,
+    which the kubelet copies into the terminated state's message: the last beat is the container's end (its
+    SIGKILL) to within one beat, never after it. None when either is missing (no message, or no SIGTERM seen).
+    """
+    main = next((c for c in pod.containers if c.name == "main"), None)
+    sigterm: float | None = None
+    last: float | None = None
+    for line in ((main.message if main else None) or "").splitlines():
+        name, _, value = line.partition(" ")
+        try:
+            instant = float(value)
+        except ValueError:
+            continue
+        if name == "sigterm" and sigterm is None:
+            sigterm = instant
+        elif name == "alive":
+            last = instant
+    return None if sigterm is None or last is None else round(last - sigterm, 2)
+
+
 def main_container(pod: PodView) -> JsonDict:
     """How the main container ended ({exitCode, reason}; both None while it runs) and when (finishedAt)."""
     main = next((c for c in pod.containers if c.name == "main"), None)
@@ -100,6 +123,9 @@ def failed_at(job: JobView) -> str | None:
 def check_pod_failed_by_its_deadline(probe: Probe, pods: PodObserver, name: str, deadline_s: int) -> PodView:
     """The kubelet's side (document 001, pod-01): Failed/DeadlineExceeded, killed, logs kept.
 
+    The kill is judged twice: from the deadline on the server's clock (one-second timestamps, the kubelet's
+    next sync in between) and, for the grace it used, from the container's own SIGTERM to its last heartbeat.
+
     A container that is not killed in time is what the claims then observe (still running), not an error.
     """
     not_killed = pods.await_outcome(
@@ -119,6 +145,7 @@ def check_pod_failed_by_its_deadline(probe: Probe, pods: PodObserver, name: str,
         seconds_between(main["finished_at"], deadline_of(pod.raw["status"].get("startTime"), deadline_s)),
         evidence=not_killed,
     )
+    probe.check("pod-deadline.killed-after-sigterm", sigterm_to_last_beat(pod), evidence=not_killed)
     lines = probe.logs(name, "main").split()
     probe.check("pod-deadline.logs-kept", bool(lines) and lines[0] == "1")
     return pod
@@ -182,7 +209,8 @@ def settle_job_pods(pods: PodObserver, within: float) -> str | None:
 
 def test_pod_deadline(probe: Probe) -> None:
     """Document 001, pod-01: the kubelet fails the pod (phase Failed, reason DeadlineExceeded, its message),
-    kills the container (exit 137) one grace period after the deadline; logs and the exited container stay.
+    kills the container (exit 137) one grace period after the deadline (SIGKILL 5 s after its SIGTERM, on
+    the container's clock); logs and the exited container stay.
     """
     manifest = probe.manifest("pod-active-deadline.yaml")
     pods = probe.watch_pods(focus="pod-01")

@@ -272,6 +272,47 @@ def test_a_pod_deadline_container_removed_from_the_node_fails_the_node_claim(tmp
         run_deadline_probe(recording, tmp_path)
 
 
+def pod_deadline_killed_after_sigterm(seconds: float) -> Recording:
+    """The derived pod-01 recording (1.21.1) with the container killed `seconds` after its SIGTERM instant.
+
+    Its heartbeat then ends `seconds` after SIGTERM, and finishedAt moves with it (one-second resolution).
+    """
+    recording = copy.deepcopy(load_deadline("pod_deadline--v1.21.1-derived.json"))
+    watch = next(s for s in recording.interactions if s["call"] == "watch")
+    terminated = watch["events"][-1]["object"]["status"]["containerStatuses"][0]["state"]["terminated"]
+    sigterm = float(next(line for line in terminated["message"].splitlines() if line.startswith("sigterm ")).split()[1])
+    beats = [round(sigterm + 0.1 * (i + 1), 2) for i in range(int(seconds * 10))]
+    lines = [f"sigterm {sigterm:.2f}", *(f"alive {b:.2f}" for b in beats)]
+    terminated["message"] = "".join(f"{line}\n" for line in lines)
+    uptime_at_0 = 1000.0  # tools/derive_deadline_recordings.py: UPTIME_AT_0
+    epoch = datetime(2021, 6, 11, 14, 0, 0, tzinfo=UTC)  # tools/derive_deadline_recordings.py: EPOCH
+    finished = epoch + timedelta(seconds=int(sigterm - uptime_at_0 + seconds))
+    terminated["finishedAt"] = finished.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return recording
+
+
+def test_deadline_kill_five_seconds_after_sigterm_passes_and_nine_seconds_fails(tmp_path: Path) -> None:
+    """Issue 15.6 for the pod past its deadline: the grace (5 s) is judged from the container's own SIGTERM to its
+    last heartbeat. Judged from the deadline (finishedAt, one-second resolution, bound 4-10 s) a kill 9 s after
+    SIGTERM, 4 s past the grace, passed too; the interval on the container's clock tells 5 s from 9 s.
+    """
+    probe = Probe.replaying(pod_deadline_killed_after_sigterm(5.0), "active_deadline", Run.start(tmp_path / "five"))
+    deadline_probes.test_pod_deadline(probe)
+    verdicts = {v.claim.id: v for v in probe.verdicts}
+    assert verdicts["pod-deadline.killed-after-sigterm"].observed == 5.0
+    assert all(v.status == "pass" for v in probe.verdicts)
+
+    probe = Probe.replaying(pod_deadline_killed_after_sigterm(9.0), "active_deadline", Run.start(tmp_path / "nine"))
+    with pytest.raises(ClaimsFailed) as err:
+        deadline_probes.test_pod_deadline(probe)
+    assert "1 of 7 claims failed" in str(err.value)
+    wanted = r"pod-deadline\.killed-after-sigterm: .* was 9\.0, expected between 4\.5 and 5\.5"
+    assert re.search(wanted, str(err.value))
+    verdicts = {v.claim.id: v for v in probe.verdicts}
+    assert verdicts["pod-deadline.killed-after-deadline"].status == "pass"  # the neighbour the old bound let through
+    assert verdicts["pod-deadline.killed-after-deadline"].observed == 9.0
+
+
 from probes import test_termination_order as termination_probes  # noqa: E402
 
 

@@ -192,11 +192,12 @@ def test_columns_say_live_or_derived_and_never_call_derived_values_observed(repl
             assert re.fullmatch(r"2026-11-23 \d\d:\d\d(–\d\d:\d\d)? UTC", p["when"]), version  # when recorded
             assert p["on_what"][0].startswith(f"local build of {version} at "), version  # live first
         # live recordings name the suite commit they were made by from v1.37.2 on (the first ones predate that);
-        # the two preStop probes were re-recorded on the four live versions from b352aa3 with issue 15.6's changes
-        if version == "v1.37.2":  # recorded by three runs, each at its own suite commit
+        # the two preStop probes were re-recorded on the four live versions from b352aa3 with issue 15.6's changes,
+        # and the two pod-deadline probes from 02da544 with its follow-up
+        if version == "v1.37.2":  # recorded by four runs, each at its own suite commit
             assert p["suite"] and all(re.fullmatch(r"[0-9a-f]{12}( \+ local changes)?", c) for c in p["suite"])
         elif version in ("v1.26.6", "v1.27.3", "v1.28.0"):
-            assert p["suite"] == ["b352aa3ff4a4 + local changes", "unknown"], version
+            assert p["suite"] == ["02da5445d444 + local changes", "b352aa3ff4a4 + local changes", "unknown"], version
         else:
             assert p["suite"] == ["unknown"], version
     assert matrix.provenance["v1.28.4"]["on_what"] == [
@@ -254,8 +255,9 @@ def test_live_and_derived_observations_are_kept_apart_with_their_provenance(
         "local build of v1.27.3 at 25b4e43193bc (go1.20.14, containerd 1.6.20~ds1-1+deb12u3)",
         "derived from documents, no cluster",
     ]
-    # the first live recordings and the derived ones name no suite commit; the re-recorded preStop probes do
-    assert both["suite"] == ["b352aa3ff4a4 + local changes", "unknown"]
+    # the first live recordings and the derived ones name no suite commit; the re-recorded preStop and
+    # pod-deadline probes do
+    assert both["suite"] == ["02da5445d444 + local changes", "b352aa3ff4a4 + local changes", "unknown"]
     mixed = report._column_provenance([report._record_provenance(r) for r in load_records([live_runs])])
     assert mixed["suite"] == ["0123456789ab", "unknown"]  # a known commit first; the derived recording names none
     # the live observation is the one shown; the derived one stays behind it
@@ -375,7 +377,7 @@ def test_markdown_and_html_show_the_matrix_and_provenance(written_report: tuple[
     assert derived_column in markdown
     assert (
         "| v1.27.3 | live + derived | local build of v1.27.3 at 25b4e43193bc (go1.20.14, containerd "
-        "1.6.20~ds1-1+deb12u3); derived from documents, no cluster (document 000) | 2026-11-23 12:09–14:09 UTC |"
+        "1.6.20~ds1-1+deb12u3); derived from documents, no cluster (document 000) | 2026-11-23 12:09–14:26 UTC |"
         in markdown
     )
     assert (

@@ -27,6 +27,7 @@ NODE = "kind-control-plane"
 EPOCH = datetime(2021, 6, 11, 14, 0, 0, tzinfo=UTC)  # the document's experiments ran on 2021-06-11
 POD_DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
 GRACE = 5.0
+UPTIME_AT_0 = 1000.0  # the node's /proc/uptime at t=0, for the instants the deadline pods write down
 
 
 def ts(t: float) -> str:
@@ -173,19 +174,21 @@ class PodStates:
         self.conditions(False)
         return self.obj
 
-    def killed(self, started: float, finished: float) -> JsonDict:
-        self.container(
-            {
-                "terminated": {
-                    "exitCode": 137,
-                    "reason": "Error",
-                    "startedAt": ts(started),
-                    "finishedAt": ts(finished),
-                    "containerID": f"containerd://{self.id}",
-                }
-            },
-            ready=False,
-        )
+    def killed(self, started: float, finished: float, sigterm: float | None = None) -> JsonDict:
+        """SIGKILLed at `finished`; with `sigterm`, the termination message the deadline pods write: their
+        SIGTERM instant and a heartbeat every 0.1 s (and a little) until the kill, on the node's uptime."""
+        terminated: JsonDict = {
+            "exitCode": 137,
+            "reason": "Error",
+            "startedAt": ts(started),
+            "finishedAt": ts(finished),
+            "containerID": f"containerd://{self.id}",
+        }
+        if sigterm is not None:
+            beats = [sigterm + 0.11 * (i + 1) for i in range(int((finished - sigterm) / 0.11))]
+            lines = [f"sigterm {UPTIME_AT_0 + sigterm:.2f}", *(f"alive {UPTIME_AT_0 + b:.2f}" for b in beats)]
+            terminated["message"] = "".join(f"{line}\n" for line in lines)
+        self.container({"terminated": terminated}, ready=False)
         self.conditions(False)
         return self.obj
 
@@ -236,7 +239,7 @@ def events_for(job: str, *entries: tuple[str, str, str, float]) -> list[JsonDict
 
 
 def pod_deadline(git_version: str) -> JsonDict:
-    """pod-01: deadline 10 s, grace 5 s: Failed at ~10 s, SIGKILLed at ~15 s, everything stays."""
+    """pod-01: deadline 10 s, grace 5 s: Failed at ~10 s, SIGTERM then, SIGKILLed 5 s later, everything stays."""
     s = Script("test_pod_deadline", git_version, f"{DOC_001}, pod-01 (kind v1.21.1)")
     m = manifest("pod-active-deadline.yaml")
     s.watch("Pod", 0.05)
@@ -251,7 +254,7 @@ def pod_deadline(git_version: str) -> JsonDict:
     s.event("Pod", 0.25, "ADDED", pod.obj)
     s.event("Pod", 2.1, "MODIFIED", pod.running(2.0))
     s.event("Pod", 13.0, "MODIFIED", pod.deadline_failed())
-    s.event("Pod", 17.6, "MODIFIED", pod.killed(2.0, 17.0))
+    s.event("Pod", 17.6, "MODIFIED", pod.killed(2.0, 17.05, sigterm=12.05))
     s.call("read_log", {"namespace": NAMESPACE, "pod": "pod-01", "container": "main"}, 17.7, "1\n2\n3\n4\n5\n6\n")
     s.call("node_containers", {"node": NODE}, 22.7, node_listing({pod.id: "CONTAINER_EXITED"}))
     return s.recording()
@@ -328,7 +331,7 @@ def job_02(s: Script, job: JsonDict, pods: list[PodStates]) -> None:
         conditions=[condition("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit", 13.0)],
     )
     s.event("Job", 13.3, "MODIFIED", job)
-    s.event("Pod", 17.6, "MODIFIED", pod.killed(2.0, 17.0))
+    s.event("Pod", 17.6, "MODIFIED", pod.killed(2.0, 17.05, sigterm=12.05))
     s.call(
         "read_log",
         {"namespace": NAMESPACE, "pod": pod.obj["metadata"]["name"], "container": "main"},
