@@ -240,6 +240,27 @@ def test_a_live_run_on_an_existing_cluster_cleans_up_and_its_recording_replays(t
     assert "1 passed" in replay.stdout
 
 
+def test_pytest_xdist_workers_share_one_run_directory_and_the_summary_names_it(tmp_path: Path) -> None:
+    """`pytest -n 2` without --run-id (make test): one run directory, a run-<worker>.json per worker in it."""
+    proc = pytest_run(
+        "probes/test_phase_after_deletion.py",
+        "--replay",
+        "recordings",
+        "--run-dir",
+        str(tmp_path / "runs"),
+        "-k",
+        "test_always_pod_trapping_sigterm",
+        "-n",
+        "2",
+    )
+    assert proc.returncode == 0, proc.stdout
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert sorted(p.name for p in run_dir.glob("run*.json")) == ["run-gw0.json", "run-gw1.json"]
+    assert f"run records, recordings and evidence: {run_dir}" in proc.stdout
+    records = list((run_dir / "probes").iterdir())
+    assert len(records) > 1 and f"{len(records)} passed" in proc.stdout
+
+
 def test_junit_xml_carries_each_claim_and_its_sources(tmp_path: Path) -> None:
     junit = tmp_path / "junit.xml"
     proc = pytest_run(
