@@ -98,9 +98,10 @@ actionlint:
 typecheck: $(STAMP)
 	$(PY) -m mypy
 
-# Unit tests, and every probe end to end on the recordings (same probe code, replayed transport).
+# Unit tests, and every probe end to end on the recordings (same probe code, replayed transport), one
+# pytest-xdist worker per core (tests/conftest.py says how the tests are shared out).
 unit: $(STAMP)
-	$(PY) -m pytest tests probes --replay recordings --run-dir runs/offline
+	$(PY) -m pytest tests probes --replay recordings --run-dir runs/offline -n auto
 
 recordings: $(STAMP)
 	$(PY) tools/derive_recordings.py

@@ -45,7 +45,7 @@ from harness.local.cluster import local_node_lister
 from harness.manifest_check import check_manifests, images_in_manifests
 from harness.node_shutdown import announce_shutdown, cluster_config, ensure_derived_image
 from harness.probe import ClaimsUndecided, Probe
-from harness.run import Run, safe_name
+from harness.run import Run, new_run_id, safe_name
 from harness.spread import render as render_spread
 from harness.spread import spread_of_run
 from harness.transport import LiveTransport, Recording, RecordingMismatch, RecordingTransport, ReplayTransport
@@ -56,6 +56,8 @@ REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
 OUTCOMES = pytest.StashKey[dict[str, int]]()  # failed / undecided probe calls of this session
 UNDECIDED_OUTCOME = "undecided"
 RUN = pytest.StashKey[Run]()
+# pytest -n N (pytest-xdist) without --run-id: the run id the controller gives its workers, so they share one run
+SHARED_RUN_ID = pytest.StashKey[str]()
 IMAGE = pytest.StashKey[NodeImage]()
 RECORDINGS = pytest.StashKey[dict[str, list[Path]]]()  # --replay: recording files by the probe they are of
 
@@ -273,13 +275,26 @@ def _outcome(request: pytest.FixtureRequest) -> str:
 # -------------------------------------------------------------------------------------- fixtures
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist's controller, as it starts each worker: every worker of one `pytest -n N` writes into one run
+    directory (each its own run-<worker>.json), the one --run-id names or one made here."""
+    if SHARED_RUN_ID not in node.config.stash:
+        node.config.stash[SHARED_RUN_ID] = node.config.getoption("--run-id") or new_run_id()
+    node.workerinput["plp_run_id"] = node.config.stash[SHARED_RUN_ID]
+
+
 @pytest.fixture(scope="session")
 def run(pytestconfig: pytest.Config) -> Run:
+    # A pytest-xdist worker knows itself from what its controller sent (pytest_configure_node), not from the
+    # PYTEST_XDIST_WORKER it also has in its environment, which the processes it starts would inherit. The
+    # variable still names a lone worker (make probe PARALLEL's node-shutdown run sets it to "shutdown").
+    workerinput: dict[str, Any] = getattr(pytestconfig, "workerinput", {})
     try:
         started = Run.start(
             Path(pytestconfig.getoption("--run-dir")),
-            run_id=pytestconfig.getoption("--run-id"),
-            worker=os.environ.get("PYTEST_XDIST_WORKER"),
+            run_id=pytestconfig.getoption("--run-id") or workerinput.get("plp_run_id"),
+            worker=workerinput.get("workerid") or os.environ.get("PYTEST_XDIST_WORKER"),
         )
     except OSError as err:
         raise pytest.UsageError(str(err)) from err
@@ -533,6 +548,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         for report in undecided:
             crash = getattr(report.longrepr, "reprcrash", None)
             terminalreporter.write_line(f"UNDECIDED {report.nodeid} - {getattr(crash, 'message', '')}")
+    if RUN not in config.stash and SHARED_RUN_ID in config.stash:  # pytest-xdist's controller: where its workers wrote
+        terminalreporter.write_sep("-", "pod-lifecycle probes")
+        shared = Path(config.getoption("--run-dir")) / config.stash[SHARED_RUN_ID]
+        terminalreporter.write_line(f"run records, recordings and evidence: {shared}")
     run = config.stash.get(RUN, None)
     if run is not None:
         terminalreporter.write_sep("-", "pod-lifecycle probes")

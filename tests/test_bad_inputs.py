@@ -17,7 +17,6 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -290,43 +289,18 @@ def _child(argv: list[str], tmp: Path, env: dict[str, str]) -> tuple[subprocess.
     return proc, fake_tools.calls(log)
 
 
-@pytest.fixture(scope="module")
-def children(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[subprocess.CompletedProcess[str], Any]]:
-    """Every child-process row, run two at a time (the machine has two cores); each in its own directory."""
-    jobs: dict[str, tuple[list[str], dict[str, str]]] = {}
-    dirs: dict[str, Path] = {}
-    for name in SUBPROCESS:
-        dirs[name] = tmp_path_factory.mktemp(name)
-        jobs[name] = ([sys.executable, "-m", "harness", *expand(HARNESS[name].argv, dirs[name])], {})
-    for name, bad in PYTEST.items():
-        dirs[name] = tmp_path_factory.mktemp(name)
-        argv = [sys.executable, "-m", "pytest", "probes", "-p", "no:cacheprovider", "--collect-only", "-q"]
-        jobs[name] = ([*argv, *bad.argv, "--run-dir", str(dirs[name] / "runs")], bad.env)
-    for name, bad in MAKE.items():
-        dirs[name] = tmp_path_factory.mktemp(name)
-        make = ["make", "--no-print-directory", "STAMP=", f"PY={sys.executable}", f"RUNS={dirs[name] / 'nothing'}"]
-        jobs[name] = ([*make, *bad.argv], bad.env)
-    for name in SUBPROCESS:  # the {tmp} files of these rows
-        for file, text in (("kubeconfig", KUBECONFIG), ("notakubeconfig", "kind: Deployment\n")):
-            (dirs[name] / file).write_text(text)
-        (dirs[name] / "binary").write_bytes(bytes(range(256)))
-        (dirs[name] / "runs").mkdir()
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {name: pool.submit(_child, argv, dirs[name], env) for name, (argv, env) in jobs.items()}
-        return {name: future.result() for name, future in futures.items()}
-
-
 @pytest.mark.parametrize("name", SUBPROCESS)
-def test_the_real_entry_point_refuses_without_a_traceback(name: str, children: dict[str, Any]) -> None:
-    proc, calls = children[name]
+def test_the_real_entry_point_refuses_without_a_traceback(name: str, tmp: Path) -> None:
+    proc, calls = _child([sys.executable, "-m", "harness", *expand(HARNESS[name].argv, tmp)], tmp, {})
     assert_refused(proc.returncode, HARNESS[name], proc.stdout, proc.stderr)
     assert calls == []  # kind and docker never asked: nothing started
 
 
 @pytest.mark.parametrize("name", sorted(PYTEST))
-def test_plain_pytest_refuses_bad_options(name: str, children: dict[str, Any]) -> None:
-    proc, _ = children[name]
+def test_plain_pytest_refuses_bad_options(name: str, tmp_path: Path) -> None:
     expected = PYTEST[name]
+    argv = [sys.executable, "-m", "pytest", "probes", "-p", "no:cacheprovider", "--collect-only", "-q"]
+    proc, _ = _child([*argv, *expected.argv, "--run-dir", str(tmp_path / "runs")], tmp_path, expected.env)
     assert proc.returncode == expected.code, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
     assert re.search(r"(?i)\berror: ", proc.stderr)
@@ -334,9 +308,10 @@ def test_plain_pytest_refuses_bad_options(name: str, children: dict[str, Any]) -
 
 
 @pytest.mark.parametrize("name", sorted(MAKE))
-def test_make_refuses_and_says_which_class_of_failure(name: str, children: dict[str, Any]) -> None:
-    proc, calls = children[name]
+def test_make_refuses_and_says_which_class_of_failure(name: str, tmp_path: Path) -> None:
     expected = MAKE[name]
+    make = ["make", "--no-print-directory", "STAMP=", f"PY={sys.executable}", f"RUNS={tmp_path / 'nothing'}"]
+    proc, calls = _child([*make, *expected.argv], tmp_path, expected.env)
     assert proc.returncode == expected.code, proc.stdout + proc.stderr  # make's own 2 for every failure
     assert "Traceback" not in proc.stdout + proc.stderr
     assert expected.says in proc.stderr, proc.stderr

@@ -1,7 +1,9 @@
 """`make probe` on bad input and on a host without Docker/kind: fails in seconds, says why, exits non-zero.
 
-These run the real entry point (`python -m harness probe`) in a child process with PATH emptied of
-docker and kind, which is the honest version of "a laptop without Docker".
+The checks of the host run the real entry point (`python -m harness probe`, `make probe`) in a child process
+with PATH emptied of docker and kind, which is the honest version of "a laptop without Docker". Refusals of
+bad input call `harness.cli.main` in this process, with the same empty PATH: a child process adds nothing
+there (tests/test_bad_inputs.py runs a few of them through the real entry point too).
 """
 
 from __future__ import annotations
@@ -11,7 +13,12 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
+
+from harness import cli
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -25,6 +32,24 @@ def run_cli(*args: str, path: str) -> tuple[subprocess.CompletedProcess[str], fl
     return proc, time.monotonic() - started
 
 
+@pytest.fixture
+def main(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Callable[..., tuple[int, str]]:
+    """`python -m harness ARGS` in this process, with no docker or kind on PATH: its exit code and stderr."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+
+    def call(*args: str) -> tuple[int, str]:
+        try:
+            code = cli.main(list(args))
+        except SystemExit as exit_:  # argparse's refusal
+            code = int(exit_.code or 0)
+        return code, capsys.readouterr().err
+
+    return call
+
+
 def test_without_docker_and_kind_probe_fails_in_seconds_naming_both(tmp_path: Path) -> None:
     proc, took = run_cli("probe", "--version", "1.27", path=str(tmp_path))
     assert proc.returncode == 3
@@ -33,18 +58,18 @@ def test_without_docker_and_kind_probe_fails_in_seconds_naming_both(tmp_path: Pa
     assert took < 10
 
 
-def test_unknown_version_exits_non_zero_and_lists_the_known_ones(tmp_path: Path) -> None:
-    proc, _ = run_cli("probe", "--version", "9.99", path=str(tmp_path))
-    assert proc.returncode == 2
-    assert "no pinned node image for Kubernetes 9.99" in proc.stderr
-    assert "1.26 (" in proc.stderr and "1.27 (" in proc.stderr
+def test_unknown_version_exits_non_zero_and_lists_the_known_ones(main: Callable[..., tuple[int, str]]) -> None:
+    code, stderr = main("probe", "--version", "9.99")
+    assert code == 2
+    assert "no pinned node image for Kubernetes 9.99" in stderr
+    assert "1.26 (" in stderr and "1.27 (" in stderr
 
 
-def test_malformed_version_and_non_node_image_exit_non_zero(tmp_path: Path) -> None:
-    assert run_cli("probe", "--version", "latest", path=str(tmp_path))[0].returncode == 2
-    proc, _ = run_cli("probe", "--image", "alpine:3.18.4", path=str(tmp_path))
-    assert proc.returncode == 2
-    assert "not a node image reference" in proc.stderr
+def test_malformed_version_and_non_node_image_exit_non_zero(main: Callable[..., tuple[int, str]]) -> None:
+    assert main("probe", "--version", "latest")[0] == 2
+    code, stderr = main("probe", "--image", "alpine:3.18.4")
+    assert code == 2
+    assert "not a node image reference" in stderr
 
 
 def test_make_probe_without_docker_and_kind_fails_through_the_makefile(tmp_path: Path) -> None:
@@ -93,22 +118,22 @@ current-context: kind-mine
 """
 
 
-def test_an_existing_cluster_needs_an_explicit_context(tmp_path: Path) -> None:
+def test_an_existing_cluster_needs_an_explicit_context(tmp_path: Path, main: Callable[..., tuple[int, str]]) -> None:
     kubeconfig = tmp_path / "config"
     kubeconfig.write_text(KUBECONFIG)
-    proc, _ = run_cli("probe", "--kubeconfig", str(kubeconfig), path=str(tmp_path))
-    assert proc.returncode == 2
-    assert "--kubeconfig needs an explicit --context" in proc.stderr
-    proc, _ = run_cli("probe", "--kubeconfig", str(kubeconfig), "--context", "prod", path=str(tmp_path))
-    assert proc.returncode == 2
-    assert "context 'prod' is not in" in proc.stderr and "it has: kind-mine" in proc.stderr
+    code, stderr = main("probe", "--kubeconfig", str(kubeconfig))
+    assert code == 2
+    assert "--kubeconfig needs an explicit --context" in stderr
+    code, stderr = main("probe", "--kubeconfig", str(kubeconfig), "--context", "prod")
+    assert code == 2
+    assert "context 'prod' is not in" in stderr and "it has: kind-mine" in stderr
     assert kubeconfig.read_text() == KUBECONFIG  # only read, never written
 
 
-def test_a_missing_kubeconfig_is_not_found_not_invalid(tmp_path: Path) -> None:
-    proc, _ = run_cli("probe", "--kubeconfig", str(tmp_path / "missing"), "--context", "x", path=str(tmp_path))
-    assert proc.returncode == 2
-    assert f"error: bad input: kubeconfig {tmp_path / 'missing'} not found" in proc.stderr
+def test_a_missing_kubeconfig_is_not_found_not_invalid(tmp_path: Path, main: Callable[..., tuple[int, str]]) -> None:
+    code, stderr = main("probe", "--kubeconfig", str(tmp_path / "missing"), "--context", "x")
+    assert code == 2
+    assert f"error: bad input: kubeconfig {tmp_path / 'missing'} not found" in stderr
 
 
 def test_an_image_without_digest_is_warned_about(tmp_path: Path) -> None:

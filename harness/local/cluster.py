@@ -28,14 +28,16 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from harness.local.build import Build, download_module, go_environment
 from harness.local.images import ImageError, busybox_layer, oci_archive, pause_layer, pause_tag
-from harness.local.pki import Pki
 from harness.versions import KubeVersion
+
+if TYPE_CHECKING:  # imported where the certificates are made: cryptography is slow to import, and most never need it
+    from harness.local.pki import Pki
 
 JsonDict = dict[str, Any]
 DEFAULT_ROOT = Path(os.environ.get("PLP_LOCAL_ROOT", "/var/lib/pod-lifecycle-probes"))
@@ -430,6 +432,8 @@ state = "{base / "state"}"
         self._save()
 
     def _make_pki(self, address: str, port: int) -> Pki:
+        from harness.local.pki import Pki
+
         pki = Pki(self.state / "pki")
         server = f"https://{address}:{port}"
         pki.issue(

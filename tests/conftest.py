@@ -1,0 +1,49 @@
+"""The offline tests under pytest-xdist (`make test` runs them `-n 2`).
+
+- Their child processes (pytest, python -m harness, make) start without pytest-xdist's variables. A worker's
+  environment has PYTEST_XDIST_WORKER and its siblings; a child pytest that inherited them would take itself
+  for a worker of a parallel probe run (and write run-gw0.json instead of run.json). The suite's plugin knows
+  a worker from what pytest-xdist sent it (harness/pytest_plugin.py), not from these variables, so they go.
+- A module with a module-scoped fixture (runs made once and shared by its tests) is one unit of work, given
+  to one worker, so the fixture is made once; every other test is a unit of its own, as with `--dist load`.
+  pytest-xdist's `--dist loadgroup` would do this by marker, but not under pytest 9: it renames test ids
+  through an attribute pytest 9 no longer reads, so every marked test is scheduled on its own.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+MODULE_FIXTURE = re.compile(r"^@pytest\.fixture\(.*scope=\"module\"", re.M)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name in [name for name in os.environ if name.startswith("PYTEST_XDIST_")]:
+        del os.environ[name]
+
+
+@cache
+def shares_a_module_fixture(module: Path) -> bool:
+    return module.suffix == ".py" and module.is_file() and bool(MODULE_FIXTURE.search(module.read_text()))
+
+
+class ModulesWithSharedFixturesTogether(LoadScopeScheduling):  # type: ignore[misc]
+    """`--dist load`, but the tests of a module with a module-scoped fixture are one unit. Units with more tests
+    are handed out first (pytest-xdist's order), so those modules start at once, one per worker."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        module = nodeid.split("::", 1)[0]
+        return module if shares_a_module_fixture(Path(self.config.rootpath, module)) else nodeid
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    if config.getoption("dist") != "load":  # an explicit --dist of another kind is kept
+        return None
+    return ModulesWithSharedFixturesTogether(config, log)
