@@ -354,8 +354,9 @@ def run_clean_command(args: argparse.Namespace) -> int:
     if args.kubeconfig and (problem := kubeconfig_problem(args.kubeconfig, args.context)):
         return refuse(BAD, problem)
     report = janitor.JanitorReport()
-    if shutil.which(args.kind_bin):
-        janitor.clean_kind_clusters(report, args.kind_bin)
+    kind_bin = shutil.which(args.kind_bin) or janitor.installed_kind()
+    if kind_bin:
+        janitor.clean_kind_clusters(report, kind_bin)
     else:
         print(f"{args.kind_bin} is not on PATH: no kind clusters to look for", file=sys.stderr)
     if local_cluster.leftover_clusters():

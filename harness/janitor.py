@@ -10,6 +10,7 @@ Only the suite's own leftovers, recognised by name prefix and label:
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from kubernetes import client
 
 from harness.cluster import CleanupReport, cleanup_probe_namespace
 from harness.kind import Runner, run_command
+from harness.kind_install import TOOLS_DIR
 from harness.local.cluster import DEFAULT_ROOT, leftover_clusters, stop_cluster
 from harness.run import SUITE_LABEL
 from harness.transport import raw_call
@@ -45,6 +47,13 @@ class JanitorReport:
             )
         lines += [f"error: {e}" for e in self.errors]
         return "\n".join(lines)
+
+
+def installed_kind(tools: Path = TOOLS_DIR) -> str | None:
+    """A kind the suite installed or built (`.tools/kind-<release>`) when none is on PATH: any release lists and
+    deletes clusters (kind finds them by its container labels)."""
+    found = [p for p in tools.glob("kind-v*") if p.is_file() and os.access(p, os.X_OK) and p.suffix != ".json"]
+    return str(max(found, key=lambda p: p.stat().st_mtime)) if found else None
 
 
 def clean_kind_clusters(report: JanitorReport, kind_bin: str = "kind", runner: Runner = run_command) -> None:

@@ -44,3 +44,15 @@ def test_labelled_namespaces_lose_only_the_suites_finalizer_and_are_deleted() ->
     assert core.pods["held"] == [OTHER]
     assert "probe-ns" not in core.namespaces
     assert "namespace probe-ns: finalizers removed from 1 pod(s), deleted" in report.render()
+
+
+def test_without_kind_on_path_the_kind_the_suite_installed_lists_the_clusters(tmp_path: Path) -> None:
+    from harness.janitor import installed_kind
+
+    assert installed_kind(tmp_path) is None
+    built = tmp_path / "kind-v0.20.0"
+    built.write_text("#!/bin/sh\n")
+    built.chmod(0o755)
+    (tmp_path / "kind-v0.20.0.json").write_text("{}")
+    (tmp_path / "kind-v0.26.0.partial").write_text("")  # not executable: an interrupted download
+    assert installed_kind(tmp_path) == str(built)
