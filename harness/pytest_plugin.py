@@ -303,6 +303,12 @@ def run(pytestconfig: pytest.Config) -> Run:
 
 
 @pytest.fixture(scope="session")
+def _kind_facts(run_record: Path) -> dict[str, Any]:
+    """The cluster name, node image and kind version the CLI recorded when it made the kind cluster."""
+    recorded = json.loads(run_record.read_text()) if run_record.is_file() else {}
+    return {key: recorded[key] for key in ("cluster_name", "node_image", "kind_version") if key in recorded}
+
+
 def live_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
     """The cluster live probes run on: a new kind or local cluster, or an existing one from --kubeconfig."""
     kubeconfig, context = pytestconfig.getoption("--kubeconfig"), pytestconfig.getoption("--context")
@@ -320,6 +326,9 @@ def live_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
             else "existing"
         )
         origin = {"cluster": kind, "context": context}
+        if kind_nodes:  # a PARALLEL worker on the suite's kind cluster: say what ran, from the run's own record
+            created = _kind_facts(run.directory / "run.json")
+            origin = {"cluster": "kind", **created, "context": context}
         if local_state:  # a PARALLEL worker on the suite's local cluster: say what ran, from the cluster's record
             origin = {**local_origin(json.loads((Path(local_state) / "cluster.json").read_text())), "context": context}
         target = LiveTarget(LiveTransport(api, node_lister=node_lister), client.CoreV1Api(api), origin)

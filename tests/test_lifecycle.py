@@ -3,6 +3,7 @@ creation fails, when the nodes never get Ready, when a probe is interrupted, and
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +113,20 @@ def test_a_kept_cluster_is_not_removed_and_the_user_is_told_where_it_is(
     assert notes["cluster_kept"] is True
     assert "kept local cluster plp-1-27-abcd; kubeconfig:" in notes["cluster_kept_message"]
     assert "make clean" in notes["cluster_kept_message"]
+
+
+def test_parallel_kind_workers_take_the_image_and_kind_from_the_run_record(tmp_path: Path) -> None:
+    """The CLI records the kind cluster it made in run.json; PARALLEL workers name it in their recordings."""
+    from harness.pytest_plugin import _kind_facts
+
+    assert _kind_facts(tmp_path / "run.json") == {}
+    (tmp_path / "run.json").write_text(
+        json.dumps(
+            {"cluster_name": "plp-1-27-c8ba", "node_image": "plp-node:v1.27.3", "kind_version": "v0.20.0", "x": 1}
+        )
+    )
+    assert _kind_facts(tmp_path / "run.json") == {
+        "cluster_name": "plp-1-27-c8ba",
+        "node_image": "plp-node:v1.27.3",
+        "kind_version": "v0.20.0",
+    }
