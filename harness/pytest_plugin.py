@@ -302,13 +302,13 @@ def run(pytestconfig: pytest.Config) -> Run:
     return started
 
 
-@pytest.fixture(scope="session")
 def _kind_facts(run_record: Path) -> dict[str, Any]:
     """The cluster name, node image and kind version the CLI recorded when it made the kind cluster."""
     recorded = json.loads(run_record.read_text()) if run_record.is_file() else {}
     return {key: recorded[key] for key in ("cluster_name", "node_image", "kind_version") if key in recorded}
 
 
+@pytest.fixture(scope="session")
 def live_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
     """The cluster live probes run on: a new kind or local cluster, or an existing one from --kubeconfig."""
     kubeconfig, context = pytestconfig.getoption("--kubeconfig"), pytestconfig.getoption("--context")
