@@ -8,18 +8,22 @@ as k/k#121389). Each probe also checks what the shutdown does to the pod itself:
 the DisruptionTarget condition, the container's exit.
 
 How (harness/node_shutdown.py): a cluster of a control-plane and one labelled worker, from a node image
-derived from the pinned one that adds D-Bus and logind, with the kubelets' shutdownGracePeriod 30 s (20 s
+derived from the pinned one that adds D-Bus and logind (for the suite's own plp-node images: built beside
+them), with the kubelets' shutdownGracePeriod 30 s (20 s
 for regular pods). The probe starts the pod on the worker, announces a shutdown there by emitting logind's
 PrepareForShutdown(true) on the node's system bus (as the kubelet's node e2e test does), observes the pod,
 cancels the shutdown (PrepareForShutdown(false): the kubelet takes its lock again, the node turns Ready),
 and waits for the controller to run a pod on the node again.
 
-Verified and reasoned. Read in the sources: the kubelet's signal match (interface, member, path, no
-sender), the e2e test's use of the signal and of `false` to recover, the kubelet's shutdown status and
-messages, kind's cluster config fields (node labels, cluster-level KubeletConfiguration patch) — see the
-expectations' sources. Only reasoned, never run (no Docker where this was written): that the derived image
-brings up D-Bus and logind inside a kind node so the kubelet gets its inhibitor lock (the probe checks this
-premise as a claim: `shutdown.kubelet-listening`), and that `busctl emit` is accepted there.
+Verified: read in the sources, the kubelet's signal match (interface, member, path, no sender), the e2e
+test's use of the signal and of `false` to recover, the kubelet's shutdown status and messages, kind's cluster
+config fields (node labels, cluster-level KubeletConfiguration patch) — see the expectations' sources. Seen
+live on kind v0.20.0 with node images built from Go modules (issue 14; recordings `*-live-kind.json`):
+v1.27.0-rc.0 (DaemonSet and StatefulSet pods left Succeeded), v1.27.3 (DaemonSet pod replaced, StatefulSet pod
+left Succeeded) and v1.26.6 (both Failed, deleted and replaced). The shutdown-capable image brings up D-Bus
+and logind, the kubelet holds its delay lock (`shutdown.kubelet-listening`), and `busctl emit` is heard.
+Where a pod's controller deletes it before the kubelet reports its container's end, that claim is not
+observable (1.26.6 DaemonSet, once).
 """
 
 from __future__ import annotations
