@@ -477,7 +477,7 @@ def _column_provenance(entries: list[JsonDict]) -> JsonDict:
         "kind": " + ".join(kinds),
         "kinds": kinds,
         "when": _when([str(e["when"]) for e in live if e["when"]]) or ("unknown" if live else None),
-        "on_what": sorted({e["on_what"] for e in entries}, key=lambda w: w.startswith(("derived", "a rec"))),
+        "on_what": sorted({e["on_what"] for e in entries}, key=lambda w: (w.startswith(("derived", "a rec")), w)),
         # known commits in order (a set's order changes with the hash seed), "unknown" last
         "suite": sorted({e["suite"] for e in entries}, key=lambda s: (s == "unknown", s)),
         "documents": [document_label(d) for d in documents],

@@ -173,11 +173,13 @@ def test_every_cell_shows_a_value_the_expected_one_in_grey_where_nothing_was_rec
 def test_columns_say_live_or_derived_and_never_call_derived_values_observed(replayed_runs: Path) -> None:
     matrix = build_matrix(load_records([replayed_runs]))
     html = render_html(matrix)
-    # Live: the 26 single-node probes on local builds of v1.26.6, v1.27.3 and v1.28.0 (beside derived recordings
-    # of the probes a single node cannot run) and the StatefulSet probe on v1.28.4. Every other version is derived.
+    # Live: the 26 single-node probes on local builds of v1.26.6, v1.27.3, v1.28.0 and v1.37.2 (beside derived
+    # recordings of the shutdown probes on v1.28.0), the StatefulSet probe on v1.28.4, all 28 probes on kind
+    # v1.27.3 and the two shutdown probes on kind v1.26.6 and v1.27.0-rc.0. Every other version is derived.
     live = {v: p["kind"] for v, p in matrix.provenance.items() if p["kind"] != "derived"}
     assert live == {
-        "v1.26.6": "live + derived",
+        "v1.26.6": "live",
+        "v1.27.0-rc.0": "live",
         "v1.27.3": "live + derived",
         "v1.28.0": "live + derived",
         "v1.28.4": "live",
@@ -190,20 +192,24 @@ def test_columns_say_live_or_derived_and_never_call_derived_values_observed(repl
             assert p["on_what"] == ["derived from documents, no cluster"], version
         else:
             assert re.fullmatch(r"2026-11-23 \d\d:\d\d(–\d\d:\d\d)? UTC", p["when"]), version  # when recorded
-            assert p["on_what"][0].startswith(f"local build of {version} at "), version  # live first
+            first = p["on_what"][0]  # live first
+            assert first.startswith((f"local build of {version} at ", "kind node image plp-node")), version
         # live recordings name the suite commit they were made by from v1.37.2 on (the first ones predate that);
         # the two preStop probes were re-recorded on the four live versions from b352aa3 with issue 15.6's changes,
         # and the two pod-deadline probes from 02da544 with its follow-up
-        if version == "v1.37.2":  # recorded by four runs, each at its own suite commit
+        if version in ("v1.37.2", "v1.27.0-rc.0"):  # recorded after runs named their suite commit
             assert p["suite"] and all(re.fullmatch(r"[0-9a-f]{12}( \+ local changes)?", c) for c in p["suite"])
-        elif version in ("v1.26.6", "v1.27.3", "v1.28.0"):
-            assert p["suite"] == ["02da5445d444 + local changes", "b352aa3ff4a4 + local changes", "unknown"], version
+        elif version in ("v1.26.6", "v1.27.3", "v1.28.0"):  # the first live runs name none
+            assert "unknown" in p["suite"] and "b352aa3ff4a4 + local changes" in p["suite"], version
+            assert all(re.fullmatch(r"[0-9a-f]{12}( \+ local changes)?|unknown", c) for c in p["suite"]), version
         else:
             assert p["suite"] == ["unknown"], version
     assert matrix.provenance["v1.28.4"]["on_what"] == [
         "local build of v1.28.4 at bae2c62678db (go1.20.11, containerd 1.6.20~ds1-1+deb12u3)"
     ]
-    assert matrix.provenance["v1.27.3"]["on_what"] == [
+    assert matrix.provenance["v1.27.3"]["on_what"] == [  # live ones first, by name; then derived
+        "kind node image plp-node-shutdown:v1.27.3-5b983a86010d (kind v0.20.0)",
+        "kind node image plp-node:v1.27.3 (kind v0.20.0)",
         "local build of v1.27.3 at 25b4e43193bc (go1.20.14, containerd 1.6.20~ds1-1+deb12u3)",
         "derived from documents, no cluster",
     ]
@@ -229,11 +235,9 @@ def test_columns_say_live_or_derived_and_never_call_derived_values_observed(repl
     assert "not recorded (derived)" in html  # a derived column's "when"
     assert 'td class="c obs derived pass"' in html and 'td class="c obs live pass"' in html
     assert "No version has been observed on a live cluster yet" not in html
-    assert "5 of the versions (v1.26.6, v1.27.3, v1.28.0, v1.28.4, v1.37.2)\nwere observed on a cluster" in html
-    assert (
-        "5 of the versions (v1.26.6, v1.27.3, v1.28.0, v1.28.4, v1.37.2) were observed on a live cluster"
-        in render_markdown(matrix)
-    )
+    observed = "6 of the versions (v1.26.6, v1.27.0-rc.0, v1.27.3, v1.28.0, v1.28.4, v1.37.2)"
+    assert f"{observed}\nwere observed on a cluster" in html
+    assert f"{observed} were observed on a live cluster" in render_markdown(matrix)
     # With derived recordings only, the page still says that no version was observed.
     derived_only = build_matrix([r for r in load_records([replayed_runs]) if report.origin_kind(r) == "derived"])
     assert {p["kind"] for p in derived_only.provenance.values()} == {"derived"}
@@ -251,20 +255,29 @@ def test_live_and_derived_observations_are_kept_apart_with_their_provenance(
     assert live_only["on_what"] == [
         "local build of v1.27.16 at 25b4e43193bc (go1.22.12, containerd 1.6.20~ds1-1+deb12u3)"
     ]
-    assert both["on_what"] == [  # live first
+    assert both["on_what"] == [  # live first, by name
+        "kind node image plp-node-shutdown:v1.27.3-5b983a86010d (kind v0.20.0)",
+        "kind node image plp-node:v1.27.3 (kind v0.20.0)",
         "local build of v1.27.3 at 25b4e43193bc (go1.20.14, containerd 1.6.20~ds1-1+deb12u3)",
         "derived from documents, no cluster",
     ]
     # the first live recordings and the derived ones name no suite commit; the re-recorded preStop and
-    # pod-deadline probes do
-    assert both["suite"] == ["02da5445d444 + local changes", "b352aa3ff4a4 + local changes", "unknown"]
+    # pod-deadline probes and the kind recordings do (known commits first, by name)
+    assert both["suite"] == [
+        "02da5445d444 + local changes",
+        "b352aa3ff4a4 + local changes",
+        "ec7c225ddc68",
+        "ff35d5ff0566 + local changes",
+        "unknown",
+    ]
     mixed = report._column_provenance([report._record_provenance(r) for r in load_records([live_runs])])
     assert mixed["suite"] == ["0123456789ab", "unknown"]  # a known commit first; the derived recording names none
     # the live observation is the one shown; the derived one stays behind it
     row = next(r for r in matrix.rows if r.probe == PHASES and r.claim == "always.sigterm-ignored.phases")
     cell = matrix.cell(row, "v1.27.3")
     assert cell is not None and cell.origin == "live"
-    assert [o["origin"] for o in cell.others] == ["derived"]
+    # behind it: the other live one (kind and local both observed v1.27.3), then the derived one
+    assert [o["origin"] for o in cell.others] == ["live", "derived"]
     failing = matrix.cell(row, "v1.27.16")
     assert failing is not None and (failing.origin, failing.status, failing.observed) == ("live", "fail", ["Running"])
     html = render_html(matrix)
@@ -376,8 +389,9 @@ def test_markdown_and_html_show_the_matrix_and_provenance(written_report: tuple[
     )
     assert derived_column in markdown
     assert (
-        "| v1.27.3 | live + derived | local build of v1.27.3 at 25b4e43193bc (go1.20.14, containerd "
-        "1.6.20~ds1-1+deb12u3); derived from documents, no cluster (document 000) | 2026-11-23 12:09–14:26 UTC |"
+        "| v1.27.3 | live + derived | kind node image plp-node-shutdown:v1.27.3-5b983a86010d (kind v0.20.0); kind "
+        "node image plp-node:v1.27.3 (kind v0.20.0); local build of v1.27.3 at 25b4e43193bc (go1.20.14, containerd "
+        "1.6.20~ds1-1+deb12u3); derived from documents, no cluster (document 000) | 2026-11-23 12:09–15:37 UTC |"
         in markdown
     )
     assert (
@@ -687,10 +701,11 @@ def test_the_html_report_renders_in_a_browser_sticky_parts_stay_and_a_cell_opens
     assert abs(wide["cornerTop"]) < 1 and abs(wide["versionHeadTop"]) < 1  # and stays at the top when scrolled
     assert wide["deepRowTop"] > 0
     assert wide["panelHiddenBefore"] and not wide["panelHidden"] and wide["panelWidth"] > 300
-    assert "Observed on a live cluster: ✓ pass" in wide["panelText"]  # v1.27.3 was recorded on a local build
+    assert "Observed on a live cluster: ✓ pass" in wide["panelText"]  # v1.27.3: on kind and on a local build
     assert (
-        "live + derived: local build of v1.27.3 at 25b4e43193bc (go1.20.14, containerd 1.6.20~ds1-1+deb12u3); "
-        "derived from documents, no cluster (document 000)" in wide["panelText"]
+        "live + derived: kind node image plp-node-shutdown:v1.27.3-5b983a86010d (kind v0.20.0); kind node image "
+        "plp-node:v1.27.3 (kind v0.20.0); local build of v1.27.3 at 25b4e43193bc (go1.20.14, containerd "
+        "1.6.20~ds1-1+deb12u3); derived from documents, no cluster (document 000)" in wide["panelText"]
     )
     assert "Derived from the documents (not observed): ✓ pass" in wide["derivedPanelText"]  # v1.33.12
     assert "when: not recorded (derived)" in wide["derivedPanelText"]
