@@ -5,9 +5,10 @@ kind is stood in by FakeRunner; the API by tests.test_cleanup.FakeCore with a la
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from harness.janitor import JanitorReport, clean_kind_clusters, clean_namespaces
+from harness.janitor import JanitorReport, clean_kind_clusters, clean_namespaces, installed_kind
 from harness.run import PROBE_FINALIZER, SUITE_LABEL
 from tests.doubles import FakeRunner, failed, ok
 from tests.test_cleanup import OTHER, FakeCore, raw
@@ -47,8 +48,6 @@ def test_labelled_namespaces_lose_only_the_suites_finalizer_and_are_deleted() ->
 
 
 def test_without_kind_on_path_the_kind_the_suite_installed_lists_the_clusters(tmp_path: Path) -> None:
-    from harness.janitor import installed_kind
-
     assert installed_kind(tmp_path) is None
     built = tmp_path / "kind-v0.20.0"
     built.write_text("#!/bin/sh\n")
