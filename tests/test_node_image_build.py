@@ -78,3 +78,31 @@ def test_node_image_without_a_full_version_exits_2_and_without_docker_exits_3(tm
     assert minor.returncode == 2 and "full release version" in minor.stderr
     no_docker = run("--version", "1.27.0-rc.0")
     assert no_docker.returncode == 3 and "docker is not on PATH" in no_docker.stderr
+
+
+def test_from_modules_an_unserved_version_is_refused_before_anything_is_built(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Stood in: Docker, the engine and Go checks (pass) and the proxy (refuses); the builder must not run."""
+    from harness import cli
+    from harness.local.build import BuildError
+
+    built: list[str] = []
+    monkeypatch.setattr(cli, "check_docker", lambda: None)
+    monkeypatch.setattr(cli, "check_engine", lambda: None)
+    monkeypatch.setattr(cli, "check_go", lambda: "go version go1.26.8 linux/amd64")
+    monkeypatch.setattr(cli, "build_node_images", lambda v: built.append(v) or [f"plp-node:v{v}"])
+
+    def unserved(version: str) -> None:
+        raise BuildError(f"the Go module proxy does not serve k8s.io/kubernetes@v{version}: 404")
+
+    monkeypatch.setattr(cli, "resolve_module", unserved)
+    assert cli.main(["node-image", "--version", "1.27.99", "--source", "modules"]) == 2
+    assert "does not serve k8s.io/kubernetes@v1.27.99" in capsys.readouterr().err and built == []
+    # served: built from modules; `auto` picks modules when dl.k8s.io does not answer
+    monkeypatch.setattr(cli, "resolve_module", lambda version: {"Dir": "/x"})
+    monkeypatch.setattr(node_image_build, "release_downloads_reachable", lambda: False)
+    assert cli.main(["node-image", "--version", "1.27.3"]) == 0
+    out = capsys.readouterr().out
+    assert built == ["1.27.3"] and "building from modules: dl.k8s.io does not answer" in out
+    assert "make probe IMAGE=plp-node:v1.27.3" in out
