@@ -91,7 +91,12 @@ def test_from_modules_an_unserved_version_is_refused_before_anything_is_built(
     monkeypatch.setattr(cli, "check_docker", lambda: None)
     monkeypatch.setattr(cli, "check_engine", lambda: None)
     monkeypatch.setattr(cli, "check_go", lambda: "go version go1.26.8 linux/amd64")
-    monkeypatch.setattr(cli, "build_node_images", lambda v: built.append(v) or [f"plp-node:v{v}"])
+
+    def build(version: str) -> list[str]:
+        built.append(version)
+        return [f"plp-node:v{version}"]
+
+    monkeypatch.setattr(cli, "build_node_images", build)
 
     def unserved(version: str) -> None:
         raise BuildError(f"the Go module proxy does not serve k8s.io/kubernetes@v{version}: 404")
