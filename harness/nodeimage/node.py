@@ -237,6 +237,7 @@ def preload_images(rootfs: Path, archives: list[ImageArchive], run_step: Run = r
         finally:
             daemon.terminate()
             daemon.wait(30)
+            log.close()
 
 
 def write_record(path: Path, record: dict[str, Any]) -> None:
