@@ -2,6 +2,8 @@
 #            [PARALLEL=N: N probes at a time in one cluster]
 # make probe KUBECONFIG_FILE=~/.kube/other CONTEXT=name     (an existing cluster instead of a new one)
 # make probe VERSION=1.27.3 CLUSTER=local [KEEP=1]          (built from Go modules, run as processes here; root)
+# make node-image VERSION=1.27.0-rc.0 [SOURCE=modules]    (a node image kind does not publish; make engine first
+#                                                          on hosts whose root lacks CAP_SYS_RESOURCE)
 # make test                                               (offline: no Docker, no cluster)
 # PYTEST_ARGS="--junitxml=out.xml" passes arguments on to pytest
 PYTHON ?= python3
