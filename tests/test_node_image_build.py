@@ -91,6 +91,7 @@ def test_from_modules_an_unserved_version_is_refused_before_anything_is_built(
     monkeypatch.setattr(cli, "check_docker", lambda: None)
     monkeypatch.setattr(cli, "check_engine", lambda: None)
     monkeypatch.setattr(cli, "check_go", lambda: "go version go1.26.8 linux/amd64")
+    monkeypatch.setattr(cli, "modules_build_problems", lambda: [])
 
     def build(version: str) -> list[str]:
         built.append(version)
@@ -111,3 +112,18 @@ def test_from_modules_an_unserved_version_is_refused_before_anything_is_built(
     out = capsys.readouterr().out
     assert built == ["1.27.3"] and "building from modules: dl.k8s.io does not answer" in out
     assert "make probe IMAGE=plp-node:v1.27.3" in out
+
+
+def test_from_modules_a_host_without_root_or_debootstrap_is_told_so_before_anything_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness import cli
+
+    monkeypatch.setattr(cli, "check_docker", lambda: None)
+    monkeypatch.setattr(cli, "check_engine", lambda: None)
+    monkeypatch.setattr(cli, "modules_build_problems", lambda: ["root (debootstrap and chroot)", "debootstrap on PATH"])
+    monkeypatch.setattr(cli, "check_go", lambda: pytest.fail("nothing is checked after a missing prerequisite"))
+    assert cli.main(["node-image", "--version", "1.27.3", "--source", "modules"]) == 3
+    err = capsys.readouterr().err
+    assert "building a node image from Go modules needs:\n  root (debootstrap and chroot)\n  debootstrap on PATH" in err
+    assert "Traceback" not in err
