@@ -15,13 +15,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from harness.report import load_records
+
 
 def verdicts(run_dir: Path) -> dict[str, dict[str, dict[str, Any]]]:
-    """probe -> claim -> verdict, from a run's probes/*.json records (repeats: the first)."""
+    """probe -> claim -> verdict, from a run's probe records as the report reads them (repeats: the first)."""
     found: dict[str, dict[str, dict[str, Any]]] = {}
-    for path in sorted((run_dir / "probes").glob("*.json")):
-        record = json.loads(path.read_text())
-        found.setdefault(record["probe"], {v["claim"]: v for v in record.get("verdicts", [])})
+    for record in load_records([run_dir]):
+        found.setdefault(record["probe"], {v["claim"]: v for v in record["verdicts"]})
     return found
 
 
