@@ -39,6 +39,12 @@ def lacks_sys_resource(status: str) -> bool:
     return False
 
 
+def default_runtime(runner: Runner) -> str | None:
+    """The answering daemon's default runtime (`plp-runc` for the suite's engine); None when none answers."""
+    answer = runner(["docker", "info", "--format", "{{.DefaultRuntime}}"], 20)
+    return answer.stdout.strip() if answer.returncode == 0 else None
+
+
 def engine_is_local() -> bool:
     """The daemon runs on this host (its capabilities are this host's): no DOCKER_HOST, or a unix socket."""
     host = os.environ.get("DOCKER_HOST", "")
@@ -49,17 +55,17 @@ def check_engine(runner: Runner = run_command, status_file: Path = Path("/proc/s
     """Refuse to start kind on a local engine that cannot run privileged containers here (no cluster made)."""
     if not engine_is_local() or not status_file.is_file() or not lacks_sys_resource(status_file.read_text()):
         return
-    runtime = runner(["docker", "info", "--format", "{{.DefaultRuntime}}"], 20)
-    if runtime.returncode == 0 and runtime.stdout.strip() == RUNTIME_NAME:
+    runtime = default_runtime(runner)
+    if runtime == RUNTIME_NAME:
         return
-    raise PrerequisiteMissing(REMEDY + f"\n(the engine's default runtime is {runtime.stdout.strip() or 'unknown'})")
+    raise PrerequisiteMissing(REMEDY + f"\n(the engine's default runtime is {runtime or 'unknown'})")
 
 
 def start_engine(engine_dir: Path = ENGINE_DIR, runner: Runner = run_command) -> str:
     """Start the suite's dockerd, unless one answers already; returns what was done."""
-    answering = runner(["docker", "info", "--format", "{{.DefaultRuntime}}"], 20)
-    if answering.returncode == 0:
-        if answering.stdout.strip() == RUNTIME_NAME:
+    answering = default_runtime(runner)
+    if answering is not None:
+        if answering == RUNTIME_NAME:
             return "the suite's engine is running already"
         raise PrerequisiteMissing(
             "a Docker daemon that is not the suite's runs already; stop it first (the suite never stops it for you)"
@@ -91,7 +97,7 @@ def start_engine(engine_dir: Path = ENGINE_DIR, runner: Runner = run_command) ->
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise PrerequisiteMissing(f"dockerd exited with {process.returncode}; see {engine_dir / 'dockerd.log'}")
-        if runner(["docker", "info", "--format", "{{.DefaultRuntime}}"], 10).stdout.strip() == RUNTIME_NAME:
+        if default_runtime(runner) == RUNTIME_NAME:
             return f"started the suite's engine (dockerd pid {process.pid}; log {engine_dir / 'dockerd.log'})"
         time.sleep(1)
     raise PrerequisiteMissing(f"dockerd did not answer within 60 s; see {engine_dir / 'dockerd.log'}")
