@@ -45,6 +45,7 @@ from harness.local.build import BuildError, build_kubernetes, check_go, existing
 from harness.manifest_check import check_manifests, images_in_manifests
 from harness.nodeimage.images import NodeImageError
 from harness.nodeimage.node import build_node_images
+from harness.nodeimage.node import host_problems as node_image_host_problems
 from harness.run import Run, new_run_id, safe_name
 from harness.versions import KubeVersion, NodeImage, VersionError, known_images, known_versions, resolve_image
 
@@ -419,11 +420,8 @@ def run_node_image_command(args: argparse.Namespace) -> int:
         check_docker()
         check_engine()
         if source == "modules":
-            node_image_host_problems = modules_build_problems()
-            if node_image_host_problems:
-                raise PrerequisiteMissing(
-                    "building a node image from Go modules needs:\n  " + "\n  ".join(node_image_host_problems)
-                )
+            if problems := node_image_host_problems():
+                raise PrerequisiteMissing("building a node image from Go modules needs:\n  " + "\n  ".join(problems))
             check_go()
             resolve_module(args.version)
         else:
@@ -443,15 +441,6 @@ def run_node_image_command(args: argparse.Namespace) -> int:
         return 1
     print(f"run the probes on it: make probe IMAGE={tag}")
     return 0
-
-
-def modules_build_problems() -> list[str]:
-    """What this host lacks to build a node image from modules (root, debootstrap, containerd and ctr, gcc)."""
-    problems = [] if os.geteuid() == 0 else ["root (debootstrap and chroot)"]
-    problems += [
-        f"{tool} on PATH" for tool in ("debootstrap", "containerd", "ctr", "gcc") if shutil.which(tool) is None
-    ]
-    return problems
 
 
 def run_bisect_command(args: argparse.Namespace) -> int:

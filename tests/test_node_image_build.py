@@ -91,7 +91,7 @@ def test_from_modules_an_unserved_version_is_refused_before_anything_is_built(
     monkeypatch.setattr(cli, "check_docker", lambda: None)
     monkeypatch.setattr(cli, "check_engine", lambda: None)
     monkeypatch.setattr(cli, "check_go", lambda: "go version go1.26.8 linux/amd64")
-    monkeypatch.setattr(cli, "modules_build_problems", lambda: [])
+    monkeypatch.setattr(cli, "node_image_host_problems", lambda: [])
 
     def build(version: str) -> list[str]:
         built.append(version)
@@ -121,7 +121,9 @@ def test_from_modules_a_host_without_root_or_debootstrap_is_told_so_before_anyth
 
     monkeypatch.setattr(cli, "check_docker", lambda: None)
     monkeypatch.setattr(cli, "check_engine", lambda: None)
-    monkeypatch.setattr(cli, "modules_build_problems", lambda: ["root (debootstrap and chroot)", "debootstrap on PATH"])
+    monkeypatch.setattr(
+        cli, "node_image_host_problems", lambda: ["root (debootstrap and chroot)", "debootstrap on PATH"]
+    )
     monkeypatch.setattr(cli, "check_go", lambda: pytest.fail("nothing is checked after a missing prerequisite"))
     assert cli.main(["node-image", "--version", "1.27.3", "--source", "modules"]) == 3
     err = capsys.readouterr().err

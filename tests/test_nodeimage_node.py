@@ -98,3 +98,14 @@ def test_a_failed_step_says_which_command_and_what_it_printed() -> None:
 def test_base_images_are_keyed_by_their_package_list() -> None:
     assert node.base_key(False) != node.base_key(True)
     assert node.base_key(False) == node.base_key(False)
+
+
+def test_the_host_check_names_each_missing_tool_with_where_it_comes_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        "harness.nodeimage.node.shutil.which", lambda tool: None if tool == "debootstrap" else f"/usr/bin/{tool}"
+    )
+    monkeypatch.setattr("harness.nodeimage.node.os.geteuid", lambda: 1000)
+    assert node.host_problems()[:2] == [
+        "root (debootstrap and chroot)",
+        "debootstrap on PATH (apt-get install debootstrap)",
+    ]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -31,6 +32,7 @@ from typing import Any
 
 from harness.local.build import Build
 from harness.local.cluster import LOCAL_PROBE_IMAGE
+from harness.local.images import BUSYBOX
 from harness.nodeimage.images import ImageArchive, NodeImageError, kubeadm_images, node_images
 from harness.versions import KubeVersion
 
@@ -78,6 +80,26 @@ def run(argv: Sequence[str], stdin: bytes | None = None, timeout: float = 1800) 
         output = (done.stdout + done.stderr).decode(errors="replace").strip()[-3000:]
         raise NodeImageError(f"`{' '.join(argv)}` failed ({done.returncode}):\n{output}")
     return done.stdout.decode(errors="replace")
+
+
+# What building an image runs on the host, and where it comes from (the local cluster lists its own likewise).
+REQUIRED_HOST_TOOLS = {
+    "debootstrap": "apt-get install debootstrap",
+    "containerd": "apt-get install containerd",  # preloads the images into the node's store
+    "ctr": "apt-get install containerd",
+    "gcc": "apt-get install gcc libc6-dev",  # the pause image
+}
+
+
+def host_problems() -> list[str]:
+    """What this host lacks to build a node image from modules (empty when nothing); a second, before any build."""
+    problems = [] if os.geteuid() == 0 else ["root (debootstrap and chroot)"]
+    problems += [
+        f"{tool} on PATH ({install})" for tool, install in REQUIRED_HOST_TOOLS.items() if not shutil.which(tool)
+    ]
+    if not BUSYBOX.is_file():  # the probes' image and the pod network's
+        problems.append(f"{BUSYBOX} (apt-get install busybox-static)")
+    return problems
 
 
 def base_key(shutdown: bool) -> str:
