@@ -334,6 +334,15 @@ def test_a_component_that_does_not_come_up_is_reported_with_its_log_tail(tmp_pat
     assert json.loads((cluster.state / "cluster.json").read_text())["pids"]["kube-apiserver"] > 0
 
 
+def _served_from(served: set[tuple[str, str]], asked: list[list[tuple[str, str]]] | None = None) -> Any:
+    def answer(pairs: list[tuple[str, str]]) -> set[tuple[str, str]]:
+        if asked is not None:
+            asked.append(pairs)
+        return {pair for pair in pairs if pair in served}
+
+    return answer
+
+
 def test_refused_pre_release_twins_are_replaced_by_the_first_served_release_and_said() -> None:
     served = {
         ("k8s.io/api", "v0.27.0-rc.0"),
@@ -341,9 +350,7 @@ def test_refused_pre_release_twins_are_replaced_by_the_first_served_release_and_
         ("k8s.io/cluster-bootstrap", "v0.27.1"),
     }
     modules = ["k8s.io/api", "k8s.io/kube-proxy", "k8s.io/cluster-bootstrap", "k8s.io/sample-cli-plugin"]
-    versions, substitutions = build_module.substitute_refused_twins(
-        modules, "v0.27.0-rc.0", lambda m, v: (m, v) in served
-    )
+    versions, substitutions = build_module.substitute_refused_twins(modules, "v0.27.0-rc.0", _served_from(served))
     assert substitutions == {"k8s.io/kube-proxy": "v0.27.0", "k8s.io/cluster-bootstrap": "v0.27.1"}
     # Served nowhere: left at the pre-release (go build fails loudly if a component imports it).
     assert versions == {
@@ -354,8 +361,57 @@ def test_refused_pre_release_twins_are_replaced_by_the_first_served_release_and_
     }
 
 
-def test_a_release_is_never_substituted_nor_asked_about() -> None:
+def test_a_release_whose_twins_are_all_served_is_asked_once_and_not_substituted() -> None:
+    asked: list[list[tuple[str, str]]] = []
+    served = {("k8s.io/api", "v0.27.3"), ("k8s.io/client-go", "v0.27.3")}
     versions, substitutions = build_module.substitute_refused_twins(
-        ["k8s.io/api"], "v0.27.3", lambda m, v: pytest.fail("a release's twins are not checked one by one")
+        ["k8s.io/api", "k8s.io/client-go"], "v0.27.3", _served_from(served, asked)
     )
-    assert (versions, substitutions) == ({"k8s.io/api": "v0.27.3"}, {})
+    assert (versions, substitutions) == ({"k8s.io/api": "v0.27.3", "k8s.io/client-go": "v0.27.3"}, {})
+    assert asked == [[("k8s.io/api", "v0.27.3"), ("k8s.io/client-go", "v0.27.3")]]
+
+
+def test_a_refused_release_twin_takes_the_closest_earlier_patch_then_the_closest_later() -> None:
+    # As seen for v1.29.6: three twins refused at v0.29.6; v0.29.5 serves them. Here one module is served
+    # only later (v0.25.17), one two patches earlier, one both earlier and later (earlier wins).
+    served = {
+        ("k8s.io/api", "v0.25.16"),
+        ("k8s.io/kube-proxy", "v0.25.15"),
+        ("k8s.io/kube-proxy", "v0.25.17"),
+        ("k8s.io/cluster-bootstrap", "v0.25.14"),
+        ("k8s.io/controller-manager", "v0.25.17"),
+    }
+    modules = ["k8s.io/api", "k8s.io/kube-proxy", "k8s.io/cluster-bootstrap", "k8s.io/controller-manager"]
+    versions, substitutions = build_module.substitute_refused_twins(modules, "v0.25.16", _served_from(served))
+    assert substitutions == {
+        "k8s.io/kube-proxy": "v0.25.15",
+        "k8s.io/cluster-bootstrap": "v0.25.14",
+        "k8s.io/controller-manager": "v0.25.17",
+    }
+    assert versions["k8s.io/api"] == "v0.25.16"
+
+
+def test_the_served_check_reads_every_answer_of_one_batched_download(tmp_path: Path, monkeypatch: Any) -> None:
+    stdout = (
+        '{\n "Path": "k8s.io/api",\n "Version": "v0.29.6",\n "Dir": "/m/api"\n}\n'
+        '{\n "Path": "k8s.io/endpointslice",\n "Version": "v0.29.6",\n "Error": "403 Forbidden"\n}\n'
+    )
+    seen: list[list[str]] = []
+
+    def fake_go(args: list[str], env: Any, cwd: Path, timeout: float = 900) -> Any:
+        seen.append(args)
+        assert env["GONOSUMDB"] == "k8s.io"
+        return subprocess.CompletedProcess(args, 1, stdout, "")
+
+    monkeypatch.setattr(build_module, "_go", fake_go)
+    pairs = [("k8s.io/api", "v0.29.6"), ("k8s.io/endpointslice", "v0.29.6")]
+    assert build_module.served_modules(pairs, {}, tmp_path) == {("k8s.io/api", "v0.29.6")}
+    assert seen == [["mod", "download", "-json", "k8s.io/api@v0.29.6", "k8s.io/endpointslice@v0.29.6"]]
+
+
+def test_the_build_environment_ignores_the_hosts_go_env_file_and_goflags(monkeypatch: Any) -> None:
+    monkeypatch.setenv("GOFLAGS", "-buildvcs=false")  # what this machine's go env held; go1.16 refuses it
+    env = build_module.go_environment(Path("/t"))
+    assert env["GOFLAGS"] == "-mod=mod"
+    assert env["GOENV"] == "off"
+    assert env["GOMODCACHE"] == "/t/go/mod"

@@ -16,6 +16,7 @@ Everything lands in `.tools/` (ignored by git): the module and build caches unde
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -63,16 +64,38 @@ class Build:
 
 
 def go_environment(tools: Path = TOOLS) -> dict[str, str]:
-    """Go's caches inside .tools/, reused by every build; cgo off as upstream builds the components."""
+    """The build's own Go environment: caches inside .tools/ (shared by every build), cgo off as upstream builds.
+
+    Nothing is taken from the host's `go env` file or a GOFLAGS of its own (a `-buildvcs=false` there, seen
+    on this machine, is refused as an unknown flag by go1.16 and go1.17, which Kubernetes 1.21-1.23 need):
+    GOENV=off, and every setting a toolchain from go1.16 on reads is given here. The proxy and checksum
+    database stay the host's, as the host's Go reports them.
+    """
     return {
         **os.environ,
+        "GOENV": "off",
         "GOMODCACHE": str(tools / "go" / "mod"),
         "GOCACHE": str(tools / "go" / "cache"),
         "GOPATH": str(tools / "go" / "path"),
         "GOFLAGS": "-mod=mod",
         "GOWORK": "off",
         "CGO_ENABLED": "0",
+        "GO111MODULE": "on",
+        "GOPROXY": _host_go_setting("GOPROXY", "https://proxy.golang.org,direct"),
+        "GOSUMDB": _host_go_setting("GOSUMDB", "sum.golang.org"),
     }
+
+
+@functools.cache
+def _host_go_setting(name: str, default: str) -> str:
+    """One of the host Go's settings (environment, go env file, GOROOT/go.env), or the default without Go."""
+    if os.environ.get(name):
+        return os.environ[name]
+    go = shutil.which("go")
+    if go is None:
+        return default
+    out = subprocess.run([go, "env", name], capture_output=True, text=True, check=False).stdout.strip()
+    return out or default
 
 
 def release_text(version: str) -> str:
@@ -150,31 +173,71 @@ def staging_modules(kubernetes_go_mod: str) -> list[str]:
 
 
 def substitute_refused_twins(
-    modules: list[str], staged: str, served: Callable[[str, str], bool]
+    modules: list[str], staged: str, served: Callable[[list[tuple[str, str]]], set[tuple[str, str]]]
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """(version per staging module, substitutions) for a pre-release whose twins the proxy partly refuses.
+    """(version per staging module, substitutions) for a tag whose twins the proxy partly refuses.
 
-    The proxy refuses some pre-release twins (v0.27.0-rc.0: 14 of them, 403 "not available"). Such a module
-    is replaced by the first served release of the same minor (v0.27.0, else v0.27.1, ...), and the
-    substitution is returned so build.json records it: the build is then "k8s.io/kubernetes at the
-    pre-release, these staging modules at that release", never silently exact. A release version (no
-    pre-release) is never substituted.
+    `served` answers for a batch of (module, version) pairs which ones the proxy serves. The proxy refuses
+    some twins: pre-release ones (v0.27.0-rc.0: 14 of them, 403 "not available") and some releases
+    (v0.25.16: controller-manager, kube-controller-manager, cluster-bootstrap, kube-proxy; v0.29.6:
+    endpointslice, kube-controller-manager, legacy-cloud-providers). Such a module takes the nearest served
+    version of the same minor: for a pre-release the first release (v0.27.0, v0.27.1, ...); for a release
+    the closest earlier patch first, then the closest later one. Each substitution is returned so
+    build.json, the run record and every recording's origin say it: the build is then "k8s.io/kubernetes
+    at the tag, these staging modules at these versions", never silently exact.
     """
     versions = {module: staged for module in modules}
-    if "-" not in staged:
-        return versions, {}
-    minor = staged.split("-", 1)[0].rsplit(".", 1)[0]  # v0.27
-    substitutions = {}
-    for module in modules:
-        if served(module, staged):
-            continue
-        for patch in range(10):
-            if served(module, f"{minor}.{patch}"):
-                versions[module] = substitutions[module] = f"{minor}.{patch}"
-                break
-        # Served nowhere (k8s.io/sample-cli-plugin): left as it is. No component imports such a module, and
-        # if one did, `go build` would fail loudly on it.
+    core = staged.split("-", 1)[0]  # v0.27.3
+    minor, patch_text = core.rsplit(".", 1)
+    patch = int(patch_text)
+    if "-" in staged:
+        candidates = [f"{minor}.{p}" for p in range(0, 16)]
+    else:
+        earlier = [f"{minor}.{p}" for p in range(patch - 1, -1, -1)]
+        later = [f"{minor}.{p}" for p in range(patch + 1, patch + 16)]
+        candidates = earlier + later
+    served_at_tag = served([(module, staged) for module in modules])
+    refused = [module for module in modules if (module, staged) not in served_at_tag]
+    substitutions: dict[str, str] = {}
+    for candidate in candidates:
+        if not refused:
+            break
+        answered = served([(module, candidate) for module in refused])
+        for module in list(refused):
+            if (module, candidate) in answered:
+                versions[module] = substitutions[module] = candidate
+                refused.remove(module)
+    # Served nowhere (k8s.io/sample-cli-plugin at most versions): left as it is. No component imports such
+    # a module, and if one did, `go build` would fail loudly on it.
     return versions, substitutions
+
+
+def served_modules(pairs: list[tuple[str, str]], env: Mapping[str, str], cwd: Path) -> set[tuple[str, str]]:
+    """Which of these module versions the proxy serves: one `go mod download -json` for the whole batch.
+
+    The checksum database is not asked here (GONOSUMDB=k8s.io): this only tells what can be downloaded; the
+    build itself verifies checksums and says when it has to go without them.
+    """
+    if not pairs:
+        return set()
+    result = _go(
+        ["mod", "download", "-json", *(f"{m}@{v}" for m, v in pairs)], {**env, "GONOSUMDB": "k8s.io"}, cwd
+    )
+    answered = set()
+    decoder = json.JSONDecoder()
+    text, position = result.stdout, 0
+    while True:
+        while position < len(text) and text[position].isspace():
+            position += 1
+        if position >= len(text):
+            break
+        try:
+            info, position = decoder.raw_decode(text, position)
+        except json.JSONDecodeError:
+            break
+        if not info.get("Error") and "Dir" in info:
+            answered.add((str(info["Path"]), str(info["Version"])))
+    return answered
 
 
 def ldflags(version: str, commit: str, built_at: str) -> str:
@@ -246,14 +309,9 @@ def build_kubernetes(version: str, tools: Path = TOOLS, log_progress: bool = Tru
     started = time.monotonic()
     kubernetes_go_mod = (source / "go.mod").read_text()
 
-    def served(module_path: str, module_version: str) -> bool:
-        try:
-            download_module(module_path, module_version, env, directory)
-        except BuildError:
-            return False
-        return True
-
-    versions, substitutions = substitute_refused_twins(staging_modules(kubernetes_go_mod), staged, served)
+    versions, substitutions = substitute_refused_twins(
+        staging_modules(kubernetes_go_mod), staged, lambda pairs: served_modules(pairs, env, directory)
+    )
     with log.open("w") as out:
         for module_path, substitute in sorted(substitutions.items()):
             out.write(f"+ {module_path}@{staged} is not served: {substitute} instead\n")
