@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import socket
@@ -304,8 +305,9 @@ class LocalCluster:
         self._start_containerd()
         self._import_images()
         pki = self._make_pki(address, ports["apiserver"])
-        self._start_etcd(ports)
-        self._start_apiserver(pki, address, ports)
+        etcd_pki = self._make_etcd_pki()
+        self._start_etcd(etcd_pki, ports)
+        self._start_apiserver(pki, etcd_pki.directory, address, ports)
         self._start_controllers(pki, ports)
         self._start_kubelet(pki, address, ports)
 
@@ -466,34 +468,33 @@ state = "{base / "state"}"
         )
         return pki
 
-    def _start_etcd(self, ports: dict[str, int]) -> None:
-        client_url, peer_url = f"http://127.0.0.1:{ports['etcd']}", f"http://127.0.0.1:{ports['etcd_peer']}"
-        self._spawn(
-            "etcd",
-            [
-                "etcd",
-                "--name", "plp",
-                "--data-dir", str(self.state / "etcd"),
-                "--listen-client-urls", client_url,
-                "--advertise-client-urls", client_url,
-                "--listen-peer-urls", peer_url,
-                "--initial-advertise-peer-urls", peer_url,
-                "--initial-cluster", f"plp={peer_url}",
-                "--unsafe-no-fsync",  # throw-away data: fsync latency is a small VM's usual etcd bottleneck
-            ],
-        )  # fmt: skip
-        self._wait_for("etcd", lambda: _http_ok(f"{client_url}/health"), 30, "healthy")
+    def _make_etcd_pki(self) -> Pki:
+        """etcd's own CA (as kubeadm's): it signs etcd's serving and peer certificate and one client
+        certificate, the API server's, so no other certificate of the cluster opens the store."""
+        from harness.local.pki import Pki
+
+        pki = Pki(self.state / "pki" / "etcd")
+        pki.issue("etcd-server", "plp-etcd", server=True, client=True, dns=("localhost",), ips=("127.0.0.1",))
+        pki.issue("apiserver-etcd-client", "kube-apiserver-etcd-client")
+        return pki
+
+    def _start_etcd(self, pki: Pki, ports: dict[str, int]) -> None:
+        self._spawn("etcd", etcd_argv(self.state / "etcd", pki.directory, ports))
+        client_cert, client_key = (pki.directory / f"apiserver-etcd-client.{ext}" for ext in ("crt", "key"))
+        health = f"https://127.0.0.1:{ports['etcd']}/health"
+        self._wait_for("etcd", lambda: _https_ok(health, pki.ca_file, client_cert, client_key), 30, "healthy")
         self.record["etcd_version"] = subprocess.run(
             ["etcd", "--version"], capture_output=True, text=True, check=False
         ).stdout.splitlines()[0]
 
-    def _start_apiserver(self, pki: Pki, address: str, ports: dict[str, int]) -> None:
+    def _start_apiserver(self, pki: Pki, etcd_pki_dir: Path, address: str, ports: dict[str, int]) -> None:
         p = pki.directory
         self._spawn(
             "kube-apiserver",
             [
                 str(self.build.binary("kube-apiserver")),
-                f"--etcd-servers=http://127.0.0.1:{ports['etcd']}",
+                *apiserver_etcd_flags(etcd_pki_dir, ports["etcd"]),
+                *insecure_ports_off(self._help("kube-apiserver")),
                 f"--advertise-address={address}",
                 f"--bind-address={address}",
                 f"--secure-port={ports['apiserver']}",
@@ -540,6 +541,7 @@ state = "{base / "state"}"
                 "--leader-elect=false",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={ports['kcm']}",
+                *insecure_ports_off(self._help("kube-controller-manager")),
                 "--v=2",
             ],
         )
@@ -554,6 +556,7 @@ state = "{base / "state"}"
                 "--leader-elect=false",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={ports['scheduler']}",
+                *insecure_ports_off(self._help("kube-scheduler")),
                 "--v=2",
             ],
         )
@@ -603,9 +606,7 @@ state = "{base / "state"}"
         path = self.state / "kubelet.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
         # --pod-infra-container-image was removed from the kubelet in later releases; pass it only where known.
-        help_text = subprocess.run(
-            [str(self.build.binary("kubelet")), "--help"], capture_output=True, text=True, check=False
-        ).stdout
+        help_text = self._help("kubelet")
         pause_flag = (
             [f"--pod-infra-container-image={self.record['pause_image']}"]
             if "--pod-infra-container-image" in help_text
@@ -628,6 +629,13 @@ state = "{base / "state"}"
         self._wait_for(
             "kubelet", lambda: _http_ok(f"http://127.0.0.1:{ports['healthz']}/healthz"), 60, "healthy (/healthz)"
         )
+
+    def _help(self, component: str) -> str:
+        """A component's --help text: which flags this release knows."""
+        done = subprocess.run(
+            [str(self.build.binary(component)), "--help"], capture_output=True, text=True, check=False
+        )
+        return done.stdout + done.stderr
 
     # ------------------------------------------------------------------------------------ node access
 
@@ -661,6 +669,54 @@ state = "{base / "state"}"
             "kernel": platform.release(),
             **{k: self.record.get(k) for k in keys},
         }
+
+
+def etcd_argv(data_dir: Path, pki_dir: Path, ports: dict[str, int]) -> list[str]:
+    """etcd on loopback with TLS for clients and its peer, each asked for a certificate of etcd's own CA.
+
+    Without them anyone on the host (any user) reads and writes the store with a plain HTTP request.
+    """
+    client_url, peer_url = f"https://127.0.0.1:{ports['etcd']}", f"https://127.0.0.1:{ports['etcd_peer']}"
+    cert, key, ca = pki_dir / "etcd-server.crt", pki_dir / "etcd-server.key", pki_dir / "ca.crt"
+    return [
+        "etcd",
+        "--name", "plp",
+        "--data-dir", str(data_dir),
+        "--listen-client-urls", client_url,
+        "--advertise-client-urls", client_url,
+        "--cert-file", str(cert),
+        "--key-file", str(key),
+        "--trusted-ca-file", str(ca),
+        "--client-cert-auth",
+        "--listen-peer-urls", peer_url,
+        "--initial-advertise-peer-urls", peer_url,
+        "--initial-cluster", f"plp={peer_url}",
+        "--peer-cert-file", str(cert),
+        "--peer-key-file", str(key),
+        "--peer-trusted-ca-file", str(ca),
+        "--peer-client-cert-auth",
+        "--unsafe-no-fsync",  # throw-away data: fsync latency is a small VM's usual etcd bottleneck
+    ]  # fmt: skip
+
+
+def apiserver_etcd_flags(pki_dir: Path, etcd_port: int) -> list[str]:
+    """How the API server reaches etcd: TLS, etcd's CA, and the one client certificate that CA signed."""
+    return [
+        f"--etcd-servers=https://127.0.0.1:{etcd_port}",
+        f"--etcd-cafile={pki_dir / 'ca.crt'}",
+        f"--etcd-certfile={pki_dir / 'apiserver-etcd-client.crt'}",
+        f"--etcd-keyfile={pki_dir / 'apiserver-etcd-client.key'}",
+    ]
+
+
+def insecure_ports_off(help_text: str) -> list[str]:
+    """Turn off the plain-HTTP port of releases that still open one by default, as their --help shows.
+
+    Unauthenticated: the API server's --insecure-port (8080 on loopback before 1.20), the controller
+    manager's and scheduler's --port (10252 / 10251 on every address before 1.22 / 1.23).
+    """
+    flags = re.findall(r"^\s*(--insecure-port|--port)\b", help_text, re.M)
+    return [f"{flag}=0" for flag in dict.fromkeys(flags)]
 
 
 def _http_ok(url: str) -> bool:
