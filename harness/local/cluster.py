@@ -112,6 +112,48 @@ def check_host() -> list[str]:
     return problems
 
 
+@dataclass(frozen=True)
+class HostCgroups:
+    """How this host runs cgroups, and the cgroup settings the kubelet and containerd take from it.
+
+    The driver follows PID 1: under systemd, cgroups belong to systemd and the kubelet and runc must ask it
+    (the systemd driver, `SystemdCgroup = true`); elsewhere they write the cgroup file system (cgroupfs).
+    """
+
+    version: int  # 1 (one hierarchy per controller) or 2 (unified)
+    init: str  # PID 1's name
+
+    @property
+    def driver(self) -> str:
+        return "systemd" if self.init == "systemd" else "cgroupfs"
+
+    def root_directory(self, kubelet_root: str) -> str:
+        """Where the kubelet's cgroupRoot (`/plp-1-27-ab12`) is in the cgroup file system: the same path with
+        cgroupfs; with systemd the slice the kubelet names it (`/plp_1_27_ab12.slice`: `-` nests slices)."""
+        if self.driver != "systemd":
+            return kubelet_root
+        return "/" + kubelet_root.strip("/").replace("-", "_") + ".slice"
+
+    def to_json(self) -> JsonDict:
+        return {
+            "version": self.version,
+            "pid1": self.init,
+            "driver": self.driver,
+            "containerd_systemd_cgroup": self.driver == "systemd",
+            "decided_from": "cgroup.controllers in the cgroup mount (v2) and PID 1's name (systemd driver)",
+        }
+
+
+def host_cgroups(cgroup_mount: Path = Path("/sys/fs/cgroup"), pid1_name: Path = Path("/proc/1/comm")) -> HostCgroups:
+    """Read the host's cgroup version (a unified mount has cgroup.controllers) and whether systemd is PID 1."""
+    version = 2 if (cgroup_mount / "cgroup.controllers").is_file() else 1
+    try:
+        init = pid1_name.read_text().strip()
+    except OSError:
+        init = "unknown"
+    return HostCgroups(version, init)
+
+
 def _tail(path: Path, lines: int = 25) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -215,6 +257,7 @@ class LocalCluster:
     root: Path = DEFAULT_ROOT
     record: JsonDict = field(default_factory=dict)
     started: bool = False
+    cgroups: HostCgroups = field(default_factory=host_cgroups)
 
     @property
     def state(self) -> Path:
@@ -254,6 +297,7 @@ class LocalCluster:
             "node": NODE_NAME,
             "host_paths_before": {str(p): _listing(p) for p in HOST_PATHS_WRITTEN},
             "sysctls_before": {s: Path("/proc/sys", s).read_text().strip() for s in KUBELET_SYSCTLS},
+            "cgroups": self.cgroups.to_json(),
         }
         self._save()
         try:
@@ -314,9 +358,13 @@ class LocalCluster:
     def _cgroup_root(self) -> str:
         """A cgroup of the suite's own that the kubelet puts every pod under (removed at stop)."""
         name = f"/{self.name}"
+        directory = self.cgroups.root_directory(name)
+        self.record.update(cgroup_root=name, cgroup_directory=directory)
+        self._save()
+        if self.cgroups.driver == "systemd":  # a slice systemd knows, so the kubelet's slices can nest in it
+            subprocess.run(["systemctl", "start", directory.strip("/")], capture_output=True, check=False)
         for hierarchy in _cgroup_hierarchies():
-            (hierarchy / self.name).mkdir(exist_ok=True)
-        self.record["cgroup_root"] = name
+            (hierarchy / directory.strip("/")).mkdir(exist_ok=True)
         self._save()
         return name
 
@@ -364,7 +412,7 @@ state = "{base / "state"}"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
+        {containerd_runc_cgroup_option(self.cgroups)}
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "{CNI_PLUGINS}"
     conf_dir = "{cni_conf}"
@@ -567,8 +615,7 @@ state = "{base / "state"}"
         config = {
             "apiVersion": "kubelet.config.k8s.io/v1beta1",
             "kind": "KubeletConfiguration",
-            "cgroupDriver": "cgroupfs",
-            "cgroupRoot": self._cgroup_root(),
+            **kubelet_cgroup_settings(self.cgroups, self._cgroup_root(), self.build.version),
             "failSwapOn": False,
             "address": address,
             "port": ports["kubelet"],
@@ -597,11 +644,7 @@ state = "{base / "state"}"
             "serializeImagePulls": False,
             "staticPodPath": "",
         }
-        # A cgroup v1 host (as this workplace's machines are): from 1.35 the kubelet refuses to start on one
-        # unless told otherwise; the field exists from 1.31 (an unknown field is an error before that).
-        cgroup_v1 = not Path("/sys/fs/cgroup/cgroup.controllers").exists()
-        if cgroup_v1 and KubeVersion.parse(self.build.version).satisfies(">=1.31.0-alpha.0"):
-            config["failCgroupV1"] = False
+        if "failCgroupV1" in config:
             self.record["kubelet_notes"] = ["cgroup v1 host: failCgroupV1 false"]
         path = self.state / "kubelet.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -660,6 +703,8 @@ state = "{base / "state"}"
             "etcd_version",
             "images",
             "cgroup_root",
+            "cgroup_directory",
+            "cgroups",
             "bridge",
             "kubelet_notes",
         )
@@ -669,6 +714,20 @@ state = "{base / "state"}"
             "kernel": platform.release(),
             **{k: self.record.get(k) for k in keys},
         }
+
+
+def kubelet_cgroup_settings(cgroups: HostCgroups, cgroup_root: str, version: str) -> JsonDict:
+    """The kubelet's cgroup fields for this host: its driver, the suite's root, and on cgroup v1 from 1.31
+    `failCgroupV1: false` (from 1.35 the kubelet refuses a v1 host unless told; the field is unknown before)."""
+    settings: JsonDict = {"cgroupDriver": cgroups.driver, "cgroupRoot": cgroup_root}
+    if cgroups.version == 1 and KubeVersion.parse(version).satisfies(">=1.31.0-alpha.0"):
+        settings["failCgroupV1"] = False
+    return settings
+
+
+def containerd_runc_cgroup_option(cgroups: HostCgroups) -> str:
+    """runc's cgroup option in containerd's CRI config: the same driver as the kubelet's, or pods fail to start."""
+    return f"SystemdCgroup = {'true' if cgroups.driver == 'systemd' else 'false'}"
 
 
 def etcd_argv(data_dir: Path, pki_dir: Path, ports: dict[str, int]) -> list[str]:
@@ -858,7 +917,10 @@ def stop_cluster(state: Path) -> StopReport:
                     shutil.rmtree(written, ignore_errors=True)
                 report.removed.append(str(written))
     # 4. the cgroups, the bridge, the kernel settings
-    if cgroup_root := record.get("cgroup_root"):
+    if cgroup_root := record.get("cgroup_directory") or record.get("cgroup_root"):
+        if (record.get("cgroups") or {}).get("driver") == "systemd":
+            # the kubelet's slices are systemd units: stopping the top one stops and removes those under it
+            subprocess.run(["systemctl", "stop", cgroup_root.strip("/")], capture_output=True, check=False)
         for hierarchy in _cgroup_hierarchies():
             report.errors += _remove_cgroup_tree(hierarchy / cgroup_root.strip("/"))
         report.removed.append(f"cgroup {cgroup_root}")
