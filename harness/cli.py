@@ -12,6 +12,7 @@ import dataclasses
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import subprocess
@@ -89,6 +90,18 @@ def refuse(kind: str, problem: str) -> int:
     return EXIT_CODE[kind]
 
 
+def host_refusal(header: str, problems: Sequence[str]) -> str:
+    """`header:` and each problem on its own line, ending with the one apt-get line that installs every
+    Debian package the problems name (each says `apt-get install <packages>` where it comes from)."""
+    packages = dict.fromkeys(
+        package for hint in re.findall(r"apt-get install ([^)]+)", "\n".join(problems)) for package in hint.split()
+    )
+    lines = [f"{header}:", *problems]
+    if packages:
+        lines.append(f"install them all with: apt-get install {' '.join(packages)}")
+    return "\n  ".join(lines)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, refusing a bad argument like every other bad input: `error: bad input: ...`, exit 2."""
 
@@ -156,6 +169,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     clean.add_argument("--kubeconfig", default="", help="also clean the suite's namespaces on this cluster")
     clean.add_argument("--context", default="", help="context in --kubeconfig")
     clean.add_argument("--kind-bin", default="kind", help="the kind executable")
+    clean.add_argument(
+        "--cluster", choices=("kind", "local"), default=None, help="only leftovers of this kind (default: both)"
+    )
     report = command("report", "the behaviour matrix of run records as Markdown and HTML")
     report.add_argument("runs", nargs="+", help="run directories (or record files) to read")
     report.add_argument(
@@ -459,11 +475,12 @@ def run_clean_command(args: argparse.Namespace) -> int:
         return refuse(BAD, problem)
     report = janitor.JanitorReport()
     kind_bin = shutil.which(args.kind_bin) or janitor.installed_kind()
-    if kind_bin:
-        janitor.clean_kind_clusters(report, kind_bin)
-    else:
-        print(f"{args.kind_bin} is not on PATH: no kind clusters to look for", file=sys.stderr)
-    if local_cluster.leftover_clusters():
+    if args.cluster != "local":
+        if kind_bin:
+            janitor.clean_kind_clusters(report, kind_bin)
+        else:
+            print(f"{args.kind_bin} is not on PATH: no kind clusters to look for", file=sys.stderr)
+    if args.cluster != "kind" and local_cluster.leftover_clusters():
         if os.geteuid() == 0:
             janitor.clean_local_clusters(report)
         else:
@@ -524,7 +541,7 @@ def run_node_image_command(args: argparse.Namespace) -> int:
         check_engine()
         if source == "modules":
             if problems := node_image_host_problems():
-                raise PrerequisiteMissing("building a node image from Go modules needs:\n  " + "\n  ".join(problems))
+                raise PrerequisiteMissing(host_refusal("building a node image from Go modules needs", problems))
             check_go()
             resolve_module(args.version)
         else:
@@ -745,7 +762,7 @@ def prepare_local(args: argparse.Namespace) -> int:
     """Check the host for a local cluster in seconds, then build (or reuse) the release: 0 when ready."""
     host_problems = local_cluster.check_host()
     if host_problems:
-        return refuse(MISSING, "a local cluster cannot run here:\n  " + "\n  ".join(host_problems))
+        return refuse(MISSING, host_refusal("a local cluster cannot run here", host_problems))
     if running := local_cluster.running_clusters():
         return refuse(
             MISSING,

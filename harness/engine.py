@@ -11,14 +11,17 @@ harness/runc_without_sys_resource.py; `make engine-stop` stops it by the PID it 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from harness.kind import PrerequisiteMissing, Runner, run_command
 
 CAP_SYS_RESOURCE = 24
+PREREQUISITE_MISSING = 3  # harness/cli.py's exit code for this class of refusal
 RUNTIME_NAME = "plp-runc"
 WRAPPER = Path(__file__).resolve().parent / "runc_without_sys_resource.py"
 ENGINE_DIR = Path(__file__).resolve().parent.parent / ".tools" / "engine"
@@ -61,8 +64,27 @@ def check_engine(runner: Runner = run_command, status_file: Path = Path("/proc/s
     raise PrerequisiteMissing(REMEDY + f"\n(the engine's default runtime is {runtime or 'unknown'})")
 
 
-def start_engine(engine_dir: Path = ENGINE_DIR, runner: Runner = run_command) -> str:
+# Debian's package with dockerd and the docker CLI (the engine's runtime is the suite's wrapper around runc).
+ENGINE_PACKAGE = "docker.io"
+
+
+def engine_problem(which: Callable[[str], str | None] = shutil.which) -> str | None:
+    """What this host lacks to run the suite's engine (None when nothing), before anything starts."""
+    missing = [tool for tool in ("dockerd", "docker") if not which(tool)]
+    if not missing:
+        return None
+    return (
+        f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not on PATH: the suite's engine is "
+        f"Debian's Docker engine with a runc wrapper of its own (apt-get install {ENGINE_PACKAGE})"
+    )
+
+
+def start_engine(
+    engine_dir: Path = ENGINE_DIR, runner: Runner = run_command, which: Callable[[str], str | None] = shutil.which
+) -> str:
     """Start the suite's dockerd, unless one answers already; returns what was done."""
+    if problem := engine_problem(which):
+        raise PrerequisiteMissing(problem)
     answering = default_runtime(runner)
     if answering is not None:
         if answering == RUNTIME_NAME:
@@ -135,8 +157,8 @@ def main(argv: list[str]) -> int:
             print("usage: python -m harness.engine start|stop|check", file=sys.stderr)
             return 2
     except PrerequisiteMissing as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        print(f"error: prerequisite missing: {err}", file=sys.stderr)
+        return PREREQUISITE_MISSING
     return 0
 
 

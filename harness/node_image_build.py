@@ -16,7 +16,7 @@ import urllib.request
 from pathlib import Path
 
 from harness.kind import Runner, run_command
-from harness.versions import LOCAL_BUILDS_DIR, KubeVersion, VersionError, known_images
+from harness.versions import LOCAL_BUILDS_DIR, KubeVersion, VersionError, check_supported, known_images
 
 LOCAL_REPOSITORY = "plp-node"
 BUILDS_DIR = LOCAL_BUILDS_DIR
@@ -43,6 +43,7 @@ def local_tag(version: str) -> str:
     text = parsed.text if parsed.text.startswith("v") else f"v{parsed.text}"
     if text.lstrip("v").count(".") < 2:
         raise VersionError(f"give a full release version to build (e.g. 1.27.0-rc.0), not {version!r}")
+    check_supported(parsed)
     return f"{LOCAL_REPOSITORY}:{text}"
 
 

@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.versions import KubeVersion, VersionError
+from harness.versions import KubeVersion, VersionError, check_supported
 
 TOOLS = Path(__file__).resolve().parent.parent.parent / ".tools"
 # The local cluster runs the first five; a kind node image also needs kubeadm (in the node) and kube-proxy.
@@ -107,6 +107,7 @@ def release_text(version: str) -> str:
     text = parsed.text if parsed.text.startswith("v") else f"v{parsed.text}"
     if text.count(".") < 2:
         raise VersionError(f"give a full Kubernetes release to build (e.g. 1.27.3 or 1.27.0-rc.0), not {version!r}")
+    check_supported(parsed)
     return text
 
 
