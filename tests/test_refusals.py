@@ -17,6 +17,7 @@ from harness import cli, engine, node_image_build
 from harness.kind import PrerequisiteMissing, check_docker
 from harness.local import cluster as local
 from harness.local.build import release_text
+from harness.versions import resolve_image
 from tests.doubles import FakeRunner, failed
 
 REPO = Path(__file__).resolve().parent.parent
@@ -84,8 +85,19 @@ def test_a_release_older_than_the_suite_supports_is_refused_as_such_before_any_d
 
 
 def test_the_oldest_supported_release_itself_passes_the_check() -> None:
-    assert release_text("1.19.0") == "v1.19.0"
     assert node_image_build.local_tag("1.19.0-rc.0") == "plp-node:v1.19.0-rc.0"
+    assert resolve_image("1.19").kubernetes.minor == "1.19"
+    assert release_text("1.21.0-alpha.1") == "v1.21.0-alpha.1"
+
+
+def test_a_release_older_than_a_build_here_can_make_is_refused_naming_the_kind_way(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nothing_may_start(monkeypatch)
+    assert cli.main(["probe", "--cluster", "local", "--version", "1.20.15"]) == cli.BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.startswith("error: bad input: Kubernetes 1.20.15 cannot be built here: the oldest release built")
+    assert "1.19 and 1.20 run on their pinned kind images" in err
 
 
 def run_make(*args: str) -> subprocess.CompletedProcess[str]:

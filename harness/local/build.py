@@ -47,6 +47,10 @@ _STAMPED_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/vers
 _REPLACE = re.compile(r"^[ \t]*(?:replace[ \t]+)?(\S+)(?:[ \t]+v\S+)?[ \t]+=>[ \t]+(\S+)(?:[ \t]+(\S+))?[ \t]*$", re.M)
 
 
+# The oldest release a build here can make (CLUSTER=local, node images from modules); kind runs older pinned images.
+OLDEST_BUILT_HERE = KubeVersion.parse("1.21.0-alpha.0")
+
+
 class BuildError(RuntimeError):
     """The binaries could not be built; the message says why (the proxy's answer, or the log's last lines)."""
 
@@ -108,6 +112,12 @@ def release_text(version: str) -> str:
     if text.count(".") < 2:
         raise VersionError(f"give a full Kubernetes release to build (e.g. 1.27.3 or 1.27.0-rc.0), not {version!r}")
     check_supported(parsed)
+    if parsed.version < OLDEST_BUILT_HERE.version:
+        raise VersionError(
+            f"Kubernetes {version} cannot be built here: the oldest release built from Go modules is "
+            f"{OLDEST_BUILT_HERE.minor} (the build reads the tag's Go release from build/build-image/cross/VERSION, "
+            "which names it from 1.21 on; 1.19.16's does not); 1.19 and 1.20 run on their pinned kind images"
+        )
     return text
 
 
