@@ -8,6 +8,7 @@ every failure into its own exit code 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -19,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -81,7 +82,28 @@ exit codes (make turns every non-zero one into 2: the error line says which it w
   {PREREQUISITE_MISSING}  {MISSING}: Docker, kind, Go, root ... ('error: {MISSING}: ...')
   {NO_TESTS_COLLECTED}  {NOTHING_TO_RUN} / {NOTHING_TO_REPORT}: PROBE matches no probe, or RUNS holds no run records
      ('error: {NOTHING_TO_RUN}: ...', 'error: {NOTHING_TO_REPORT}: ...')
+  130  interrupted (Ctrl-C) in the harness itself: one line says what was stopped ('interrupted: stopped ...')
   other: pytest's own, for a probe run that started (2 interrupted, 4 pytest usage error)"""
+
+
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a process Ctrl-C ended
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a step: what that step was and what stopping it undid, for the one line main() says."""
+
+    def __init__(self, stopped: str) -> None:
+        super().__init__(stopped)
+        self.stopped = stopped
+
+
+@contextlib.contextmanager
+def stopping(what: str) -> Iterator[None]:
+    """Turn Ctrl-C inside the block into Interrupted(what), once the block's own cleanup has run."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise Interrupted(what) from None
 
 
 def refuse(kind: str, problem: str) -> int:
@@ -402,7 +424,11 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
     started = time.monotonic()
     code = 1
     try:
-        with cluster_life(provider, run.write_provenance, args.keep_cluster, run.directory / "kind-logs"):
+        kept = "left running (KEEP)" if args.keep_cluster else "stopped and removed"
+        with (
+            stopping(f"the run on {provider.kind} cluster {provider.name}: the cluster was {kept}"),
+            cluster_life(provider, run.write_provenance, args.keep_cluster, run.directory / "kind-logs"),
+        ):
             if "preloaded" in run.provenance:
                 print("images: " + "; ".join(f"{i}: {said}" for i, said in run.provenance["preloaded"].items()))
             startup = time.monotonic() - started
@@ -551,11 +577,12 @@ def run_node_image_command(args: argparse.Namespace) -> int:
     except BuildError as err:
         return refuse(BAD if "does not serve" in str(err) else MISSING, str(err))
     try:
-        if source == "modules":
-            tag = build_node_images(args.version)[0]
-        else:
-            tag, said = node_image_build.build_node_image(args.version, kind_bin, release)
-            print(said)
+        with stopping(f"building node image {tag}: its unfinished work was removed, nothing of it is reused"):
+            if source == "modules":
+                tag = build_node_images(args.version)[0]
+            else:
+                tag, said = node_image_build.build_node_image(args.version, kind_bin, release)
+                print(said)
     except (node_image_build.NodeImageBuildFailed, NodeImageError, BuildError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -585,7 +612,7 @@ def run_bisect_command(args: argparse.Namespace) -> int:
     def run(version: str) -> str:
         where = ["--version", version]
         if version not in pinned:  # only with --build
-            built = main(["node-image", "--version", version])
+            built = run_command(["node-image", "--version", version])
             if built != 0:
                 return bisect_module.SKIP
             where = ["--image", node_image_build.local_tag(version)]
@@ -776,7 +803,9 @@ def prepare_local(args: argparse.Namespace) -> int:
         except BuildError as err:
             return refuse(BAD if "does not serve" in str(err) else MISSING, str(err))
     try:
-        build = build_kubernetes(args.version)
+        stopped = "its go processes were stopped and its unfinished binaries removed (the Go caches stay)"
+        with stopping(f"the Kubernetes {args.version} build: {stopped}"):
+            build = build_kubernetes(args.version)
     except BuildError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -823,6 +852,17 @@ def kind_status(release: str | None) -> str:
 
 
 def main(argv: Sequence[str]) -> int:
+    """Run one command; Ctrl-C ends it with one line saying what was stopped and exit code 130."""
+    try:
+        return run_command(argv)
+    except Interrupted as interrupted:
+        print(f"interrupted: stopped {interrupted.stopped}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("interrupted: stopped before any cluster, build or download had started", file=sys.stderr)
+    return INTERRUPTED
+
+
+def run_command(argv: Sequence[str]) -> int:
     args = parse_args(argv)
     if args.command == "versions":
         print("\n".join(known_versions()))

@@ -22,6 +22,7 @@ from harness.kind import PrerequisiteMissing, Runner, run_command
 
 CAP_SYS_RESOURCE = 24
 PREREQUISITE_MISSING = 3  # harness/cli.py's exit code for this class of refusal
+INTERRUPTED = 130  # Ctrl-C, as harness/cli.py
 RUNTIME_NAME = "plp-runc"
 WRAPPER = Path(__file__).resolve().parent / "runc_without_sys_resource.py"
 ENGINE_DIR = Path(__file__).resolve().parent.parent / ".tools" / "engine"
@@ -115,13 +116,18 @@ def start_engine(
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise PrerequisiteMissing(f"dockerd exited with {process.returncode}; see {engine_dir / 'dockerd.log'}")
-        if default_runtime(runner) == RUNTIME_NAME:
-            return f"started the suite's engine (dockerd pid {process.pid}; log {engine_dir / 'dockerd.log'})"
-        time.sleep(1)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise PrerequisiteMissing(f"dockerd exited with {process.returncode}; see {engine_dir / 'dockerd.log'}")
+            if default_runtime(runner) == RUNTIME_NAME:
+                return f"started the suite's engine (dockerd pid {process.pid}; log {engine_dir / 'dockerd.log'})"
+            time.sleep(1)
+    except KeyboardInterrupt:  # a half-started engine is not left behind
+        process.terminate()
+        process.wait(30)
+        raise KeyboardInterrupt(f"dockerd pid {process.pid} stopped") from None
     raise PrerequisiteMissing(f"dockerd did not answer within 60 s; see {engine_dir / 'dockerd.log'}")
 
 
@@ -159,6 +165,11 @@ def main(argv: list[str]) -> int:
     except PrerequisiteMissing as err:
         print(f"error: prerequisite missing: {err}", file=sys.stderr)
         return PREREQUISITE_MISSING
+    except KeyboardInterrupt as interrupt:
+        doing = {"start": "starting", "stop": "stopping", "check": "checking"}[action]
+        detail = f" ({interrupt})" if str(interrupt) else ""
+        print(f"interrupted: stopped {doing} the suite's engine{detail}", file=sys.stderr)
+        return INTERRUPTED
     return 0
 
 
