@@ -174,10 +174,17 @@ class Builder:
     toolchains and binaries (make clean-builds prunes those).
     """
 
-    def __init__(self, build: Callable[[str], Any], tools: Path, trim_between_minors: bool = True) -> None:
+    def __init__(
+        self,
+        build: Callable[[str], Any],
+        tools: Path,
+        trim_between_minors: bool = True,
+        is_built: Callable[[str], bool] = lambda release: False,
+    ) -> None:
         self._build = build
         self._tools = tools
         self._trim = trim_between_minors
+        self._is_built = is_built  # a reused build compiles nothing: the cache is left alone for it
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="build")
         self._futures: dict[str, Future[Any]] = {}
         self._last_minor: str | None = None
@@ -188,6 +195,8 @@ class Builder:
             self._futures[release] = self._pool.submit(self._one, release)
 
     def _one(self, release: str) -> Any:
+        if self._is_built(release):
+            return self._build(release)
         minor = KubeVersion.parse(release).minor
         if self._trim and self._last_minor not in (None, minor) and go_build_cache(self._tools).is_dir():
             shutil.rmtree(go_build_cache(self._tools), ignore_errors=True)

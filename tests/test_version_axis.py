@@ -50,12 +50,12 @@ def test_the_builder_empties_the_go_build_cache_only_when_the_minor_changes(tmp_
         cache.mkdir(parents=True, exist_ok=True)
         return release
 
-    builder = matrix.Builder(build, tmp_path)
-    for release in ("1.27.3", "1.27.4", "1.28.0"):
+    builder = matrix.Builder(build, tmp_path, is_built=lambda release: release == "1.29.1")
+    for release in ("1.27.3", "1.27.4", "1.28.0", "1.29.1"):
         assert builder.result(release) == release
     builder.shutdown()
-    # 1.27.4 found 1.27.3's cache; 1.28.0 started from an empty one.
-    assert seen == [("1.27.3", False), ("1.27.4", True), ("1.28.0", False)]
+    # 1.27.4 found 1.27.3's cache; 1.28.0 started from an empty one; 1.29.1 was built before: nothing emptied.
+    assert seen == [("1.27.3", False), ("1.27.4", True), ("1.28.0", False), ("1.29.1", True)]
 
 
 def test_the_local_matrix_goes_on_past_a_failed_build_and_says_where_it_is(tmp_path: Path) -> None:
