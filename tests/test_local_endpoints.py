@@ -101,3 +101,14 @@ def test_a_plain_http_port_a_release_still_opens_is_turned_off_and_unknown_flags
     help_text: str, flags: list[str]
 ) -> None:
     assert local.insecure_ports_off(help_text) == flags
+
+
+def test_kubelets_before_1_24_are_told_to_use_the_suites_containerd_not_docker() -> None:
+    from harness.local.cluster import remote_runtime_flag
+
+    old = (
+        "      --container-runtime string   The container runtime to use. Possible values: 'docker', 'remote'. "
+        '(default "docker")\n      --container-runtime-endpoint string   The endpoint of remote runtime service.\n'
+    )
+    assert remote_runtime_flag(old) == ["--container-runtime=remote"]
+    assert remote_runtime_flag("      --container-runtime-endpoint string   The endpoint ...\n") == []

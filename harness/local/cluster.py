@@ -655,6 +655,7 @@ state = "{base / "state"}"
             if "--pod-infra-container-image" in help_text
             else []
         )
+        pause_flag += remote_runtime_flag(help_text)
         self._spawn(
             "kubelet",
             [
@@ -766,6 +767,12 @@ def apiserver_etcd_flags(pki_dir: Path, etcd_port: int) -> list[str]:
         f"--etcd-certfile={pki_dir / 'apiserver-etcd-client.crt'}",
         f"--etcd-keyfile={pki_dir / 'apiserver-etcd-client.key'}",
     ]
+
+
+def remote_runtime_flag(help_text: str) -> list[str]:
+    """`--container-runtime=remote` for kubelets that still know the flag: before 1.24 it defaults to "docker"
+    (dockershim), so without it a 1.21-1.23 kubelet looks for Docker instead of the suite's containerd."""
+    return ["--container-runtime=remote"] if re.search(r"^\s*--container-runtime\s", help_text, re.M) else []
 
 
 def insecure_ports_off(help_text: str) -> list[str]:
