@@ -14,7 +14,7 @@ signal with a match on interface, member and path but not on the sender
 own; `true` starts the shutdown, `false` cancels it and the node becomes Ready again.
 
 What is verified and what is only reasoned (nothing here has run: no Docker on the machine it was written
-on) is listed in the module docstring of probes/test_node_shutdown.py.
+on) is listed in the module docstring of probes/node_shutdown/test_node_shutdown.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The suite's pytest plugin (loaded by conftest.py): options, the cluster (session), one namespace per probe,
 replay of recordings, the run's summary. A cluster's life itself belongs to harness/lifecycle.py.
 
-A probe function takes the `probe` fixture and is marked `@pytest.mark.probe("<family>")`. Where it runs:
+A probe function takes the `probe` fixture and is marked `@pytest.mark.probe`; its claim family is the folder
+its module is in, probes/<family>/ (harness/families.py). Where it runs:
 - `--kind-version 1.27` / `--kind-image ...`: on a kind cluster this run creates (deleted afterwards
   unless --keep-cluster / KEEP=1);
 - `--local-version 1.27.3`: on a local cluster this run builds (once) and starts (harness/local/);
@@ -30,6 +31,7 @@ from kubernetes import client, config
 
 from harness.cli import count as count_of
 from harness.cluster import cleanup_probe_namespace, create_probe_namespace
+from harness.families import Family, FamilyError, family, family_of
 from harness.kind import (
     ClusterFailed,
     KindCluster,
@@ -448,21 +450,38 @@ def _build_or_skip(version: str) -> Build:
 def probe(request: pytest.FixtureRequest, run: Run) -> Iterator[Probe]:
     """A probe's handle on the cluster (or recording), its namespace, timeline and claims."""
     marker = request.node.get_closest_marker("probe")
-    if marker is None or not marker.args:
-        raise pytest.UsageError(f"{request.node.nodeid} uses the probe fixture but has no @pytest.mark.probe(<family>)")
-    family, name = marker.args[0], probe_id(request.function)
+    if marker is None:
+        raise pytest.UsageError(f"{request.node.nodeid} uses the probe fixture but has no @pytest.mark.probe")
+    try:  # the folder the module is in; a module outside any (a test's scratch probe) names a family of the suite
+        family = family_of(request.path) if not marker.args else _family(request.path, marker.args[0])
+    except FamilyError as err:
+        raise pytest.UsageError(str(err)) from err
+    if marker.args and marker.args[0] != family.name:
+        raise pytest.UsageError(
+            f"{request.node.nodeid} is marked probe({marker.args[0]!r}) but lives in the family folder {family.name}"
+        )
+    name = probe_id(request.function)
     if request.config.getoption("--replay"):
         yield from _replayed_probe(request, run, family, name)
     else:
         yield from _live_probe(request, run, family, name)
 
 
-def _replayed_probe(request: pytest.FixtureRequest, run: Run, family: str, name: str) -> Iterator[Probe]:
+def _family(module: Path, named: str) -> Family:
+    try:
+        return family_of(module)
+    except FamilyError:
+        return family(named)
+
+
+def _replayed_probe(request: pytest.FixtureRequest, run: Run, family: Family, name: str) -> Iterator[Probe]:
     path = getattr(request, "param", None)
     if path is None:
         pytest.fail(f"no recording of {name} under {request.config.getoption('--replay')}", pytrace=False)
     recording = Recording.load(path)
-    probe = Probe.replaying(recording, family, run, record_name=request.node.name)
+    probe = Probe.replaying(
+        recording, family.name, run, record_name=request.node.name, families_root=family.directory.parent
+    )
     transport = probe.transport
     assert isinstance(transport, ReplayTransport)
     yield probe
@@ -476,7 +495,7 @@ def _replayed_probe(request: pytest.FixtureRequest, run: Run, family: str, name:
         raise RecordingMismatch(f"the probe finished without making these recorded calls: {transport.unused_calls()}")
 
 
-def _live_probe(request: pytest.FixtureRequest, run: Run, family: str, name: str) -> Iterator[Probe]:
+def _live_probe(request: pytest.FixtureRequest, run: Run, family: Family, name: str) -> Iterator[Probe]:
     needs_shutdown = request.node.get_closest_marker("node_shutdown") is not None
     target: LiveTarget = request.getfixturevalue("shutdown_cluster" if needs_shutdown else "live_cluster")
     # Unique per test item (REPEAT runs one function several times) and per run; at most 63 characters.
@@ -498,7 +517,16 @@ def _live_probe(request: pytest.FixtureRequest, run: Run, family: str, name: str
     }
     recording = Recording(name, origin)
     transport = RecordingTransport(target.transport, recording)
-    probe = Probe(name, family, transport, namespace, run, run.run_id, record_name=request.node.name)
+    probe = Probe(
+        name,
+        family.name,
+        transport,
+        namespace,
+        run,
+        run.run_id,
+        record_name=request.node.name,
+        families_root=family.directory.parent,
+    )
     probe.server_version  # noqa: B018 - every recording starts by asking the server's version
     try:
         yield probe

@@ -500,7 +500,7 @@ class _LiveWatch:
 
 @dataclass
 class Recording:
-    """A probe's calls and what came back, in order; the file format of recordings/."""
+    """A probe's calls and what came back, in order; the file format of probes/<family>/recordings/."""
 
     probe: str
     origin: JsonDict

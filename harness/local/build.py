@@ -220,9 +220,7 @@ def served_modules(pairs: list[tuple[str, str]], env: Mapping[str, str], cwd: Pa
     """
     if not pairs:
         return set()
-    result = _go(
-        ["mod", "download", "-json", *(f"{m}@{v}" for m, v in pairs)], {**env, "GONOSUMDB": "k8s.io"}, cwd
-    )
+    result = _go(["mod", "download", "-json", *(f"{m}@{v}" for m, v in pairs)], {**env, "GONOSUMDB": "k8s.io"}, cwd)
     answered = set()
     decoder = json.JSONDecoder()
     text, position = result.stdout, 0
