@@ -43,8 +43,13 @@ probe: $(STAMP)
 		-- $(PYTEST_ARGS)
 
 # Several versions, one kind cluster each, JOBS at a time: make matrix VERSIONS="1.26 1.27" JOBS=2
+# or built here, one local cluster at a time, the next version building meanwhile (OVERLAP=0: after):
+# make matrix VERSIONS="1.21 1.22" CLUSTER=local [PARALLEL=N] [PROBE=...]
+OVERLAP ?= 1
 matrix: $(STAMP)
-	$(PY) -m harness matrix --versions "$(VERSIONS)" --jobs "$(JOBS)"
+	$(PY) -m harness matrix --versions "$(VERSIONS)" --jobs "$(JOBS)" --cluster "$(CLUSTER)" \
+		$(if $(filter-out 1,$(PARALLEL)),--parallel "$(PARALLEL)") $(if $(PROBE),--probe "$(PROBE)") \
+		$(if $(filter 0 no false,$(OVERLAP)),--no-overlap)
 
 # The suite's leftovers after an interrupted run: its kind clusters (plp-*), and with KUBECONFIG_FILE its
 # labelled namespaces on that cluster (only the suite's finalizer is removed).
@@ -72,8 +77,15 @@ engine-stop: $(STAMP)
 
 # The first patch release on which a probe fails: make bisect PROBE=... GOOD=1.27.3 BAD=1.27.16 [BUILD=1]
 # (BUILD=1 also tries patch releases without a pinned image, building them with node-image)
+# On releases built here, the first on which a claim observed what BAD observed, recorded in bisections/:
+# make bisect CLUSTER=local PROBE=... CLAIM=<claim id> GOOD=1.25.0 BAD=1.25.16 [PRE=1] [NAME=...]
+CLAIM ?=
+PRE ?=
+NAME ?=
 bisect: $(STAMP)
-	$(PY) -m harness bisect --probe "$(PROBE)" --good "$(GOOD)" --bad "$(BAD)" $(if $(filter 1 yes true,$(BUILD)),--build)
+	$(PY) -m harness bisect --probe "$(PROBE)" --good "$(GOOD)" --bad "$(BAD)" $(if $(filter 1 yes true,$(BUILD)),--build) \
+		--cluster "$(CLUSTER)" $(if $(CLAIM),--claim "$(CLAIM)") $(if $(filter 1 yes true,$(PRE)),--pre-releases) \
+		$(if $(NAME),--name "$(NAME)")
 
 versions: $(STAMP)
 	$(PY) -m harness versions

@@ -1,4 +1,10 @@
-"""make bisect PROBE=... GOOD=1.27.3 BAD=1.27.9: the first patch release on which a probe fails.
+"""make bisect: the first release on which a probe fails, or on which a claim observes what BAD observed.
+
+Two questions. With kind (pinned images): the first patch release on which a probe fails. With CLUSTER=local
+and CLAIM=<id>: with correct expectations every release passes, so the useful question is "the first release
+on which claim X observed what BAD observed"; each release between GOOD and BAD is built here once, and the
+answer, with every tried release's observation and what ran, is written to bisections/<name>.json, committed
+as evidence like a recording.
 
 The probe decides, version by version, the way `git bisect run` uses a script: it passes (good) or fails
 (bad). A version whose run could not decide — the cluster did not come up, Docker or kind missing — is
@@ -12,6 +18,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from harness.versions import KubeVersion, VersionError, known_images
 
@@ -111,3 +118,153 @@ def outcome_of_run(exit_code: int, run_json: Path) -> str:
     if exit_code == 1 and "cluster_error" not in record and record.get("status") != "undecided":
         return BAD
     return SKIP
+
+
+# ----- Bisection on what a claim observed, over releases built here (make bisect CLUSTER=local CLAIM=...).
+
+# The pre-releases a minor's x.y.0 may have, in order (the proxy serves some; the others are skipped as such).
+PRE_RELEASES = [f"alpha.{n}" for n in range(6)] + [f"beta.{n}" for n in range(4)] + [f"rc.{n}" for n in range(4)]
+
+
+def release_candidates(good: str, bad: str, pre_releases: bool = False) -> list[str]:
+    """The releases from GOOD to BAD on the line BAD was cut from, oldest first, both ends included.
+
+    Within one minor: its patch releases (and the x.y.0 pre-releases between, when an end is one or when
+    asked). Across two minors (GOOD the last known-good of x.y, BAD on x.(y+1)): GOOD, then the pre-releases
+    of x.(y+1).0 when asked, then x.(y+1).0 up to BAD; GOOD's later patches are on another branch and are not
+    between them.
+    """
+    low, high = KubeVersion.parse(good), KubeVersion.parse(bad)
+    if not low.version < high.version:
+        raise VersionError(f"GOOD ({good}) must be an earlier release than BAD ({bad})")
+    high_minor = high.version.minor
+    if low.version.major != high.version.major or high_minor - low.version.minor not in (0, 1):
+        raise VersionError(f"bisect runs within one minor or across one minor boundary; not {good} to {bad}")
+    line = f"{high.version.major}.{high_minor}"
+    with_pre = pre_releases or bool(low.version.pre or high.version.pre)
+    line_versions = ([f"{line}.0-{pre}" for pre in PRE_RELEASES] if with_pre else []) + [
+        f"{line}.{patch}" for patch in range(0, high.version.micro + 1)
+    ]
+    inside = [v for v in line_versions if low.version < KubeVersion.parse(v).version < high.version]
+    return [low.text.lstrip("v"), *inside, high.text.lstrip("v")]
+
+
+@dataclass
+class ClaimObservation:
+    """What one tried release showed for the claim, and what ran."""
+
+    version: str
+    outcome: str  # good / bad / skip
+    observed: list[Any] = field(default_factory=list)  # every value the claim's checks recorded in the run
+    verdicts: list[str] = field(default_factory=list)
+    why: str = ""
+    run_dir: str = ""
+    build: dict[str, Any] = field(default_factory=dict)
+    cluster: dict[str, Any] = field(default_factory=dict)
+
+
+def claim_observations(run_dir: Path, claim: str) -> tuple[list[Any], list[str]]:
+    """Every observed value and verdict of `claim` in the probe records under one run directory."""
+    observed: list[Any] = []
+    verdicts: list[str] = []
+    for record in sorted(run_dir.glob("**/probes/*.json")):
+        for verdict in json.loads(record.read_text()).get("verdicts") or []:
+            if verdict.get("claim") == claim:
+                observed.append(verdict.get("observed"))
+                verdicts.append(str(verdict.get("status")))
+    return observed, verdicts
+
+
+def _same(values: list[Any]) -> Any:
+    """The one value all observations agree on; raises ValueError when there is none or they differ."""
+    texts = {json.dumps(v, sort_keys=True) for v in values}
+    if len(texts) != 1:
+        raise ValueError(f"observed {len(texts)} different values" if texts else "the claim was not observed")
+    return values[0]
+
+
+class ClaimOracle:
+    """Classifies releases by what the claim observed: BAD's value is bad, GOOD's is good, anything else a skip.
+
+    `observe(version)` runs the claim's probe on that release and returns its ClaimObservation with outcome
+    unset; each version is run once. BAD runs first (its value is what the bisection looks for), then GOOD.
+    """
+
+    def __init__(self, claim: str, observe: Callable[[str], ClaimObservation], say: Callable[[str], None]) -> None:
+        self.claim, self._observe, self._say = claim, observe, say
+        self.tried: dict[str, ClaimObservation] = {}
+        self.good_value: Any = None
+        self.bad_value: Any = None
+
+    def learn_ends(self, good: str, bad: str) -> None:
+        ends = {}
+        for version in (bad, good):
+            seen = self._run(version)
+            try:
+                ends[version] = _same(seen.observed)
+            except ValueError as err:
+                raise BisectError(f"{version}: {err} for {self.claim} ({seen.why or 'see ' + seen.run_dir})") from err
+        self.good_value, self.bad_value = ends[good], ends[bad]
+        if json.dumps(self.good_value, sort_keys=True) == json.dumps(self.bad_value, sort_keys=True):
+            raise BisectError(f"{good} and {bad} both observed {self.bad_value!r} for {self.claim}: nothing to bisect")
+        self.tried[bad].outcome, self.tried[good].outcome = BAD, GOOD
+
+    def _run(self, version: str) -> ClaimObservation:
+        if version not in self.tried:
+            self.tried[version] = self._observe(version)
+        return self.tried[version]
+
+    def __call__(self, version: str) -> str:
+        seen = self._run(version)
+        if not seen.outcome:
+            try:
+                value = _same(seen.observed)
+            except ValueError as err:
+                seen.outcome, seen.why = SKIP, seen.why or str(err)
+            else:
+                text = json.dumps(value, sort_keys=True)
+                if text == json.dumps(self.bad_value, sort_keys=True):
+                    seen.outcome = BAD
+                elif text == json.dumps(self.good_value, sort_keys=True):
+                    seen.outcome = GOOD
+                else:
+                    seen.outcome, seen.why = SKIP, f"observed {value!r}: neither GOOD's nor BAD's value"
+        self._say(f"{version}: {seen.outcome} (observed {seen.observed!r}; verdicts {', '.join(seen.verdicts) or '-'})")
+        return seen.outcome
+
+
+def bisection_record(
+    name: str, claim: str, probe: str, good: str, bad: str, oracle: ClaimOracle, found: Bisection, ran: dict[str, Any]
+) -> dict[str, Any]:
+    """What bisections/<name>.json holds: the question, every tried release with what it showed, the answer."""
+    order = {v: i for i, v in enumerate(found.candidates)}
+    tried = sorted(oracle.tried.values(), key=lambda t: order.get(t.version, len(order)))
+    return {
+        "format": 1,
+        "name": name,
+        "claim": claim,
+        "probe": probe,
+        "good": {"version": good, "observed": oracle.good_value},
+        "bad": {"version": bad, "observed": oracle.bad_value},
+        "candidates": found.candidates,
+        "tried": [
+            {
+                "version": t.version,
+                "outcome": t.outcome,
+                "observed": t.observed,
+                "verdicts": t.verdicts,
+                **({"why": t.why} if t.why else {}),
+                "build": t.build,
+                "cluster": t.cluster,
+                "run_dir": t.run_dir,
+            }
+            for t in tried
+        ],
+        "last_good": found.last_good,
+        "first_bad": found.first_bad,
+        "conclusion": found.conclusion,
+        "substitutions": {
+            t.version: t.build.get("staging_substitutions") for t in tried if t.build.get("staging_substitutions")
+        },
+        "ran": ran,
+    }

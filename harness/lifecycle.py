@@ -231,7 +231,11 @@ def local_origin(record: dict[str, Any]) -> dict[str, Any]:
     return {
         "cluster": "local",
         "cluster_name": record.get("name"),
-        "kubernetes": {k: build.get(k) for k in ("version", "commit", "toolchain", "upstream_go", "how")},
+        "kubernetes": {
+            **{k: build.get(k) for k in ("version", "commit", "toolchain", "upstream_go", "how")},
+            # Staging modules the proxy refused at the tag and the served versions built instead (empty: exact)
+            "staging_substitutions": build.get("staging_substitutions") or {},
+        },
         "containerd": record.get("containerd_version"),
         "runc": record.get("runc_version"),
         "etcd": record.get("etcd_version"),

@@ -1,22 +1,25 @@
-"""`make matrix`: the probes on several Kubernetes versions, one kind cluster per version, a few at a time.
+"""`make matrix`: the probes on several Kubernetes versions, each as its own `harness probe` process.
 
-Each version runs as its own `python -m harness probe --version V` process with its own run directory,
-so a version whose cluster does not come up is reported as such and the others go on.
+kind: one kind cluster per version, JOBS at a time. local (CLUSTER=local): one local cluster at a time (a kubelet
+removes the pod logs of pods it does not know, so two cannot share a host), each release built from its Go
+modules on a background thread ahead of the probes. Either way each version has its own run directory, and a
+version whose build or cluster fails is reported as such while the others go on.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.versions import known_images
+from harness.versions import KubeVersion, known_images, resolve_image
 
 EXIT_MEANING = {0: "passed", 1: "failed", 2: "interrupted or bad input", 3: "prerequisite missing", 5: "no probe ran"}
 
@@ -96,3 +99,225 @@ def write_results(base: Path, results: Sequence[VersionResult]) -> Path:
     path = base / "matrix.json"
     path.write_text(json.dumps([asdict(r) for r in results], indent=1) + "\n")
     return path
+
+
+# ----- The matrix on local clusters (CLUSTER=local): one version at a time, the next one building meanwhile.
+
+
+@dataclass
+class PlannedVersion:
+    """What a requested version resolves to, for kind and local alike, and why."""
+
+    requested: str  # "1.27" or "1.27.3"
+    release: str  # "1.27.16": the pinned image's patch for a minor, or the nearest buildable one
+    note: str = ""  # said when the release is not the pinned patch
+
+
+def pinned_patch(requested: str) -> str:
+    """A minor's pinned node image patch (the newest in the table), or the patch itself: the same for both providers."""
+    return str(resolve_image(requested).kubernetes.version) if requested.count(".") == 1 else requested
+
+
+def plan_versions(requested: Sequence[str], served: Callable[[str], bool]) -> list[PlannedVersion]:
+    """Each requested version as the release to build: a minor takes its pinned patch; when the proxy does not
+    serve that tag, the nearest earlier patch it serves (then later), said in the note. Raises VersionError for a
+    version that is not a version or a minor without any pinned image."""
+    plan = []
+    for text in requested:
+        parsed = KubeVersion.parse(text)
+        release = pinned_patch(text.lstrip("v"))
+        if served(release):
+            plan.append(PlannedVersion(text, release))
+            continue
+        patch = KubeVersion.parse(release).version.micro
+        nearby = [p for p in range(patch - 1, -1, -1)] + list(range(patch + 1, patch + 6))
+        for other in (f"{parsed.minor}.{p}" for p in nearby):
+            if served(other):
+                plan.append(PlannedVersion(text, other, f"{release} is not served by the Go module proxy"))
+                break
+        else:
+            plan.append(PlannedVersion(text, release, f"{release}: no patch of {parsed.minor} is served nearby"))
+    return plan
+
+
+@dataclass
+class LocalVersionResult(VersionResult):
+    release: str = ""
+    note: str = ""
+    build_s: float | None = None  # the build's own duration; None when it was reused
+    build_reused: bool = False
+    startup_s: float | None = None
+    probes_s: float | None = None
+    substitutions: dict[str, str] = field(default_factory=dict)
+    build_during_probes: str = ""  # the version that was building while these probes ran, if any
+    disk_tools_gb: float | None = None
+
+
+def disk_gb(path: Path) -> float:
+    """Disk used under a folder, in GB (du -s: block use, as the user's df sees it)."""
+    done = subprocess.run(["du", "-sk", str(path)], capture_output=True, text=True, check=False)
+    try:
+        return round(int(done.stdout.split()[0]) / 1024 / 1024, 2)
+    except (IndexError, ValueError):
+        return 0.0
+
+
+def go_build_cache(tools: Path) -> Path:
+    return tools / "go" / "cache"
+
+
+class Builder:
+    """Builds the planned releases in order on one background thread, ahead of the probes.
+
+    Patches of one minor share the Go build cache (one toolchain, mostly the same packages); when the minor
+    changes, the cache is emptied first, so the matrix's disk stays that of one minor's cache plus the modules,
+    toolchains and binaries (make clean-builds prunes those).
+    """
+
+    def __init__(self, build: Callable[[str], Any], tools: Path, trim_between_minors: bool = True) -> None:
+        self._build = build
+        self._tools = tools
+        self._trim = trim_between_minors
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="build")
+        self._futures: dict[str, Future[Any]] = {}
+        self._last_minor: str | None = None
+        self.building: str = ""  # the release being built now ("" when idle)
+
+    def submit(self, release: str) -> None:
+        if release not in self._futures:
+            self._futures[release] = self._pool.submit(self._one, release)
+
+    def _one(self, release: str) -> Any:
+        minor = KubeVersion.parse(release).minor
+        if self._trim and self._last_minor not in (None, minor) and go_build_cache(self._tools).is_dir():
+            shutil.rmtree(go_build_cache(self._tools), ignore_errors=True)
+        self._last_minor = minor
+        self.building = release
+        try:
+            return self._build(release)
+        finally:
+            self.building = ""
+
+    def result(self, release: str) -> Any:
+        self.submit(release)
+        return self._futures[release].result()
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _fmt_s(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def progress_line(index: int, total: int, result: LocalVersionResult, elapsed: float) -> str:
+    """One line per version: where the matrix is, this version's figures, and an estimate of what is left."""
+    left = total - index - 1
+    estimate = elapsed / (index + 1) * left
+    passed = result.probes.get("passed", 0)
+    ran = sum(result.probes.values())
+    build = "build reused" if result.build_reused else f"build {_fmt_s(result.build_s)}"
+    return (
+        f"[{index + 1}/{total}] v{result.release:<12} {result.status:<24} probes {passed}/{ran} passed; {build}, "
+        f"start-up {_fmt_s(result.startup_s)}, probes {_fmt_s(result.probes_s)}; elapsed {_fmt_s(elapsed)}, "
+        f"left ~{_fmt_s(estimate) if left else '0s'}"
+        + (f"; disk .tools {result.disk_tools_gb} GB" if result.disk_tools_gb is not None else "")
+        + (f" ({result.note})" if result.note else "")
+    )
+
+
+def run_local_version(
+    planned: PlannedVersion, builder: Builder, base: Path, probe_argv: Callable[[str, Path], list[str]]
+) -> LocalVersionResult:
+    """Build (or take the background build of) one release, then its probes as one `harness probe` process."""
+    started = time.monotonic()
+    run_dir = base / planned.release
+    run_dir.mkdir(parents=True, exist_ok=True)
+    result = LocalVersionResult(planned.release, "", None, str(run_dir), 0.0, release=planned.release)
+    result.note = planned.note
+    try:
+        build = builder.result(planned.release)
+    except Exception as err:  # one version's failed build is that version's result
+        result.status, result.detail = "build failed", str(err).splitlines()[0][:300]
+        result.seconds = round(time.monotonic() - started, 1)
+        return result
+    record = build.record
+    result.build_reused = bool(record.get("reused"))
+    result.build_s = None if result.build_reused else record.get("duration_s")
+    result.substitutions = dict(record.get("staging_substitutions") or {})
+    overlapping = builder.building
+    with (base / f"{planned.release}.log").open("w") as log:
+        code = subprocess.call(probe_argv(planned.release, run_dir), stdout=log, stderr=subprocess.STDOUT)
+    result.build_during_probes = overlapping or builder.building
+    result.exit_code = code
+    result.probes, cluster_error = summarize_run(run_dir)
+    result.status = "cluster did not come up" if cluster_error else EXIT_MEANING.get(code, f"exit {code}")
+    if result.status == "failed" and result.probes.get("undecided") and not result.probes.get("failed"):
+        result.status = "undecided"
+    result.detail = cluster_error
+    for run_json in run_dir.glob("*/run.json"):
+        timing = json.loads(run_json.read_text()).get("timing") or {}
+        result.startup_s = timing.get("cluster_startup_s")
+        if timing.get("wall_s") is not None and result.startup_s is not None:
+            result.probes_s = round(float(timing["wall_s"]) - float(result.startup_s), 1)
+    result.seconds = round(time.monotonic() - started, 1)
+    return result
+
+
+def run_local_matrix(
+    plan: Sequence[PlannedVersion],
+    builder: Builder,
+    base: Path,
+    probe_argv: Callable[[str, Path], list[str]],
+    tools: Path,
+    overlap_builds: bool = True,
+    say: Callable[[str], None] = print,
+) -> list[LocalVersionResult]:
+    """Every planned version, one local cluster at a time; a version that fails to build or start is reported
+    and the next goes on. With overlap_builds the next versions build while the current one's probes run."""
+    started = time.monotonic()
+    results = []
+    for index, planned in enumerate(plan):
+        builder.submit(planned.release)
+        if overlap_builds and index + 1 < len(plan):
+            builder.submit(plan[index + 1].release)
+        result = run_local_version(planned, builder, base, probe_argv)
+        result.disk_tools_gb = disk_gb(tools)
+        results.append(result)
+        say(progress_line(index, len(plan), result, time.monotonic() - started))
+    return results
+
+
+def render_local(results: Sequence[LocalVersionResult], wall_s: float) -> str:
+    """The matrix's figures: per version build / start-up / probes, and the total."""
+    lines = [f"{'release':<14} {'status':<24} {'build':>8} {'start-up':>9} {'probes':>8}  passed  note"]
+    for r in results:
+        build = "reused" if r.build_reused else _fmt_s(r.build_s)
+        passed = f"{r.probes.get('passed', 0)}/{sum(r.probes.values())}"
+        note = "; ".join(
+            filter(
+                None,
+                [
+                    r.note,
+                    r.detail,
+                    ("substituted: " + ", ".join(f"{m} {v}" for m, v in sorted(r.substitutions.items())))
+                    if r.substitutions
+                    else "",
+                    f"v{r.build_during_probes} was building meanwhile" if r.build_during_probes else "",
+                ],
+            )
+        )
+        lines.append(
+            f"v{r.release:<13} {r.status:<24} {build:>8} {_fmt_s(r.startup_s):>9} {_fmt_s(r.probes_s):>8}  "
+            f"{passed:>6}  {note}"
+        )
+    builds = sum(r.build_s or 0 for r in results)
+    probes = sum(r.probes_s or 0 for r in results)
+    lines.append(
+        f"total wall {_fmt_s(wall_s)}: builds {_fmt_s(builds)} (part overlapping probes), probes {_fmt_s(probes)}"
+    )
+    return "\n".join(lines)

@@ -410,6 +410,9 @@ def _on_what(origin: JsonDict, run: JsonDict) -> str:
         commit = str(build.get("commit") or "?")[:12]
         parts = [f"local build of {build.get('version', '?')} at {commit}"]
         parts += [str(build[k]) for k in ("toolchain",) if build.get(k)]
+        if substituted := build.get("staging_substitutions"):
+            listed = ", ".join(f"{m.removeprefix('k8s.io/')} {v}" for m, v in sorted(substituted.items()))
+            parts.append(f"staging modules substituted: {listed}")
         parts += [f"containerd {str(origin['containerd']).split(' ')[-1]}"] if origin.get("containerd") else []
         return ", ".join(parts) if len(parts) == 1 else f"{parts[0]} ({', '.join(parts[1:])})"
     if cluster.startswith("kind") or image:

@@ -1,0 +1,208 @@
+"""The version axis on local clusters: the matrix's plan, builder and progress, and bisection on a claim.
+
+Stood in: builds, probe runs and the proxy (functions). Real: the plan, the search, the records.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import matrix
+from harness.bisect import (
+    BAD,
+    GOOD,
+    SKIP,
+    BisectError,
+    ClaimObservation,
+    ClaimOracle,
+    bisect,
+    bisection_record,
+    claim_observations,
+    release_candidates,
+)
+from harness.versions import VersionError
+
+
+def test_a_minor_resolves_to_its_pinned_patch_or_the_nearest_earlier_served_one() -> None:
+    served = {"1.26.15", "1.25.15", "1.25.16"}
+    plan = matrix.plan_versions(["1.26", "1.29", "1.25.16"], lambda release: release in served or release == "1.29.13")
+    assert [(p.requested, p.release) for p in plan] == [
+        ("1.26", "1.26.15"),
+        ("1.29", "1.29.13"),
+        ("1.25.16", "1.25.16"),
+    ]
+    assert plan[0].note == "" and plan[1].note == "1.29.14 is not served by the Go module proxy"
+    with pytest.raises(VersionError):
+        matrix.plan_versions(["1.12"], lambda release: True)
+
+
+def test_the_builder_empties_the_go_build_cache_only_when_the_minor_changes(tmp_path: Path) -> None:
+    cache = tmp_path / "go" / "cache"
+    seen: list[tuple[str, bool]] = []
+
+    def build(release: str) -> str:
+        seen.append((release, cache.is_dir()))
+        cache.mkdir(parents=True, exist_ok=True)
+        return release
+
+    builder = matrix.Builder(build, tmp_path)
+    for release in ("1.27.3", "1.27.4", "1.28.0"):
+        assert builder.result(release) == release
+    builder.shutdown()
+    # 1.27.4 found 1.27.3's cache; 1.28.0 started from an empty one.
+    assert seen == [("1.27.3", False), ("1.27.4", True), ("1.28.0", False)]
+
+
+def test_the_local_matrix_goes_on_past_a_failed_build_and_says_where_it_is(tmp_path: Path) -> None:
+    class Built:
+        def __init__(self, release: str) -> None:
+            self.record = {"duration_s": 200.0, "staging_substitutions": {"k8s.io/kube-proxy": "v0.25.15"}}
+
+    def build(release: str) -> Built:
+        if release == "1.22.17":
+            raise RuntimeError("building Kubernetes v1.22.17 failed (go build)\nlast lines ...")
+        return Built(release)
+
+    def probe_argv(release: str, run_dir: Path) -> list[str]:
+        script = (
+            "import json, pathlib, sys; d = pathlib.Path(sys.argv[1]) / 'r1'; (d / 'probes').mkdir(parents=True);"
+            "(d / 'probes' / 'p.json').write_text(json.dumps({'outcome': 'passed'}));"
+            "(d / 'run.json').write_text(json.dumps({'timing': {'wall_s': 70.0, 'cluster_startup_s': 5.0}}))"
+        )
+        return ["python3", "-c", script, str(run_dir)]
+
+    plan = [matrix.PlannedVersion(v, v) for v in ("1.21.14", "1.22.17", "1.25.16")]
+    lines: list[str] = []
+    builder = matrix.Builder(build, tmp_path, trim_between_minors=False)
+    results = matrix.run_local_matrix(plan, builder, tmp_path / "m", probe_argv, tmp_path, True, lines.append)
+    builder.shutdown()
+    assert [r.status for r in results] == ["passed", "build failed", "passed"]
+    assert results[1].detail == "building Kubernetes v1.22.17 failed (go build)"
+    assert results[2].probes == {"passed": 1} and results[2].startup_s == 5.0 and results[2].probes_s == 65.0
+    assert lines[0].startswith("[1/3] v1.21.14 ") and "probes 1/1 passed" in lines[0] and "left ~" in lines[0]
+    assert lines[2].startswith("[3/3]") and "left ~0s" in lines[2]
+    table = matrix.render_local(results, 300.0)
+    assert "substituted: k8s.io/kube-proxy v0.25.15" in table and table.splitlines()[-1].startswith("total wall 5m00s")
+
+
+def test_candidates_follow_the_line_bad_was_cut_from() -> None:
+    assert release_candidates("1.25.9", "1.25.12") == ["1.25.9", "1.25.10", "1.25.11", "1.25.12"]
+    # Across a minor: GOOD's later patches are another branch; BAD's x.y.0 pre-releases only when asked.
+    assert release_candidates("1.30.13", "1.31.1") == ["1.30.13", "1.31.0", "1.31.1"]
+    with_pre = release_candidates("1.30.13", "1.31.0", pre_releases=True)
+    assert with_pre[:3] == ["1.30.13", "1.31.0-alpha.0", "1.31.0-alpha.1"] and with_pre[-1] == "1.31.0"
+    assert release_candidates("1.28.0-alpha.2", "1.28.0-alpha.3") == ["1.28.0-alpha.2", "1.28.0-alpha.3"]
+    with pytest.raises(VersionError, match="one minor boundary"):
+        release_candidates("1.26.6", "1.28.0")
+    with pytest.raises(VersionError, match="earlier release"):
+        release_candidates("1.27.4", "1.27.4")
+
+
+def _records(run_dir: Path, claim: str, *observed: Any) -> None:
+    probes = run_dir / "run1" / "probes"
+    probes.mkdir(parents=True)
+    verdicts = [{"claim": claim, "observed": value, "status": "pass"} for value in observed]
+    verdicts.append({"claim": "another.claim", "observed": "x", "status": "pass"})
+    (probes / "p.json").write_text(json.dumps({"verdicts": verdicts}))
+
+
+def test_a_claim_bisection_classifies_by_the_observed_value_and_records_every_try(tmp_path: Path) -> None:
+    versions = release_candidates("1.25.0", "1.25.16")
+    claim = "statefulset.scale-up.replicas-cover-pods"
+    ran: list[str] = []
+
+    def observe(version: str) -> ClaimObservation:
+        ran.append(version)
+        run_dir = tmp_path / version
+        patch = int(version.rsplit(".", 1)[1])
+        if version == "1.25.5":
+            return ClaimObservation(version, "", why="could not be built: the proxy refused ...")
+        _records(run_dir, claim, patch < 12)
+        observed, verdicts = claim_observations(run_dir, claim)
+        return ClaimObservation(version, "", observed, verdicts, run_dir=str(run_dir), build={"version": version})
+
+    said: list[str] = []
+    oracle = ClaimOracle(claim, observe, said.append)
+    oracle.learn_ends(versions[0], versions[-1])
+    assert ran[:2] == ["1.25.16", "1.25.0"]  # BAD first: its value is what is looked for
+    found = bisect(versions, oracle, say=lambda _: None)
+    assert (found.last_good, found.first_bad) == ("1.25.11", "1.25.12")
+    assert len(set(ran)) == len(ran) <= 2 + 5  # each release run (and built) once
+    record = bisection_record("x", claim, "statefulset", "1.25.0", "1.25.16", oracle, found, {"provider": "local"})
+    assert record["good"] == {"version": "1.25.0", "observed": True}
+    assert record["bad"] == {"version": "1.25.16", "observed": False}
+    tried = {t["version"]: t for t in record["tried"]}
+    assert tried["1.25.12"]["outcome"] == BAD and tried["1.25.11"]["outcome"] == GOOD
+    assert [t["version"] for t in record["tried"]] == sorted(tried, key=versions.index)
+    assert record["conclusion"] == "first bad: 1.25.12 (last good: 1.25.11)"
+
+
+def test_a_release_that_observed_something_else_or_nothing_is_a_skip(tmp_path: Path) -> None:
+    values = {"1.27.4": "update", "1.27.5": "update", "1.27.6": "both", "1.27.8": "current"}
+
+    def observe(version: str) -> ClaimObservation:
+        value = values.get(version)
+        return ClaimObservation(version, "", [] if value is None else [value], ["pass"])
+
+    oracle = ClaimOracle("c", observe, lambda _: None)
+    oracle.learn_ends("1.27.4", "1.27.8")
+    assert oracle("1.27.6") == SKIP and "neither GOOD's nor BAD's" in oracle.tried["1.27.6"].why
+    assert oracle("1.27.7") == SKIP and oracle.tried["1.27.7"].why == "the claim was not observed"
+    assert oracle("1.27.5") == GOOD
+
+
+def test_ends_that_observed_the_same_value_or_nothing_stop_before_any_search() -> None:
+    same = ClaimOracle("c", lambda v: ClaimObservation(v, "", [True], ["pass"]), lambda _: None)
+    with pytest.raises(BisectError, match="both observed True"):
+        same.learn_ends("1.25.0", "1.25.16")
+    nothing = ClaimOracle("c", lambda v: ClaimObservation(v, "", [], [], why="could not be built"), lambda _: None)
+    with pytest.raises(BisectError, match=r"1\.25\.16: the claim was not observed"):
+        nothing.learn_ends("1.25.0", "1.25.16")
+    mixed = ClaimOracle("c", lambda v: ClaimObservation(v, "", [True, False], ["pass", "fail"]), lambda _: None)
+    with pytest.raises(BisectError, match="observed 2 different values"):
+        mixed.learn_ends("1.25.0", "1.25.16")
+
+
+def test_the_claim_bisection_refuses_unknown_claims_and_missing_cluster_before_any_build(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parent.parent
+
+    def bisect_cli(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "harness", "bisect", "--probe", "statefulset", "--run-dir", str(tmp_path)]
+        return subprocess.run(argv + list(args), cwd=repo, capture_output=True, text=True, timeout=120)
+
+    unknown = bisect_cli("--good", "1.25.0", "--bad", "1.25.16", "--cluster", "local", "--claim", "no.such.claim")
+    assert unknown.returncode == 2 and "no claim 'no.such.claim'" in unknown.stderr
+    no_claim = bisect_cli("--good", "1.25.0", "--bad", "1.25.16", "--cluster", "local")
+    assert no_claim.returncode == 2 and "give CLAIM=" in no_claim.stderr
+    kind_claim = bisect_cli("--good", "1.27.3", "--bad", "1.27.16", "--claim", "x")
+    assert kind_claim.returncode == 2 and "CLUSTER=local" in kind_claim.stderr
+    assert not (tmp_path / "bisections").exists()
+
+
+def test_builder_builds_one_at_a_time_in_order(tmp_path: Path) -> None:
+    active, highest, order = [0], [0], []
+    lock = threading.Lock()
+
+    def build(release: str) -> str:
+        with lock:
+            active[0] += 1
+            highest[0] = max(highest[0], active[0])
+            order.append(release)
+        with lock:
+            active[0] -= 1
+        return release
+
+    builder = matrix.Builder(build, tmp_path, trim_between_minors=False)
+    for release in ("1.21.14", "1.22.17", "1.23.17"):
+        builder.submit(release)
+    assert builder.result("1.23.17") == "1.23.17"
+    builder.shutdown()
+    assert order == ["1.21.14", "1.22.17", "1.23.17"] and highest[0] == 1
