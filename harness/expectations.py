@@ -201,4 +201,4 @@ def load_claims(family: str, root: Path | None = None) -> dict[str, Claim]:
 
 def all_claim_ids() -> set[str]:
     """Every claim id of every family, for refusing a CLAIM that names none."""
-    return {claim_id for path in sorted(EXPECTATIONS_DIR.glob("*.yaml")) for claim_id in load_claims(path.stem)}
+    return {claim_id for family in families.families() for claim_id in load_claims(family.name)}
