@@ -31,13 +31,12 @@ from __future__ import annotations
 import pytest
 
 from harness.observe import Observer, PodObserver
-from harness.probe import Probe
+from harness.probe import POD_START_BUDGET_S, Probe
 from harness.transport import JsonDict
 from harness.views import PodView
 
 pytestmark = [pytest.mark.probe("node_shutdown"), pytest.mark.node_shutdown]
 
-START_BUDGET_S = 180.0
 # The kubelet's shutdown grace (30 s) bounds how long stopping the pods takes, plus its status update.
 SHUTDOWN_BUDGET_S = 45.0
 # After the shutdown is cancelled: node Ready again, the controller's back-off for failed daemon pods
@@ -84,7 +83,9 @@ def shut_down_and_recover(probe: Probe, manifest_name: str) -> tuple[PodObserver
     """
     pods = probe.watch_pods()
     probe.create(probe.manifest(manifest_name))
-    pods.wait_for("the workload's pod to run on the shutdown node", lambda o: on_worker(o) is not None, START_BUDGET_S)
+    pods.wait_for(
+        "the workload's pod to run on the shutdown node", lambda o: on_worker(o) is not None, POD_START_BUDGET_S
+    )
     first = on_worker(pods)
     assert first is not None and first.node_name is not None
     node = first.node_name
