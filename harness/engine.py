@@ -16,12 +16,13 @@ import sys
 import time
 from pathlib import Path
 
+from harness import paths
 from harness.kind import PrerequisiteMissing, Runner, run_command
 
 CAP_SYS_RESOURCE = 24
 RUNTIME_NAME = "plp-runc"
 WRAPPER = Path(__file__).resolve().parent / "runc_without_sys_resource.py"
-ENGINE_DIR = Path(__file__).resolve().parent.parent / ".tools" / "engine"
+ENGINE_DIR = paths.ENGINE
 EXEC_ROOT = Path("/run/plp-docker")
 REMEDY = (
     "root on this host lacks CAP_SYS_RESOURCE, so Docker cannot start the privileged containers kind's nodes "

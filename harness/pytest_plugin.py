@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
+from harness import paths
 from harness.cli import count as count_of
 from harness.cluster import cleanup_probe_namespace, create_probe_namespace
 from harness.families import Family, FamilyError, family, family_of
@@ -403,7 +404,7 @@ def _provider(pytestconfig: pytest.Config, run: Run, shutdown: bool, note: Any) 
     local_version = pytestconfig.getoption("--local-version")
     if local_version:
         build = existing_build(local_version) or _build_or_skip(local_version)
-        name = f"plp-{safe_name(KubeVersion.parse(local_version).minor)}-{run.run_id[-4:]}"
+        name = paths.cluster_name(KubeVersion.parse(local_version).minor, run.run_id)
         return LocalProvider.for_build(name, build, run.directory / "local-logs")
     image = pytestconfig.stash.get(IMAGE, None)
     if image is None:
@@ -418,7 +419,7 @@ def _provider(pytestconfig: pytest.Config, run: Run, shutdown: bool, note: Any) 
         pytest.skip(f"live probe: {err}")
     suffix = "-gns" if shutdown else ""
     cluster = KindCluster(
-        name=f"plp-{safe_name(image.kubernetes.minor)}-{run.run_id[-4:]}{suffix}",
+        name=paths.cluster_name(image.kubernetes.minor, run.run_id, "gns" if shutdown else ""),
         image=image.reference,
         kubeconfig=run.path(f"kubeconfig{suffix}"),
         kind_bin=kind_bin,
@@ -428,7 +429,7 @@ def _provider(pytestconfig: pytest.Config, run: Run, shutdown: bool, note: Any) 
     )
     if shutdown:
         try:
-            cluster.image, built = ensure_derived_image(image.reference, REPO / ".tools" / "node-images")
+            cluster.image, built = ensure_derived_image(image.reference, paths.NODE_IMAGES)
         except ClusterFailed as err:
             note(**provider.facts(), cluster_error=str(err))
             pytest.fail(str(err), pytrace=False)
