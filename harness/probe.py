@@ -10,6 +10,8 @@ from __future__ import annotations
 import copy
 import json
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -225,6 +227,25 @@ class Probe:
             detail["kubeletRestartedForItsLock"] = True
         self.timeline.action(self.transport.last_call_started(), label, detail, anchor=starting)
         return answer
+
+    @contextmanager
+    def node_shut_down(self, node: str) -> Iterator[JsonDict]:
+        """Announce a graceful shutdown of `node` and cancel it on the way out, whatever happens in between (the
+        undo next to the act: a node left shutting down would spoil every later probe on that cluster).
+
+        Yields the announcement's answer. When the block raises, the cancel is still sent; an error of the
+        cancel itself is then noted in the timeline, so the block's own error is the one reported.
+        """
+        answer = self.shutdown_node(node, starting=True)
+        try:
+            yield answer
+        except BaseException:
+            try:
+                self.shutdown_node(node, starting=False)
+            except Exception as err:
+                self.timeline.observed(self.transport.now(), f"node/{node}", "cancel failed", {"error": str(err)})
+            raise
+        self.shutdown_node(node, starting=False)
 
     def node_container_state(self, pod: PodView, container: str) -> str | None:
         """The container's state on its node (running / exited / removed), or None if nodes are not reachable."""

@@ -90,25 +90,24 @@ def shut_down_and_recover(probe: Probe, manifest_name: str) -> tuple[PodObserver
     assert first is not None and first.node_name is not None
     node = first.node_name
 
-    signal = probe.shutdown_node(node, starting=True)
-    probe.check("shutdown.kubelet-listening", signal.get("kubelet_inhibitor"))
-    pods.observe_until(lambda o: was_deleted(o, first) or stopped(last_state(o, first)), within=SHUTDOWN_BUDGET_S)
-    shut = last_state(pods, first)
-    gaps = pods.gaps_since(0.0)
-    probe.check("shutdown.pod-phase", shut.phase, gaps)
-    probe.check("shutdown.pod-reason", {"reason": shut.reason, "message": shut.message}, gaps)
-    probe.check("shutdown.disruption-target", pods.first_condition(first, "DisruptionTarget"), gaps)
-    exit_state = container_exit(pods, first)
-    if exit_state is None and was_deleted(pods, first):
-        # Seen live on 1.26.6 (kind): the DaemonSet controller deleted the Failed pod 20 ms after the kubelet
-        # marked it, before the kubelet reported how its container ended; nothing is left to read it from.
-        probe.check_not_observable(
-            "shutdown.container-exit", "the pod was deleted before the kubelet reported how its container ended"
-        )
-    else:
-        probe.check("shutdown.container-exit", exit_state, gaps)
+    with probe.node_shut_down(node) as signal:  # cancelled on leaving the block, also when it fails
+        probe.check("shutdown.kubelet-listening", signal.get("kubelet_inhibitor"))
+        pods.observe_until(lambda o: was_deleted(o, first) or stopped(last_state(o, first)), within=SHUTDOWN_BUDGET_S)
+        shut = last_state(pods, first)
+        gaps = pods.gaps_since(0.0)
+        probe.check("shutdown.pod-phase", shut.phase, gaps)
+        probe.check("shutdown.pod-reason", {"reason": shut.reason, "message": shut.message}, gaps)
+        probe.check("shutdown.disruption-target", pods.first_condition(first, "DisruptionTarget"), gaps)
+        exit_state = container_exit(pods, first)
+        if exit_state is None and was_deleted(pods, first):
+            # Seen live on 1.26.6 (kind): the DaemonSet controller deleted the Failed pod 20 ms after the kubelet
+            # marked it, before the kubelet reported how its container ended; nothing is left to read it from.
+            probe.check_not_observable(
+                "shutdown.container-exit", "the pod was deleted before the kubelet reported how its container ended"
+            )
+        else:
+            probe.check("shutdown.container-exit", exit_state, gaps)
 
-    probe.shutdown_node(node, starting=False)
     pods.observe_until(lambda o: successor(o, shut) is not None, within=RECOVERY_BUDGET_S)
     return pods, shut, successor(pods, shut)
 
