@@ -7,6 +7,8 @@ shows the expected value, so the table is the whole behaviour matrix. Observatio
 recordings derived from the documents are kept apart (a live one is shown first; "derived" is never called
 observed). The headline is what changed between consecutive versions, with the PRs the expectations cite.
 Templates are Jinja2 (harness/templates/); timelines are drawn by harness/timeline_svg.py.
+Over 600 lines: the matrix model, its evaluation and the page data are one reading of the records; the
+drawing and the templates are already apart.
 """
 
 from __future__ import annotations
