@@ -15,6 +15,7 @@ with a pinned kind node image, and with `--build` also the others, built once by
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -175,12 +176,41 @@ def claim_observations(run_dir: Path, claim: str) -> tuple[list[Any], list[str]]
     return observed, verdicts
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _same(values: list[Any]) -> Any:
-    """The one value all observations agree on; raises ValueError when there is none or they differ."""
+    """The value a run observed: the one all observations agree on, or for intervals (numbers) their median.
+
+    Raises ValueError when nothing was observed or the observations are not one value.
+    """
+    if values and all(_is_number(v) for v in values):
+        return statistics.median(values)
     texts = {json.dumps(v, sort_keys=True) for v in values}
     if len(texts) != 1:
         raise ValueError(f"observed {len(texts)} different values" if texts else "the claim was not observed")
     return values[0]
+
+
+# An interval is "like BAD" (or GOOD) when it lies within this share of the distance between the two.
+NEAR_SHARE = 0.4
+
+
+def classify(value: Any, good: Any, bad: Any) -> str | None:
+    """GOOD or BAD when the value is GOOD's or BAD's; for intervals, when it lies near one of them; else None."""
+    text = json.dumps(value, sort_keys=True)
+    if text == json.dumps(bad, sort_keys=True):
+        return BAD
+    if text == json.dumps(good, sort_keys=True):
+        return GOOD
+    if _is_number(value) and _is_number(good) and _is_number(bad):
+        span = abs(float(good) - float(bad))
+        if abs(value - bad) <= NEAR_SHARE * span:
+            return BAD
+        if abs(value - good) <= NEAR_SHARE * span:
+            return GOOD
+    return None
 
 
 class ClaimOracle:
@@ -205,7 +235,7 @@ class ClaimOracle:
             except ValueError as err:
                 raise BisectError(f"{version}: {err} for {self.claim} ({seen.why or 'see ' + seen.run_dir})") from err
         self.good_value, self.bad_value = ends[good], ends[bad]
-        if json.dumps(self.good_value, sort_keys=True) == json.dumps(self.bad_value, sort_keys=True):
+        if classify(self.good_value, self.good_value, self.bad_value) != GOOD:
             raise BisectError(f"{good} and {bad} both observed {self.bad_value!r} for {self.claim}: nothing to bisect")
         self.tried[bad].outcome, self.tried[good].outcome = BAD, GOOD
 
@@ -222,13 +252,11 @@ class ClaimOracle:
             except ValueError as err:
                 seen.outcome, seen.why = SKIP, seen.why or str(err)
             else:
-                text = json.dumps(value, sort_keys=True)
-                if text == json.dumps(self.bad_value, sort_keys=True):
-                    seen.outcome = BAD
-                elif text == json.dumps(self.good_value, sort_keys=True):
-                    seen.outcome = GOOD
-                else:
+                outcome = classify(value, self.good_value, self.bad_value)
+                if outcome is None:
                     seen.outcome, seen.why = SKIP, f"observed {value!r}: neither GOOD's nor BAD's value"
+                else:
+                    seen.outcome = outcome
         self._say(f"{version}: {seen.outcome} (observed {seen.observed!r}; verdicts {', '.join(seen.verdicts) or '-'})")
         return seen.outcome
 

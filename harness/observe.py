@@ -4,12 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any, Generic, NamedTuple, Self, TypeVar
 
 from harness.transport import WatchEvent, WatchHandle
-from harness.views import DaemonSetView, DeploymentView, EndpointsView, JobView, PodView, StatefulSetView
+from harness.views import (
+    DaemonSetView,
+    DeploymentView,
+    EndpointsView,
+    JobView,
+    PodView,
+    StatefulSetView,
+    parse_time,
+)
 
 JsonDict = dict[str, Any]
+V = TypeVar("V", PodView, JobView, DeploymentView, EndpointsView, StatefulSetView, DaemonSetView)
 
 
 @dataclass
@@ -94,6 +104,47 @@ def _compact(value: Any) -> str:
     return str(value)
 
 
+class Gap(NamedTuple):
+    """A stretch a watch may have missed: after the last event it delivered, up to the re-list that ended it.
+
+    A gap hides states; it does not add or reorder them. What it may have hidden happened after `since`
+    (when the last event before it arrived; on the server, after `since_version`) and before `until`.
+    """
+
+    since: float  # arrival of the last event delivered before the gap (or when the observer started)
+    since_version: int | None  # that event's resourceVersion, when an integer (None: not known)
+    until: float  # arrival of the re-list that closed the gap
+    why: str
+    changed: frozenset[str]  # objects the re-list showed changed: new, missing, or at another resourceVersion
+
+
+@dataclass(frozen=True)
+class Sighting(Generic[V]):
+    """The first time a watch showed something, and since when it may already have been so.
+
+    Seen through the watch, it happened when it arrived (`not_before` == `t`); seen only in the re-list after
+    a gap, it happened somewhere in the gap: `not_before` is the gap's start and `gap` says why.
+    """
+
+    t: float
+    not_before: float
+    type: str
+    view: V
+    gap: str | None = None
+
+
+def order_of(first: Sighting[Any], then: Sighting[Any]) -> tuple[bool, list[str]]:
+    """Whether `first` came before `then`, and the gaps that leave it open (empty: the order is certain).
+
+    Two sightings are ordered for certain unless the stretch a gap gives one of them overlaps the other.
+    """
+    if first.t < then.not_before:
+        return True, []
+    if then.t < first.not_before:
+        return False, []
+    return first.t < then.t, list(dict.fromkeys(why for why in (first.gap, then.gap) if why))
+
+
 class ProbeTimeout(AssertionError):
     """A bounded wait ran out: says what was awaited, what was last seen and the timeline."""
 
@@ -102,7 +153,6 @@ class ProbeImpossible(AssertionError):
     """What the probe waits for can no longer happen (the object is gone, the image cannot be pulled ...)."""
 
 
-V = TypeVar("V", PodView, JobView, DeploymentView, EndpointsView, StatefulSetView, DaemonSetView)
 Condition = Callable[["Observer[V]"], bool]
 Veto = Callable[["Observer[V]"], "str | None"]
 
@@ -140,12 +190,15 @@ class Observer(Generic[V]):
         self._view: Callable[[JsonDict], V] = VIEWS[kind]
         self.states: dict[str, V] = {}
         self.deleted: set[str] = set()
-        self.gaps: list[tuple[float, str]] = []  # (when, why) events may have been missed before `when`
+        self.gaps: list[Gap] = []  # every stretch this watch may have missed, in order
         self.history: list[tuple[float, V]] = []
         # Every change as it arrived: (when, ADDED/MODIFIED/DELETED/RELISTED/GONE, the object as then seen).
         self.changes: list[tuple[float, str, V]] = []
+        self._last_t = now()  # the last event delivered (the start of the next gap, if one comes)
+        self._last_version: int | None = None
         for obj in initial:
-            self._record(now(), self._view(obj))
+            self._record(self._last_t, self._view(obj))
+            self._last_version = _later_version(self._last_version, obj)
 
     def close(self) -> None:
         self._handle.close()
@@ -184,10 +237,14 @@ class Observer(Generic[V]):
             self._timeline.observed(event.t, f"{self.kind.lower()}s", event.type, {}, event.gap)
             raise ProbeImpossible(f"the watch on {self.kind}s failed: {event.gap}\n{self._state_text()}")
         assert event.object is not None
+        items = event.object.get("items", []) if event.type == "RELISTED" else [event.object]
         if event.gap:
-            self.gaps.append((event.t, event.gap))
+            self.gaps.append(self._gap(event, items))
+        self._last_t = event.t
+        for item in items:
+            self._last_version = _later_version(self._last_version, item)
         if event.type == "RELISTED":  # after a gap: what exists now; what is missing was deleted meanwhile
-            present = {self._view(item).name: self._view(item) for item in event.object.get("items", [])}
+            present = {self._view(item).name: self._view(item) for item in items}
             for name in set(self.states) - set(present) - self.deleted:
                 self.deleted.add(name)
                 self.changes.append((event.t, "GONE", self.states[name]))
@@ -206,6 +263,15 @@ class Observer(Generic[V]):
         else:  # a name can come back (a StatefulSet recreates its pod under the same name)
             self.deleted.discard(view.name)
         self._timeline.observed(event.t, self.source(view.name), event.type, view.timeline_fields(), event.gap)
+
+    def _gap(self, event: WatchEvent, items: list[JsonDict]) -> Gap:
+        """The gap `event` closes: from the last event delivered before it, with what its re-list shows changed."""
+        views = [self._view(item) for item in items]
+        known = {name: view for name, view in self.states.items() if name not in self.deleted}
+        changed = {view.name for view in views if not _same_version(known.get(view.name), view)}
+        if event.type == "RELISTED":
+            changed |= set(known) - {view.name for view in views}
+        return Gap(self._last_t, self._last_version, event.t, str(event.gap), frozenset(changed))
 
     # ----------------------------------------------------------------------------------- waits
 
@@ -266,12 +332,53 @@ class Observer(Generic[V]):
 
     def gaps_since(self, t: float) -> list[str]:
         """Why events may be missing after time t (watch expired, connection lost)."""
-        return [why for when, why in self.gaps if when >= t]
+        return [gap.why for gap in self.gaps if gap.until >= t]
+
+    def gaps_between(self, start: float, end: float) -> list[str]:
+        """The gaps whose hidden stretch overlaps [start, end]: only they can hide a state of that stretch."""
+        return [gap.why for gap in self.gaps if gap.since < end and gap.until >= start]
+
+    def gaps_hiding_before(self, version: str, seen_at: float, names: Iterable[str]) -> list[str]:
+        """The gaps that may have hidden a change to one of `names` made before the change at `version`
+        (seen at `seen_at`, possibly on another watch) and learned of only after it.
+
+        Only a gap that re-listed one of `names` changed (gone, new or at another resourceVersion) hid a
+        change to it; it was made before `version` only if the gap began before that (by resourceVersion when
+        both are integers, else by arrival), and learned of later only if the re-list came after `seen_at`.
+        """
+        wanted = set(names)
+        before = int(version) if version.isdigit() else None
+        hiding = []
+        for gap in self.gaps:
+            began_before = (
+                gap.since_version < before
+                if gap.since_version is not None and before is not None
+                else gap.since < seen_at
+            )
+            if gap.changed & wanted and began_before and gap.until > seen_at:
+                hiding.append(gap.why)
+        return hiding
+
+    def first_sighting(self, holds: Callable[[str, V], bool]) -> Sighting[V] | None:
+        """The first change (type, state) for which `holds` is true, with the time a gap leaves it.
+
+        Every kind of change counts: an object known only from a re-list (it came while the watch was down)
+        is seen there, with the gap's stretch as its time.
+        """
+        for t, type_, view in self.changes:
+            if holds(type_, view):
+                gap = next((g for g in self.gaps if g.until == t), None) if type_ in ("RELISTED", "GONE") else None
+                return Sighting(t, gap.since if gap else t, type_, view, gap.why if gap else None)
+        return None
 
     def catch_up(self) -> None:
         """Take in every event that has already arrived (e.g. on this watch while waiting on another)."""
         while (event := self._handle.next_event(0.0)) is not None:
             self._apply(event)
+
+    def first_state(self, holds: Callable[[V], bool]) -> V | None:
+        """The first state seen for which `holds` is true: an event's instant is read where it first showed."""
+        return next((view for _, view in self.history if holds(view)), None)
 
     def first_seen(self, name: str, holds: Callable[[V], bool]) -> float | None:
         """When a state of `name` for which `holds` is true was first seen (transport clock)."""
@@ -291,8 +398,32 @@ class Observer(Generic[V]):
         return f"{self._last_seen()}\ntimeline:\n{self._timeline.render(last=25)}"
 
 
+def _same_version(before: Any, after: Any) -> bool:
+    """Whether two states of an object are at one known resourceVersion (unknown: assume it changed)."""
+    version = str(getattr(before, "resource_version", "") or "")
+    return bool(version) and version == str(getattr(after, "resource_version", "") or "")
+
+
+def _later_version(current: int | None, obj: JsonDict) -> int | None:
+    """The larger of `current` and the object's resourceVersion (when that is an integer)."""
+    version = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+    if not version.isdigit():
+        return current
+    return int(version) if current is None else max(current, int(version))
+
+
 class PodObserver(Observer[PodView]):
     """An observer of Pods: one pod (focus) or every pod of the namespace."""
+
+    def as_deleted(self, pod: PodView) -> PodView | None:
+        """The pod (by uid) as its deletion first showed it: the first state with a deletionTimestamp.
+
+        The API server sets deletionTimestamp = time of the delete + grace. Later deletes rewrite it: once the
+        containers stopped, the kubelet deletes the pod again with grace 0, and the server moves
+        deletionTimestamp and deletionGracePeriodSeconds (staging/src/k8s.io/apiserver/pkg/registry/rest/
+        delete.go BeforeDelete). Read from a later state, the end of the grace moved 5 s early (live, 1.27.3).
+        """
+        return self.first_state(lambda view: view.uid == pod.uid and view.deletion_timestamp is not None)
 
     def first_condition(self, pod: PodView, type_: str) -> JsonDict | None:
         """A condition the pod (by uid) was given, as first seen (status, reason, message); None if never.
@@ -318,6 +449,16 @@ class PodObserver(Observer[PodView]):
             elif not phases or phases[-1] != view.phase:
                 phases.append(view.phase)
         return phases
+
+
+def delete_requested_at(deleted: PodView) -> datetime | None:
+    """The delete's instant on the server's clock (deletionTimestamp - deletionGracePeriodSeconds), from the
+    state `PodObserver.as_deleted` gives: in a later state both fields may have been rewritten.
+    """
+    grace_ends = parse_time(deleted.deletion_timestamp)
+    if grace_ends is None:
+        return None
+    return grace_ends - timedelta(seconds=deleted.deletion_grace_period_seconds or 0)
 
 
 def conditions_before_failed(jobs: Observer[JobView]) -> list[str]:

@@ -48,6 +48,14 @@ class NoClaimChecked(ClaimsFailed):
     """The probe ended without checking a single claim: there is nothing it could have passed on."""
 
 
+class NothingObserved(NoClaimChecked):
+    """Every claim the probe checked was "not observable": nothing was compared with an expectation, so it fails.
+
+    A check that passes when nothing was checked would be a pass on no evidence; the verdicts are still
+    recorded and reported as not observable.
+    """
+
+
 class NotServed(RuntimeError):
     """The API server does not serve the API version the suite uses for this kind (e.g. before it went GA)."""
 
@@ -289,7 +297,8 @@ class Probe:
     def conclude(self, note: str = "") -> None:
         """Fail with every claim that did not hold or stayed undecided; warn about claims that could not be observed.
 
-        A probe that checked no claim fails too. `note` is added to the failure (e.g. who concluded).
+        A probe that checked no claim fails too, and so does one whose every claim was not observable.
+        `note` is added to the failure (e.g. who concluded).
         """
         __tracebackhide__ = True
         self._concluded = len(self.verdicts)
@@ -299,6 +308,11 @@ class Probe:
         for verdict in self.verdicts:
             if verdict.status == NOT_OBSERVABLE:
                 warnings.warn(NotObservableWarning(verdict.message), stacklevel=2)
+        if all(verdict.status == NOT_OBSERVABLE for verdict in self.verdicts):
+            raise NothingObserved(
+                f"the probe observed no claim: all {len(self.verdicts)} were not observable, so nothing was "
+                "compared with an expectation:\n" + "\n".join(f"- {v.message}" for v in self.verdicts) + suffix
+            )
         undecided = [v for v in self.verdicts if v.status == UNDECIDED]
         # anything else that is not a pass is a failure (a status the harness does not know included)
         failed = [v for v in self.verdicts if v.status not in (PASS, NOT_OBSERVABLE, UNDECIDED)]

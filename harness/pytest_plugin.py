@@ -489,11 +489,14 @@ def _replayed_probe(request: pytest.FixtureRequest, run: Run, family: Family, na
     probe.close()
     _junit_properties(request, probe)
     outcome = _outcome(request)
+    unmade = transport.unused_calls() if outcome == "passed" else []
+    if unmade:  # the probe no longer does what was recorded: its record must not say it passed
+        outcome = "failed"
     if outcome in ("failed", UNDECIDED_OUTCOME):
         probe.save_evidence(live=None)
     probe.write_record(outcome, "replay", {"file": str(path), **recording.origin})
-    if outcome == "passed" and transport.unused_calls():
-        raise RecordingMismatch(f"the probe finished without making these recorded calls: {transport.unused_calls()}")
+    if unmade:
+        raise RecordingMismatch(f"the probe finished without making these recorded calls: {unmade}")
 
 
 def _live_probe(request: pytest.FixtureRequest, run: Run, family: Family, name: str) -> Iterator[Probe]:

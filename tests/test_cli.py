@@ -55,7 +55,7 @@ def test_without_docker_and_kind_probe_fails_in_seconds_naming_both(tmp_path: Pa
     assert proc.returncode == 3
     assert "docker is not on PATH" in proc.stderr
     assert "kind is not on PATH" in proc.stderr
-    assert took < 10
+    assert took < 30  # seconds, not a cluster's minutes (loose: a loaded runner starts Python slowly)
 
 
 def test_unknown_version_exits_non_zero_and_lists_the_known_ones(main: Callable[..., tuple[int, str]]) -> None:

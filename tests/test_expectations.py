@@ -96,6 +96,18 @@ def test_a_gap_in_the_ranges_is_an_error_naming_the_claim_and_version() -> None:
         gappy.expectation_for(KubeVersion.parse("v1.27.3"))
 
 
+def test_overlapping_ranges_are_refused_naming_the_claim_and_version_never_one_picked() -> None:
+    both = (Expectation(">=1.26", value=1, sources=("s",)), Expectation("<1.28", value=2, sources=("s",)))
+    overlapping = Claim("overlapping", "c", "o", "d", both)
+    with pytest.raises(
+        ExpectationError, match=r"claim overlapping: more than one expectation for Kubernetes v1\.27\.3"
+    ):
+        overlapping.expectation_for(KubeVersion.parse("v1.27.3"))
+    with pytest.raises(ExpectationError, match="more than one expectation"):
+        evaluate(overlapping, KubeVersion.parse("v1.27.3"), 1)  # not a pass on either reading
+    assert overlapping.expectation_for(KubeVersion.parse("v1.28.0")).value == 1  # outside the overlap: fine
+
+
 def test_the_expectation_files_are_found() -> None:
     assert "phase_after_deletion" in FAMILIES
 

@@ -4,8 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from harness.observe import Observer, PodObserver, ProbeImpossible, ProbeTimeout, Timeline, cannot_start
+from harness.observe import (
+    Gap,
+    Observer,
+    PodObserver,
+    ProbeImpossible,
+    ProbeTimeout,
+    Sighting,
+    Timeline,
+    cannot_start,
+    delete_requested_at,
+    order_of,
+)
 from harness.transport import WatchEvent
+from harness.views import PodView
 from tests.doubles import ScriptedWatch, pod
 
 TERMINATED = {"terminated": {"exitCode": 137, "reason": "Error", "finishedAt": "2023-12-11T00:00:10Z"}}
@@ -169,3 +181,97 @@ def test_a_name_that_comes_back_is_no_longer_counted_as_deleted() -> None:
     assert observer.gone
     observer.wait_for("the pod to come back", lambda o: not o.gone, within=2.0)
     assert [t for _, t, _ in observer.changes] == ["DELETED", "ADDED"]
+
+
+# ------------------------------------------------------------------------------------- gap bookkeeping
+
+
+def namespace_watch(events: list[WatchEvent]) -> PodObserver:
+    """A namespace's pod watch started at t=0 with pod a (rv 1) and pod b (rv 2), fed `events` up to t=30."""
+    watch = ScriptedWatch(events)
+    obs = PodObserver(watch, Timeline(), watch.clock, "Pod", [pod(name="a", rv="1"), pod(name="b", rv="2")])
+    obs.observe_for(30)
+    return obs
+
+
+def test_a_gap_keeps_the_stretch_it_may_hide_and_what_its_relist_showed_changed() -> None:
+    obs = namespace_watch(
+        [
+            WatchEvent(3.0, "MODIFIED", pod(name="a", rv="5")),
+            WatchEvent(9.0, "RELISTED", {"items": [pod(name="a", rv="5"), pod(name="c", rv="8")]}, gap="410 Gone"),
+            WatchEvent(12.0, "MODIFIED", pod(name="c", rv="9")),
+            WatchEvent(20.0, "RELISTED", {"items": [pod(name="a", rv="5"), pod(name="c", rv="9")]}, gap="lost"),
+        ]
+    )
+    assert obs.gaps == [
+        Gap(since=3.0, since_version=5, until=9.0, why="410 Gone", changed=frozenset({"b", "c"})),  # b gone, c new
+        Gap(since=12.0, since_version=9, until=20.0, why="lost", changed=frozenset()),  # nothing changed
+    ]
+    assert obs.deleted == {"b"}
+
+
+def test_gaps_are_given_only_to_the_stretches_they_may_hide() -> None:
+    obs = namespace_watch(
+        [
+            WatchEvent(3.0, "MODIFIED", pod(name="a", rv="5")),
+            WatchEvent(9.0, "RELISTED", {"items": [pod(name="a", rv="5"), pod(name="c", rv="8")]}, gap="410 Gone"),
+            WatchEvent(12.0, "MODIFIED", pod(name="c", rv="9")),
+            WatchEvent(20.0, "RELISTED", {"items": [pod(name="a", rv="5"), pod(name="c", rv="9")]}, gap="lost"),
+        ]
+    )
+    assert obs.gaps_since(0.0) == ["410 Gone", "lost"]
+    assert obs.gaps_since(9.5) == ["lost"]  # the first gap ended before
+    assert obs.gaps_since(21.0) == []
+    assert obs.gaps_between(0.0, 2.0) == []  # before either gap began
+    assert obs.gaps_between(4.0, 5.0) == ["410 Gone"]
+    assert obs.gaps_between(10.0, 11.0) == []  # between the gaps: every event was delivered
+    assert obs.gaps_between(8.0, 13.0) == ["410 Gone", "lost"]
+    # a change at rv 7, seen (on another watch) at 6.0: the first gap began at rv 5 and ended at 9.0, and
+    # re-listed b gone: it may have hidden b's deletion before rv 7, learned only after it
+    assert obs.gaps_hiding_before("7", 6.0, ["a", "b"]) == ["410 Gone"]
+    assert obs.gaps_hiding_before("7", 6.0, ["a"]) == []  # a came back unchanged: nothing hidden about it
+    assert obs.gaps_hiding_before("4", 2.0, ["b"]) == []  # the gap began after rv 4
+    assert obs.gaps_hiding_before("7", 9.5, ["b"]) == []  # b's deletion was known before the change was seen
+    assert obs.gaps_hiding_before("10", 15.0, ["a", "c"]) == []  # the second re-list changed nothing
+    assert obs.gaps_hiding_before("x", 6.0, ["b"]) == ["410 Gone"]  # no integer version: by arrival
+
+
+def test_an_object_known_only_from_a_relist_is_sighted_with_the_gaps_stretch() -> None:
+    obs = namespace_watch(
+        [
+            WatchEvent(3.0, "MODIFIED", pod(name="a", rv="5")),
+            WatchEvent(9.0, "RELISTED", {"items": [pod(name="a", rv="5"), pod(name="c", rv="8")]}, gap="410 Gone"),
+            WatchEvent(12.0, "MODIFIED", pod(name="a", rv="9", phase="Failed")),
+        ]
+    )
+    new = obs.first_sighting(lambda _, view: view.name == "c")
+    assert new is not None and (new.t, new.not_before, new.type, new.gap) == (9.0, 3.0, "RELISTED", "410 Gone")
+    gone = obs.first_sighting(lambda type_, view: view.name == "b" and type_ == "GONE")
+    assert gone is not None and (gone.t, gone.not_before) == (9.0, 3.0)
+    failed = obs.first_sighting(lambda _, view: view.phase == "Failed")
+    assert failed is not None and (failed.t, failed.not_before, failed.gap) == (12.0, 12.0, None)
+    assert order_of(new, failed) == (True, [])  # the whole stretch ended before a failed
+    assert order_of(failed, new) == (False, [])
+    assert obs.first_sighting(lambda _, view: view.name == "z") is None
+
+
+def test_two_sightings_whose_stretches_overlap_are_ordered_by_arrival_and_name_the_gap() -> None:
+    view = PodView.from_object(pod())
+    relisted = Sighting(9.0, 3.0, "RELISTED", view, "410 Gone")
+    seen = Sighting(5.0, 5.0, "MODIFIED", view)
+    assert order_of(seen, relisted) == (True, ["410 Gone"])
+    assert order_of(relisted, seen) == (False, ["410 Gone"])
+    assert order_of(relisted, relisted) == (False, ["410 Gone"])  # one gap named once
+
+
+def test_the_delete_instant_is_read_from_the_first_deletion_view() -> None:
+    first = pod(deletion_timestamp="2023-12-11T00:00:15Z", grace=10, rv="2")
+    rewritten = pod(deletion_timestamp="2023-12-11T00:00:14Z", grace=0, rv="3", phase="Failed", ready=False)
+    watch = ScriptedWatch([WatchEvent(1.0, "MODIFIED", first), WatchEvent(10.0, "MODIFIED", rewritten)])
+    obs = PodObserver(watch, Timeline(), watch.clock, "Pod", [pod()], focus="running-pod")
+    obs.observe_for(20)
+    deleted = obs.as_deleted(obs.latest)
+    assert deleted is not None and deleted.resource_version == "2"
+    requested = delete_requested_at(deleted)
+    assert requested is not None and requested.isoformat() == "2023-12-11T00:00:05+00:00"
+    assert obs.latest.deletion_grace_period_seconds == 0  # what the old reading took: 14 s - 0 s

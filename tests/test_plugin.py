@@ -316,6 +316,16 @@ def test_checks_after_concluding(probe):
 def test_left_undecided(probe):
     probe.check("always.sigterm-ignored.phases", ["Running"], gaps=["watch expired (410 Gone)"])
     probe.conclude()
+
+
+def test_observes_nothing(probe):
+    probe.check_not_observable("container-stopped-on-node", "no access to the nodes")
+    probe.conclude()
+
+
+def test_leaves_a_call_unmade(probe):
+    probe.check("default-grace-period", 30)
+    probe.conclude()
 """
 
 
@@ -329,9 +339,13 @@ def run_written_probes(tmp_path: Path, *args: str) -> tuple[subprocess.Completed
     recordings = tmp_path / "recordings"
     origin = {"kind": "written for a test", "namespace": "plp-test", "run_id": "test", "node_access": False}
     version = {"call": "server_version", "request": {}, "t_start": 0.0, "t_end": 0.01}
-    for name in (*WRITTEN, "left_undecided"):
-        step = {**version, "response": {"gitVersion": "v1.27.3"}}
-        Recording(f"test_written.py::test_{name}", origin, [step]).write(recordings / f"{name}.json")
+    unmade = {"call": "list_events", "request": {"namespace": "plp-test"}, "t_start": 1.0, "t_end": 1.1, "response": []}
+    for name in (*WRITTEN, "left_undecided", "observes_nothing", "leaves_a_call_unmade"):
+        steps = [
+            {**version, "response": {"gitVersion": "v1.27.3"}},
+            *([unmade] if name == "leaves_a_call_unmade" else []),
+        ]
+        Recording(f"test_written.py::test_{name}", origin, steps).write(recordings / f"{name}.json")
     options = ["--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"), "--replay", str(recordings)]
     options += ["--run-dir", str(tmp_path / "runs"), "-rA", *args]
     proc = subprocess.run(
@@ -357,7 +371,7 @@ def run_written_probes(tmp_path: Path, *args: str) -> tuple[subprocess.Completed
 
 def test_a_probe_passes_only_on_concluded_claims(tmp_path: Path) -> None:
     """Verdicts a probe did not conclude are concluded by the harness; a probe that checked nothing fails."""
-    proc, runs = run_written_probes(tmp_path, "-k", "not left_undecided")
+    proc, runs = run_written_probes(tmp_path, "-k", "not left_undecided and not observes and not unmade")
     assert proc.returncode == 1, proc.stdout
     assert "3 failed, 1 passed" in proc.stdout.splitlines()[-1]
     assert "PASSED ::test_forgets_to_conclude_but_holds[forgets_to_conclude_but_holds]" in proc.stdout
@@ -391,3 +405,27 @@ def test_an_undecided_probe_fails_apart_from_failed_ones(tmp_path: Path) -> None
     record = json.loads((run_dir / "probes" / "test-left-undecided-left-undecided.json").read_text())
     assert record["outcome"] == "undecided" and record["claims"]["undecided"] == 1
     assert json.loads((run_dir / "run.json").read_text())["status"] == "undecided"
+
+
+def test_a_probe_whose_every_claim_was_not_observable_fails_and_one_that_skipped_a_recorded_call_too(
+    tmp_path: Path,
+) -> None:
+    """Not observable is never a pass: with nothing else checked the probe fails (README, Verdicts). A replay
+    that passed without making every recorded call fails: the probe no longer does what was recorded."""
+    proc, runs = run_written_probes(tmp_path, "-k", "observes_nothing or leaves_a_call_unmade")
+    assert proc.returncode == 1, proc.stdout
+    summary = proc.stdout.splitlines()[-1]
+    assert "1 failed" in summary and "1 error" in summary  # pytest also counts the unmade calls' call phase
+    nothing = "FAILED ::test_observes_nothing[observes_nothing] - harness.probe.NothingObserved"
+    assert f"{nothing}: the probe observed no claim: all 1 were not observable" in proc.stdout
+    unmade = "ERROR ::test_leaves_a_call_unmade[leaves_a_call_unmade] - harness.transport.RecordingMismatch"
+    assert (
+        f"{unmade}: the probe finished without making these recorded calls: [\"list_events(namespace='plp-test')\"]"
+        in (proc.stdout)
+    )
+    (run_dir,) = runs.iterdir()
+    record = json.loads((run_dir / "probes" / "test-observes-nothing-observes-nothing.json").read_text())
+    assert record["outcome"] == "failed" and record["claims"]["not observable"] == 1
+    record = json.loads((run_dir / "probes" / "test-leaves-a-call-unmade-leaves-a-call-unmade.json").read_text())
+    assert record["outcome"] == "failed"  # its claim held, but the replay was not whole
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"

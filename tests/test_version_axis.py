@@ -206,3 +206,21 @@ def test_builder_builds_one_at_a_time_in_order(tmp_path: Path) -> None:
     assert builder.result("1.23.17") == "1.23.17"
     builder.shutdown()
     assert order == ["1.21.14", "1.22.17", "1.23.17"] and highest[0] == 1
+
+
+def test_intervals_are_classified_by_the_end_they_lie_near() -> None:
+    from harness.bisect import classify
+
+    # SIGTERM-to-kill after a preStop that overran the grace: 10 s before k/k#115835, 2 s after.
+    assert classify(2.3, 10.0, 2.0) == BAD and classify(9.1, 10.0, 2.0) == GOOD
+    assert classify(6.0, 10.0, 2.0) is None  # halfway: neither, a skip
+    assert classify("Failed", "Running", "Failed") == BAD and classify(True, True, False) == GOOD
+    assert classify(1, True, False) is None  # a count is not a boolean
+
+    def observe(version: str) -> ClaimObservation:
+        values = {"1.28.0-alpha.2": [10.02, 10.05, 9.98], "1.28.0-alpha.3": [2.01, 2.04]}
+        return ClaimObservation(version, "", values[version], ["pass"] * len(values[version]))
+
+    oracle = ClaimOracle("termination.prestop-overrun.sigterm-to-kill", observe, lambda _: None)
+    oracle.learn_ends("1.28.0-alpha.2", "1.28.0-alpha.3")  # repeated intervals: their median is the value
+    assert (oracle.good_value, oracle.bad_value) == (10.02, 2.025)

@@ -95,7 +95,10 @@ def _host_go_setting(name: str, default: str) -> str:
     go = shutil.which("go")
     if go is None:
         return default
-    out = subprocess.run([go, "env", name], capture_output=True, text=True, check=False).stdout.strip()
+    try:
+        out = subprocess.run([go, "env", name], capture_output=True, text=True, check=False).stdout.strip()
+    except OSError:  # a go on PATH that cannot run: the same as none
+        return default
     return out or default
 
 

@@ -21,9 +21,11 @@ without the field (manifests/*.without-policy-field.yaml), as a client with the 
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import pytest
 
-from harness.observe import Observer, ProbeTimeout
+from harness.observe import Observer, ProbeTimeout, Sighting, order_of
 from harness.probe import Probe
 from harness.probe_helpers import POD_START_BUDGET_S, running_and_ready
 from harness.transport import JsonDict, Rejected
@@ -34,6 +36,7 @@ pytestmark = pytest.mark.probe("job_replacement")
 # The old pod stops 20 s after SIGTERM (grace 30 s); the replacement comes at once (10 s later from 1.27: the
 # back-off) or after the old pod is terminal.
 REPLACEMENT_BUDGET_S = 60.0
+TERMINAL = ("Failed", "Succeeded")
 
 
 def create_job(probe: Probe, manifest: JsonDict, without_field: str | None) -> str:
@@ -51,17 +54,16 @@ def create_job(probe: Probe, manifest: JsonDict, without_field: str | None) -> s
     return str(created["spec"].get("podReplacementPolicy"))
 
 
-def terminal_or_gone(pods: Observer[PodView], pod: PodView) -> float | None:
-    """When the pod (by uid) was first seen in a terminal phase or deleted."""
-    for t, type_, view in pods.changes:
-        if view.uid == pod.uid and (type_ in ("DELETED", "GONE") or view.phase in ("Failed", "Succeeded")):
-            return t
-    return None
+def terminal_or_gone(pods: Observer[PodView], pod: PodView) -> Sighting[PodView] | None:
+    """When the pod (by uid) was first seen in a terminal phase or deleted (a re-list included)."""
+    return pods.first_sighting(
+        lambda type_, view: view.uid == pod.uid and (type_ in ("DELETED", "GONE") or view.phase in TERMINAL)
+    )
 
 
-def replacement(pods: Observer[PodView], old: PodView) -> tuple[float, PodView] | None:
-    """The first pod other than `old` seen after it, and when."""
-    return next(((t, v) for t, type_, v in pods.changes if type_ == "ADDED" and v.uid != old.uid), None)
+def replacement(pods: Observer[PodView], known: Collection[str]) -> Sighting[PodView] | None:
+    """The first pod not among the `known` uids, seen in any way: an event, or only the re-list after a gap."""
+    return pods.first_sighting(lambda _, view: view.uid not in known)
 
 
 def max_terminating(jobs: Observer[JobView]) -> int | None:
@@ -87,19 +89,24 @@ def delete_running_pod_and_watch(
     pods.wait_for(f"Job {name}'s pod to run", lambda o: running_and_ready(o) is not None, within=POD_START_BUDGET_S)
     old = running_and_ready(pods)
     assert old is not None
+    known = {view.uid for _, view in pods.history}  # every pod before the delete: not a replacement
     deleted_at = probe.delete_pod(old)
     waited = pods.await_outcome(
         f"pod {old.name} to be terminal or gone, and a replacement to be created",
-        lambda o: terminal_or_gone(o, old) is not None and replacement(o, old) is not None,
+        lambda o: terminal_or_gone(o, old) is not None and replacement(o, known) is not None,
         within=REPLACEMENT_BUDGET_S,
     )
     jobs.catch_up()
-    old_done, new = terminal_or_gone(pods, old), replacement(pods, old)
+    old_done, new = terminal_or_gone(pods, old), replacement(pods, known)
     if old_done is None and new is None:  # neither happened: nothing to order
         raise ProbeTimeout(waited or f"pod {old.name} neither ended nor was replaced")
-    # Only one of them in time: the replacement came first (old pod never ended) or not at all (never replaced).
-    before = new is not None and (old_done is None or new[0] < old_done)
-    probe.check(f"{variant}.before-old-pod-terminal", before, pods.gaps_since(deleted_at), evidence=waited)
+    if new is None:  # never replaced in time; a replacement that came and went unseen in a gap would say otherwise
+        before, gaps = False, pods.gaps_since(deleted_at)
+    elif old_done is None:  # the replacement came, the old pod never ended
+        before, gaps = True, []
+    else:  # both seen: ordered for certain unless a gap's stretch, where one was only re-listed, spans the other
+        before, gaps = order_of(new, old_done)
+    probe.check(f"{variant}.before-old-pod-terminal", before, gaps, evidence=waited)
     probe.check(f"{variant}.terminating-reported", max_terminating(jobs), jobs.gaps_since(deleted_at))
     probe.conclude()
 

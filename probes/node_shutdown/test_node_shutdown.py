@@ -76,10 +76,11 @@ def container_exit(pods: Observer[PodView], pod: PodView) -> JsonDict | None:
     return None if ended is None else ended.container("main").exit
 
 
-def shut_down_and_recover(probe: Probe, manifest_name: str) -> tuple[PodObserver, PodView, PodView | None]:
+def shut_down_and_recover(probe: Probe, manifest_name: str) -> tuple[PodObserver, PodView, PodView | None, list[str]]:
     """Start the workload, shut its node down, check the pod's own fate, cancel, wait for a new pod.
 
-    Returns the pods' observer, the first pod as last seen, and the pod that ran afterwards (None if none).
+    Returns the pods' observer, the first pod as last seen, the pod that ran afterwards (None if none), and
+    the watch gaps since the shutdown (before it, the pod ran Ready: no gap then can hide its fate).
     """
     pods = probe.watch_pods()
     probe.create(probe.manifest(manifest_name))
@@ -91,10 +92,11 @@ def shut_down_and_recover(probe: Probe, manifest_name: str) -> tuple[PodObserver
     node = first.node_name
 
     with probe.node_shut_down(node) as signal:  # cancelled on leaving the block, also when it fails
+        shutdown_at = probe.transport.last_call_started()
         probe.check("shutdown.kubelet-listening", signal.get("kubelet_inhibitor"))
         pods.observe_until(lambda o: was_deleted(o, first) or stopped(last_state(o, first)), within=SHUTDOWN_BUDGET_S)
         shut = last_state(pods, first)
-        gaps = pods.gaps_since(0.0)
+        gaps = pods.gaps_since(shutdown_at)  # the pod ran Ready before: only a gap after the shutdown hides its fate
         probe.check("shutdown.pod-phase", shut.phase, gaps)
         probe.check("shutdown.pod-reason", {"reason": shut.reason, "message": shut.message}, gaps)
         probe.check("shutdown.disruption-target", pods.first_condition(first, "DisruptionTarget"), gaps)
@@ -109,7 +111,7 @@ def shut_down_and_recover(probe: Probe, manifest_name: str) -> tuple[PodObserver
             probe.check("shutdown.container-exit", exit_state, gaps)
 
     pods.observe_until(lambda o: successor(o, shut) is not None, within=RECOVERY_BUDGET_S)
-    return pods, shut, successor(pods, shut)
+    return pods, shut, successor(pods, shut), pods.gaps_since(shutdown_at)
 
 
 def successor(pods: Observer[PodView], stopped_pod: PodView) -> PodView | None:
@@ -125,15 +127,15 @@ def fate(pods: PodObserver, first: PodView) -> str:
 
 def test_daemonset_pod_after_graceful_node_shutdown(probe: Probe) -> None:
     """Document 000 / k/k#117018: a DaemonSet pod stopped by a node shutdown is replaced once the node is back."""
-    pods, first, after = shut_down_and_recover(probe, "daemonset-on-shutdown-node.yaml")
-    probe.check("daemonset.pod-replaced", after is not None, pods.gaps_since(0.0))
-    probe.check("daemonset.stopped-pod", fate(pods, first), pods.gaps_since(0.0))
+    pods, first, after, gaps = shut_down_and_recover(probe, "daemonset-on-shutdown-node.yaml")
+    probe.check("daemonset.pod-replaced", after is not None, gaps)
+    probe.check("daemonset.stopped-pod", fate(pods, first), gaps)
     probe.conclude()
 
 
 def test_statefulset_pod_after_graceful_node_shutdown(probe: Probe) -> None:
     """Document 000 / k/k#118310: a StatefulSet pod stopped by a node shutdown is recreated once the node is back."""
-    pods, first, after = shut_down_and_recover(probe, "statefulset-on-shutdown-node.yaml")
-    probe.check("statefulset.pod-recreated", after is not None, pods.gaps_since(0.0))
-    probe.check("statefulset.stopped-pod", fate(pods, first), pods.gaps_since(0.0))
+    pods, first, after, gaps = shut_down_and_recover(probe, "statefulset-on-shutdown-node.yaml")
+    probe.check("statefulset.pod-recreated", after is not None, gaps)
+    probe.check("statefulset.stopped-pod", fate(pods, first), gaps)
     probe.conclude()

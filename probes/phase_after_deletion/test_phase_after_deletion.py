@@ -53,18 +53,11 @@ def delete_and_watch(
 
 
 def as_deleted(pod: PodObserver) -> PodView:
-    """The pod as the probe's delete left it: the first view with a deletionTimestamp.
-
-    The API server sets deletionTimestamp = time of the delete + grace. Later deletes move it: once the
-    containers stopped, the kubelet deletes the pod again with grace 0 (a finalizer keeps it), and the server
-    shortens the grace to old deletionTimestamp - old grace + new grace, i.e. back to the delete's instant
-    (staging/src/k8s.io/apiserver/pkg/registry/rest/delete.go BeforeDelete). The latest view would put the
-    end of the grace period 5 s early: seen live on 1.27.3, where it read as "killed 6 s after the grace".
-    """
-    for _, view in pod.history:
-        if view.deletion_timestamp is not None:
-            return view
-    raise AssertionError(f"pod {pod.latest.name} was never seen with a deletionTimestamp")
+    """The pod as the probe's delete left it (PodObserver.as_deleted: later deletes rewrite the fields)."""
+    deleted = pod.as_deleted(pod.latest)
+    if deleted is None:
+        raise AssertionError(f"pod {pod.latest.name} was never seen with a deletionTimestamp")
+    return deleted
 
 
 def seconds_after_grace(deleted: PodView, latest: PodView, container: str) -> float | None:

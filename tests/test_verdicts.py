@@ -1,0 +1,186 @@
+"""Verdicts that cannot be fooled (issue 23): live recordings, altered in memory, replayed through the probes.
+
+Each test takes a live recording (never edited on disk), changes a copy the way a real cluster or a lost
+watch could, and replays it through the probe function, Probe, the replay transport and the evaluator.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.expectations import FAIL, PASS, UNDECIDED
+from harness.families import recording_path
+from harness.probe import ClaimsFailed, ClaimsUndecided, Probe
+from harness.run import Run
+from harness.transport import JsonDict, Recording
+from probes.job_replacement import test_job_replacement as job_probes
+from probes.statefulset_status import test_statefulset_status as statefulset_probes
+from probes.termination_order import test_termination_order as termination_probes
+
+STS_LIVE = (
+    "statefulset_status/statefulset_status_through_parallel_scale_up_and_partitioned_update--v1.27.3-live-kind.json"
+)
+RS_LIVE = "termination_order/replicaset_replaces_a_pod_while_it_terminates--v1.27.3-live-kind.json"
+JOB_LIVE = "job_replacement/job_without_policies_replaces_a_deleted_pod--v1.27.3-live-kind.json"
+
+
+def live(relative: str) -> Recording:
+    """A fresh in-memory copy of a live recording."""
+    assert "-live-" in relative
+    return copy.deepcopy(Recording.load(recording_path(relative)))
+
+
+def watch_of(recording: Recording, kind: str) -> JsonDict:
+    return next(s for s in recording.interactions if s["call"] == "watch" and s["request"]["kind"] == kind)
+
+
+def events_of(recording: Recording, kind: str) -> Iterator[JsonDict]:
+    yield from watch_of(recording, kind)["events"]
+
+
+def latest_objects(events: list[JsonDict], before: float) -> list[JsonDict]:
+    """What a re-list at time `before` would return: each object's latest state, deleted ones left out."""
+    objects: dict[str, JsonDict] = {}
+    for event in events:
+        if event["t"] < before:
+            name = event["object"]["metadata"]["name"]
+            if event["type"] == "DELETED":
+                objects.pop(name, None)
+            else:
+                objects[name] = event["object"]
+    return [copy.deepcopy(o) for o in objects.values()]
+
+
+def lose_events(recording: Recording, kind: str, start: float, relist_at: float, why: str) -> None:
+    """The watch of `kind` lost every event in [start, relist_at) and re-listed at `relist_at` (what
+    ReplayTransport's live counterpart does after a 410 or a dropped connection)."""
+    watch = watch_of(recording, kind)
+    events: list[JsonDict] = watch["events"]
+    relist = {"t": relist_at, "type": "RELISTED", "object": {"items": latest_objects(events, relist_at)}, "gap": why}
+    kept = [e for e in events if not start <= e["t"] < relist_at]
+    watch["events"] = sorted([*kept, relist], key=lambda e: float(e["t"]))
+
+
+def replay(recording: Recording, family: str, module: Any, tmp_path: Path) -> tuple[Probe, BaseException | None]:
+    """Run the recording's probe; return it and what it raised (None: it passed)."""
+    probe = Probe.replaying(recording, family, Run.start(tmp_path))
+    try:
+        getattr(module, recording.probe.split("::")[1])(probe)
+    except ClaimsFailed as err:
+        return probe, err
+    return probe, None
+
+
+def verdict(probe: Probe, claim: str) -> Any:
+    return next(v for v in probe.verdicts if v.claim.id == claim)
+
+
+# ------------------------------------------------------------- 1. a gap makes undecided only what it can hide
+
+
+def statefulset_with_replicas_below_pods(rv: str, replicas: int) -> Recording:
+    """The live 1.27.3 StatefulSet recording with the status write at `rv` claiming `replicas`."""
+    recording = live(STS_LIVE)
+    written = next(e for e in events_of(recording, "StatefulSet") if e["object"]["metadata"]["resourceVersion"] == rv)
+    written["object"]["status"]["replicas"] = replicas
+    return recording
+
+
+def test_a_violation_seen_whole_fails_despite_a_later_relist_that_lost_nothing(tmp_path: Path) -> None:
+    """status.replicas 2 while web-0..2 existed, seen in full at 168.35 s; the pods' watch re-lists at 173.0 s
+    and finds every pod as it was. The old probe passed that gap to the claim and called the violation
+    undecided; no hidden state can explain it, so it fails."""
+    recording = statefulset_with_replicas_below_pods("1431", replicas=2)
+    lose_events(recording, "Pod", 173.0, 173.0, "watch expired (410 Gone)")
+    probe, raised = replay(recording, "statefulset_status", statefulset_probes, tmp_path)
+    covered = verdict(probe, "statefulset.scale-up.replicas-cover-pods")
+    assert covered.status == FAIL, covered.message
+    assert type(raised) is ClaimsFailed
+    assert "status.replicas 2 while 3 pods existed (parallel-web-0, parallel-web-1, parallel-web-2)" in covered.message
+    assert verdict(probe, "statefulset.partition.current-revision-holds").status == PASS
+    assert set(probe.timeline.gaps) == {"watch expired (410 Gone)"}  # the gap is on record, only not blamed
+
+
+def test_a_violation_a_gap_could_explain_stays_undecided(tmp_path: Path) -> None:
+    """The other side of the rule: the pods' watch lost 167.33-169.35 s, in which parallel-web-2 was deleted
+    and recreated; a write in that stretch counting 2 replicas may have come while web-2 was gone."""
+    recording = statefulset_with_replicas_below_pods("1417", replicas=2)
+    lose_events(recording, "Pod", 167.3, 169.35, "watch connection lost")
+    probe, raised = replay(recording, "statefulset_status", statefulset_probes, tmp_path)
+    covered = verdict(probe, "statefulset.scale-up.replicas-cover-pods")
+    assert covered.status == UNDECIDED, covered.message
+    assert isinstance(raised, ClaimsUndecided)
+    assert "watch connection lost" in covered.message
+
+
+def test_a_moved_current_revision_seen_is_not_excused_by_a_gap_in_the_pods_watch(tmp_path: Path) -> None:
+    recording = live(STS_LIVE)
+    for event in events_of(recording, "StatefulSet"):
+        if event["t"] >= 172.0:
+            event["object"]["status"]["currentRevision"] = event["object"]["status"]["updateRevision"]
+    lose_events(recording, "Pod", 165.0, 165.3, "watch expired (410 Gone)")
+    probe, _ = replay(recording, "statefulset_status", statefulset_probes, tmp_path)
+    holds = verdict(probe, "statefulset.partition.current-revision-holds")
+    assert holds.status == FAIL, holds.message
+    assert "currentRevision moved to" in holds.message
+
+
+# ------------------------------------------------------------- 2. an instant from the first sight of its event
+
+
+def test_the_delete_instant_comes_from_the_first_deletion_view_not_a_rewritten_one(tmp_path: Path) -> None:
+    """A newer server's final grace-0 delete rewrites deletionTimestamp (to 15:35:17, grace 0). The old pod
+    is gone before the replacement (created 15:35:18) appears: 11 s after the delete at 15:35:07, not the
+    ~1 s the latest state gives."""
+    recording = live(RS_LIVE)
+    watch = watch_of(recording, "Pod")
+    old, new = "web-c45bdff56-j9h29", "web-c45bdff56-svkd9"
+    events = [e for e in watch["events"] if e["object"]["metadata"]["name"] != new]
+    final = copy.deepcopy(events[-1])
+    final["object"]["metadata"].update(deletionTimestamp="2026-11-23T15:35:17Z", deletionGracePeriodSeconds=0)
+    assert final["object"]["metadata"]["name"] == old and final["object"]["status"]["phase"] == "Failed"
+    gone = {**copy.deepcopy(final), "t": 211.72, "type": "DELETED"}
+    replacement = copy.deepcopy(next(e for e in watch["events"] if e["object"]["metadata"]["name"] == new))
+    replacement["t"] = 211.8
+    replacement["object"]["metadata"]["creationTimestamp"] = "2026-11-23T15:35:18Z"
+    watch["events"] = [*events[:-1], final, gone, replacement]
+    watch["closed_at"] = 211.9
+    probe, _ = replay(recording, "termination_order", termination_probes, tmp_path)
+    after_delete = verdict(probe, "replacement.created-right-after-delete")
+    assert after_delete.observed == pytest.approx(11.0)
+    assert after_delete.status == FAIL
+
+
+# ------------------------------------------------------------- 3. objects known only from a re-list are seen
+
+
+def test_a_replacement_seen_only_in_a_relist_counts(tmp_path: Path) -> None:
+    """The Job's replacement (ADDED at 47.84 s) came while the pods' watch was down; the re-list at 49.0 s
+    shows it, and the old pod turns Failed at 58.06 s: replaced first, whatever the exact instant in the gap.
+    The old probe read only ADDED events and called it never replaced (undecided, for the gap)."""
+    recording = live(JOB_LIVE)
+    lose_events(recording, "Pod", 47.0, 49.0, "watch connection lost")
+    for kind in ("Pod", "Job"):  # the old probe waited out its whole budget: let the recording cover it
+        watch_of(recording, kind)["closed_at"] = 98.0
+    probe, raised = replay(recording, "job_replacement", job_probes, tmp_path)
+    before = verdict(probe, "default.before-old-pod-terminal")
+    assert before.observed is True and before.status == PASS, before.message
+    assert raised is None
+
+
+def test_a_replacement_whose_relist_stretch_spans_the_old_pods_end_is_undecided(tmp_path: Path) -> None:
+    """If the gap that hid the replacement also spans the old pod's end, the order is not known."""
+    recording = live(JOB_LIVE)
+    lose_events(recording, "Pod", 47.0, 59.0, "watch expired (410 Gone)")
+    for kind in ("Pod", "Job"):
+        watch_of(recording, kind)["closed_at"] = 98.0
+    probe, raised = replay(recording, "job_replacement", job_probes, tmp_path)
+    before = verdict(probe, "default.before-old-pod-terminal")
+    assert before.status == UNDECIDED and before.observed is False, before.message
+    assert isinstance(raised, ClaimsUndecided)
+    assert before.detail.get("watch_gaps") == ["watch expired (410 Gone)"]
