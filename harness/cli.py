@@ -595,7 +595,10 @@ def run_local_bisect_command(args: argparse.Namespace) -> int:
     """make bisect CLUSTER=local CLAIM=<id>: each release between GOOD and BAD built once, probed on its own local
     cluster, and classified by what the claim observed; the record goes to bisections/<name>.json."""
     if not args.claim:
-        return refuse(BAD, "CLUSTER=local bisects on what a claim observed: give CLAIM=<claim id> (see probes/<family>/expectations.yaml)")
+        return refuse(
+            BAD,
+            "CLUSTER=local bisects on what a claim observed: give CLAIM=<claim id> (probes/*/expectations.yaml)",
+        )
     try:
         versions = bisect_module.release_candidates(args.good, args.bad, args.pre_releases)
     except VersionError as err:
