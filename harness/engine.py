@@ -11,15 +11,19 @@ harness/runc_without_sys_resource.py; `make engine-stop` stops it by the PID it 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from harness import paths
 from harness.kind import PrerequisiteMissing, Runner, run_command
 
 CAP_SYS_RESOURCE = 24
+PREREQUISITE_MISSING = 3  # harness/cli.py's exit code for this class of refusal
+INTERRUPTED = 130  # Ctrl-C, as harness/cli.py
 RUNTIME_NAME = "plp-runc"
 WRAPPER = Path(__file__).resolve().parent / "runc_without_sys_resource.py"
 ENGINE_DIR = paths.ENGINE
@@ -62,8 +66,27 @@ def check_engine(runner: Runner = run_command, status_file: Path = Path("/proc/s
     raise PrerequisiteMissing(REMEDY + f"\n(the engine's default runtime is {runtime or 'unknown'})")
 
 
-def start_engine(engine_dir: Path = ENGINE_DIR, runner: Runner = run_command) -> str:
+# Debian's package with dockerd and the docker CLI (the engine's runtime is the suite's wrapper around runc).
+ENGINE_PACKAGE = "docker.io"
+
+
+def engine_problem(which: Callable[[str], str | None] = shutil.which) -> str | None:
+    """What this host lacks to run the suite's engine (None when nothing), before anything starts."""
+    missing = [tool for tool in ("dockerd", "docker") if not which(tool)]
+    if not missing:
+        return None
+    return (
+        f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not on PATH: the suite's engine is "
+        f"Debian's Docker engine with a runc wrapper of its own (apt-get install {ENGINE_PACKAGE})"
+    )
+
+
+def start_engine(
+    engine_dir: Path = ENGINE_DIR, runner: Runner = run_command, which: Callable[[str], str | None] = shutil.which
+) -> str:
     """Start the suite's dockerd, unless one answers already; returns what was done."""
+    if problem := engine_problem(which):
+        raise PrerequisiteMissing(problem)
     answering = default_runtime(runner)
     if answering is not None:
         if answering == RUNTIME_NAME:
@@ -94,13 +117,18 @@ def start_engine(engine_dir: Path = ENGINE_DIR, runner: Runner = run_command) ->
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise PrerequisiteMissing(f"dockerd exited with {process.returncode}; see {engine_dir / 'dockerd.log'}")
-        if default_runtime(runner) == RUNTIME_NAME:
-            return f"started the suite's engine (dockerd pid {process.pid}; log {engine_dir / 'dockerd.log'})"
-        time.sleep(1)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise PrerequisiteMissing(f"dockerd exited with {process.returncode}; see {engine_dir / 'dockerd.log'}")
+            if default_runtime(runner) == RUNTIME_NAME:
+                return f"started the suite's engine (dockerd pid {process.pid}; log {engine_dir / 'dockerd.log'})"
+            time.sleep(1)
+    except KeyboardInterrupt:  # a half-started engine is not left behind
+        process.terminate()
+        process.wait(30)
+        raise KeyboardInterrupt(f"dockerd pid {process.pid} stopped") from None
     raise PrerequisiteMissing(f"dockerd did not answer within 60 s; see {engine_dir / 'dockerd.log'}")
 
 
@@ -136,8 +164,13 @@ def main(argv: list[str]) -> int:
             print("usage: python -m harness.engine start|stop|check", file=sys.stderr)
             return 2
     except PrerequisiteMissing as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        print(f"error: prerequisite missing: {err}", file=sys.stderr)
+        return PREREQUISITE_MISSING
+    except KeyboardInterrupt as interrupt:
+        doing = {"start": "starting", "stop": "stopping", "check": "checking"}[action]
+        detail = f" ({interrupt})" if str(interrupt) else ""
+        print(f"interrupted: stopped {doing} the suite's engine{detail}", file=sys.stderr)
+        return INTERRUPTED
     return 0
 
 

@@ -18,6 +18,8 @@ shared/research/kind.md section 2:
 from __future__ import annotations
 
 import json
+import os
+import platform
 import re
 import shutil
 import subprocess
@@ -67,15 +69,32 @@ class ClusterFailed(RuntimeError):
     """A kind cluster did not come up; the message carries kind's output and a hint."""
 
 
-def check_docker(runner: Runner = run_command, which: Callable[[str], str | None] = shutil.which) -> None:
+# Where Docker does not answer and this is a root Linux host, the suite has two ways on of its own.
+ROOT_LINUX_WAYS_FORWARD = (
+    "two ways forward on this root Linux host: start a Docker engine (on hosts whose root lacks "
+    "CAP_SYS_RESOURCE, nested VMs and some CI sandboxes, the suite's own: make engine), or run without "
+    "Docker: make probe CLUSTER=local VERSION=<release, e.g. 1.27.3>"
+)
+
+
+def is_root_on_linux() -> bool:
+    return platform.system() == "Linux" and os.geteuid() == 0
+
+
+def check_docker(
+    runner: Runner = run_command,
+    which: Callable[[str], str | None] = shutil.which,
+    root_on_linux: Callable[[], bool] = is_root_on_linux,
+) -> None:
     """Fail within seconds when Docker is missing or its daemon does not answer."""
     if which("docker") is None:
         raise PrerequisiteMissing(f"live probes need Docker:\n  docker is not on PATH: {INSTALL_DOCKER}")
     info = runner(["docker", "info", "--format", "{{.ServerVersion}}"], 20)
     if info.returncode != 0:
-        raise PrerequisiteMissing(
-            "docker is installed but its daemon does not answer (is Docker running?):\n  " + info.output
-        )
+        said = "docker is installed but its daemon does not answer (is Docker running?):\n  " + info.output
+        if root_on_linux():
+            said += "\n  " + ROOT_LINUX_WAYS_FORWARD
+        raise PrerequisiteMissing(said)
 
 
 def check_prerequisites(

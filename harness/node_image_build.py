@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness import paths
 from harness.kind import Runner, run_command
-from harness.versions import LOCAL_BUILDS_DIR, KubeVersion, VersionError, known_images
+from harness.versions import LOCAL_BUILDS_DIR, KubeVersion, VersionError, check_supported, known_images
 
 LOCAL_REPOSITORY = paths.NODE_IMAGE_REPOSITORY
 BUILDS_DIR = LOCAL_BUILDS_DIR
@@ -44,6 +44,7 @@ def local_tag(version: str) -> str:
     text = parsed.text if parsed.text.startswith("v") else f"v{parsed.text}"
     if text.lstrip("v").count(".") < 2:
         raise VersionError(f"give a full release version to build (e.g. 1.27.0-rc.0), not {version!r}")
+    check_supported(parsed)
     return paths.node_image_tag(text)
 
 

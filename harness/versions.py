@@ -114,6 +114,24 @@ def known_versions() -> list[str]:
     ]
 
 
+@cache
+def oldest_supported_minor() -> str:
+    """The oldest Kubernetes minor the suite runs: its oldest pinned node image's (1.19), where the
+    expectations start too (every range begins at >=1.19)."""
+    oldest = min((i.kubernetes for i in known_images()), key=lambda v: v.version)
+    return oldest.minor
+
+
+def check_supported(version: KubeVersion) -> None:
+    """Refuse a release older than the suite supports, before anything is downloaded or built."""
+    minor = oldest_supported_minor()
+    if version.version < Version(f"{minor}.0a0"):
+        raise VersionError(
+            f"Kubernetes {version} is older than the suite supports: the oldest is {minor} (its oldest pinned "
+            f"node image; no expectation covers earlier releases), so give VERSION={minor} or later"
+        )
+
+
 def resolve_image(version: str | None, image: str | None = None) -> NodeImage:
     """The node image for VERSION (a minor maps to its newest patch) or the explicit IMAGE override.
 
@@ -121,10 +139,13 @@ def resolve_image(version: str | None, image: str | None = None) -> NodeImage:
     for a release is preferred over one only listed as compatible with it.
     """
     if image:
-        return NodeImage.parse(image, kind_release=_kind_release_of(image))
+        node_image = NodeImage.parse(image, kind_release=_kind_release_of(image))
+        check_supported(node_image.kubernetes)
+        return node_image
     if not version:
         raise VersionError("no VERSION given; known versions: " + "; ".join(known_versions()))
     wanted = KubeVersion.parse(version)
+    check_supported(wanted)
     exact_patch = wanted.text.lstrip("v").count(".") >= 2
     candidates = [
         i

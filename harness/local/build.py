@@ -16,21 +16,23 @@ Everything lands in `.tools/` (ignored by git): the module and build caches unde
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from harness import paths
-from harness.versions import KubeVersion, VersionError
+from harness.versions import KubeVersion, VersionError, check_supported
 
 TOOLS = paths.TOOLS
 # The local cluster runs the first five; a kind node image also needs kubeadm (in the node) and kube-proxy.
@@ -46,6 +48,10 @@ COMPONENTS = (
 _STAMPED_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
 # A replace line of k8s.io/kubernetes's go.mod: `k8s.io/api => ./staging/src/k8s.io/api` (in a block or not).
 _REPLACE = re.compile(r"^[ \t]*(?:replace[ \t]+)?(\S+)(?:[ \t]+v\S+)?[ \t]+=>[ \t]+(\S+)(?:[ \t]+(\S+))?[ \t]*$", re.M)
+
+
+# The oldest release a build here can make (CLUSTER=local, node images from modules); kind runs older pinned images.
+OLDEST_BUILT_HERE = KubeVersion.parse("1.21.0-alpha.0")
 
 
 class BuildError(RuntimeError):
@@ -108,6 +114,13 @@ def release_text(version: str) -> str:
     text = parsed.text if parsed.text.startswith("v") else f"v{parsed.text}"
     if text.count(".") < 2:
         raise VersionError(f"give a full Kubernetes release to build (e.g. 1.27.3 or 1.27.0-rc.0), not {version!r}")
+    check_supported(parsed)
+    if parsed.version < OLDEST_BUILT_HERE.version:
+        raise VersionError(
+            f"Kubernetes {version} cannot be built here: the oldest release built from Go modules is "
+            f"{OLDEST_BUILT_HERE.minor} (the build reads the tag's Go release from build/build-image/cross/VERSION, "
+            "which names it from 1.21 on; 1.19.16's does not); 1.19 and 1.20 run on their pinned kind images"
+        )
     return text
 
 
@@ -287,10 +300,39 @@ def resolve_module(version: str, tools: Path = TOOLS) -> dict[str, Any]:
 
 
 def build_kubernetes(version: str, tools: Path = TOOLS, log_progress: bool = True) -> Build:
-    """Build (or reuse) the components of one release under .tools/kubernetes/vX.Y.Z/."""
+    """Build (or reuse) the components of one release under .tools/kubernetes/vX.Y.Z/.
+
+    A build that does not finish (a failure, Ctrl-C) stops its go processes and leaves no binaries and no
+    build.json, so no later run takes it for a finished one; the module and build caches stay (Go's own,
+    safe to reuse).
+    """
     found = existing_build(version, tools)
     if found is not None:
         return found
+    directory = tools / "kubernetes" / release_text(version)
+    try:
+        return _build(version, tools, log_progress)
+    except BaseException:
+        shutil.rmtree(directory / "bin", ignore_errors=True)
+        (directory / "build.json").unlink(missing_ok=True)
+        raise
+
+
+def _run_go(step: list[str], directory: Path, env: Mapping[str, str], out: IO[str]) -> int:
+    """`go <step>` in its own process group, which is killed whole when this process is interrupted."""
+    process = subprocess.Popen(
+        ["go", *step], cwd=directory, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    try:
+        return process.wait()
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        raise
+
+
+def _build(version: str, tools: Path, log_progress: bool) -> Build:
     check_go()
     text = release_text(version)
     env = go_environment(tools)
@@ -327,20 +369,16 @@ def build_kubernetes(version: str, tools: Path = TOOLS, log_progress: bool = Tru
             out.flush()
             if log_progress and step[0] == "build":
                 print(f"building Kubernetes {text} with {toolchain} (log: {log}); this takes a while", flush=True)
-            done = subprocess.run(
-                ["go", *step], cwd=directory, env=env, stdout=out, stderr=subprocess.STDOUT, check=False
-            )
-            if done.returncode != 0 and "verifying " in log.read_text() and "sumdb" in log.read_text():
+            code = _run_go(step, directory, env, out)
+            if code != 0 and "verifying " in log.read_text() and "sumdb" in log.read_text():
                 # The proxy's checksum database does not know some published staging tags (seen for
                 # k8s.io/*@v0.26.6): build again without it for k8s.io/*, and say so in build.json.
                 checksum_db = "off for k8s.io/* (the checksum database answered 404 for some staging modules)"
                 env = {**env, "GONOSUMDB": "k8s.io"}
                 out.write(f"+ retry with GONOSUMDB=k8s.io: {checksum_db}\n")
                 out.flush()
-                done = subprocess.run(
-                    ["go", *step], cwd=directory, env=env, stdout=out, stderr=subprocess.STDOUT, check=False
-                )
-            if done.returncode != 0:
+                code = _run_go(step, directory, env, out)
+            if code != 0:
                 tail = "\n".join(log.read_text().splitlines()[-20:])
                 raise BuildError(f"building Kubernetes {text} failed (go {step[0]}); last lines of {log}:\n{tail}")
     record = {
@@ -360,5 +398,7 @@ def build_kubernetes(version: str, tools: Path = TOOLS, log_progress: bool = Tru
         "components": list(COMPONENTS),
         "how": "go build of k8s.io/kubernetes@" + text + " from the Go module proxy (harness/local/build.py)",
     }
-    (directory / "build.json").write_text(json.dumps(record, indent=1) + "\n")
+    partial = directory / "build.json.partial"  # renamed when whole: existing_build() trusts build.json
+    partial.write_text(json.dumps(record, indent=1) + "\n")
+    partial.replace(directory / "build.json")
     return Build(text, directory, record)

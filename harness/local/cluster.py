@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import socket
@@ -109,6 +110,48 @@ def check_host() -> list[str]:
     if not Path("/sys/fs/cgroup").is_dir():
         problems.append("no /sys/fs/cgroup: cgroups are not mounted")
     return problems
+
+
+@dataclass(frozen=True)
+class HostCgroups:
+    """How this host runs cgroups, and the cgroup settings the kubelet and containerd take from it.
+
+    The driver follows PID 1: under systemd, cgroups belong to systemd and the kubelet and runc must ask it
+    (the systemd driver, `SystemdCgroup = true`); elsewhere they write the cgroup file system (cgroupfs).
+    """
+
+    version: int  # 1 (one hierarchy per controller) or 2 (unified)
+    init: str  # PID 1's name
+
+    @property
+    def driver(self) -> str:
+        return "systemd" if self.init == "systemd" else "cgroupfs"
+
+    def root_directory(self, kubelet_root: str) -> str:
+        """Where the kubelet's cgroupRoot (`/plp-1-27-ab12`) is in the cgroup file system: the same path with
+        cgroupfs; with systemd the slice the kubelet names it (`/plp_1_27_ab12.slice`: `-` nests slices)."""
+        if self.driver != "systemd":
+            return kubelet_root
+        return "/" + kubelet_root.strip("/").replace("-", "_") + ".slice"
+
+    def to_json(self) -> JsonDict:
+        return {
+            "version": self.version,
+            "pid1": self.init,
+            "driver": self.driver,
+            "containerd_systemd_cgroup": self.driver == "systemd",
+            "decided_from": "cgroup.controllers in the cgroup mount (v2) and PID 1's name (systemd driver)",
+        }
+
+
+def host_cgroups(cgroup_mount: Path = Path("/sys/fs/cgroup"), pid1_name: Path = Path("/proc/1/comm")) -> HostCgroups:
+    """Read the host's cgroup version (a unified mount has cgroup.controllers) and whether systemd is PID 1."""
+    version = 2 if (cgroup_mount / "cgroup.controllers").is_file() else 1
+    try:
+        init = pid1_name.read_text().strip()
+    except OSError:
+        init = "unknown"
+    return HostCgroups(version, init)
 
 
 def _tail(path: Path, lines: int = 25) -> str:
@@ -214,6 +257,7 @@ class LocalCluster:
     root: Path = DEFAULT_ROOT
     record: JsonDict = field(default_factory=dict)
     started: bool = False
+    cgroups: HostCgroups = field(default_factory=host_cgroups)
 
     @property
     def state(self) -> Path:
@@ -253,6 +297,7 @@ class LocalCluster:
             "node": NODE_NAME,
             "host_paths_before": {str(p): _listing(p) for p in HOST_PATHS_WRITTEN},
             "sysctls_before": {s: Path("/proc/sys", s).read_text().strip() for s in KUBELET_SYSCTLS},
+            "cgroups": self.cgroups.to_json(),
         }
         self._save()
         try:
@@ -304,17 +349,22 @@ class LocalCluster:
         self._start_containerd()
         self._import_images()
         pki = self._make_pki(address, ports["apiserver"])
-        self._start_etcd(ports)
-        self._start_apiserver(pki, address, ports)
+        etcd_pki = self._make_etcd_pki()
+        self._start_etcd(etcd_pki, ports)
+        self._start_apiserver(pki, etcd_pki.directory, address, ports)
         self._start_controllers(pki, ports)
         self._start_kubelet(pki, address, ports)
 
     def _cgroup_root(self) -> str:
         """A cgroup of the suite's own that the kubelet puts every pod under (removed at stop)."""
         name = f"/{self.name}"
+        directory = self.cgroups.root_directory(name)
+        self.record.update(cgroup_root=name, cgroup_directory=directory)
+        self._save()
+        if self.cgroups.driver == "systemd":  # a slice systemd knows, so the kubelet's slices can nest in it
+            subprocess.run(["systemctl", "start", directory.strip("/")], capture_output=True, check=False)
         for hierarchy in _cgroup_hierarchies():
-            (hierarchy / self.name).mkdir(exist_ok=True)
-        self.record["cgroup_root"] = name
+            (hierarchy / directory.strip("/")).mkdir(exist_ok=True)
         self._save()
         return name
 
@@ -362,7 +412,7 @@ state = "{base / "state"}"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
+        {containerd_runc_cgroup_option(self.cgroups)}
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "{CNI_PLUGINS}"
     conf_dir = "{cni_conf}"
@@ -466,34 +516,33 @@ state = "{base / "state"}"
         )
         return pki
 
-    def _start_etcd(self, ports: dict[str, int]) -> None:
-        client_url, peer_url = f"http://127.0.0.1:{ports['etcd']}", f"http://127.0.0.1:{ports['etcd_peer']}"
-        self._spawn(
-            "etcd",
-            [
-                "etcd",
-                "--name", "plp",
-                "--data-dir", str(self.state / "etcd"),
-                "--listen-client-urls", client_url,
-                "--advertise-client-urls", client_url,
-                "--listen-peer-urls", peer_url,
-                "--initial-advertise-peer-urls", peer_url,
-                "--initial-cluster", f"plp={peer_url}",
-                "--unsafe-no-fsync",  # throw-away data: fsync latency is a small VM's usual etcd bottleneck
-            ],
-        )  # fmt: skip
-        self._wait_for("etcd", lambda: _http_ok(f"{client_url}/health"), 30, "healthy")
+    def _make_etcd_pki(self) -> Pki:
+        """etcd's own CA (as kubeadm's): it signs etcd's serving and peer certificate and one client
+        certificate, the API server's, so no other certificate of the cluster opens the store."""
+        from harness.local.pki import Pki
+
+        pki = Pki(self.state / "pki" / "etcd")
+        pki.issue("etcd-server", "plp-etcd", server=True, client=True, dns=("localhost",), ips=("127.0.0.1",))
+        pki.issue("apiserver-etcd-client", "kube-apiserver-etcd-client")
+        return pki
+
+    def _start_etcd(self, pki: Pki, ports: dict[str, int]) -> None:
+        self._spawn("etcd", etcd_argv(self.state / "etcd", pki.directory, ports))
+        client_cert, client_key = (pki.directory / f"apiserver-etcd-client.{ext}" for ext in ("crt", "key"))
+        health = f"https://127.0.0.1:{ports['etcd']}/health"
+        self._wait_for("etcd", lambda: _https_ok(health, pki.ca_file, client_cert, client_key), 30, "healthy")
         self.record["etcd_version"] = subprocess.run(
             ["etcd", "--version"], capture_output=True, text=True, check=False
         ).stdout.splitlines()[0]
 
-    def _start_apiserver(self, pki: Pki, address: str, ports: dict[str, int]) -> None:
+    def _start_apiserver(self, pki: Pki, etcd_pki_dir: Path, address: str, ports: dict[str, int]) -> None:
         p = pki.directory
         self._spawn(
             "kube-apiserver",
             [
                 str(self.build.binary("kube-apiserver")),
-                f"--etcd-servers=http://127.0.0.1:{ports['etcd']}",
+                *apiserver_etcd_flags(etcd_pki_dir, ports["etcd"]),
+                *insecure_ports_off(self._help("kube-apiserver")),
                 f"--advertise-address={address}",
                 f"--bind-address={address}",
                 f"--secure-port={ports['apiserver']}",
@@ -540,6 +589,7 @@ state = "{base / "state"}"
                 "--leader-elect=false",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={ports['kcm']}",
+                *insecure_ports_off(self._help("kube-controller-manager")),
                 "--v=2",
             ],
         )
@@ -554,6 +604,7 @@ state = "{base / "state"}"
                 "--leader-elect=false",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={ports['scheduler']}",
+                *insecure_ports_off(self._help("kube-scheduler")),
                 "--v=2",
             ],
         )
@@ -564,8 +615,7 @@ state = "{base / "state"}"
         config = {
             "apiVersion": "kubelet.config.k8s.io/v1beta1",
             "kind": "KubeletConfiguration",
-            "cgroupDriver": "cgroupfs",
-            "cgroupRoot": self._cgroup_root(),
+            **kubelet_cgroup_settings(self.cgroups, self._cgroup_root(), self.build.version),
             "failSwapOn": False,
             "address": address,
             "port": ports["kubelet"],
@@ -594,18 +644,12 @@ state = "{base / "state"}"
             "serializeImagePulls": False,
             "staticPodPath": "",
         }
-        # A cgroup v1 host (as this workplace's machines are): from 1.35 the kubelet refuses to start on one
-        # unless told otherwise; the field exists from 1.31 (an unknown field is an error before that).
-        cgroup_v1 = not Path("/sys/fs/cgroup/cgroup.controllers").exists()
-        if cgroup_v1 and KubeVersion.parse(self.build.version).satisfies(">=1.31.0-alpha.0"):
-            config["failCgroupV1"] = False
+        if "failCgroupV1" in config:
             self.record["kubelet_notes"] = ["cgroup v1 host: failCgroupV1 false"]
         path = self.state / "kubelet.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
         # --pod-infra-container-image was removed from the kubelet in later releases; pass it only where known.
-        help_text = subprocess.run(
-            [str(self.build.binary("kubelet")), "--help"], capture_output=True, text=True, check=False
-        ).stdout
+        help_text = self._help("kubelet")
         pause_flag = (
             [f"--pod-infra-container-image={self.record['pause_image']}"]
             if "--pod-infra-container-image" in help_text
@@ -628,6 +672,13 @@ state = "{base / "state"}"
         self._wait_for(
             "kubelet", lambda: _http_ok(f"http://127.0.0.1:{ports['healthz']}/healthz"), 60, "healthy (/healthz)"
         )
+
+    def _help(self, component: str) -> str:
+        """A component's --help text: which flags this release knows."""
+        done = subprocess.run(
+            [str(self.build.binary(component)), "--help"], capture_output=True, text=True, check=False
+        )
+        return done.stdout + done.stderr
 
     # ------------------------------------------------------------------------------------ node access
 
@@ -652,6 +703,8 @@ state = "{base / "state"}"
             "etcd_version",
             "images",
             "cgroup_root",
+            "cgroup_directory",
+            "cgroups",
             "bridge",
             "kubelet_notes",
         )
@@ -661,6 +714,68 @@ state = "{base / "state"}"
             "kernel": platform.release(),
             **{k: self.record.get(k) for k in keys},
         }
+
+
+def kubelet_cgroup_settings(cgroups: HostCgroups, cgroup_root: str, version: str) -> JsonDict:
+    """The kubelet's cgroup fields for this host: its driver, the suite's root, and on cgroup v1 from 1.31
+    `failCgroupV1: false` (from 1.35 the kubelet refuses a v1 host unless told; the field is unknown before)."""
+    settings: JsonDict = {"cgroupDriver": cgroups.driver, "cgroupRoot": cgroup_root}
+    if cgroups.version == 1 and KubeVersion.parse(version).satisfies(">=1.31.0-alpha.0"):
+        settings["failCgroupV1"] = False
+    return settings
+
+
+def containerd_runc_cgroup_option(cgroups: HostCgroups) -> str:
+    """runc's cgroup option in containerd's CRI config: the same driver as the kubelet's, or pods fail to start."""
+    return f"SystemdCgroup = {'true' if cgroups.driver == 'systemd' else 'false'}"
+
+
+def etcd_argv(data_dir: Path, pki_dir: Path, ports: dict[str, int]) -> list[str]:
+    """etcd on loopback with TLS for clients and its peer, each asked for a certificate of etcd's own CA.
+
+    Without them anyone on the host (any user) reads and writes the store with a plain HTTP request.
+    """
+    client_url, peer_url = f"https://127.0.0.1:{ports['etcd']}", f"https://127.0.0.1:{ports['etcd_peer']}"
+    cert, key, ca = pki_dir / "etcd-server.crt", pki_dir / "etcd-server.key", pki_dir / "ca.crt"
+    return [
+        "etcd",
+        "--name", "plp",
+        "--data-dir", str(data_dir),
+        "--listen-client-urls", client_url,
+        "--advertise-client-urls", client_url,
+        "--cert-file", str(cert),
+        "--key-file", str(key),
+        "--trusted-ca-file", str(ca),
+        "--client-cert-auth",
+        "--listen-peer-urls", peer_url,
+        "--initial-advertise-peer-urls", peer_url,
+        "--initial-cluster", f"plp={peer_url}",
+        "--peer-cert-file", str(cert),
+        "--peer-key-file", str(key),
+        "--peer-trusted-ca-file", str(ca),
+        "--peer-client-cert-auth",
+        "--unsafe-no-fsync",  # throw-away data: fsync latency is a small VM's usual etcd bottleneck
+    ]  # fmt: skip
+
+
+def apiserver_etcd_flags(pki_dir: Path, etcd_port: int) -> list[str]:
+    """How the API server reaches etcd: TLS, etcd's CA, and the one client certificate that CA signed."""
+    return [
+        f"--etcd-servers=https://127.0.0.1:{etcd_port}",
+        f"--etcd-cafile={pki_dir / 'ca.crt'}",
+        f"--etcd-certfile={pki_dir / 'apiserver-etcd-client.crt'}",
+        f"--etcd-keyfile={pki_dir / 'apiserver-etcd-client.key'}",
+    ]
+
+
+def insecure_ports_off(help_text: str) -> list[str]:
+    """Turn off the plain-HTTP port of releases that still open one by default, as their --help shows.
+
+    Unauthenticated: the API server's --insecure-port (8080 on loopback before 1.20), the controller
+    manager's and scheduler's --port (10252 / 10251 on every address before 1.22 / 1.23).
+    """
+    flags = re.findall(r"^\s*(--insecure-port|--port)\b", help_text, re.M)
+    return [f"{flag}=0" for flag in dict.fromkeys(flags)]
 
 
 def _http_ok(url: str) -> bool:
@@ -802,7 +917,10 @@ def stop_cluster(state: Path) -> StopReport:
                     shutil.rmtree(written, ignore_errors=True)
                 report.removed.append(str(written))
     # 4. the cgroups, the bridge, the kernel settings
-    if cgroup_root := record.get("cgroup_root"):
+    if cgroup_root := record.get("cgroup_directory") or record.get("cgroup_root"):
+        if (record.get("cgroups") or {}).get("driver") == "systemd":
+            # the kubelet's slices are systemd units: stopping the top one stops and removes those under it
+            subprocess.run(["systemctl", "stop", cgroup_root.strip("/")], capture_output=True, check=False)
         for hierarchy in _cgroup_hierarchies():
             report.errors += _remove_cgroup_tree(hierarchy / cgroup_root.strip("/"))
         report.removed.append(f"cgroup {cgroup_root}")

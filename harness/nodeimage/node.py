@@ -116,8 +116,29 @@ def base_rootfs(shutdown: bool, work: Path = WORK) -> tuple[Path, dict[str, Any]
         return directory / "rootfs", dict(json.loads(record_file.read_text()))
     if shutil.which("debootstrap") is None:
         raise NodeImageError("building a node image needs debootstrap (apt-get install debootstrap)")
-    shutil.rmtree(directory, ignore_errors=True)
+    discard(directory)
     directory.mkdir(parents=True)
+    try:
+        return _debootstrap(directory, shutdown)
+    except BaseException:  # a base without base.json is never reused; nothing of it stays mounted or on disk
+        discard(directory)
+        raise
+
+
+def discard(directory: Path) -> None:
+    """Remove an unfinished build folder: first what is mounted under it (debootstrap mounts /proc, /sys)."""
+    if not directory.exists():
+        return
+    prefix = f"{directory.resolve()}/"
+    with open("/proc/self/mounts") as mounts:
+        targets = [line.split()[1] for line in mounts if line.split()[1].startswith(prefix)]
+    for target in sorted(targets, key=len, reverse=True):
+        subprocess.run(["umount", "--lazy", target], capture_output=True, check=False)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def _debootstrap(directory: Path, shutdown: bool) -> tuple[Path, dict[str, Any]]:
+    record_file = directory / "base.json"
     rootfs = directory / "rootfs"
     packages = PACKAGES + (SHUTDOWN_PACKAGES if shutdown else ())
     started = time.monotonic()
@@ -333,28 +354,32 @@ def build_node_images(
         shutdown = image_tag != tag
         base, base_record = base_rootfs(shutdown, work)
         directory = work / image_tag.replace(":", "-").replace("/", "-")
-        shutil.rmtree(directory, ignore_errors=True)
+        discard(directory)
         directory.mkdir(parents=True)
         rootfs = directory / "rootfs"
         say(f"assembling {image_tag} in {directory}")
-        run_step(["cp", "-a", "--reflink=auto", str(base), str(rootfs)])
-        install_node(rootfs, build, crictl, names, parsed, run_step)
-        preloaded = preload_images(rootfs, archives, run_step)
-        record = {
-            "image": image_tag,
-            "kubernetes": build.version,
-            "kind_release": KIND_RELEASE,
-            "how": "harness/nodeimage/node.py: Debian base + Kubernetes from Go modules; no release tarball",
-            "kubernetes_build": build.record,
-            "crictl": crictl_record(),
-            "images": preloaded,
-            "debian": {"suite": SUITE, "packages": base_record["packages"]},
-            "shutdown_capable": shutdown,
-            "pod_network": "the suite's ptp DaemonSet (node-files/kind/manifests/default-cni.yaml), not kindnetd",
-            "storage": "none shipped: kind falls back to its host-path StorageClass",
-        }
-        (rootfs / "kind/plp-node.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
-        docker_image(rootfs, image_tag, record, run_step)
+        try:
+            run_step(["cp", "-a", "--reflink=auto", str(base), str(rootfs)])
+            install_node(rootfs, build, crictl, names, parsed, run_step)
+            preloaded = preload_images(rootfs, archives, run_step)
+            record = {
+                "image": image_tag,
+                "kubernetes": build.version,
+                "kind_release": KIND_RELEASE,
+                "how": "harness/nodeimage/node.py: Debian base + Kubernetes from Go modules; no release tarball",
+                "kubernetes_build": build.record,
+                "crictl": crictl_record(),
+                "images": preloaded,
+                "debian": {"suite": SUITE, "packages": base_record["packages"]},
+                "shutdown_capable": shutdown,
+                "pod_network": "the suite's ptp DaemonSet (node-files/kind/manifests/default-cni.yaml), not kindnetd",
+                "storage": "none shipped: kind falls back to its host-path StorageClass",
+            }
+            (rootfs / "kind/plp-node.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+            docker_image(rootfs, image_tag, record, run_step)
+        except BaseException:  # the image is tagged only at its end (docker build); its work folder goes
+            discard(directory)
+            raise
         shutil.rmtree(directory)
         record["built_s"] = round(time.monotonic() - started, 1)
         write_record(records / f"{image_tag.replace(':', '-')}.json", record)

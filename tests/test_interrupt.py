@@ -1,0 +1,243 @@
+"""Ctrl-C during a build, a node image or the engine's start (issue 23): exit 130, one line saying what was
+stopped, no traceback, nothing left that a later run would take for finished. The slow steps are stood in:
+a `go` that sleeps (a real SIGINT reaches the real entry point in a child process), or a step monkeypatched
+to raise KeyboardInterrupt."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import cli, engine
+from harness.kind import Completed
+from harness.local import build as build_module
+from harness.local import cluster as local
+from harness.nodeimage import node
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def stand_in_build_steps(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Everything build_kubernetes asks before `go build` answered at once (no proxy, no toolchain)."""
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "go.mod").write_text("module k8s.io/kubernetes\n")
+    monkeypatch.setattr(build_module, "check_go", lambda: "go version go1.26.8 linux/amd64")
+    monkeypatch.setattr(build_module, "resolve_module", lambda version, tools: {"Dir": str(source)})
+    monkeypatch.setattr(build_module, "upstream_go_version", lambda source: "1.20.5")
+    monkeypatch.setattr(build_module, "choose_toolchain", lambda upstream, env, cwd: ("go1.20.5", ""))
+    monkeypatch.setattr(build_module, "substitute_refused_twins", lambda *a: ("v0.27.3", {}))
+
+
+def test_an_interrupted_build_leaves_no_binaries_and_is_not_reused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    stand_in_build_steps(monkeypatch, tmp_path)
+
+    def go(step: list[str], directory: Path, env: Any, out: Any) -> int:
+        if step[0] == "build":  # half the binaries written, then Ctrl-C
+            (directory / "bin").mkdir(exist_ok=True)
+            (directory / "bin" / "kube-apiserver").write_bytes(b"\x7fELF")
+            raise KeyboardInterrupt
+        return 0
+
+    monkeypatch.setattr(build_module, "_go", go)
+    monkeypatch.setattr(build_module, "_run_go", go)
+    tools = tmp_path / "tools"
+    with pytest.raises(KeyboardInterrupt):
+        build_module.build_kubernetes("1.27.3", tools=tools, log_progress=False)
+    directory = tools / "kubernetes" / "v1.27.3"
+    assert not (directory / "bin").exists() and not (directory / "build.json").exists()
+    assert build_module.existing_build("1.27.3", tools) is None
+
+
+def test_binaries_without_build_json_are_not_a_build(tmp_path: Path) -> None:
+    directory = tmp_path / "kubernetes" / "v1.27.3" / "bin"
+    directory.mkdir(parents=True)
+    for component in build_module.COMPONENTS:
+        (directory / component).write_bytes(b"\x7fELF")
+    assert build_module.existing_build("1.27.3", tmp_path) is None
+    (directory.parent / "build.json.partial").write_text("{}")
+    assert build_module.existing_build("1.27.3", tmp_path) is None
+
+
+SIGINT_BUILD = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from harness import cli
+    from harness.local import build as build_module
+    from harness.local import cluster as local
+
+    tools = Path(sys.argv[1])
+    local.check_host = lambda: []
+    local.running_clusters = lambda root=None: []
+    cli.existing_build = lambda version: None
+    cli.check_go = lambda: "go version go1.26.8 linux/amd64"
+    cli.resolve_module = lambda version: {}
+    source = tools / "source"
+    source.mkdir(parents=True)
+    (source / "go.mod").write_text("module k8s.io/kubernetes\\n")
+    build_module.check_go = lambda: "go version go1.26.8 linux/amd64"
+    build_module.resolve_module = lambda version, tools: {"Dir": str(source)}
+    build_module.upstream_go_version = lambda source: "1.20.5"
+    build_module.choose_toolchain = lambda upstream, env, cwd: ("go1.20.5", "")
+    build_module.substitute_refused_twins = lambda *a: ("v0.27.3", {})
+    cli.build_kubernetes = lambda version: build_module.build_kubernetes(version, tools=tools)
+    sys.exit(cli.main(["probe", "--cluster", "local", "--version", "1.27.3", "--run-dir", str(tools / "runs")]))
+    """
+)
+
+STAND_IN_GO = """#!/bin/sh
+# stands in for go: `go build` writes one binary, then runs (with a child) until it is stopped
+if [ "$1" = build ]; then
+  mkdir -p bin && echo ELF > bin/kube-apiserver
+  echo $$ > "$PLP_TEST_GO_PID"
+  sleep 300 &
+  echo $! > "$PLP_TEST_GO_PID.child"
+  wait
+fi
+"""
+
+
+def test_ctrl_c_during_a_kubernetes_build_exits_130_with_one_line_and_stops_go(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "go").write_text(STAND_IN_GO)
+    (bin_dir / "go").chmod(0o755)
+    pid_file = tmp_path / "go.pid"
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PLP_TEST_GO_PID": str(pid_file)}
+    process = subprocess.Popen(
+        [sys.executable, "-c", SIGINT_BUILD, str(tmp_path / "tools")],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not pid_file.with_name("go.pid.child").is_file() and process.poll() is None:
+        assert time.monotonic() < deadline, "the stand-in go build never started"
+        time.sleep(0.1)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == cli.INTERRUPTED, err
+    assert err.strip().splitlines() == [
+        "interrupted: stopped the Kubernetes v1.27.3 build: its go processes were stopped and its unfinished "
+        "binaries removed (the Go caches stay)"
+    ]
+    for pid in (int(pid_file.read_text()), int(pid_file.with_name("go.pid.child").read_text())):
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split(") ")[1][:1]
+    directory = tmp_path / "tools" / "kubernetes" / "v1.27.3"
+    assert not (directory / "bin").exists() and not (directory / "build.json").exists()
+
+
+def test_ctrl_c_before_anything_started_still_says_so_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(argv: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "check_probe_input", interrupted)
+    assert cli.main(["probe", "--version", "1.27"]) == cli.INTERRUPTED
+    assert capsys.readouterr().err == "interrupted: stopped before any cluster, build or download had started\n"
+
+
+def test_ctrl_c_during_a_node_image_build_removes_its_unfinished_base(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr("harness.nodeimage.node.shutil.which", lambda tool: f"/usr/sbin/{tool}")
+
+    def debootstrap(argv: list[str], stdin: bytes | None = None, timeout: float = 0) -> str:
+        Path(argv[-1], "etc").mkdir(parents=True)  # half a root file system
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(node, "run", debootstrap)
+    with pytest.raises(KeyboardInterrupt):
+        node.base_rootfs(False, tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_during_make_node_image_exits_130_naming_the_image(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for check in ("check_docker", "check_engine", "check_go", "resolve_module"):
+        monkeypatch.setattr(cli, check, lambda *a: None)
+    monkeypatch.setattr(cli, "node_image_host_problems", lambda: [])
+
+    def build(version: str) -> list[str]:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_node_images", build)
+    assert cli.main(["node-image", "--version", "1.27.3", "--source", "modules"]) == cli.INTERRUPTED
+    err = capsys.readouterr().err
+    assert err.startswith("interrupted: stopped building node image plp-node:v1.27.3: its unfinished work")
+    assert len(err.splitlines()) == 1
+
+
+def test_ctrl_c_while_the_engine_starts_stops_its_dockerd(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "dockerd").write_text("#!/bin/sh\nexec sleep 300\n")  # a daemon that never answers
+    (bin_dir / "docker").write_text("#!/bin/sh\nexit 1\n")
+    for tool in ("dockerd", "docker"):
+        (bin_dir / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setattr("harness.engine.os.geteuid", lambda: 0)
+    started: list[int] = []
+    real_popen = subprocess.Popen
+
+    def popen(*args: Any, **kwargs: Any) -> Any:
+        process = real_popen(*args, **kwargs)
+        started.append(process.pid)
+        return process
+
+    asked: list[list[str]] = []
+
+    def docker(argv: Any, timeout: float) -> Completed:
+        """No daemon answers before the start; Ctrl-C comes while the suite waits for its own."""
+        asked.append(list(argv))
+        if len(asked) > 1:
+            raise KeyboardInterrupt
+        return Completed(tuple(argv), 1, "", "Cannot connect to the Docker daemon")
+
+    monkeypatch.setattr("harness.engine.subprocess.Popen", popen)
+    with pytest.raises(KeyboardInterrupt) as interrupt:
+        engine.start_engine(tmp_path / "engine", runner=docker)
+    assert str(interrupt.value) == f"dockerd pid {started[0]} stopped"
+    assert not Path(f"/proc/{started[0]}").exists()
+    monkeypatch.setattr(engine, "start_engine", lambda: (_ for _ in ()).throw(interrupt.value))
+    assert engine.main(["start"]) == engine.INTERRUPTED
+    said = capsys.readouterr().err
+    assert said == f"interrupted: stopped starting the suite's engine (dockerd pid {started[0]} stopped)\n"
+
+
+def test_an_interrupted_local_cluster_start_stops_what_it_started(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    stopped: list[str] = []
+    cluster = local.LocalCluster("plp-t", build_module.Build("v1.27.3", tmp_path, {}), tmp_path / "logs", tmp_path)
+
+    def start_all(self: local.LocalCluster, timeout_s: float) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(local.LocalCluster, "_start_all", start_all)
+
+    def stop_cluster(state: Path) -> local.StopReport:
+        stopped.append(state.name)
+        return local.StopReport(state.name)
+
+    monkeypatch.setattr(local, "stop_cluster", stop_cluster)
+    with pytest.raises(KeyboardInterrupt):
+        cluster.start()
+    assert stopped == ["plp-t"] and not cluster.started
