@@ -124,7 +124,7 @@ typecheck: refuse-cluster $(STAMP)
 # Unit tests, and every probe end to end on the recordings (same probe code, replayed transport), one
 # pytest-xdist worker per core (tests/conftest.py says how the tests are shared out).
 unit: refuse-cluster $(STAMP)
-	$(PY) -m pytest tests probes --replay recordings --run-dir runs/offline -n auto
+	$(PY) -m pytest tests probes --replay probes --run-dir runs/offline -n auto
 
 recordings: refuse-cluster $(STAMP)
 	$(PY) tools/derive_recordings.py

@@ -29,7 +29,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from harness import bisect as bisect_module
-from harness import janitor, matrix, node_image_build, selection
+from harness import janitor, matrix, node_image_build, paths, selection
 from harness import report as report_module
 from harness.engine import check_engine
 from harness.expectations import all_claim_ids
@@ -407,12 +407,12 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
     if image is None:
         build = existing_build(args.version)
         assert build is not None  # built by main() before
-        name = f"plp-{safe_name(KubeVersion.parse(args.version).minor)}-{run.run_id[-4:]}"
+        name = paths.cluster_name(KubeVersion.parse(args.version).minor, run.run_id)
         provider = LocalProvider.for_build(name, build, run.directory / "local-logs")
         context, node_access = provider.context or name, ["--local-state", str(provider.cluster.state)]
     else:
         cluster = KindCluster(
-            name=f"plp-{safe_name(image.kubernetes.minor)}-{run.run_id[-4:]}",
+            name=paths.cluster_name(image.kubernetes.minor, run.run_id),
             image=image.reference,
             kubeconfig=run.directory / "kubeconfig",
             kind_bin=args.kind_bin,
@@ -639,7 +639,10 @@ def run_local_bisect_command(args: argparse.Namespace) -> int:
     """make bisect CLUSTER=local CLAIM=<id>: each release between GOOD and BAD built once, probed on its own local
     cluster, and classified by what the claim observed; the record goes to bisections/<name>.json."""
     if not args.claim:
-        return refuse(BAD, "CLUSTER=local bisects on what a claim observed: give CLAIM=<claim id> (see expectations/)")
+        return refuse(
+            BAD,
+            "CLUSTER=local bisects on what a claim observed: give CLAIM=<claim id> (probes/*/expectations.yaml)",
+        )
     try:
         versions = bisect_module.release_candidates(args.good, args.bad, args.pre_releases)
     except VersionError as err:

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from harness import paths
 from harness.kind import PrerequisiteMissing, Runner, run_command
 
 CAP_SYS_RESOURCE = 24
@@ -25,7 +26,7 @@ PREREQUISITE_MISSING = 3  # harness/cli.py's exit code for this class of refusal
 INTERRUPTED = 130  # Ctrl-C, as harness/cli.py
 RUNTIME_NAME = "plp-runc"
 WRAPPER = Path(__file__).resolve().parent / "runc_without_sys_resource.py"
-ENGINE_DIR = Path(__file__).resolve().parent.parent / ".tools" / "engine"
+ENGINE_DIR = paths.ENGINE
 EXEC_ROOT = Path("/run/plp-docker")
 REMEDY = (
     "root on this host lacks CAP_SYS_RESOURCE, so Docker cannot start the privileged containers kind's nodes "

@@ -1,4 +1,4 @@
-"""Expectations as version-ranged data (expectations/*.yaml) and the evaluator that judges observations.
+"""Expectations as version-ranged data (probes/<family>/expectations.yaml) and the evaluator that judges observations.
 
 Each claim has an id, the observable it is about, the document it comes from, and a list of
 expectations, each for a range of versions, with the sources (Kubernetes PRs, CHANGELOG entries,
@@ -14,9 +14,8 @@ from typing import Any
 
 import yaml
 
+from harness import families
 from harness.versions import KubeVersion, version_range
-
-EXPECTATIONS_DIR = Path(__file__).resolve().parent.parent / "expectations"
 
 PASS, FAIL, NOT_OBSERVABLE, UNDECIDED = "pass", "fail", "not observable", "undecided"
 
@@ -167,9 +166,9 @@ def not_observable(claim: Claim, version: KubeVersion, why: str) -> Verdict:
 
 
 @cache
-def load_claims(family: str) -> dict[str, Claim]:
-    """The claims of expectations/<family>.yaml, by id."""
-    path = EXPECTATIONS_DIR / f"{family}.yaml"
+def load_claims(family: str, root: Path | None = None) -> dict[str, Claim]:
+    """The claims of probes/<family>/expectations.yaml, by id."""
+    path = families.family(family, root).expectations
     data = yaml.safe_load(path.read_text())
     claims: dict[str, Claim] = {}
     for claim_id, body in data["claims"].items():
@@ -202,4 +201,4 @@ def load_claims(family: str) -> dict[str, Claim]:
 
 def all_claim_ids() -> set[str]:
     """Every claim id of every family, for refusing a CLAIM that names none."""
-    return {claim_id for path in sorted(EXPECTATIONS_DIR.glob("*.yaml")) for claim_id in load_claims(path.stem)}
+    return {claim_id for family in families.families() for claim_id in load_claims(family.name)}

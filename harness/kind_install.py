@@ -27,10 +27,11 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+from harness import paths
 from harness.kind import Runner, parse_kind_version, run_command
 
 RELEASES_URL = "https://github.com/kubernetes-sigs/kind/releases/download"
-TOOLS_DIR = Path(__file__).resolve().parent.parent / ".tools"
+TOOLS_DIR = paths.TOOLS
 DOWNLOAD_TIMEOUT_S = 60.0
 
 Fetch = Callable[[str, float], bytes]

@@ -24,7 +24,7 @@ import jsonschema
 from kubernetes_validate import utils as schema_files
 from referencing import Registry, Resource
 
-from harness.manifests import MANIFESTS_DIR, load_manifest, manifest_files
+from harness.manifests import load_manifest, manifest_files
 from harness.versions import KubeVersion
 
 SCHEMA_PACKAGE_VERSION = importlib.metadata.version("kubernetes-validate")
@@ -90,7 +90,7 @@ def _schema_directory(version: str) -> str:
     return f"kubernetes-json-schema/v{version}-local"
 
 
-def check_manifests(version: KubeVersion, directory: Path = MANIFESTS_DIR) -> tuple[list[ManifestProblem], str]:
+def check_manifests(version: KubeVersion, directory: Path | None = None) -> tuple[list[ManifestProblem], str]:
     """Problems of every manifest for this version (an overlay as applied), and a sentence saying what was checked."""
     schema = schema_version(version)
     if schema is None:
@@ -103,7 +103,7 @@ def check_manifests(version: KubeVersion, directory: Path = MANIFESTS_DIR) -> tu
     return problems, f"{len(files)} manifests checked against the Kubernetes {schema} schema"
 
 
-def images_in_manifests(directory: Path = MANIFESTS_DIR) -> list[str]:
+def images_in_manifests(directory: Path | None = None) -> list[str]:
     """Every container image the suite's manifests name (pods, and the pod templates of workloads)."""
     images: set[str] = set()
     for name in manifest_files(directory):

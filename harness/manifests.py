@@ -1,4 +1,4 @@
-"""The suite's manifests (manifests/): each file is applied as written, or is a declared overlay of another.
+"""The suite's manifests (probes/<family>/manifests/): each file is applied as written, or a declared overlay.
 
 A variant of a manifest is a file of its own, next to its base, that names the base and says what differs:
 
@@ -10,6 +10,8 @@ A variant of a manifest is a file of its own, next to its base, that names the b
           terminationGracePeriodSeconds: 5
 
 So what a probe applies is always a file a reader can open: `probe.manifest(name)` reads it through here.
+A manifest is named by its file name, unique in the suite (harness/families.py finds its family's folder); a
+base is looked for next to its overlay first, so it may also live in another family's folder.
 """
 
 from __future__ import annotations
@@ -19,21 +21,27 @@ from typing import Any
 
 import yaml
 
-MANIFESTS_DIR = Path(__file__).resolve().parent.parent / "manifests"
+from harness.families import families, manifest_path
+
 OVERLAY_FIELDS = frozenset({"base", "placeholders", "patch"})
 
 JsonDict = dict[str, Any]
 
 
-def load_manifest(filename: str, directory: Path = MANIFESTS_DIR) -> JsonDict:
-    """The object a manifest file describes: the file itself, or its overlay applied to its base."""
-    data: JsonDict = yaml.safe_load((directory / filename).read_text())
+def load_manifest(filename: str, directory: Path | None = None) -> JsonDict:
+    """The object a manifest file describes: the file itself, or its overlay applied to its base.
+
+    `directory`: one folder holding the file and its base; by default the suite's family folders.
+    """
+    path = directory / filename if directory is not None else manifest_path(filename)
+    data: JsonDict = yaml.safe_load(path.read_text())
     overlay = data.get("overlay")
     if overlay is None:
         return data
     if set(data) != {"overlay"} or not set(overlay) <= OVERLAY_FIELDS or "base" not in overlay:
         raise ValueError(f"{filename}: an overlay has only `overlay:` with base, and placeholders and/or patch")
-    manifest = load_manifest(overlay["base"], directory)
+    beside = path.parent / overlay["base"]
+    manifest = load_manifest(overlay["base"], path.parent if beside.is_file() else None)
     for placeholder, value in (overlay.get("placeholders") or {}).items():
         manifest, filled = _fill(manifest, placeholder, str(value))
         if not filled:
@@ -41,9 +49,10 @@ def load_manifest(filename: str, directory: Path = MANIFESTS_DIR) -> JsonDict:
     return dict(merge_patch(manifest, overlay.get("patch") or {}))
 
 
-def manifest_files(directory: Path = MANIFESTS_DIR) -> list[str]:
-    """Every manifest file, bases and overlays, by name."""
-    return sorted(path.name for path in directory.glob("*.yaml"))
+def manifest_files(directory: Path | None = None) -> list[str]:
+    """Every manifest file, bases and overlays, by name: of one folder, by default of every family."""
+    folders = [directory] if directory is not None else [f.manifests for f in families()]
+    return sorted(path.name for folder in folders for path in folder.glob("*.yaml"))
 
 
 def merge_patch(target: Any, patch: Any) -> Any:

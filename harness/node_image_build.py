@@ -15,10 +15,11 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from harness import paths
 from harness.kind import Runner, run_command
 from harness.versions import LOCAL_BUILDS_DIR, KubeVersion, VersionError, check_supported, known_images
 
-LOCAL_REPOSITORY = "plp-node"
+LOCAL_REPOSITORY = paths.NODE_IMAGE_REPOSITORY
 BUILDS_DIR = LOCAL_BUILDS_DIR
 # --type release exists from kind v0.24.0; v0.26.0 fixed release builds of Kubernetes < 1.31.
 MINIMUM_KIND_FOR_RELEASE_BUILDS = (0, 26, 0)
@@ -44,7 +45,7 @@ def local_tag(version: str) -> str:
     if text.lstrip("v").count(".") < 2:
         raise VersionError(f"give a full release version to build (e.g. 1.27.0-rc.0), not {version!r}")
     check_supported(parsed)
-    return f"{LOCAL_REPOSITORY}:{text}"
+    return paths.node_image_tag(text)
 
 
 def built_by(tag: str, builds_dir: Path = BUILDS_DIR) -> str | None:

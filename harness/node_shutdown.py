@@ -14,16 +14,16 @@ signal with a match on interface, member and path but not on the sender
 own; `true` starts the shutdown, `false` cancels it and the node becomes Ready again.
 
 What is verified and what is only reasoned (nothing here has run: no Docker on the machine it was written
-on) is listed in the module docstring of probes/test_node_shutdown.py.
+on) is listed in the module docstring of probes/node_shutdown/test_node_shutdown.py.
 """
 
 from __future__ import annotations
 
-import hashlib
 import time
 from pathlib import Path
 from typing import Any
 
+from harness import paths
 from harness.kind import ClusterFailed, Completed, Runner, run_command
 from harness.versions import KubeVersion
 
@@ -58,10 +58,7 @@ LABEL pod-lifecycle-probes.test/base-image="{base}"
 
 def derived_image_tag(base_reference: str) -> str:
     """`plp-node-shutdown:v1.29.14-<12 hex of the base reference>`: one tag per base image."""
-    repository_tag = base_reference.split("@", 1)[0]
-    version = repository_tag.rsplit(":", 1)[-1] if ":" in repository_tag.rsplit("/", 1)[-1] else "latest"
-    digest = hashlib.sha256(base_reference.encode()).hexdigest()[:12]
-    return f"plp-node-shutdown:{version}-{digest}"
+    return paths.shutdown_image_tag(base_reference)
 
 
 def ensure_derived_image(base_reference: str, cache_dir: Path, runner: Runner = run_command) -> tuple[str, str]:

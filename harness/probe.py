@@ -10,12 +10,15 @@ from __future__ import annotations
 import copy
 import json
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from harness.expectations import FAIL, NOT_OBSERVABLE, PASS, UNDECIDED, Verdict, evaluate, load_claims, not_observable
+from harness.families import family as family_folder
 from harness.kind import container_state_on_node
 from harness.manifests import load_manifest
 from harness.observe import Observer, PodObserver, Timeline, cannot_start
@@ -63,16 +66,25 @@ class NotObservableWarning(UserWarning):
 
 class Probe:
     def __init__(
-        self, name: str, family: str, transport: Transport, namespace: str, run: Run, run_id: str, record_name: str = ""
+        self,
+        name: str,
+        family: str,
+        transport: Transport,
+        namespace: str,
+        run: Run,
+        run_id: str,
+        record_name: str = "",
+        families_root: Path | None = None,
     ) -> None:
         self.name = name
         self.record_name = safe_name(record_name or name)
         self.family = family
+        self.family_dir = family_folder(family, families_root).directory  # its expectations and manifests
         self.transport = transport
         self.namespace = namespace
         self.run = run
         self.run_id = run_id
-        self.claims = load_claims(family)
+        self.claims = load_claims(family, families_root)
         self.timeline = Timeline()
         self.verdicts: list[Verdict] = []
         self._concluded = 0  # how many verdicts conclude() has judged
@@ -82,10 +94,13 @@ class Probe:
         self._started = transport.now()
 
     @classmethod
-    def replaying(cls, recording: Recording, family: str, run: Run, record_name: str = "") -> Probe:
+    def replaying(
+        cls, recording: Recording, family: str, run: Run, record_name: str = "", families_root: Path | None = None
+    ) -> Probe:
         """A probe whose cluster is a recording: everything but the transport is as in a live run."""
         namespace, run_id = recording.origin["namespace"], recording.origin["run_id"]
-        probe = cls(recording.probe, family, ReplayTransport(recording), namespace, run, run_id, record_name)
+        transport = ReplayTransport(recording)
+        probe = cls(recording.probe, family, transport, namespace, run, run_id, record_name, families_root)
         probe.server_version  # noqa: B018 - a recording starts with the server's version, as a live run does
         return probe
 
@@ -99,8 +114,10 @@ class Probe:
         return self._server_version
 
     def manifest(self, filename: str) -> JsonDict:
-        """A manifest from manifests/ (a file, or an overlay of one: harness/manifests.py), labelled as the suite's."""
-        return labelled(load_manifest(filename), self.run_id)
+        """A manifest of the family's manifests/ (a file, or an overlay of one: harness/manifests.py), labelled as
+        the suite's; a name not there is looked for in the other families' folders."""
+        own = self.family_dir / "manifests" / filename
+        return labelled(load_manifest(filename, own.parent if own.is_file() else None), self.run_id)
 
     def create_pod(self, manifest: JsonDict) -> PodView:
         return PodView.from_object(self.create(manifest))
@@ -218,6 +235,25 @@ class Probe:
             detail["kubeletRestartedForItsLock"] = True
         self.timeline.action(self.transport.last_call_started(), label, detail, anchor=starting)
         return answer
+
+    @contextmanager
+    def node_shut_down(self, node: str) -> Iterator[JsonDict]:
+        """Announce a graceful shutdown of `node` and cancel it on the way out, whatever happens in between (the
+        undo next to the act: a node left shutting down would spoil every later probe on that cluster).
+
+        Yields the announcement's answer. When the block raises, the cancel is still sent; an error of the
+        cancel itself is then noted in the timeline, so the block's own error is the one reported.
+        """
+        answer = self.shutdown_node(node, starting=True)
+        try:
+            yield answer
+        except BaseException:
+            try:
+                self.shutdown_node(node, starting=False)
+            except Exception as err:
+                self.timeline.observed(self.transport.now(), f"node/{node}", "cancel failed", {"error": str(err)})
+            raise
+        self.shutdown_node(node, starting=False)
 
     def node_container_state(self, pod: PodView, container: str) -> str | None:
         """The container's state on its node (running / exited / removed), or None if nodes are not reachable."""

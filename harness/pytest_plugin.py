@@ -1,7 +1,8 @@
 """The suite's pytest plugin (loaded by conftest.py): options, the cluster (session), one namespace per probe,
 replay of recordings, the run's summary. A cluster's life itself belongs to harness/lifecycle.py.
 
-A probe function takes the `probe` fixture and is marked `@pytest.mark.probe("<family>")`. Where it runs:
+A probe function takes the `probe` fixture and is marked `@pytest.mark.probe`; its claim family is the folder
+its module is in, probes/<family>/ (harness/families.py). Where it runs:
 - `--kind-version 1.27` / `--kind-image ...`: on a kind cluster this run creates (deleted afterwards
   unless --keep-cluster / KEEP=1);
 - `--local-version 1.27.3`: on a local cluster this run builds (once) and starts (harness/local/);
@@ -28,8 +29,10 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
+from harness import paths
 from harness.cli import count as count_of
 from harness.cluster import cleanup_probe_namespace, create_probe_namespace
+from harness.families import Family, FamilyError, family, family_of
 from harness.kind import (
     ClusterFailed,
     KindCluster,
@@ -401,7 +404,7 @@ def _provider(pytestconfig: pytest.Config, run: Run, shutdown: bool, note: Any) 
     local_version = pytestconfig.getoption("--local-version")
     if local_version:
         build = existing_build(local_version) or _build_or_skip(local_version)
-        name = f"plp-{safe_name(KubeVersion.parse(local_version).minor)}-{run.run_id[-4:]}"
+        name = paths.cluster_name(KubeVersion.parse(local_version).minor, run.run_id)
         return LocalProvider.for_build(name, build, run.directory / "local-logs")
     image = pytestconfig.stash.get(IMAGE, None)
     if image is None:
@@ -416,7 +419,7 @@ def _provider(pytestconfig: pytest.Config, run: Run, shutdown: bool, note: Any) 
         pytest.skip(f"live probe: {err}")
     suffix = "-gns" if shutdown else ""
     cluster = KindCluster(
-        name=f"plp-{safe_name(image.kubernetes.minor)}-{run.run_id[-4:]}{suffix}",
+        name=paths.cluster_name(image.kubernetes.minor, run.run_id, "gns" if shutdown else ""),
         image=image.reference,
         kubeconfig=run.path(f"kubeconfig{suffix}"),
         kind_bin=kind_bin,
@@ -426,7 +429,7 @@ def _provider(pytestconfig: pytest.Config, run: Run, shutdown: bool, note: Any) 
     )
     if shutdown:
         try:
-            cluster.image, built = ensure_derived_image(image.reference, REPO / ".tools" / "node-images")
+            cluster.image, built = ensure_derived_image(image.reference, paths.NODE_IMAGES)
         except ClusterFailed as err:
             note(**provider.facts(), cluster_error=str(err))
             pytest.fail(str(err), pytrace=False)
@@ -448,21 +451,38 @@ def _build_or_skip(version: str) -> Build:
 def probe(request: pytest.FixtureRequest, run: Run) -> Iterator[Probe]:
     """A probe's handle on the cluster (or recording), its namespace, timeline and claims."""
     marker = request.node.get_closest_marker("probe")
-    if marker is None or not marker.args:
-        raise pytest.UsageError(f"{request.node.nodeid} uses the probe fixture but has no @pytest.mark.probe(<family>)")
-    family, name = marker.args[0], probe_id(request.function)
+    if marker is None:
+        raise pytest.UsageError(f"{request.node.nodeid} uses the probe fixture but has no @pytest.mark.probe")
+    try:  # the folder the module is in; a module outside any (a test's scratch probe) names a family of the suite
+        family = family_of(request.path) if not marker.args else _family(request.path, marker.args[0])
+    except FamilyError as err:
+        raise pytest.UsageError(str(err)) from err
+    if marker.args and marker.args[0] != family.name:
+        raise pytest.UsageError(
+            f"{request.node.nodeid} is marked probe({marker.args[0]!r}) but lives in the family folder {family.name}"
+        )
+    name = probe_id(request.function)
     if request.config.getoption("--replay"):
         yield from _replayed_probe(request, run, family, name)
     else:
         yield from _live_probe(request, run, family, name)
 
 
-def _replayed_probe(request: pytest.FixtureRequest, run: Run, family: str, name: str) -> Iterator[Probe]:
+def _family(module: Path, named: str) -> Family:
+    try:
+        return family_of(module)
+    except FamilyError:
+        return family(named)
+
+
+def _replayed_probe(request: pytest.FixtureRequest, run: Run, family: Family, name: str) -> Iterator[Probe]:
     path = getattr(request, "param", None)
     if path is None:
         pytest.fail(f"no recording of {name} under {request.config.getoption('--replay')}", pytrace=False)
     recording = Recording.load(path)
-    probe = Probe.replaying(recording, family, run, record_name=request.node.name)
+    probe = Probe.replaying(
+        recording, family.name, run, record_name=request.node.name, families_root=family.directory.parent
+    )
     transport = probe.transport
     assert isinstance(transport, ReplayTransport)
     yield probe
@@ -479,7 +499,7 @@ def _replayed_probe(request: pytest.FixtureRequest, run: Run, family: str, name:
         raise RecordingMismatch(f"the probe finished without making these recorded calls: {unmade}")
 
 
-def _live_probe(request: pytest.FixtureRequest, run: Run, family: str, name: str) -> Iterator[Probe]:
+def _live_probe(request: pytest.FixtureRequest, run: Run, family: Family, name: str) -> Iterator[Probe]:
     needs_shutdown = request.node.get_closest_marker("node_shutdown") is not None
     target: LiveTarget = request.getfixturevalue("shutdown_cluster" if needs_shutdown else "live_cluster")
     # Unique per test item (REPEAT runs one function several times) and per run; at most 63 characters.
@@ -501,7 +521,16 @@ def _live_probe(request: pytest.FixtureRequest, run: Run, family: str, name: str
     }
     recording = Recording(name, origin)
     transport = RecordingTransport(target.transport, recording)
-    probe = Probe(name, family, transport, namespace, run, run.run_id, record_name=request.node.name)
+    probe = Probe(
+        name,
+        family.name,
+        transport,
+        namespace,
+        run,
+        run.run_id,
+        record_name=request.node.name,
+        families_root=family.directory.parent,
+    )
     probe.server_version  # noqa: B018 - every recording starts by asking the server's version
     try:
         yield probe

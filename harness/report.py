@@ -7,6 +7,8 @@ shows the expected value, so the table is the whole behaviour matrix. Observatio
 recordings derived from the documents are kept apart (a live one is shown first; "derived" is never called
 observed). The headline is what changed between consecutive versions, with the PRs the expectations cite.
 Templates are Jinja2 (harness/templates/); timelines are drawn by harness/timeline_svg.py.
+Over 600 lines: the matrix model, its evaluation and the page data are one reading of the records; the
+drawing and the templates are already apart.
 """
 
 from __future__ import annotations
@@ -25,43 +27,15 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
-from harness import timeline_svg
+from harness import families, timeline_svg
 from harness.expectations import FAIL, NOT_OBSERVABLE, PASS, UNDECIDED, Claim, Expectation, evaluate, load_claims
 from harness.run import safe_name
 from harness.versions import KubeVersion
 
 JsonDict = dict[str, Any]
 ClaimsLoader = Callable[[str], dict[str, Claim]]
-PROBES_DIR = Path(__file__).resolve().parent.parent / "probes"
 SEVERITY = {PASS: 0, NOT_OBSERVABLE: 1, UNDECIDED: 2, FAIL: 3}  # several observations in one cell: the worst shows
 ORIGIN_RANK = {"live": 0, "derived": 1, "unknown": 2}  # a live observation is shown before a derived one
-# The order the README presents the families in; a family not named here comes after, by name.
-FAMILY_ORDER = (
-    "phase_after_deletion",
-    "active_deadline",
-    "termination_order",
-    "job_failure_policy",
-    "job_replacement",
-    "statefulset_status",
-    "node_shutdown",
-)
-# The documents the claims come from (shared/seeds/, outside this repository): their titles, and what they are
-# about in English.
-DOCUMENTS: dict[str, tuple[str, str]] = {
-    "shared/seeds/000_c1d4d88888778485.txt": (
-        "[Kubernetes 1.27] Pod 停止時のフェーズ遷移の変更",
-        "the phase a stopping pod ends in, changed in 1.27 (k/k#115331), and the Job, DaemonSet and "
-        "StatefulSet controllers around it",
-    ),
-    "shared/seeds/001_626b127e201bb90e.txt": (
-        "KubernetesのactiveDeadlineSecondsはJobとPodでちょっと違う",
-        "activeDeadlineSeconds on a Pod and on a Job",
-    ),
-    "shared/seeds/002_a881ba7d7f4b4973.txt": (
-        "アルパカでもわかる安全なPodの終了",
-        "how a pod is stopped: deletion fields, preStop, SIGTERM, SIGKILL, endpoints",
-    ),
-}
 # How Kubernetes spells the words a probe's name writes in lower case.
 WORDS = {
     "daemonset": "DaemonSet",
@@ -384,10 +358,10 @@ def _read_record(path: Path) -> JsonDict:
 
 
 @cache
-def _probe_functions(module: str) -> dict[str, tuple[int, str]]:
+def _probe_functions(path: Path) -> dict[str, tuple[int, str]]:
     """A probe module's functions: name -> (line, docstring), read without importing it."""
     try:
-        tree = ast.parse((PROBES_DIR / module).read_text())
+        tree = ast.parse(path.read_text())
     except (OSError, SyntaxError, ValueError):
         return {}
     return {
@@ -401,8 +375,11 @@ def scenario(probe: str, family: str) -> Scenario:
     """The probe's title (its name) and scenario (its docstring's first paragraph)."""
     module, _, function = probe.partition("::")
     function = function.split("[", 1)[0]
-    line, doc = _probe_functions(module).get(function, (10**6, ""))
-    rank = FAMILY_ORDER.index(family) if family in FAMILY_ORDER else len(FAMILY_ORDER)
+    try:  # the family's folder says where the family comes in the report, and holds the module
+        folder = families.family(family)
+        rank, line, doc = folder.order, *_probe_functions(folder.directory / module).get(function, (10**6, ""))
+    except families.FamilyError:  # a record of a family this checkout does not have: last
+        rank, line, doc = 10**6, 10**6, ""
     title = " ".join(WORDS.get(word, word) for word in function.removeprefix("test_").split("_"))
     text = " ".join(doc.split("\n\n", 1)[0].split())
     return Scenario(probe, family, title[:1].upper() + title[1:], text, (rank, family, line))
@@ -497,7 +474,7 @@ def build_matrix(records: Iterable[JsonDict], claims_loader: ClaimsLoader = load
     claim_objects: dict[str, Claim] = {}
     record_provenance: dict[str, list[JsonDict]] = {}
     probe_claims: dict[str, list[str]] = {}
-    families: dict[str, str] = {}
+    family_of_probe: dict[str, str] = {}
     timelines: dict[str, dict[tuple[str, str], list[JsonDict]]] = {}
     anchors: dict[str, str] = {}
     for record in records:
@@ -505,7 +482,7 @@ def build_matrix(records: Iterable[JsonDict], claims_loader: ClaimsLoader = load
         if not version:
             continue
         probe, kind = record["probe"], origin_kind(record)
-        families.setdefault(probe, record["family"])
+        family_of_probe.setdefault(probe, record["family"])
         record_provenance.setdefault(version, []).append(_record_provenance(record))
         timeline = record.get("timeline") or {}
         timelines.setdefault(probe, {}).setdefault((version, kind), timeline.get("entries", []))
@@ -533,7 +510,7 @@ def build_matrix(records: Iterable[JsonDict], claims_loader: ClaimsLoader = load
     by_claim: dict[tuple[str, str], list[_Seen]] = {}
     for (_, claim_id, version), observations in seen.items():
         by_claim.setdefault((claim_id, version), []).extend(observations)
-    scenarios = {probe: scenario(probe, family) for probe, family in families.items()}
+    scenarios = {probe: scenario(probe, family) for probe, family in family_of_probe.items()}
     rows = [
         Row(claim_objects[claim_id].document, probe, claim_id)
         for probe in sorted(probe_claims, key=lambda p: scenarios[p].order)
@@ -712,7 +689,7 @@ def _environment() -> Environment:
     env.filters["wbr"] = lambda version: Markup(str(escape(version)).replace("-", "-<wbr>"))
     env.filters["md"] = lambda text: str(text).replace("|", "\\|").replace("\n", " ")
     env.globals.update(
-        documents=DOCUMENTS,
+        documents=families.documents(),
         PR_URL=PR_URL,
         column_px=COLUMN_PX,
         timeline_file=timeline_file,

@@ -6,6 +6,9 @@ A recording is the list of calls the probe made with what came back, including e
 received and when (seconds on the transport's clock). The calls are declared once, in `Transport`;
 `LiveTransport` carries them out, `RecordingTransport` writes the list during a live run, and
 `ReplayTransport` serves it back in order and refuses calls the recording does not have.
+
+Over 600 lines: the three transports and the recording format are kept together on purpose, since a
+recording must replay exactly what the live transport did.
 """
 
 from __future__ import annotations
@@ -500,7 +503,7 @@ class _LiveWatch:
 
 @dataclass
 class Recording:
-    """A probe's calls and what came back, in order; the file format of recordings/."""
+    """A probe's calls and what came back, in order; the file format of probes/<family>/recordings/."""
 
     probe: str
     origin: JsonDict

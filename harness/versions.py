@@ -11,6 +11,8 @@ import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
+from harness import paths
+
 NODE_IMAGES_FILE = Path(__file__).with_name("node_images.yaml")
 
 # "v1.27.3", "1.27.3", "v1.27.0-rc.0", "v1.27.3-eks-a5565ad", "v1.28.2+k3s1", "v1.29.1-gke.1589018"
@@ -25,7 +27,7 @@ _NODE_IMAGE = re.compile(
 
 
 # Where `make node-image` records which kind release built each local image (harness/node_image_build.py).
-LOCAL_BUILDS_DIR = Path(__file__).resolve().parent.parent / ".tools" / "node-images"
+LOCAL_BUILDS_DIR = paths.NODE_IMAGES
 
 
 class VersionError(ValueError):

@@ -27,22 +27,29 @@ def live_run(tmp_path: Path, outcome: str) -> Path:
 
 
 def test_a_passing_live_recording_replaces_the_derived_one_byte_for_byte(tmp_path: Path) -> None:
-    recordings = tmp_path / "recordings"
-    (recordings / "active_deadline").mkdir(parents=True)
-    derived = recordings / "active_deadline" / "pod_deadline--v1.27.3-derived.json"
+    families = tmp_path / "probes"
+    (families / "active_deadline" / "recordings").mkdir(parents=True)
+    derived = families / "active_deadline" / "recordings" / "pod_deadline--v1.27.3-derived.json"
     derived.write_text("{}")
     run = live_run(tmp_path, "passed")
-    said = adopt(run, recordings=recordings)
-    adopted = recordings / "active_deadline" / "pod_deadline--v1.27.3-live-local.json"
+    said = adopt(run, families=families)
+    adopted = families / "active_deadline" / "recordings" / "pod_deadline--v1.27.3-live-local.json"
     assert adopted.read_bytes() == (run / "recordings" / "test-pod-deadline.json").read_bytes()
     assert not derived.exists()
     assert any("removed" in line for line in said)
 
 
 def test_a_failing_probes_recording_is_not_adopted_unless_asked(tmp_path: Path) -> None:
-    recordings = tmp_path / "recordings"
+    families = tmp_path / "probes"
     run = live_run(tmp_path, "failed")
-    assert adopt(run, recordings=recordings) == ["skipped test-pod-deadline.json: the probe failed"]
-    assert not recordings.exists()
-    adopt(run, include_failing=True, recordings=recordings)
-    assert (recordings / "active_deadline" / "pod_deadline--v1.27.3-live-local.json").is_file()
+    assert adopt(run, families=families) == ["skipped test-pod-deadline.json: the probe failed"]
+    assert not families.exists()
+    adopt(run, include_failing=True, families=families)
+    assert (families / "active_deadline" / "recordings" / "pod_deadline--v1.27.3-live-local.json").is_file()
+
+
+def test_a_recording_goes_to_the_family_its_probe_record_names(tmp_path: Path) -> None:
+    run = live_run(tmp_path, "passed")
+    (run / "probes" / "test-pod-deadline.json").write_text(json.dumps({"outcome": "passed", "family": "elsewhere"}))
+    adopt(run, families=tmp_path / "probes")
+    assert (tmp_path / "probes" / "elsewhere" / "recordings" / "pod_deadline--v1.27.3-live-local.json").is_file()

@@ -162,7 +162,7 @@ PYTEST: dict[str, Bad] = {
     "pytest-kubeconfig-passwd": Bad(("--kubeconfig", "/etc/passwd", "--context", "x"), 4, "is not a kubeconfig"),
     "pytest-context-alone": Bad(("--context", "x"), 4, "--context names a context of --kubeconfig"),
     "pytest-local-minor": Bad(("--local-version", "1.27"), 4, "give a full Kubernetes release"),
-    "pytest-replay-and-kind": Bad(("--replay", "recordings", "--kind-version", "1.27"), 4, "cannot be combined"),
+    "pytest-replay-and-kind": Bad(("--replay", "probes", "--kind-version", "1.27"), 4, "cannot be combined"),
     "pytest-kubeconfig-no-context": Bad(("--kubeconfig", "/etc/passwd"), 4, "needs an explicit --context"),
 }
 

@@ -11,15 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from harness import families
 from harness.probe import ClaimsFailed, Probe
 from harness.run import Run
 from harness.transport import Recording
-from probes import test_job_replacement as replacement_probes
-from probes import test_node_shutdown as shutdown_probes
-from probes import test_statefulset_status as statefulset_probes
+from probes.job_replacement import test_job_replacement as replacement_probes
+from probes.node_shutdown import test_node_shutdown as shutdown_probes
+from probes.statefulset_status import test_statefulset_status as statefulset_probes
 from tests.derived import derived
-
-RECORDINGS = Path(__file__).resolve().parent.parent / "recordings"
 
 
 def replay(family: str, module: object, name: str, tmp_path: Path, recording: Recording | None = None) -> Probe:
@@ -88,7 +87,7 @@ def drop_events_after(recording: Recording, kind: str, t: float) -> Recording:
 
 def test_a_1_28_5_statefulset_that_leaves_its_succeeded_pod_behaves_like_the_regression(tmp_path: Path) -> None:
     name = "statefulset_pod_after_graceful_node_shutdown--v1.28.15-derived.json"
-    stuck = drop_events_after(Recording.load(RECORDINGS / "node_shutdown" / name), "Pod", 6.3)
+    stuck = drop_events_after(Recording.load(families.family("node_shutdown").recordings / name), "Pod", 6.3)
     with pytest.raises(ClaimsFailed) as failed:
         replay("node_shutdown", shutdown_probes, name, tmp_path, stuck)
     message = str(failed.value)
@@ -100,7 +99,7 @@ def test_a_1_28_5_statefulset_that_leaves_its_succeeded_pod_behaves_like_the_reg
 
 def test_a_1_29_job_that_replaces_a_terminating_pod_despite_podreplacementpolicy_failed_fails(tmp_path: Path) -> None:
     name = "job_replacing_failed_pods_only--v1.29.14-derived.json"
-    recording = copy.deepcopy(Recording.load(RECORDINGS / "job_replacement" / name))
+    recording = copy.deepcopy(Recording.load(families.family("job_replacement").recordings / name))
     for step in recording.interactions:
         if step["call"] == "watch" and step["request"]["kind"] == "Pod":
             for event in step["events"]:

@@ -1,11 +1,10 @@
-"""Expectations as data (expectations/*.yaml) and the evaluator's verdicts and messages."""
+"""Expectations as data (probes/<family>/expectations.yaml) and the evaluator's verdicts and messages."""
 
 from __future__ import annotations
 
 import pytest
 
 from harness.expectations import (
-    EXPECTATIONS_DIR,
     FAIL,
     NOT_OBSERVABLE,
     PASS,
@@ -17,9 +16,10 @@ from harness.expectations import (
     load_claims,
     not_observable,
 )
+from harness.families import families
 from harness.versions import KubeVersion, known_images
 
-FAMILIES = sorted(p.stem for p in EXPECTATIONS_DIR.glob("*.yaml"))
+FAMILIES = [f.name for f in families()]
 # Every version the image table knows, plus the pre-releases around the 1.27 boundary.
 VERSIONS = [
     *sorted({str(i.kubernetes.version) for i in known_images()}),

@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import cli, manifest_check
+from harness import cli
+from harness.families import manifest_path
 from harness.manifest_check import check_manifest, check_manifests, schema_version
 from harness.versions import KubeVersion
 
 REPO = Path(__file__).resolve().parent.parent
-POD = yaml.safe_load((REPO / "manifests" / "pod-finalizer-traps-sigterm.yaml").read_text())
+POD = yaml.safe_load(manifest_path("pod-finalizer-traps-sigterm.yaml").read_text())
 
 
 def test_every_manifest_of_the_suite_is_valid_for_every_version_with_a_schema() -> None:
@@ -37,9 +38,9 @@ def test_every_wrong_type_is_reported_with_its_path() -> None:
 
 
 def test_unknown_fields_and_schema_only_required_fields_are_left_to_the_server() -> None:
-    job = yaml.safe_load((REPO / "manifests" / "job-pod-replaced-when-failed.yaml").read_text())
+    job = yaml.safe_load(manifest_path("job-pod-replaced-when-failed.yaml").read_text())
     assert check_manifest(job, "1.27.0", "job.yaml") == []  # podReplacementPolicy unknown in 1.27: on purpose
-    policy = yaml.safe_load((REPO / "manifests" / "job-pod-failure-policy-exit-42.yaml").read_text())
+    policy = yaml.safe_load(manifest_path("job-pod-failure-policy-exit-42.yaml").read_text())
     assert check_manifest(policy, "1.26.0", "job.yaml") == []  # the schema 'requires' onPodConditions; the server not
 
 
@@ -55,7 +56,6 @@ def test_make_probe_refuses_an_invalid_manifest_before_it_needs_docker(
     broken = copy.deepcopy(POD)
     broken["spec"]["containers"][0]["image"] = 5
     (tmp_path / "pod.yaml").write_text(yaml.safe_dump(broken))
-    monkeypatch.setattr(manifest_check, "MANIFESTS_DIR", tmp_path)
     monkeypatch.setattr(cli, "check_manifests", lambda v: check_manifests(v, tmp_path))
     assert cli.main(["probe", "--version", "1.27.3"]) == 2
     err = capsys.readouterr().err

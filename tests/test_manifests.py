@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.manifests import MANIFESTS_DIR, load_manifest, manifest_files, merge_patch
+from harness.families import manifest_path
+from harness.manifests import load_manifest, manifest_files, merge_patch
 
 BASE = """\
 apiVersion: v1
@@ -67,7 +68,7 @@ def test_merge_patch_follows_rfc_7386() -> None:
 def test_every_overlay_of_the_suite_sits_next_to_its_base_and_changes_it() -> None:
     overlays = 0
     for name in manifest_files():
-        declared = yaml.safe_load((MANIFESTS_DIR / name).read_text()).get("overlay")
+        declared = yaml.safe_load(manifest_path(name).read_text()).get("overlay")
         if declared:
             overlays += 1
             assert name.startswith(declared["base"].removesuffix(".yaml") + "."), name

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import pytest
 import yaml
@@ -23,6 +24,9 @@ from harness.node_shutdown import (
     derived_image_tag,
     ensure_derived_image,
 )
+from harness.observe import ProbeTimeout, Timeline
+from harness.probe import Probe
+from harness.transport import Transport
 from harness.versions import KubeVersion
 from tests.doubles import FakeRunner, failed, ok
 
@@ -143,3 +147,48 @@ def test_a_kubelet_that_never_takes_its_lock_is_reported_after_a_bounded_wait(mo
     cancelled = LockAfterRestart()
     assert announce_shutdown("kind-worker", False, cancelled)["kubelet_restarted_for_its_lock"] is False
     assert not cancelled.restarted  # cancelling never restarts anything
+
+
+class ShutdownNodes:
+    """Stands in for the shutdown cluster's transport: records each announce / cancel; can fail the cancel."""
+
+    def __init__(self, cancel_fails: bool = False) -> None:
+        self.sent: list[tuple[str, bool]] = []
+        self.cancel_fails = cancel_fails
+
+    def node_shutdown(self, node: str, starting: bool) -> dict[str, object]:
+        self.sent.append((node, starting))
+        if not starting and self.cancel_fails:
+            raise RuntimeError("busctl: no such node")
+        return {"kubelet_inhibitor": True}
+
+    def now(self) -> float:
+        return 1.0
+
+    def last_call_started(self) -> float:
+        return 1.0
+
+
+def probe_on(nodes: ShutdownNodes) -> Probe:
+    probe = Probe.__new__(Probe)  # only the timeline and the transport take part in a shutdown
+    probe.timeline, probe.transport = Timeline(), cast(Transport, nodes)
+    return probe
+
+
+def test_a_shutdown_is_cancelled_when_the_block_ends_and_when_it_fails() -> None:
+    nodes = ShutdownNodes()
+    with probe_on(nodes).node_shut_down("worker") as answer:
+        assert answer["kubelet_inhibitor"] is True
+    assert nodes.sent == [("worker", True), ("worker", False)]
+    nodes = ShutdownNodes()
+    with pytest.raises(ProbeTimeout), probe_on(nodes).node_shut_down("worker"):
+        raise ProbeTimeout("the pod never stopped")
+    assert nodes.sent == [("worker", True), ("worker", False)]
+
+
+def test_a_failed_cancel_does_not_hide_the_probes_own_error() -> None:
+    nodes = ShutdownNodes(cancel_fails=True)
+    probe = probe_on(nodes)
+    with pytest.raises(ProbeTimeout), probe.node_shut_down("worker"):
+        raise ProbeTimeout("the pod never stopped")
+    assert "cancel failed" in probe.timeline.render()

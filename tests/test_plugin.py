@@ -15,7 +15,6 @@ from harness.transport import Recording
 from tests.derived import derived
 
 REPO = Path(__file__).resolve().parent.parent
-DERIVED = REPO / "recordings" / "phase_after_deletion"
 
 
 def pytest_run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -59,7 +58,7 @@ def test_a_contradicting_recording_fails_the_probe_and_leaves_evidence(tmp_path:
 
 
 def test_without_a_cluster_live_probes_are_skipped_with_one_reason_never_passed(tmp_path: Path) -> None:
-    proc = pytest_run("probes/test_phase_after_deletion.py", "--run-dir", str(tmp_path), "-rs")
+    proc = pytest_run("probes/phase_after_deletion/test_phase_after_deletion.py", "--run-dir", str(tmp_path), "-rs")
     assert proc.returncode == 0, proc.stdout
     assert "7 skipped" in proc.stdout
     assert "passed" not in proc.stdout.splitlines()[-1]
@@ -80,7 +79,11 @@ def test_a_probe_without_recording_fails_the_offline_run(tmp_path: Path) -> None
     only_one.mkdir()
     derived("phase_after_deletion/always_pod_trapping_sigterm--v1.27.3-derived.json").write(only_one / "one.json")
     proc = pytest_run(
-        "probes/test_phase_after_deletion.py", "--replay", str(only_one), "--run-dir", str(tmp_path / "runs")
+        "probes/phase_after_deletion/test_phase_after_deletion.py",
+        "--replay",
+        str(only_one),
+        "--run-dir",
+        str(tmp_path / "runs"),
     )
     assert proc.returncode == 1
     assert "1 passed, 6 errors" in proc.stdout
@@ -150,7 +153,13 @@ def test_sigterm_while_a_probe_waits_still_runs_teardown(tmp_path: Path) -> None
 
 def test_repeat_runs_each_live_probe_n_times(tmp_path: Path) -> None:
     proc = pytest_run(
-        "probes/test_termination_order.py", "--repeat", "3", "--collect-only", "-q", "--run-dir", str(tmp_path)
+        "probes/termination_order/test_termination_order.py",
+        "--repeat",
+        "3",
+        "--collect-only",
+        "-q",
+        "--run-dir",
+        str(tmp_path),
     )
     assert proc.returncode == 0, proc.stdout
     assert "test_prestop_within_the_grace_period[repeat3]" in proc.stdout
@@ -160,7 +169,7 @@ def test_repeat_runs_each_live_probe_n_times(tmp_path: Path) -> None:
 def test_a_run_directory_that_is_not_writable_is_a_usage_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    proc = pytest_run("probes/test_phase_after_deletion.py", "--run-dir", str(blocker / "runs"))
+    proc = pytest_run("probes/phase_after_deletion/test_phase_after_deletion.py", "--run-dir", str(blocker / "runs"))
     assert proc.returncode == 4
     assert "is not writable" in proc.stderr
 
@@ -203,7 +212,7 @@ def test_a_live_run_on_an_existing_cluster_cleans_up_and_its_recording_replays(t
         )
         before = kubeconfig.read_bytes()
         proc = pytest_run(
-            "probes/test_phase_after_deletion.py::test_pod_without_finalizer_trapping_sigterm",
+            "probes/phase_after_deletion/test_phase_after_deletion.py::test_pod_without_finalizer_trapping_sigterm",
             "--kubeconfig",
             str(kubeconfig),
             "--context",
@@ -228,7 +237,7 @@ def test_a_live_run_on_an_existing_cluster_cleans_up_and_its_recording_replays(t
     assert {k: provenance.get(k) for k in suite} == suite
     assert {k: json.loads(recording.read_text())["origin"].get(k) for k in suite} == suite
     replay = pytest_run(
-        "probes/test_phase_after_deletion.py",
+        "probes/phase_after_deletion/test_phase_after_deletion.py",
         "--replay",
         str(recording),
         "--run-dir",
@@ -243,9 +252,9 @@ def test_a_live_run_on_an_existing_cluster_cleans_up_and_its_recording_replays(t
 def test_pytest_xdist_workers_share_one_run_directory_and_the_summary_names_it(tmp_path: Path) -> None:
     """`pytest -n 2` without --run-id (make test): one run directory, a run-<worker>.json per worker in it."""
     proc = pytest_run(
-        "probes/test_phase_after_deletion.py",
+        "probes/phase_after_deletion/test_phase_after_deletion.py",
         "--replay",
-        "recordings",
+        "probes/phase_after_deletion/recordings",
         "--run-dir",
         str(tmp_path / "runs"),
         "-k",
@@ -264,9 +273,9 @@ def test_pytest_xdist_workers_share_one_run_directory_and_the_summary_names_it(t
 def test_junit_xml_carries_each_claim_and_its_sources(tmp_path: Path) -> None:
     junit = tmp_path / "junit.xml"
     proc = pytest_run(
-        "probes/test_phase_after_deletion.py",
+        "probes/phase_after_deletion/test_phase_after_deletion.py",
         "--replay",
-        "recordings",
+        "probes/phase_after_deletion/recordings",
         "--run-dir",
         str(tmp_path / "runs"),
         "-k",

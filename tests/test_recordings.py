@@ -17,27 +17,29 @@ from typing import Any
 
 import pytest
 
+from harness.families import all_recordings, families, family, recording_path
 from harness.probe import ClaimsFailed, Probe
 from harness.run import Run
 from harness.transport import Recording
 
 REPO = Path(__file__).resolve().parent.parent
-RECORDINGS = REPO / "recordings"
 sys.path.insert(0, str(REPO / "tools"))
 import derive_recordings  # noqa: E402
 
-from probes import test_phase_after_deletion as phase_probes  # noqa: E402
+from probes.phase_after_deletion import test_phase_after_deletion as phase_probes  # noqa: E402
 from tests.derived import derived  # noqa: E402
 
 
 def replaced_by_live(relative: str) -> bool:
     """A derived recording's place taken by a live recording of the same probe and version."""
-    path = RECORDINGS / relative
+    path = recording_path(relative)
     return any(path.parent.glob(path.name.replace("-derived.json", "-live-*.json")))
 
 
 def test_derived_recordings_are_current_and_say_they_are_derived() -> None:
-    written = {p.name: json.loads(p.read_text()) for p in (RECORDINGS / "phase_after_deletion").glob("*-derived.json")}
+    written = {
+        p.name: json.loads(p.read_text()) for p in family("phase_after_deletion").recordings.glob("*-derived.json")
+    }
     for scenario in derive_recordings.SCENARIOS:
         name = f"{scenario.probe.removeprefix('test_')}--{scenario.git_version}-derived.json"
         if replaced_by_live(f"phase_after_deletion/{name}"):
@@ -52,17 +54,17 @@ def test_derived_recordings_are_current_and_say_they_are_derived() -> None:
 
 def test_every_derived_recording_of_every_family_is_current() -> None:
     derived = {r: rec for r, rec in derive_recordings.all_recordings().items() if not replaced_by_live(r)}
-    on_disk = {str(p.relative_to(RECORDINGS)) for p in RECORDINGS.rglob("*-derived.json")}
+    on_disk = {f"{p.parent.parent.name}/{p.name}" for p in all_recordings() if p.name.endswith("-derived.json")}
     assert on_disk == set(derived), "run make recordings (a live recording replaces the derived one it matches)"
     for relative, recording in derived.items():
-        written = json.loads((RECORDINGS / relative).read_text())
+        written = json.loads(recording_path(relative).read_text())
         assert written == json.loads(json.dumps(recording)), f"{relative}: run make recordings"
         assert written["origin"]["kind"] == "derived"
 
 
 def test_live_recordings_say_what_ran() -> None:
     """Every live recording is kept as recorded and its origin names the cluster and, for a local one, the build."""
-    live = sorted(RECORDINGS.rglob("*-live-*.json"))
+    live = [p for p in all_recordings() if "-live-" in p.name]
     for path in live:
         origin = json.loads(path.read_text())["origin"]
         assert origin["kind"] == "live", path
@@ -72,8 +74,10 @@ def test_live_recordings_say_what_ran() -> None:
 
 
 def test_every_probe_module_has_recordings_for_every_probe() -> None:
-    recorded = {Recording.load(p).probe for p in RECORDINGS.rglob("*.json")}
-    for module in (REPO / "probes").glob("test_*.py"):
+    recorded = {Recording.load(p).probe for p in all_recordings()}
+    modules = [module for f in families() for module in f.modules]
+    assert len(modules) >= len(families())
+    for module in modules:
         names = re.findall(r"^def (test_\w+)\(probe", module.read_text(), flags=re.M)
         assert names, module
         for name in names:
@@ -83,7 +87,7 @@ def test_every_probe_module_has_recordings_for_every_probe() -> None:
 def test_every_probe_has_recordings_for_both_sides_of_the_1_27_boundary() -> None:
     probes = {n for n in dir(phase_probes) if n.startswith("test_")}
     recorded: dict[str, set[str]] = {}
-    for path in RECORDINGS.rglob("*.json"):
+    for path in all_recordings():
         recording = Recording.load(path)
         recorded.setdefault(recording.probe.split("::")[1], set()).add(recording.server_git_version())
     for probe in probes:
@@ -201,7 +205,7 @@ def test_evidence_of_a_replayed_failure_shows_the_pod_as_last_seen(tmp_path: Pat
     assert "no cluster to ask" in (evidence / "README.txt").read_text()
 
 
-from probes import test_active_deadline as deadline_probes  # noqa: E402
+from probes.active_deadline import test_active_deadline as deadline_probes  # noqa: E402
 
 
 def load_deadline(name: str) -> Recording:
@@ -313,12 +317,14 @@ def test_deadline_kill_five_seconds_after_sigterm_passes_and_nine_seconds_fails(
     assert verdicts["pod-deadline.killed-after-deadline"].observed == 9.0
 
 
-from probes import test_termination_order as termination_probes  # noqa: E402
+from probes.termination_order import test_termination_order as termination_probes  # noqa: E402
 
 
 def test_a_kubelet_that_kills_at_once_after_an_overrun_fails_the_two_second_claim(tmp_path: Path) -> None:
     recording = copy.deepcopy(
-        Recording.load(RECORDINGS / "termination_order" / "prestop_overrunning_the_grace_period--v1.33.12-derived.json")
+        Recording.load(
+            family("termination_order").recordings / "prestop_overrunning_the_grace_period--v1.33.12-derived.json"
+        )
     )
     watch = next(s for s in recording.interactions if s["call"] == "watch")
     last = watch["events"][-1]["object"]
@@ -391,9 +397,11 @@ def test_a_watch_gap_over_the_transition_makes_the_claim_undecided_never_passed(
 
 
 def test_a_1_27_job_that_ignores_its_pod_failure_policy_behaves_like_before_1_26(tmp_path: Path) -> None:
-    from probes import test_job_failure_policy as policy_probes
+    from probes.job_failure_policy import test_job_failure_policy as policy_probes
 
-    recording = copy.deepcopy(Recording.load(RECORDINGS / "job_failure_policy" / "exit_code_42--v1.25.16-derived.json"))
+    recording = copy.deepcopy(
+        Recording.load(family("job_failure_policy").recordings / "exit_code_42--v1.25.16-derived.json")
+    )
     recording.interactions[0]["response"]["gitVersion"] = "v1.27.3"  # the 1.25 behaviour, reported by a 1.27 server
     probe = Probe.replaying(recording, "job_failure_policy", Run.start(tmp_path))
     with pytest.raises(ClaimsFailed) as err:

@@ -69,7 +69,7 @@ def replay(recordings: Path, runs: Path) -> subprocess.CompletedProcess[str]:
 def replayed_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Run records of every probe on every recording (several versions), as `make test` makes them."""
     runs = tmp_path_factory.mktemp("runs")
-    proc = replay(REPO / "recordings", runs)
+    proc = replay(REPO / "probes", runs)
     assert proc.returncode == 0, proc.stdout
     return runs
 

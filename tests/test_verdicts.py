@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 
 from harness.expectations import FAIL, PASS, UNDECIDED
+from harness.families import recording_path
 from harness.probe import ClaimsFailed, ClaimsUndecided, Probe
 from harness.run import Run
 from harness.transport import JsonDict, Recording
-from probes import test_job_replacement as job_probes
-from probes import test_statefulset_status as statefulset_probes
-from probes import test_termination_order as termination_probes
+from probes.job_replacement import test_job_replacement as job_probes
+from probes.statefulset_status import test_statefulset_status as statefulset_probes
+from probes.termination_order import test_termination_order as termination_probes
 
-RECORDINGS = Path(__file__).resolve().parent.parent / "recordings"
 STS_LIVE = (
     "statefulset_status/statefulset_status_through_parallel_scale_up_and_partitioned_update--v1.27.3-live-kind.json"
 )
@@ -32,7 +32,7 @@ JOB_LIVE = "job_replacement/job_without_policies_replaces_a_deleted_pod--v1.27.3
 def live(relative: str) -> Recording:
     """A fresh in-memory copy of a live recording."""
     assert "-live-" in relative
-    return copy.deepcopy(Recording.load(RECORDINGS / relative))
+    return copy.deepcopy(Recording.load(recording_path(relative)))
 
 
 def watch_of(recording: Recording, kind: str) -> JsonDict:

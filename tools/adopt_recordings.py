@@ -1,7 +1,7 @@
 """Adopt a live run's recordings as offline tests: `python tools/adopt_recordings.py runs/<run-id> [...]`.
 
 Each recording of a passing probe is copied, unchanged (a live recording is evidence: never edited), into
-`recordings/<family>/<probe>--<server version>-live-<cluster>.json`; a derived recording of the same probe and
+`probes/<family>/recordings/<probe>--<server version>-live-<cluster>.json`; a derived recording of the same probe and
 version is removed, since the live one replaces it. Recordings of failing probes are not adopted unless
 `--failing` is given (a failing live recording is a finding to resolve first, not a test to keep green).
 """
@@ -17,12 +17,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def family_of(probe: str) -> str:
-    """'test_active_deadline.py::test_pod_deadline' -> 'active_deadline'."""
-    return probe.split("::", 1)[0].removeprefix("test_").removesuffix(".py")
+def family_of(probe: str, record: dict[str, object]) -> str:
+    """The family the probe record names; else from the module: 'test_active_deadline.py::…' -> 'active_deadline'."""
+    return str(record.get("family") or probe.split("::", 1)[0].removeprefix("test_").removesuffix(".py"))
 
 
-def adopt(run_dir: Path, include_failing: bool = False, recordings: Path = REPO / "recordings") -> list[str]:
+def adopt(run_dir: Path, include_failing: bool = False, families: Path = REPO / "probes") -> list[str]:
+    """Copy the run's passing live recordings into families/<family>/recordings/; what was done, line by line."""
     said = []
     for path in sorted((run_dir / "recordings").glob("*.json")):
         data = json.loads(path.read_text())
@@ -30,7 +31,8 @@ def adopt(run_dir: Path, include_failing: bool = False, recordings: Path = REPO 
         if origin.get("kind") != "live":
             continue
         record = run_dir / "probes" / path.name
-        outcome = json.loads(record.read_text()).get("outcome") if record.is_file() else "unknown"
+        facts = json.loads(record.read_text()) if record.is_file() else {}
+        outcome = facts.get("outcome", "unknown")
         if outcome != "passed" and not include_failing:
             said.append(f"skipped {path.name}: the probe {outcome}")
             continue
@@ -46,16 +48,15 @@ def adopt(run_dir: Path, include_failing: bool = False, recordings: Path = REPO 
         probe = data["probe"].split("::", 1)[1].removeprefix("test_")
         stem = path.stem.removeprefix("test-").replace("-", "_")
         repeat = stem.rsplit("_repeat", 1)[1] if "_repeat" in stem else ""
-        target = (
-            recordings / family_of(data["probe"]) / f"{probe}--{version}-live-{cluster}{repeat and '-' + repeat}.json"
-        )
+        recordings = families / family_of(data["probe"], facts) / "recordings"
+        target = recordings / f"{probe}--{version}-live-{cluster}{repeat and '-' + repeat}.json"
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, target)
-        said.append(f"adopted {target.relative_to(recordings.parent)}")
+        said.append(f"adopted {target.relative_to(families.parent)}")
         derived = target.parent / f"{probe}--{version}-derived.json"
         if derived.is_file():
             derived.unlink()
-            said.append(f"removed {derived.relative_to(recordings.parent)} (replaced by the live recording)")
+            said.append(f"removed {derived.relative_to(families.parent)} (replaced by the live recording)")
     return said
 
 

@@ -59,7 +59,7 @@ def statefulset_status(git_version: str, replicas_dip: bool, regression: bool, b
     `regression`: and without k/k#120731 — the sync that recreates web-0 writes replicas 2 with both other pods
     updated and Ready, judges the update complete and moves currentRevision; it still creates web-0 at the old
     revision, and the second recreation comes from the moved currentRevision, at the update revision. This is
-    the order the live 1.28.0 recording shows (recordings/statefulset_status/*--v1.28.0-live-local.json); the
+    the order the live 1.28.0 recording shows (probes/statefulset_status/recordings/*--v1.28.0-live-local.json); the
     instants are illustrative.
     """
     s = Script("test_statefulset_status_through_parallel_scale_up_and_partitioned_update", git_version, basis)

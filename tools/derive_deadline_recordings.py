@@ -1,4 +1,4 @@
-"""Recordings for probes/test_active_deadline.py derived from document 001 (and, for 1.31+, k/k#125510).
+"""Recordings for probes/active_deadline/test_active_deadline.py derived from document 001 (and, for 1.31+, k/k#125510).
 
 Not recorded: no cluster ran. Each scenario replays what document 001 reports for kind v1.21.1 (phases,
 reasons, messages, exit codes, which pods and containers remain, the job controller's events), on the
@@ -113,7 +113,7 @@ class Script:
 
 
 def manifest(name: str) -> JsonDict:
-    """A file of manifests/ (or an overlay of one) as the probe applies it."""
+    """A manifest of a family (or an overlay of one) as the probe applies it."""
     return labelled(load_manifest(name), "derived")
 
 

@@ -1,12 +1,12 @@
-"""Write the recordings under recordings/ that are derived from the documents, not from a live cluster.
+"""Write the recordings under probes/<family>/recordings/ that are derived from the documents, not from a live cluster.
 
 No cluster could be run where this suite was written, so its offline tests replay recordings built
 here from what the documents report (phases, exit codes, reasons, timings of their kubectl output) and,
 where a document is silent, from the Kubernetes source named in each scenario's `basis`. Every file
 says so in its `origin`. A live run writes recordings in the same format (runs/<id>/recordings/); drop
-one into recordings/ and it becomes an offline test of its own.
+one into probes/<family>/recordings/ (tools/adopt_recordings.py) and it becomes an offline test of its own.
 
-    python tools/derive_recordings.py            # rewrite recordings/ (tests check they are current)
+    python tools/derive_recordings.py            # rewrite the derived recordings (tests check they are current)
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from harness.families import recording_path  # noqa: E402
 from harness.manifests import load_manifest  # noqa: E402
 from harness.probe import labelled  # noqa: E402
 from harness.transport import RECORDING_FORMAT  # noqa: E402
@@ -43,8 +44,8 @@ EPOCH = datetime(2023, 12, 11, 0, 0, 0, tzinfo=UTC)  # the document's experiment
 
 @dataclass(frozen=True)
 class Scenario:
-    probe: str  # test function in probes/test_phase_after_deletion.py
-    manifest: str  # the file in manifests/ it applies
+    probe: str  # test function in probes/phase_after_deletion/test_phase_after_deletion.py
+    manifest: str  # the manifest it applies (probes/<family>/manifests/)
     git_version: str
     handles_sigterm: bool
     phase_after_stop: str  # what the document (or basis) says the phase is once the container stopped
@@ -296,7 +297,7 @@ SCENARIOS = [
 
 
 def all_recordings() -> dict[str, JsonDict]:
-    """Relative path under recordings/ -> derived recording, for every probe family."""
+    """'<family>/<file>' (probes/<family>/recordings/<file>) -> derived recording, for every probe family."""
     out = {
         f"phase_after_deletion/{s.probe.removeprefix('test_')}--{s.git_version}-derived.json": derive(s)
         for s in SCENARIOS
@@ -319,7 +320,7 @@ def all_recordings() -> dict[str, JsonDict]:
 
 def main() -> None:
     for relative, recording in all_recordings().items():
-        path = REPO / "recordings" / relative
+        path = recording_path(relative)
         live = sorted(path.parent.glob(path.name.replace("-derived.json", "-live-*.json")))
         if live:  # a live recording of this probe and version replaces the derived one
             print(f"{path.relative_to(REPO)}: not written, {live[0].name} is live")

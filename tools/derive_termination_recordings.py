@@ -1,4 +1,4 @@
-"""Recordings for probes/test_termination_order.py derived from document 002 and the kubelet's source.
+"""Recordings for probes/termination_order/test_termination_order.py derived from document 002 and the kubelet's source.
 
 Not recorded: no cluster ran. Document 002 describes the order (it measures nothing), so the instants here
 follow it and kubernetes/kubernetes pkg/kubelet/kuberuntime/kuberuntime_container.go killContainer: preStop
@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from harness.families import manifest_path
 from harness.manifests import load_manifest
 from harness.probe import labelled
 from harness.transport import RECORDING_FORMAT
@@ -38,7 +39,7 @@ def ts(t: float) -> str:
 @dataclass(frozen=True)
 class Scenario:
     probe: str
-    manifest: str  # the file in manifests/ the probe applies; grace and prestop are what it says
+    manifest: str  # the manifest the probe applies; grace and prestop are what it says
     grace: int
     prestop: int | None  # None: the manifest has no preStop hook
     override: int | None = None
@@ -207,7 +208,7 @@ def derive_replacement(git_version: str) -> JsonDict:
     """Deployment of one replica whose container ignores SIGTERM (grace 10 s): the old pod is deleted at
     t=3.31, the ReplicaSet's replacement appears at t=3.4, the old container is SIGKILLed at t=13.3."""
     deployment: JsonDict = labelled(
-        yaml.safe_load((REPO / "manifests" / "deployment-slow-to-stop.yaml").read_text()), "derived"
+        yaml.safe_load(manifest_path("deployment-slow-to-stop.yaml").read_text()), "derived"
     )
     template = deployment["spec"]["template"]
     rv = 700
@@ -347,7 +348,7 @@ def derive_endpoints(git_version: str) -> JsonDict:
     pod_watch = steps[2]
     old = pod_watch["events"][0]["object"]["metadata"]["name"]
     new = next(e["object"]["metadata"]["name"] for e in pod_watch["events"] if e["object"]["metadata"]["name"] != old)
-    service: JsonDict = labelled(yaml.safe_load((REPO / "manifests" / "service-web.yaml").read_text()), "derived")
+    service: JsonDict = labelled(yaml.safe_load(manifest_path("service-web.yaml").read_text()), "derived")
     terminating_kept = git_version >= "v1.22"
 
     def legacy(t: float, ready: list[str], rv: int) -> JsonDict:

@@ -31,9 +31,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from harness import paths
 from harness.versions import KubeVersion, VersionError, check_supported
 
-TOOLS = Path(__file__).resolve().parent.parent.parent / ".tools"
+TOOLS = paths.TOOLS
 # The local cluster runs the first five; a kind node image also needs kubeadm (in the node) and kube-proxy.
 COMPONENTS = (
     "kube-apiserver",

@@ -30,15 +30,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness import paths
 from harness.local.build import Build
 from harness.local.cluster import LOCAL_PROBE_IMAGE
 from harness.local.images import BUSYBOX
 from harness.nodeimage.images import ImageArchive, NodeImageError, kubeadm_images, node_images
 from harness.versions import KubeVersion
 
-TOOLS = Path(__file__).resolve().parent.parent.parent / ".tools"
-WORK = TOOLS / "node-image-work"
-RECORDS = TOOLS / "node-images"
+TOOLS = paths.TOOLS
+WORK = paths.NODE_IMAGE_WORK
+RECORDS = paths.NODE_IMAGES
 FILES = Path(__file__).resolve().parent / "node-files"
 KIND_RELEASE = "v0.20.0"  # the kind whose node contract these images follow, and that runs them
 SUITE = "bookworm"
@@ -337,7 +338,7 @@ def build_node_images(
     from harness.nodeimage.crictl import build_crictl, crictl_record
 
     build = build_kubernetes(version)
-    tag = f"plp-node:{build.version}"
+    tag = paths.node_image_tag(build.version)
     tags = [tag, shutdown_tag(tag)]
     missing = [t for t in tags if subprocess.run(["docker", "image", "inspect", t], capture_output=True).returncode]
     if not missing:

@@ -27,12 +27,12 @@ import pytest
 
 from harness.observe import Observer, ProbeTimeout, Sighting, order_of
 from harness.probe import Probe
+from harness.probe_helpers import POD_START_BUDGET_S, running_and_ready
 from harness.transport import JsonDict, Rejected
 from harness.views import JobView, PodView
 
 pytestmark = pytest.mark.probe("job_replacement")
 
-START_BUDGET_S = 180.0
 # The old pod stops 20 s after SIGTERM (grace 30 s); the replacement comes at once (10 s later from 1.27: the
 # back-off) or after the old pod is terminal.
 REPLACEMENT_BUDGET_S = 60.0
@@ -52,10 +52,6 @@ def create_job(probe: Probe, manifest: JsonDict, without_field: str | None) -> s
         probe.create(probe.manifest(without_field))
         return "rejected"
     return str(created["spec"].get("podReplacementPolicy"))
-
-
-def running(pods: Observer[PodView]) -> PodView | None:
-    return next((p for p in pods.states.values() if p.phase == "Running" and p.ready), None)
 
 
 def terminal_or_gone(pods: Observer[PodView], pod: PodView) -> Sighting[PodView] | None:
@@ -90,8 +86,8 @@ def delete_running_pod_and_watch(
     kept = create_job(probe, manifest, without_field)
     if "podReplacementPolicy" in manifest["spec"]:
         probe.check(f"{variant}.policy-field", kept)
-    pods.wait_for(f"Job {name}'s pod to run", lambda o: running(o) is not None, within=START_BUDGET_S)
-    old = running(pods)
+    pods.wait_for(f"Job {name}'s pod to run", lambda o: running_and_ready(o) is not None, within=POD_START_BUDGET_S)
+    old = running_and_ready(pods)
     assert old is not None
     known = {view.uid for _, view in pods.history}  # every pod before the delete: not a replacement
     deleted_at = probe.delete_pod(old)

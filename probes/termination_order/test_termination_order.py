@@ -21,13 +21,13 @@ from typing import NamedTuple
 import pytest
 
 from harness.observe import Observer, PodObserver, delete_requested_at
-from harness.probe import POD_START_BUDGET_S, NotServed, Probe
+from harness.probe import NotServed, Probe
+from harness.probe_helpers import POD_START_BUDGET_S, STOP_SLACK_S, container_exit, written_instants
 from harness.transport import JsonDict
 from harness.views import ContainerView, EndpointsView, PodView, parse_time
 
 pytestmark = pytest.mark.probe("termination_order")
 
-SLACK_S = 30.0
 # How soon after the delete the endpoints controllers must have taken the pod out of its Service.
 ENDPOINT_BOUND_S = 10.0
 # The heartbeat the timeline pod writes from SIGTERM on: its last one is the container's end (SIGKILL).
@@ -48,12 +48,7 @@ def container_instants(probe: Probe, pod: PodView) -> dict[str, float]:
     """
     instants: dict[str, float] = {}
     written = pod.container("main").message or probe.logs(pod.name, "main")
-    for line in written.splitlines():
-        name, _, value = line.partition(" ")
-        try:
-            instant = float(value)
-        except ValueError:
-            continue
+    for name, instant in written_instants(written):
         if name == LAST_INSTANT:
             instants[name] = instant
         else:
@@ -74,12 +69,6 @@ def interval(instants: dict[str, float], start: str, end: str) -> float | None:
 
 def main_container(pod: PodView) -> ContainerView | None:
     return next((c for c in pod.containers if c.name == "main"), None)
-
-
-def main_exit(pod: PodView) -> JsonDict:
-    """How the main container ended: {exitCode, reason}, both None while it runs."""
-    main = main_container(pod)
-    return main.exit if main is not None else {"exitCode": None, "reason": None}
 
 
 def finished_after_delete(finished_pod: PodView, deleted: PodView) -> float | None:
@@ -114,7 +103,7 @@ def delete_and_observe(probe: Probe, manifest: JsonDict, grace_override: int | N
         running = pod.await_outcome(
             "the deleted pod's container to stop",
             lambda o: o.latest.all_containers_terminated,
-            within=grace + SLACK_S,
+            within=grace + STOP_SLACK_S,
             veto=lambda o: "the pod is gone, although a finalizer holds it" if o.gone else None,
         )
         deleted = pod.as_deleted(pod.latest)
@@ -163,7 +152,7 @@ def test_prestop_within_the_grace_period(probe: Probe) -> None:
     pod, running = seen.last, seen.running
     instants = container_instants(probe, pod)
     probe.check("prestop-in-time.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
-    probe.check("sigkilled.exit", main_exit(pod), evidence=running)
+    probe.check("sigkilled.exit", container_exit(pod), evidence=running)
     probe.check("prestop-in-time.killed-after-delete", finished_after_delete(pod, seen.deleted), evidence=running)
     probe.check("prestop-in-time.killed-after-sigterm", interval(instants, "sigterm", LAST_INSTANT), evidence=running)
     probe.conclude()
@@ -179,7 +168,7 @@ def test_prestop_overrunning_the_grace_period(probe: Probe) -> None:
     instants = container_instants(probe, pod)
     probe.check("prestop-overrun.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
     probe.check("prestop-overrun.prestop-cut-off", "prestop-end" not in instants)
-    probe.check("sigkilled.exit", main_exit(pod), evidence=running)
+    probe.check("sigkilled.exit", container_exit(pod), evidence=running)
     probe.check("prestop-overrun.killed-after-delete", finished_after_delete(pod, seen.deleted), evidence=running)
     probe.check("prestop-overrun.killed-after-sigterm", interval(instants, "sigterm", LAST_INSTANT), evidence=running)
     probe.conclude()
@@ -191,7 +180,7 @@ def test_sigterm_handled_after_prestop(probe: Probe) -> None:
     pod, running = seen.last, seen.running
     instants = container_instants(probe, pod)
     probe.check("graceful.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
-    probe.check("graceful.exit", main_exit(pod), evidence=running)
+    probe.check("graceful.exit", container_exit(pod), evidence=running)
     probe.check("graceful.finished-after-delete", finished_after_delete(pod, seen.deleted), evidence=running)
     probe.conclude()
 
@@ -225,7 +214,7 @@ def test_replicaset_replaces_a_pod_while_it_terminates(probe: Probe) -> None:
     waited = pods.await_outcome(
         "a replacement pod, and the old pod's container to stop",
         lambda o: len(o.names()) >= 2 and (old.name in o.deleted or o.states[old.name].all_containers_terminated),
-        within=old.raw["spec"]["terminationGracePeriodSeconds"] + SLACK_S,
+        within=old.raw["spec"]["terminationGracePeriodSeconds"] + STOP_SLACK_S,
     )
     new = next((pods.states[n] for n in pods.names() if n != old.name), None)  # None: never replaced in time
     created = parse_time(new.raw["metadata"].get("creationTimestamp")) if new is not None else None
@@ -305,7 +294,7 @@ def test_endpoint_removal_while_the_container_still_runs(probe: Probe) -> None:
     running = pods.await_outcome(
         f"pod {old.name}'s container to stop",
         lambda o: old.name in o.deleted or o.states[old.name].all_containers_terminated,
-        within=old.raw["spec"]["terminationGracePeriodSeconds"] + SLACK_S,
+        within=old.raw["spec"]["terminationGracePeriodSeconds"] + STOP_SLACK_S,
     )
     stopped_at = None  # the container did not stop in time
     if running is None:

@@ -19,16 +19,14 @@ import pytest
 
 from harness.observe import Observer, PodObserver, ProbeTimeout, conditions_before_failed
 from harness.probe import Probe
+from harness.probe_helpers import DEADLINE_SLACK_S, container_exit, finished_at, written_instants
 from harness.transport import JsonDict
 from harness.views import JobView, PodView, parse_time
 
 pytestmark = pytest.mark.probe("active_deadline")
 
-# Beyond a deadline: the kubelet's or the job controller's next sync, the kill's grace period (5 s in the
-# manifests), the status update and the watch delivering it.
 # How long the Job's events may trail the status write that caused them (the event broadcaster is asynchronous).
 EVENT_SETTLE_S = 10.0
-SLACK_S = 45.0
 # How long a deleted pod's container may stay on the node: the kubelet's container garbage collection
 # runs once a minute (pkg/kubelet/kubelet.go ContainerGCPeriod), so two periods bound it.
 CONTAINER_REMOVAL_BOUND_S = 150.0
@@ -58,25 +56,12 @@ def sigterm_to_last_beat(pod: PodView) -> float | None:
     main = next((c for c in pod.containers if c.name == "main"), None)
     sigterm: float | None = None
     last: float | None = None
-    for line in ((main.message if main else None) or "").splitlines():
-        name, _, value = line.partition(" ")
-        try:
-            instant = float(value)
-        except ValueError:
-            continue
+    for name, instant in written_instants(main.message if main else None):
         if name == "sigterm" and sigterm is None:
             sigterm = instant
         elif name == "alive":
             last = instant
     return None if sigterm is None or last is None else round(last - sigterm, 2)
-
-
-def main_container(pod: PodView) -> JsonDict:
-    """How the main container ended ({exitCode, reason}; both None while it runs) and when (finishedAt)."""
-    main = next((c for c in pod.containers if c.name == "main"), None)
-    if main is None:
-        return {"exit": {"exitCode": None, "reason": None}, "finished_at": None}
-    return {"exit": main.exit, "finished_at": main.finished_at}
 
 
 def job_failure(job: JobView) -> JsonDict | None:
@@ -131,18 +116,17 @@ def check_pod_failed_by_its_deadline(probe: Probe, pods: PodObserver, name: str,
     not_killed = pods.await_outcome(
         f"pod {name}'s container to be killed after its deadline",
         lambda o: name in o.states and o.states[name].all_containers_terminated,
-        within=deadline_s + SLACK_S,
+        within=deadline_s + DEADLINE_SLACK_S,
         veto=lambda o: f"pod {name} was deleted" if name in o.deleted else None,
     )
     if name not in pods.states:
         raise ProbeTimeout(f"pod {name} was never seen: {not_killed}")
     pod = pods.states[name]
-    main = main_container(pod)
     probe.check("pod-deadline.status", pod_outcome(pod), evidence=not_killed)
-    probe.check("pod-deadline.killed", main["exit"], evidence=not_killed)
+    probe.check("pod-deadline.killed", container_exit(pod), evidence=not_killed)
     probe.check(
         "pod-deadline.killed-after-deadline",
-        seconds_between(main["finished_at"], deadline_of(pod.raw["status"].get("startTime"), deadline_s)),
+        seconds_between(finished_at(pod), deadline_of(pod.raw["status"].get("startTime"), deadline_s)),
         evidence=not_killed,
     )
     probe.check("pod-deadline.killed-after-sigterm", sigterm_to_last_beat(pod), evidence=not_killed)
@@ -175,7 +159,7 @@ def run_job(probe: Probe, manifest_name: str) -> tuple[Observer[JobView], PodObs
     unfinished = jobs.await_outcome(
         f"Job {name} to finish",
         lambda o: name in o.states and o.latest.finished,
-        within=max(deadline, pod_deadline) + 60 + SLACK_S,  # + a first back-off and pod start-up
+        within=max(deadline, pod_deadline) + 60 + DEADLINE_SLACK_S,  # + a first back-off and pod start-up
     )
     if name not in jobs.states:
         raise ProbeTimeout(f"Job {name} was never seen: {unfinished}")
@@ -234,7 +218,7 @@ def test_job_deadline(probe: Probe) -> None:
     probe.check("job-deadline.failed", job_failure(job), evidence=unfinished)
     probe.check("job-deadline.conditions-before-failed", conditions_before_failed(jobs), evidence=unfinished)
     check_failed_at_the_job_deadline(probe, job, manifest, unfinished)
-    unsettled = settle_job_pods(pods, within=SLACK_S)
+    unsettled = settle_job_pods(pods, within=DEADLINE_SLACK_S)
     pod_name = only_pod(pods)
     probe.check("job-deadline.active-pod-deleted", pod_name in pods.deleted, evidence=unsettled)
     probe.check("job-deadline.events", job_event_reasons_settled(probe, job.name, "DeadlineExceeded"))
@@ -265,7 +249,7 @@ def test_job_with_shorter_job_deadline(probe: Probe) -> None:
     jobs, pods, manifest, unfinished = run_job(probe, "job-deadline-shorter.yaml")
     probe.check("job-deadline.failed", job_failure(jobs.latest), evidence=unfinished)
     check_failed_at_the_job_deadline(probe, jobs.latest, manifest, unfinished)
-    unsettled = settle_job_pods(pods, within=SLACK_S)
+    unsettled = settle_job_pods(pods, within=DEADLINE_SLACK_S)
     pod_name = only_pod(pods)
     probe.check("job-deadline.active-pod-deleted", pod_name in pods.deleted, evidence=unsettled)
     check_container_on_node(probe, "job-deadline.container-removed", pods.states[pod_name], {"removed"})
@@ -279,7 +263,7 @@ def test_job_deadline_during_retry(probe: Probe) -> None:
     jobs, pods, manifest, unfinished = run_job(probe, "job-deadline-during-retry.yaml")
     probe.check("job-deadline.failed", job_failure(jobs.latest), evidence=unfinished)
     check_failed_at_the_job_deadline(probe, jobs.latest, manifest, unfinished)
-    unsettled = settle_job_pods(pods, within=SLACK_S)
+    unsettled = settle_job_pods(pods, within=DEADLINE_SLACK_S)
     first, *retries = pods.names()
     outcome = {**pod_outcome(pods.states[first]), "deleted": first in pods.deleted}
     probe.check("job-retry.first-pod", outcome, evidence=unsettled)

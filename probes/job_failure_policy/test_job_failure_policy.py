@@ -19,15 +19,15 @@ import pytest
 
 from harness.observe import Observer, ProbeTimeout, conditions_before_failed
 from harness.probe import Probe
+from harness.probe_helpers import POD_START_BUDGET_S, running_and_ready
 from harness.transport import JsonDict
-from harness.views import JobView, PodView
+from harness.views import JobView
 
 pytestmark = pytest.mark.probe("job_failure_policy")
 
 # Pod start-up, 5 s of work, the controller's back-off before a retry (10 s) and a second run.
 BUDGET_S = 120.0
 # Pod start-up, then the evicted pod's stop (5 s grace at most) and a replacement's 12 s of work.
-START_BUDGET_S = 180.0
 EVICTION_BUDGET_S = 120.0
 
 
@@ -63,10 +63,6 @@ def test_exit_code_42_fails_the_job_through_its_pod_failure_policy(probe: Probe)
     probe.conclude()
 
 
-def running(pods: Observer[PodView]) -> PodView | None:
-    return next((p for p in pods.states.values() if p.phase == "Running" and p.ready), None)
-
-
 def outcome(job: JobView) -> JsonDict:
     """How the Job ended: Complete, or Failed with its reason; and status.failed (the failures it counted)."""
     failed = job.condition("Failed")
@@ -82,8 +78,10 @@ def test_evicted_pod_is_ignored_through_the_disruption_target_rule(probe: Probe)
     jobs: Observer[JobView] = probe.watch_all("Job", focus=name)
     pods = probe.watch_pods()
     probe.create(manifest)
-    pods.wait_for(f"Job {name}'s first pod to run", lambda o: running(o) is not None, within=START_BUDGET_S)
-    first = running(pods)
+    pods.wait_for(
+        f"Job {name}'s first pod to run", lambda o: running_and_ready(o) is not None, within=POD_START_BUDGET_S
+    )
+    first = running_and_ready(pods)
     assert first is not None
     evicted_at = probe.evict(first.name)
     unfinished = jobs.await_outcome(

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import pytest
 
 from harness.observe import Change, Observer, PodObserver, in_server_order
-from harness.probe import Probe
+from harness.probe import POD_START_BUDGET_S, Probe
 from harness.views import PodView, StatefulSetView
 
 pytestmark = pytest.mark.probe("statefulset_status")
@@ -36,7 +36,6 @@ REPLICAS = 3
 PARTITION = 1
 BELOW_PARTITION = "parallel-web-0"
 # Three small pods on one node: scheduling, the pinned image's pull and start.
-START_BUDGET_S = 180.0
 # After the last expected change, keep recording this long: a late status write is part of the stream.
 SETTLE_S = 10.0
 
@@ -146,7 +145,7 @@ def test_statefulset_status_through_parallel_scale_up_and_partitioned_update(pro
     sets.wait_for(
         f"StatefulSet {name} to have {REPLICAS} ready replicas",
         lambda o: name in o.states and all_ready(o),
-        within=START_BUDGET_S,
+        within=POD_START_BUDGET_S,
     )
     pods.catch_up()
     original = sets.latest.current_revision
@@ -170,7 +169,7 @@ def test_statefulset_status_through_parallel_scale_up_and_partitioned_update(pro
             and o.latest.updated_replicas >= REPLICAS - PARTITION
             and o.latest.ready_replicas == REPLICAS
         ),
-        within=START_BUDGET_S,
+        within=POD_START_BUDGET_S,
     )
     pods.catch_up()
 
@@ -183,7 +182,7 @@ def test_statefulset_status_through_parallel_scale_up_and_partitioned_update(pro
     not_recreated = pods.await_outcome(
         f"pod {BELOW_PARTITION} to be recreated and Ready",
         lambda o: recreated_and_ready(o, BELOW_PARTITION, since=first_deleted_at),
-        within=START_BUDGET_S,
+        within=POD_START_BUDGET_S,
     )
     pods.catch_up()
     deleted_at = first_deleted_at
@@ -192,7 +191,7 @@ def test_statefulset_status_through_parallel_scale_up_and_partitioned_update(pro
         not_recreated = pods.await_outcome(
             f"pod {BELOW_PARTITION} to be recreated and Ready a second time",
             lambda o: recreated_and_ready(o, BELOW_PARTITION, since=deleted_at),
-            within=START_BUDGET_S,
+            within=POD_START_BUDGET_S,
         )
     sets.observe_for(SETTLE_S)
     pods.catch_up()

@@ -31,13 +31,12 @@ from __future__ import annotations
 import pytest
 
 from harness.observe import Observer, PodObserver
-from harness.probe import Probe
+from harness.probe import POD_START_BUDGET_S, Probe
 from harness.transport import JsonDict
 from harness.views import PodView
 
 pytestmark = [pytest.mark.probe("node_shutdown"), pytest.mark.node_shutdown]
 
-START_BUDGET_S = 180.0
 # The kubelet's shutdown grace (30 s) bounds how long stopping the pods takes, plus its status update.
 SHUTDOWN_BUDGET_S = 45.0
 # After the shutdown is cancelled: node Ready again, the controller's back-off for failed daemon pods
@@ -85,31 +84,32 @@ def shut_down_and_recover(probe: Probe, manifest_name: str) -> tuple[PodObserver
     """
     pods = probe.watch_pods()
     probe.create(probe.manifest(manifest_name))
-    pods.wait_for("the workload's pod to run on the shutdown node", lambda o: on_worker(o) is not None, START_BUDGET_S)
+    pods.wait_for(
+        "the workload's pod to run on the shutdown node", lambda o: on_worker(o) is not None, POD_START_BUDGET_S
+    )
     first = on_worker(pods)
     assert first is not None and first.node_name is not None
     node = first.node_name
 
-    signal = probe.shutdown_node(node, starting=True)
-    shutdown_at = probe.transport.last_call_started()
-    probe.check("shutdown.kubelet-listening", signal.get("kubelet_inhibitor"))
-    pods.observe_until(lambda o: was_deleted(o, first) or stopped(last_state(o, first)), within=SHUTDOWN_BUDGET_S)
-    shut = last_state(pods, first)
-    gaps = pods.gaps_since(shutdown_at)  # the pod ran Ready before: only a gap after the shutdown hides its fate
-    probe.check("shutdown.pod-phase", shut.phase, gaps)
-    probe.check("shutdown.pod-reason", {"reason": shut.reason, "message": shut.message}, gaps)
-    probe.check("shutdown.disruption-target", pods.first_condition(first, "DisruptionTarget"), gaps)
-    exit_state = container_exit(pods, first)
-    if exit_state is None and was_deleted(pods, first):
-        # Seen live on 1.26.6 (kind): the DaemonSet controller deleted the Failed pod 20 ms after the kubelet
-        # marked it, before the kubelet reported how its container ended; nothing is left to read it from.
-        probe.check_not_observable(
-            "shutdown.container-exit", "the pod was deleted before the kubelet reported how its container ended"
-        )
-    else:
-        probe.check("shutdown.container-exit", exit_state, gaps)
+    with probe.node_shut_down(node) as signal:  # cancelled on leaving the block, also when it fails
+        shutdown_at = probe.transport.last_call_started()
+        probe.check("shutdown.kubelet-listening", signal.get("kubelet_inhibitor"))
+        pods.observe_until(lambda o: was_deleted(o, first) or stopped(last_state(o, first)), within=SHUTDOWN_BUDGET_S)
+        shut = last_state(pods, first)
+        gaps = pods.gaps_since(shutdown_at)  # the pod ran Ready before: only a gap after the shutdown hides its fate
+        probe.check("shutdown.pod-phase", shut.phase, gaps)
+        probe.check("shutdown.pod-reason", {"reason": shut.reason, "message": shut.message}, gaps)
+        probe.check("shutdown.disruption-target", pods.first_condition(first, "DisruptionTarget"), gaps)
+        exit_state = container_exit(pods, first)
+        if exit_state is None and was_deleted(pods, first):
+            # Seen live on 1.26.6 (kind): the DaemonSet controller deleted the Failed pod 20 ms after the kubelet
+            # marked it, before the kubelet reported how its container ended; nothing is left to read it from.
+            probe.check_not_observable(
+                "shutdown.container-exit", "the pod was deleted before the kubelet reported how its container ended"
+            )
+        else:
+            probe.check("shutdown.container-exit", exit_state, gaps)
 
-    probe.shutdown_node(node, starting=False)
     pods.observe_until(lambda o: successor(o, shut) is not None, within=RECOVERY_BUDGET_S)
     return pods, shut, successor(pods, shut), pods.gaps_since(shutdown_at)
 

@@ -17,6 +17,7 @@ import pytest
 
 from harness.observe import PodObserver
 from harness.probe import Probe
+from harness.probe_helpers import STOP_SLACK_S, container_exit, finished_at
 from harness.transport import JsonDict
 from harness.views import PodView, parse_time
 
@@ -24,8 +25,6 @@ pytestmark = pytest.mark.probe("phase_after_deletion")
 
 # After the containers stopped, keep watching this long: a phase that stays `Running` is a claim too.
 SETTLE_S = 5.0
-# Beyond the grace period: the kubelet noticing the deletion, its status update, the watch delivering it.
-SLACK_S = 30.0
 
 
 def delete_and_watch(
@@ -40,27 +39,17 @@ def delete_and_watch(
         grace = pod.latest.raw["spec"]["terminationGracePeriodSeconds"]
         deleted_at = probe.delete_pod(pod.latest)
         if until_gone:
-            timeout = pod.await_outcome("the deleted pod to be gone", lambda o: o.gone, within=grace + SLACK_S)
+            timeout = pod.await_outcome("the deleted pod to be gone", lambda o: o.gone, within=grace + STOP_SLACK_S)
         else:
             timeout = pod.await_outcome(
                 "the deleted pod's containers to stop",
                 lambda o: o.latest.all_containers_terminated,
-                within=grace + SLACK_S,
+                within=grace + STOP_SLACK_S,
                 veto=lambda o: "the pod is gone, although a finalizer holds it" if o.gone else None,
             )
             if timeout is None:
                 pod.observe_for(SETTLE_S)
     return pod, deleted_at, timeout
-
-
-def finished_at(pod: PodView, container: str) -> str | None:
-    """When the container finished (None while it runs, or before it has a status)."""
-    return next((c.finished_at for c in pod.containers if c.name == container), None)
-
-
-def container_exit(pod: PodView, container: str) -> JsonDict:
-    """How the container ended: {exitCode, reason}, both None while it runs."""
-    return next((c.exit for c in pod.containers if c.name == container), {"exitCode": None, "reason": None})
 
 
 def as_deleted(pod: PodObserver) -> PodView:

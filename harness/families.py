@@ -1,0 +1,126 @@
+"""Claim families: each one folder under probes/, found by looking, never listed anywhere else.
+
+    probes/<family>/
+      family.yaml          its title, its place in the report and README, and the document it comes from
+      test_<family>.py     its probes (pytest collects them; the family is the folder's name)
+      expectations.yaml    its claims, per Kubernetes version range (harness/expectations.py)
+      manifests/*.yaml     what its probes apply (harness/manifests.py)
+      recordings/*.json    its recordings, replayed by `make test`
+
+A folder is a family when it holds a family.yaml. Manifest file names are unique across the suite, so an
+overlay may name a base in another family's folder by its file name (tests/test_families.py checks both).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+FAMILIES_ROOT = Path(__file__).resolve().parent.parent / "probes"
+METADATA = "family.yaml"
+FIELDS = frozenset({"title", "order", "document", "document_title", "document_about"})
+
+
+class FamilyError(ValueError):
+    """A family folder that is not what this module says a family folder is."""
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    directory: Path
+    title: str
+    order: int
+    document: str  # the document its claims come from (shared/seeds/..., outside this repository)
+    document_title: str | None = None  # said once, by one of the families that cite the document
+    document_about: str | None = None
+
+    @property
+    def expectations(self) -> Path:
+        return self.directory / "expectations.yaml"
+
+    @property
+    def manifests(self) -> Path:
+        return self.directory / "manifests"
+
+    @property
+    def recordings(self) -> Path:
+        return self.directory / "recordings"
+
+    @property
+    def modules(self) -> list[Path]:
+        return sorted(self.directory.glob("test_*.py"))
+
+    @classmethod
+    def load(cls, directory: Path) -> Family:
+        path = directory / METADATA
+        data = yaml.safe_load(path.read_text()) or {}
+        if not isinstance(data, dict) or not {"title", "order", "document"} <= set(data) or not set(data) <= FIELDS:
+            raise FamilyError(f"{path}: needs title, order and document (optionally document_title, document_about)")
+        return cls(
+            name=directory.name,
+            directory=directory,
+            title=str(data["title"]),
+            order=int(data["order"]),
+            document=str(data["document"]),
+            document_title=data.get("document_title"),
+            document_about=data.get("document_about"),
+        )
+
+
+def families(root: Path | None = None) -> tuple[Family, ...]:
+    """Every family under `root` (default: probes/), in reading order (family.yaml's order, then name)."""
+    return _families(root or FAMILIES_ROOT)
+
+
+@cache
+def _families(root: Path) -> tuple[Family, ...]:
+    found = [Family.load(path.parent) for path in root.glob(f"*/{METADATA}")]
+    return tuple(sorted(found, key=lambda f: (f.order, f.name)))
+
+
+def family(name: str, root: Path | None = None) -> Family:
+    for candidate in families(root):
+        if candidate.name == name:
+            return candidate
+    raise FamilyError(f"no claim family {name!r} under {root or FAMILIES_ROOT} (a folder with a {METADATA})")
+
+
+def family_of(path: Path) -> Family:
+    """The family a file (a probe module, a recording, a manifest) belongs to: the nearest folder with family.yaml."""
+    for folder in path.resolve().parents:
+        if (folder / METADATA).is_file():
+            return Family.load(folder)
+    raise FamilyError(f"{path} is in no claim family folder (none of its folders holds a {METADATA})")
+
+
+def documents(root: Path | None = None) -> dict[str, tuple[str, str]]:
+    """Document path -> (title, what it is about), from the families that say it."""
+    out: dict[str, tuple[str, str]] = {}
+    for f in families(root):
+        if f.document_title:
+            out.setdefault(f.document, (f.document_title, f.document_about or ""))
+    return out
+
+
+def manifest_path(filename: str, root: Path | None = None) -> Path:
+    """Where a manifest file is: in the folder of the family that applies it (names are unique in the suite)."""
+    found = [p for f in families(root) if (p := f.manifests / filename).is_file()]
+    if not found:
+        raise FileNotFoundError(f"no manifest {filename} in any family's manifests/ under {root or FAMILIES_ROOT}")
+    if len(found) > 1:
+        raise FamilyError(f"manifest {filename} is in more than one family: {', '.join(map(str, found))}")
+    return found[0]
+
+
+def recording_path(relative: str, root: Path | None = None) -> Path:
+    """'<family>/<name>.json' (how the derive tools name a recording) -> probes/<family>/recordings/<name>.json."""
+    name, _, filename = relative.partition("/")
+    return (root or FAMILIES_ROOT) / name / "recordings" / filename
+
+
+def all_recordings(root: Path | None = None) -> list[Path]:
+    return sorted(p for f in families(root) for p in f.recordings.glob("*.json"))

@@ -1,0 +1,58 @@
+"""What the probes of every family share: the budgets and slack they wait with, named once, and the readings of
+a pod they all make (its running pod, a container's exit, the instants a container wrote down).
+
+Pure functions of what was observed, so a replayed probe reads exactly what a live one did.
+"""
+
+from __future__ import annotations
+
+from harness.observe import Observer
+from harness.probe import POD_START_BUDGET_S
+from harness.transport import JsonDict
+from harness.views import PodView
+
+__all__ = [
+    "DEADLINE_SLACK_S",
+    "POD_START_BUDGET_S",
+    "STOP_SLACK_S",
+    "container_exit",
+    "finished_at",
+    "running_and_ready",
+    "written_instants",
+]
+
+# Beyond a grace period, for a stop to be seen: the kubelet's next sync, the status write, the watch delivering it.
+STOP_SLACK_S = 30.0
+# Beyond an activeDeadlineSeconds: the next sync of the kubelet or the Job controller, the kill's grace period (5 s
+# in the manifests), the status update and the watch delivering it.
+DEADLINE_SLACK_S = 45.0
+
+NOT_ENDED: JsonDict = {"exitCode": None, "reason": None}
+
+
+def running_and_ready(pods: Observer[PodView]) -> PodView | None:
+    """A pod the observer saw Running and Ready (the first one), or None."""
+    return next((p for p in pods.states.values() if p.phase == "Running" and p.ready), None)
+
+
+def container_exit(pod: PodView, container: str = "main") -> JsonDict:
+    """How the container ended: {exitCode, reason}, both None while it runs or before it has a status."""
+    return next((c.exit for c in pod.containers if c.name == container), dict(NOT_ENDED))
+
+
+def finished_at(pod: PodView, container: str = "main") -> str | None:
+    """When the container finished (None while it runs, or before it has a status)."""
+    return next((c.finished_at for c in pod.containers if c.name == container), None)
+
+
+def written_instants(text: str | None) -> list[tuple[str, float]]:
+    """The instants a container wrote down, in order: each line 'name <seconds>' (its termination message or log,
+    e.g. 'sigterm 1234.56', 'alive 1234.66'); lines that are not are skipped."""
+    instants = []
+    for line in (text or "").splitlines():
+        name, _, value = line.partition(" ")
+        try:
+            instants.append((name, float(value)))
+        except ValueError:
+            continue
+    return instants

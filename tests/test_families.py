@@ -1,0 +1,145 @@
+"""Claim families are folders (harness/families.py): each holds all of its parts, and a new folder is a new
+family for pytest, the replay and the report with no other edit."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from harness import families, report
+from harness.expectations import load_claims
+from harness.manifests import load_manifest
+from harness.transport import Recording
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_every_family_folder_holds_all_its_parts() -> None:
+    found = families.families()
+    assert [f.name for f in found][:3] == ["phase_after_deletion", "active_deadline", "termination_order"]
+    for family in found:
+        assert family.expectations.is_file(), family.name
+        assert load_claims(family.name), family.name
+        assert family.modules, f"{family.name}: no test_*.py"
+        assert list(family.recordings.glob("*.json")), f"{family.name}: no recordings"
+        assert list(family.manifests.glob("*.yaml")), f"{family.name}: no manifests"
+        for module in family.modules:  # a module may still name its family in its marker: the folder's
+            text = module.read_text()
+            assert "pytest.mark.probe" in text, module
+            assert "pytest.mark.probe(" not in text or f'pytest.mark.probe("{family.name}")' in text, module
+
+
+def test_nothing_of_a_family_is_left_outside_its_folder() -> None:
+    """The old central folders are gone: a recording or manifest put there would be silently ignored."""
+    for old in ("recordings", "expectations", "manifests"):
+        assert not (REPO / old).exists(), f"{old}/ is back: its files belong in probes/<family>/{old}"
+    assert not list((REPO / "probes").glob("test_*.py")), "a probe module belongs in its family's folder"
+
+
+def test_manifest_names_are_unique_across_families_and_every_document_has_one_title() -> None:
+    names = Counter(p.name for f in families.families() for p in f.manifests.glob("*.yaml"))
+    assert [n for n, count in names.items() if count > 1] == []
+    titles: dict[str, set[str]] = {}
+    for family in families.families():
+        if family.document_title:
+            titles.setdefault(family.document, set()).add(family.document_title)
+    assert all(len(t) == 1 for t in titles.values()), titles
+    assert {f.document for f in families.families()} <= set(titles), "a document nobody gives a title"
+
+
+def test_an_overlay_may_take_its_base_from_another_family() -> None:
+    """termination_order's 7 s grace variant is an overlay of phase_after_deletion's trapping pod."""
+    overlay = families.manifest_path("pod-finalizer-traps-sigterm.grace-7s.yaml")
+    assert overlay.parent.parent.name == "termination_order"
+    assert load_manifest(overlay.name)["spec"]["terminationGracePeriodSeconds"] == 7
+
+
+NEW_FAMILY = {
+    "family.yaml": """\
+title: "A family made by a test"
+order: 5
+document: shared/seeds/999_new.txt
+document_title: "A new document"
+document_about: "what a new family folder needs"
+""",
+    "expectations.yaml": """\
+document: shared/seeds/999_new.txt
+claims:
+  pod-name:
+    claim: The probe reads the manifest of its own family folder.
+    observable: the manifest's pod name
+    expect:
+      - versions: ">=1.0"
+        value: new-family-pod
+        sources: ["tests/test_families.py"]
+""",
+    "manifests/new-family-pod.yaml": """\
+apiVersion: v1
+kind: Pod
+metadata: {name: new-family-pod}
+spec: {containers: [{name: main, image: busybox}]}
+""",
+    "test_new_family.py": """\
+import pytest
+
+pytestmark = pytest.mark.probe
+
+
+def test_reads_its_own_manifest(probe):
+    \"\"\"A pod manifest read from the family's own folder.\"\"\"
+    probe.check("pod-name", probe.manifest("new-family-pod.yaml")["metadata"]["name"])
+    probe.conclude()
+""",
+}
+
+
+@pytest.fixture
+def new_family(tmp_path: Path) -> Path:
+    """A families root holding one new family folder (made here, nothing else edited); returns the root."""
+    root = tmp_path / "probes"
+    folder = root / "new_family"
+    for relative, text in NEW_FAMILY.items():
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        (folder / relative).write_text(text)
+    origin = {"kind": "written for a test", "namespace": "plp-test", "run_id": "test", "node_access": False}
+    step = {"call": "server_version", "request": {}, "response": {"gitVersion": "v1.33.1"}, "t_start": 0, "t_end": 0}
+    Recording("test_new_family.py::test_reads_its_own_manifest", origin, [step]).write(
+        folder / "recordings" / "reads_its_own_manifest--v1.33.1-written.json"
+    )
+    return root
+
+
+def test_a_new_family_folder_is_collected_replayed_and_reported(
+    new_family: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = tmp_path / "runs"
+    plugin = ["-p", "harness.pytest_plugin", "-p", "no:cacheprovider", "--rootdir", str(REPO)]
+    options = ["-c", str(REPO / "pyproject.toml"), "--replay", str(new_family), "--run-dir", str(runs), "-q"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *plugin, str(new_family), *options],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 passed" in proc.stdout
+    (run_dir,) = runs.iterdir()
+    (record_file,) = (run_dir / "probes").iterdir()
+    record = json.loads(record_file.read_text())
+    assert record["family"] == "new_family"
+    assert [v["status"] for v in record["verdicts"]] == ["pass"]
+
+    monkeypatch.setattr(families, "FAMILIES_ROOT", new_family)  # the report looks where the families are
+    matrix = report.write_report([run_dir], tmp_path / "report")
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    assert "A new document" in markdown and "what a new family folder needs" in markdown
+    assert matrix.scenarios[record["probe"]].order[:2] == (5, "new_family")
+    assert matrix.scenarios[record["probe"]].text == "A pod manifest read from the family's own folder."
