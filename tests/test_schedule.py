@@ -1,0 +1,208 @@
+"""PARALLEL=auto (harness/schedule.py): durations, longest-first order, packing, the worker count, the hand-out
+to pytest-xdist workers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import schedule
+from harness.schedule import choose_workers, known_durations, longest_first, pack, plan_for, probe_of
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def durations(**seconds: float) -> dict[str, float]:
+    """Known durations of probes `t.py::<name>`."""
+    return {f"t.py::{name}": value for name, value in seconds.items()}
+
+
+def items(*names: str) -> list[str]:
+    return [f"probes/t.py::{name}" for name in names]
+
+
+def names(share: tuple[str, ...] | list[str]) -> list[str]:
+    return [probe_of(item).split("::")[1] for item in share]
+
+
+# ----------------------------------------------------------------------------------------- planning
+
+
+def test_an_item_is_known_by_its_probe_whatever_its_directory_and_parameters() -> None:
+    assert probe_of("probes/test_x.py::test_y[repeat2]") == "test_x.py::test_y"
+    assert probe_of("test_x.py::test_y") == "test_x.py::test_y"
+
+
+def test_longest_first_puts_probes_without_a_duration_first_and_keeps_ties_in_their_order() -> None:
+    known = durations(short=5, long=60, mid_a=30, mid_b=30)
+    ordered = longest_first(items("short", "mid_a", "new", "long", "mid_b"), known)
+    assert names(ordered) == ["new", "long", "mid_a", "mid_b", "short"]
+
+
+def test_packing_gives_each_next_longest_to_the_least_loaded_worker() -> None:
+    # round robin would pair 60 with 25 and 30 with 5 (85 s); LPT pairs the long one with nothing
+    assert pack([60, 30, 30, 25, 5], 3) == [[0], [1, 3], [2, 4]]
+    assert pack([60, 30, 30, 25, 5], 2) == [[0, 3], [1, 2, 4]]  # equal loads (60, 60): the lower worker
+    assert pack([], 2) == [[], []]
+
+
+def test_auto_takes_the_fewest_workers_that_end_within_the_longest_probe_and_the_slack() -> None:
+    known = durations(a=60, b=30, c=30, d=25, e=5)
+    plan = choose_workers(items("e", "d", "c", "b", "a"), known, slack_s=5)
+    assert plan.workers == 3
+    assert [names(share) for share in plan.shares] == [["a"], ["c", "d"], ["b", "e"]]  # c before b: as given
+    assert plan.makespan_s == 60 and plan.one_fewer_s == 85  # 2 workers: 60+25 on one
+    assert "3 workers for 5 probes" in plan.why() and "planned 60 s (2 would take 85 s)" in plan.why()
+    assert plan.to_json()["planned_makespan_s"] == 60
+
+
+def test_a_larger_slack_packs_more_probes_on_fewer_workers() -> None:
+    known = durations(a=60, b=30, c=30, d=25, e=5)
+    assert choose_workers(items(*"abcde"), known, slack_s=25).workers == 2
+
+
+def test_a_probe_without_a_known_duration_counts_as_the_longest() -> None:
+    known = durations(a=60, b=10, c=10)
+    plan = choose_workers(items("a", "b", "c", "new"), known, slack_s=5)
+    assert plan.seconds["probes/t.py::new"] == 60 and plan.unknown == ("probes/t.py::new",)
+    assert [names(share) for share in plan.shares] == [["new"], ["a"], ["b", "c"]]
+    assert "1 without a known duration" in plan.why()
+
+
+def test_with_no_duration_known_every_probe_gets_its_own_worker() -> None:
+    plan = choose_workers(items("a", "b", "c"), {}, slack_s=5)
+    assert plan.workers == 3 and plan.makespan_s == schedule.UNKNOWN_S
+
+
+def test_the_worker_count_is_capped_by_the_number_of_probes() -> None:
+    assert choose_workers(items("a", "b"), durations(a=60, b=60), slack_s=5).workers == 2
+    assert choose_workers(items("a"), durations(a=60)).workers == 1
+    assert choose_workers([], {}).workers == 1
+
+
+def test_a_given_worker_count_is_packed_as_asked() -> None:
+    plan = plan_for(items("a", "b", "c"), durations(a=1, b=2, c=3), 5)
+    assert plan.workers == 5 and [names(s) for s in plan.shares if s] == [["c"], ["b"], ["a"]]
+    assert "as asked" in plan.why()
+
+
+# ---------------------------------------------------------------------------------------- durations
+
+
+def write(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+def recording(probe: str, kind: str, start: float, end: float) -> dict[str, Any]:
+    return {
+        "probe": probe,
+        "origin": {"kind": kind},
+        "interactions": [
+            {"call": "server_version", "t_start": start, "t_end": start + 0.1},
+            {"call": "watch", "t_start": start + 0.2, "closed_at": end},
+        ],
+    }
+
+
+def test_durations_come_from_live_recordings_and_records_plus_the_namespace_and_measured_runs_win(
+    tmp_path: Path,
+) -> None:
+    recordings, runs = tmp_path / "recordings", tmp_path / "runs"
+    write(recordings / "f" / "a-live.json", recording("t.py::a", "live", 30.0, 50.0))
+    write(recordings / "f" / "a-live2.json", recording("t.py::a", "live", 2.0, 12.0))  # shorter: the longest counts
+    write(recordings / "f" / "b-derived.json", recording("t.py::b", "derived", 0.0, 99.0))  # not measured
+    write(recordings / "f" / "c-live.json", recording("t.py::c", "live", 0.0, 40.0))
+    write(runs / "r1" / "probes" / "b.json", {"probe": "t.py::b", "transport": "live", "duration_s": 7.5})
+    write(runs / "r1" / "probes" / "d.json", {"probe": "t.py::d", "transport": "replay", "duration_s": 0.2})
+    write(runs / "r2" / "schedule.json", {"durations_s": {}, "measured_s": {"probes/t.py::c[repeat1]": 44.0}})
+    (runs / "r3" / "probes").mkdir(parents=True)
+    (runs / "r3" / "probes" / "half-written.json").write_text("{")
+    ns = schedule.NAMESPACE_S
+    assert known_durations(recordings, runs) == {"t.py::a": 20.0 + ns, "t.py::b": 7.5 + ns, "t.py::c": 44.0}
+
+
+def test_the_committed_recordings_know_every_probe_the_parallel_run_runs() -> None:
+    known = known_durations(REPO / "recordings", REPO / "no-runs-here")
+    probes = {
+        f"{path.name}::{line.split('def ', 1)[1].split('(', 1)[0]}"
+        for path in (REPO / "probes").glob("test_*.py")
+        for line in path.read_text().splitlines()
+        if line.startswith("def test_")
+    }
+    assert probes and probes <= set(known)
+    assert 50 < max(v for k, v in known.items() if "node_shutdown" not in k) < 90  # the retry Job probe, ~60 s
+
+
+def test_a_schedule_file_without_durations_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "bad.json").write_text('{"durations_s": {"t.py::a": "long"}}')
+    with pytest.raises(ValueError, match="no durations_s object"):
+        schedule.read_durations(tmp_path / "bad.json")
+    with pytest.raises(ValueError, match="cannot read it as JSON"):
+        schedule.read_durations(tmp_path / "missing.json")
+
+
+# --------------------------------------------------------------------------- the hand-out, under xdist
+
+DUMMY_TESTS = """
+import os, time
+from pathlib import Path
+
+def ran(name, seconds):
+    time.sleep(seconds)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    with (Path(os.environ["RAN_LOG"]) / worker).open("a") as log:
+        log.write(name + "\\n")
+
+def test_a(): ran("a", 0.1)
+def test_b(): ran("b", 0.6)
+def test_c(): ran("c", 0.3)
+def test_d(): ran("d", 0.2)
+def test_e(): ran("e", 0.1)
+"""
+
+
+def run_dummies(tmp_path: Path, *args: str) -> dict[str, list[str]]:
+    """pytest on five sleeping dummy tests with the suite's plugin; which tests each worker ran, in order."""
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["harness.pytest_plugin"]\n')
+    (tmp_path / "test_dummy.py").write_text(DUMMY_TESTS)
+    log = tmp_path / "ran"
+    log.mkdir()
+    command = [sys.executable, "-m", "pytest", "test_dummy.py", "-p", "no:cacheprovider", "-q", *args]
+    proc = subprocess.run(
+        [*command, "--run-dir", str(tmp_path / "runs")],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "RAN_LOG": str(log)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return {worker.name: worker.read_text().split() for worker in log.iterdir()}
+
+
+# b 6 s, c 3 s, e 1 s, a 0.5 s; d unknown (the longest: 6 s). Longest first: d, b, c, e, a.
+# Two workers: d | b, then c -> the first (6+3), e -> the second (6+1), a -> the second (7.5).
+SCHEDULE = {"durations_s": {"test_dummy.py::test_b": 6, "test_dummy.py::test_c": 3, "test_dummy.py::test_e": 1,
+                            "test_dummy.py::test_a": 0.5}}  # fmt: skip
+
+
+def test_two_xdist_workers_get_the_planned_shares_in_longest_first_order(tmp_path: Path) -> None:
+    """xdist's own `load` would send the first worker d and b (the two longest) before anything else."""
+    (tmp_path / "schedule.json").write_text(json.dumps(SCHEDULE))
+    ran = run_dummies(tmp_path, "-n", "2", "--schedule", str(tmp_path / "schedule.json"))
+    assert sorted(ran.values()) == [["b", "e", "a"], ["d", "c"]]
+    measured = json.loads((tmp_path / "schedule.json").read_text())["measured_s"]
+    assert set(measured) == {f"test_dummy.py::test_{name}" for name in "abcde"}
+    assert measured["test_dummy.py::test_b"] >= 0.6  # the worker's whole item, sleep included
+
+
+def test_without_xdist_the_schedule_orders_the_run_longest_first(tmp_path: Path) -> None:
+    (tmp_path / "schedule.json").write_text(json.dumps(SCHEDULE))
+    assert run_dummies(tmp_path, "--schedule", str(tmp_path / "schedule.json")) == {"main": list("dbcea")}
