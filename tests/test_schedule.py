@@ -1,9 +1,11 @@
 """PARALLEL=auto (harness/schedule.py): durations, longest-first order, packing, the worker count, the hand-out
-to pytest-xdist workers."""
+to pytest-xdist workers, and the PARALLEL values make probe takes and refuses."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from harness import schedule
+from harness import cli, schedule, selection
 from harness.schedule import choose_workers, known_durations, longest_first, pack, plan_for, probe_of
 
 REPO = Path(__file__).resolve().parent.parent
@@ -206,3 +208,106 @@ def test_two_xdist_workers_get_the_planned_shares_in_longest_first_order(tmp_pat
 def test_without_xdist_the_schedule_orders_the_run_longest_first(tmp_path: Path) -> None:
     (tmp_path / "schedule.json").write_text(json.dumps(SCHEDULE))
     assert run_dummies(tmp_path, "--schedule", str(tmp_path / "schedule.json")) == {"main": list("dbcea")}
+
+
+# ------------------------------------------------------------------------------------------- the CLI
+
+
+@pytest.mark.parametrize(("given", "taken"), [("auto", "auto"), ("AUTO", "auto"), ("", ""), ("4", 4)])
+def test_parallel_takes_a_count_auto_or_nothing(given: str, taken: int | str) -> None:
+    assert cli.parse_args(["probe", "--parallel", given]).parallel == taken
+    assert cli.parse_args(["probe"]).parallel == ""
+
+
+@pytest.mark.parametrize("given", ["0", "many", "-3", "2.5"])
+def test_bad_parallel_is_refused_as_bad_input(given: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["probe", "--cluster", "local", "--version", "1.27.3", "--parallel", given])
+    assert exited.value.code == cli.BAD_INPUT
+    (line,) = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert line.startswith(
+        "error: bad input: argument --parallel: PARALLEL must be a whole number of 1 or more or auto"
+    )
+    assert line.endswith(f"not {given!r}")
+
+
+def test_make_probe_refuses_parallel_many_before_anything_starts() -> None:
+    make = ["make", "--no-print-directory", "STAMP=", f"PY={sys.executable}", "probe"]
+    proc = subprocess.run(
+        [*make, "CLUSTER=local", "VERSION=1.27.3", "PARALLEL=many"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert (
+        "error: bad input: argument --parallel: PARALLEL must be a whole number of 1 or more or auto, not 'many'"
+        in (proc.stderr)
+    )
+    assert "Traceback" not in proc.stderr
+
+
+def test_auto_on_an_existing_cluster_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
+    code = cli.main(["probe", "--kubeconfig", str(tmp_path / "kubeconfig"), "--context", "c", "--parallel", "auto"])
+    assert code == cli.BAD_INPUT
+    assert "error: bad input: PARALLEL runs the probes on a cluster make probe creates" in capsys.readouterr().err
+
+
+def started_with(monkeypatch: pytest.MonkeyPatch, argv: list[str], tmp_path: Path) -> Any:
+    """What main() starts after its checks: ("parallel", PARALLEL) or ("serial", the pytest command line)."""
+    monkeypatch.setattr(cli, "prepare_local", lambda args: 0)
+    monkeypatch.setattr(cli, "prepare_kind", lambda args, image: (0, "kind v0.20.0 go1.20.4 linux/amd64"))
+    monkeypatch.setattr(cli, "run_parallel", lambda args, image, kind_line: ("parallel", args.parallel))
+
+    def execv(path: str, command: list[str]) -> None:
+        raise SystemExit(("serial", command))
+
+    monkeypatch.setattr(os, "execv", execv)
+    try:
+        return cli.main([*argv, "--run-dir", str(tmp_path)])
+    except SystemExit as exited:
+        return exited.code
+
+
+def test_auto_is_the_default_on_a_local_cluster_and_kind_keeps_one_at_a_time(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    assert started_with(monkeypatch, ["probe", "--cluster", "local", "--version", "1.27.3"], tmp_path) == (
+        "parallel",
+        "auto",
+    )
+    local_serial = started_with(
+        monkeypatch, ["probe", "--cluster", "local", "--version", "1.27.3", "--parallel", "1"], tmp_path
+    )
+    assert local_serial[0] == "serial" and "-n" not in local_serial[1]
+    kind = started_with(monkeypatch, ["probe", "--version", "1.27"], tmp_path)
+    assert kind[0] == "serial" and "-n" not in kind[1]
+    assert started_with(monkeypatch, ["probe", "--version", "1.27", "--parallel", "auto"], tmp_path) == (
+        "parallel",
+        "auto",
+    )
+
+
+def test_the_cli_plans_from_the_selected_probes_and_writes_the_schedule(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    asked: list[tuple[str, list[str]]] = []
+
+    def select(expression: str, run_dir: str, timeout: float = 120, extra: Any = ()) -> Any:
+        asked.append((expression, list(extra)))
+        return selection.Selection(0, items("a", "b", "c"))
+
+    monkeypatch.setattr(selection, "select", select)
+    monkeypatch.setattr(schedule, "known_durations", lambda recordings, run_dir: durations(a=60, b=30, c=25))
+    args = argparse.Namespace(probe="x", run_dir=str(tmp_path), repeat=2, parallel="auto")
+    plan, written = cli.plan_workers(args, tmp_path)
+    assert asked == [("x", ["-m", "not node_shutdown", "--repeat", "2"])]
+    assert plan.workers == 2 and written == tmp_path / "schedule.json"
+    saved = json.loads(written.read_text())
+    assert saved["durations_s"] == durations(a=60, b=30, c=25) and saved["plan"]["workers"] == 2
+    assert schedule.read_durations(written) == durations(a=60, b=30, c=25)
+    args.parallel = 3
+    assert cli.plan_workers(args, tmp_path)[0].workers == 3
