@@ -1,11 +1,12 @@
 """PARALLEL=auto: how many pytest-xdist workers a run needs and which probes each runs, planned from the
 durations measured before, so that the run takes about as long as its longest probe.
 
-- Durations: per probe, what a pytest-xdist worker measured for its whole item (namespace, probe, cleanup)
-  in earlier planned runs (`runs/*/schedule.json`, `measured_s`, written by PlannedScheduling); else the
-  longest it took in the live recordings under recordings/ (first call to last answer) and in earlier runs'
-  probe records (`runs/*/probes/*.json`, `duration_s`), plus NAMESPACE_S for what those leave out. A probe
-  with no known duration counts as the longest.
+- Durations: per probe, the longest of what a pytest-xdist worker measured for its whole item (namespace,
+  probe, cleanup) in earlier planned runs (`runs/*/schedule.json`, `measured_s`, written by
+  PlannedScheduling), and of what the live recordings under recordings/ (first call to last answer) and
+  earlier runs' probe records (`runs/*/probes/*.json`, `duration_s`) say plus NAMESPACE_S, which they leave
+  out. The longest, not the latest: a run whose probes were skipped in a second must not plan the next one.
+  A probe with no known duration counts as the longest.
 - Order and packing: longest first; each probe in that order goes to the worker with the least planned work
   (longest-processing-time-first, LPT).
 - Worker count: the fewest whose packing ends within the longest probe plus SLACK_S, so that no long probe
@@ -28,7 +29,7 @@ from xdist.scheduler import LoadScheduling  # type: ignore[import-untyped]
 SLACK_S = 5.0  # how much later than the longest probe the planned run may end
 UNKNOWN_S = 60.0  # a probe's planned time when no probe has a known duration
 # A probe's own namespace, made before its recording starts and deleted (waited for) after its record is
-# written: an estimate, used only for probes no planned run has measured whole yet.
+# written: an estimate, added to recorded durations (a planned run's measured_s includes it).
 NAMESPACE_S = 5.0
 
 
@@ -55,24 +56,23 @@ def recording_duration(recording: Mapping[str, Any]) -> float | None:
 
 
 def known_durations(recordings: Path, run_dir: Path) -> dict[str, float]:
-    """Seconds per probe id: measured whole by earlier planned runs where there are such measurements (the
-    longest), otherwise the longest live recording or probe record plus NAMESPACE_S."""
-    estimated: dict[str, float] = {}
-    measured: dict[str, float] = {}
+    """The longest seconds seen per probe id: items measured whole by earlier planned runs, live recordings
+    and live probe records (these two plus NAMESPACE_S)."""
+    seen: dict[str, float] = {}
 
-    def note(into: dict[str, float], probe: object, seconds: float | None, extra: float = 0.0) -> None:
+    def note(probe: object, seconds: float | None, extra: float = 0.0) -> None:
         if isinstance(probe, str) and seconds is not None and seconds > 0:
-            into[probe] = max(into.get(probe, 0.0), round(seconds + extra, 1))
+            seen[probe] = max(seen.get(probe, 0.0), round(seconds + extra, 1))
 
     for data in _json_files(sorted(recordings.glob("*/*.json"))):
-        note(estimated, data.get("probe"), recording_duration(data), NAMESPACE_S)
+        note(data.get("probe"), recording_duration(data), NAMESPACE_S)
     for data in _json_files(sorted(run_dir.glob("*/probes/*.json"))):
         if data.get("transport") == "live" and isinstance(data.get("duration_s"), int | float):
-            note(estimated, data.get("probe"), float(data["duration_s"]), NAMESPACE_S)
+            note(data.get("probe"), float(data["duration_s"]), NAMESPACE_S)
     for data in _json_files(sorted(run_dir.glob("*/schedule.json"))):
         for item, seconds in (data.get("measured_s") or {}).items():
-            note(measured, probe_of(item), float(seconds) if isinstance(seconds, int | float) else None)
-    return {**estimated, **measured}
+            note(probe_of(item), float(seconds) if isinstance(seconds, int | float) else None)
+    return seen
 
 
 def _json_files(paths: Iterable[Path]) -> Iterable[dict[str, Any]]:

@@ -112,7 +112,7 @@ def recording(probe: str, kind: str, start: float, end: float) -> dict[str, Any]
     }
 
 
-def test_durations_come_from_live_recordings_and_records_plus_the_namespace_and_measured_runs_win(
+def test_durations_are_the_longest_of_live_recordings_and_records_plus_the_namespace_and_measured_items(
     tmp_path: Path,
 ) -> None:
     recordings, runs = tmp_path / "recordings", tmp_path / "runs"
@@ -122,11 +122,12 @@ def test_durations_come_from_live_recordings_and_records_plus_the_namespace_and_
     write(recordings / "f" / "c-live.json", recording("t.py::c", "live", 0.0, 40.0))
     write(runs / "r1" / "probes" / "b.json", {"probe": "t.py::b", "transport": "live", "duration_s": 7.5})
     write(runs / "r1" / "probes" / "d.json", {"probe": "t.py::d", "transport": "replay", "duration_s": 0.2})
-    write(runs / "r2" / "schedule.json", {"durations_s": {}, "measured_s": {"probes/t.py::c[repeat1]": 44.0}})
+    measured = {"probes/t.py::c[repeat1]": 48.0, "probes/t.py::a": 0.3}  # a skipped at once: not shorter for it
+    write(runs / "r2" / "schedule.json", {"durations_s": {}, "measured_s": measured})
     (runs / "r3" / "probes").mkdir(parents=True)
     (runs / "r3" / "probes" / "half-written.json").write_text("{")
     ns = schedule.NAMESPACE_S
-    assert known_durations(recordings, runs) == {"t.py::a": 20.0 + ns, "t.py::b": 7.5 + ns, "t.py::c": 44.0}
+    assert known_durations(recordings, runs) == {"t.py::a": 20.0 + ns, "t.py::b": 7.5 + ns, "t.py::c": 48.0}
 
 
 def test_the_committed_live_recordings_give_the_probes_durations() -> None:
