@@ -135,7 +135,11 @@ class Plan:
     def why(self) -> str:
         """The choice in one sentence: the rule, the planned makespan, and what one worker fewer would take."""
         items = sum(len(share) for share in self.shares)
-        if self.chosen:
+        if self.chosen and self.makespan_s > self.longest_s + self.slack_s:
+            text = (
+                f"{self.workers} workers for {items} probes: one per probe, the most; planned {self.makespan_s:.0f} s"
+            )
+        elif self.chosen:
             text = (
                 f"{self.workers} workers for {items} probes: the fewest whose longest-first packing ends within the "
                 f"longest probe ({self.longest_s:.0f} s) + {self.slack_s:.0f} s; planned {self.makespan_s:.0f} s"
@@ -176,15 +180,17 @@ def plan_for(items: Sequence[str], known: Mapping[str, float], workers: int, sla
 
 
 def choose_workers(items: Sequence[str], known: Mapping[str, float], slack_s: float = SLACK_S) -> Plan:
-    """The fewest workers (1 to one per item) whose longest-first packing ends within the longest item + slack."""
+    """The fewest workers whose longest-first packing ends within the longest item + slack, and at most one per
+    probe: REPEAT=N runs N items of each probe, but never more probes at once than a run without it."""
+    most = max(len({probe_of(item) for item in items}), 1)
     previous: Plan | None = None
-    for workers in range(1, max(len(items), 1) + 1):
+    for workers in range(1, most + 1):
         plan = plan_for(items, known, workers, slack_s)
-        if plan.makespan_s <= plan.longest_s + slack_s or workers >= len(items):
+        if plan.makespan_s <= plan.longest_s + slack_s or workers == most:
             one_fewer = previous.makespan_s if previous is not None else None
             return Plan(plan.shares, plan.seconds, plan.unknown, slack_s, one_fewer, chosen=True)
         previous = plan
-    raise AssertionError("unreachable: one worker per item always fits")
+    raise AssertionError("unreachable: the loop returns at the last worker count")
 
 
 def write_schedule(path: Path, known: Mapping[str, float], plan: Plan) -> None:

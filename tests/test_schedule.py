@@ -87,6 +87,13 @@ def test_the_worker_count_is_capped_by_the_number_of_probes() -> None:
     assert choose_workers([], {}).workers == 1
 
 
+def test_repeats_of_a_probe_get_no_more_workers_than_the_probes_have() -> None:
+    repeated = [f"{item}[repeat{n}]" for item in items("a", "b") for n in (1, 2, 3)]
+    plan = choose_workers(repeated, durations(a=60, b=50), slack_s=5)
+    assert plan.workers == 2 and plan.makespan_s == 170  # 60+60+50 | 60+50+50
+    assert plan.why().startswith("2 workers for 6 probes: one per probe, the most; planned 170 s (1 would take 330 s)")
+
+
 def test_a_given_worker_count_is_packed_as_asked() -> None:
     plan = plan_for(items("a", "b", "c"), durations(a=1, b=2, c=3), 5)
     assert plan.workers == 5 and [names(s) for s in plan.shares if s] == [["c"], ["b"], ["a"]]
