@@ -1,5 +1,6 @@
 # make probe VERSION=1.27 [PROBE=<name or -k expression>] [IMAGE=kindest/node:...@sha256:...] [KEEP=1] [REPEAT=N]
-#            [PARALLEL=N: N probes at a time in one cluster]
+#            [PARALLEL=N: N probes at a time in one cluster; auto: workers chosen from the probes' durations,
+#             the default with CLUSTER=local]
 # make probe KUBECONFIG_FILE=~/.kube/other CONTEXT=name     (an existing cluster instead of a new one)
 # make probe VERSION=1.27.3 CLUSTER=local [KEEP=1]          (built from Go modules, run as processes here; root)
 # make node-image VERSION=1.27.0-rc.0 [SOURCE=modules]    (a node image kind does not publish; make engine first
@@ -18,7 +19,8 @@ KEEP ?=
 # kind (a kind cluster, Docker) or local (Kubernetes built from its Go modules, run as processes here; root)
 CLUSTER ?= kind
 REPEAT ?= 1
-PARALLEL ?= 1
+# empty: auto for CLUSTER=local, 1 for kind (harness/cli.py)
+PARALLEL ?=
 PYTEST_ARGS ?=
 KUBECONFIG_FILE ?=
 CONTEXT ?=
@@ -57,7 +59,7 @@ probe: $(STAMP)
 OVERLAP ?= 1
 matrix: $(STAMP)
 	$(PY) -m harness matrix --versions "$(VERSIONS)" --jobs "$(JOBS)" --cluster "$(CLUSTER)" \
-		$(if $(filter-out 1,$(PARALLEL)),--parallel "$(PARALLEL)") $(if $(PROBE),--probe "$(PROBE)") \
+		$(if $(PARALLEL),--parallel "$(PARALLEL)") $(if $(PROBE),--probe "$(PROBE)") \
 		$(if $(filter 0 no false,$(OVERLAP)),--no-overlap)
 
 # The suite's leftovers after an interrupted run: its kind clusters (plp-*), and with KUBECONFIG_FILE its

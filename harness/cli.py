@@ -29,10 +29,11 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from harness import bisect as bisect_module
-from harness import janitor, matrix, node_image_build, paths, selection
+from harness import janitor, matrix, node_image_build, paths, schedule, selection
 from harness import report as report_module
 from harness.engine import check_engine
 from harness.expectations import all_claim_ids
+from harness.families import families
 from harness.kind import (
     INSTALL_KIND,
     ClusterFailed,
@@ -147,6 +148,22 @@ def count(variable: str) -> Callable[[str], int]:
     return parse
 
 
+AUTO = "auto"
+
+
+def parallel_count(text: str) -> int | str:
+    """PARALLEL: a count of 1 or more, `auto` (workers chosen from durations, harness/schedule.py), or empty for
+    the cluster's default (auto for a local cluster, 1 otherwise)."""
+    if text.strip().lower() in (AUTO, ""):
+        return text.strip().lower()
+    try:
+        return count("PARALLEL")(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"PARALLEL must be a whole number of 1 or more or auto, not {text!r}"
+        ) from None
+
+
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = _Parser(
         prog="python -m harness",
@@ -171,9 +188,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     probe.add_argument("--repeat", type=count("REPEAT"), default=1, help="run each probe N times and report the spread")
     probe.add_argument(
         "--parallel",
-        type=count("PARALLEL"),
-        default=1,
-        help="run N probes at a time in one kind cluster (pytest-xdist workers)",
+        type=parallel_count,
+        default="",
+        help="run N probes at a time in one new cluster (pytest-xdist workers); auto: as many as the probes' known "
+        "durations say (harness/schedule.py); default: auto for --cluster local, 1 otherwise",
     )
     probe.add_argument("--run-dir", default=str(REPO / "runs"), help="where run records go (default: runs/)")
     probe.add_argument("--kubeconfig", default="", help="probe an existing cluster from this kubeconfig instead")
@@ -239,7 +257,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--cluster", choices=("kind", "local"), default="kind", help="kind, or local (built here; one at a time)"
     )
     matrix.add_argument(
-        "--parallel", default="26", help="local: probes at a time in each version's cluster (PARALLEL of make probe)"
+        "--parallel", default="auto", help="local: probes at a time in each version's cluster (PARALLEL of make probe)"
     )
     matrix.add_argument(
         "--no-overlap", action="store_true", help="local: build the next version only after this one's probes"
@@ -403,6 +421,8 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
     """
     run = Run.start(Path(args.run_dir))
     run.write_provenance(parallel=args.parallel)
+    plan, schedule_file = plan_workers(args, run.directory)
+    print(f"PARALLEL={args.parallel}: {plan.why()}", flush=True)
     provider: KindProvider | LocalProvider
     if image is None:
         build = existing_build(args.version)
@@ -433,9 +453,8 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
                 print("images: " + "; ".join(f"{i}: {said}" for i, said in run.provenance["preloaded"].items()))
             startup = time.monotonic() - started
             target = ["--kubeconfig", str(provider.kubeconfig), "--context", context, *node_access]
-            command = pytest_argv(
-                args, [*target, "--run-id", run.run_id, "-n", str(args.parallel), "-m", "not node_shutdown"]
-            )
+            planned = ["-n", str(plan.workers), "--schedule", str(schedule_file)]
+            command = pytest_argv(args, [*target, "--run-id", run.run_id, *planned, "-m", "not node_shutdown"])
             print("+ " + " ".join(command), flush=True)
             code = _wait_for(subprocess.Popen(command))
             if image is not None:
@@ -449,11 +468,17 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
                     code = shutdown_code
                 elif shutdown_code not in (0, NO_TESTS_COLLECTED):
                     code = code or shutdown_code
-            timing = probe_timing(run.directory, time.monotonic() - started, startup)
+            timing: dict[str, float | str] = {
+                **probe_timing(run.directory, time.monotonic() - started, startup),
+                "workers": plan.workers,
+                "workers_why": plan.why(),
+                "planned_makespan_s": round(plan.makespan_s, 1),
+            }
             run.write_provenance(timing=timing)
             print(
                 f"wall {timing['wall_s']:.0f}s = cluster start-up {timing['cluster_startup_s']:.0f}s + probes; "
-                f"longest probe {timing['longest_probe_s']:.0f}s; wall / (start-up + longest) = {timing['ratio']:.2f}"
+                f"longest probe {timing['longest_probe_s']:.0f}s; wall / (start-up + longest) = {timing['ratio']:.2f}; "
+                f"{plan.workers} workers, planned {plan.makespan_s:.0f}s"
             )
     except ClusterFailed as err:
         print(f"error: {err}", file=sys.stderr)
@@ -462,6 +487,22 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
             print(run.provenance["cluster_kept_message"])
         run.finish("passed" if code == 0 else "failed")
     return code
+
+
+def plan_workers(args: argparse.Namespace, directory: Path) -> tuple[schedule.Plan, Path]:
+    """The probes this run selects (collected in a child pytest, about a second), planned longest first on
+    PARALLEL workers or, with auto, on as few as finish about when the longest probe does; the durations and
+    the plan go to <run>/schedule.json, which the pytest-xdist controller hands out from."""
+    extra = ["-m", "not node_shutdown", *(["--repeat", str(args.repeat)] if args.repeat > 1 else [])]
+    items = selection.select(args.probe, args.run_dir, extra=extra).selected
+    recordings = [path for family in families() for path in family.recordings.glob("*.json")]
+    known = schedule.known_durations(recordings, Path(args.run_dir))
+    if args.parallel == AUTO:
+        plan = schedule.choose_workers(items, known)
+    else:
+        plan = schedule.plan_for(items, known, args.parallel)
+    schedule.write_schedule(directory / "schedule.json", known, plan)
+    return plan, directory / "schedule.json"
 
 
 def _own_junit(argv: list[str], part: str) -> list[str]:
@@ -746,7 +787,7 @@ def check_probe_input(args: argparse.Namespace) -> NodeImage | None:
                 "KUBECONFIG_FILE (--kubeconfig) probes an existing cluster, VERSION, IMAGE and CLUSTER=local make a "
                 "new one: give one or the other",
             )
-        if args.parallel > 1:
+        if args.parallel not in ("", 1):
             raise Refused(
                 BAD, "PARALLEL runs the probes on a cluster make probe creates itself, not on an existing one"
             )
@@ -892,7 +933,9 @@ def run_command(argv: Sequence[str]) -> int:
         code, kind_line = prepare_kind(args, image)
         if code != 0:
             return code
-    if args.parallel > 1 and not args.kubeconfig:
+    if args.parallel == "":  # the default: auto on a local cluster, one probe at a time otherwise
+        args.parallel = AUTO if args.cluster == "local" and not args.kubeconfig else 1
+    if (args.parallel == AUTO or args.parallel > 1) and not args.kubeconfig:
         return run_parallel(args, image, kind_line)
     command = pytest_argv(args)
     print("+ " + " ".join(command), flush=True)

@@ -49,6 +49,7 @@ from harness.manifest_check import check_manifests, images_in_manifests
 from harness.node_shutdown import announce_shutdown, cluster_config, ensure_derived_image
 from harness.probe import ClaimsUndecided, Probe
 from harness.run import Run, new_run_id, safe_name
+from harness.schedule import PlannedScheduling, longest_first, read_durations
 from harness.spread import render as render_spread
 from harness.spread import spread_of_run
 from harness.transport import LiveTransport, Recording, RecordingMismatch, RecordingTransport, ReplayTransport
@@ -63,6 +64,7 @@ RUN = pytest.StashKey[Run]()
 SHARED_RUN_ID = pytest.StashKey[str]()
 IMAGE = pytest.StashKey[NodeImage]()
 RECORDINGS = pytest.StashKey[dict[str, list[Path]]]()  # --replay: recording files by the probe they are of
+DURATIONS = pytest.StashKey[dict[str, float]]()  # --schedule: seconds per probe id (harness/schedule.py)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -108,6 +110,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="run each live probe N times and report the spread of every measured interval (also REPEAT=N)",
     )
+    group.addoption(
+        "--schedule",
+        metavar="FILE",
+        help="run the probes longest first by the durations in FILE, and with -n hand each worker its share of the "
+        "longest-first packing (harness/schedule.py; make probe PARALLEL writes it)",
+    )
 
 
 # --repeat / REPEAT: a whole number of 1 or more (0, negatives and words are refused, not taken as 1)
@@ -149,6 +157,11 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(err)) from err
     if config.getoption("--replay"):
         config.stash[RECORDINGS] = _recordings(Path(config.getoption("--replay")))
+    if config.getoption("--schedule"):
+        try:
+            config.stash[DURATIONS] = read_durations(Path(config.getoption("--schedule")))
+        except ValueError as err:
+            raise pytest.UsageError(str(err)) from err
     run_dir = Path(config.getoption("--run-dir"))
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -212,6 +225,21 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("probe", paths, indirect=True, ids=[p.stem for p in paths])
     else:  # a probe without a recording is a failure of the offline run, not a silent omission
         metafunc.parametrize("probe", [None], indirect=True, ids=["no-recording"])
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """--schedule: the probes longest first (each pytest-xdist worker collects, so each sees this order)."""
+    durations = config.stash.get(DURATIONS, None)
+    if durations is not None:
+        by_id = {item.nodeid: item for item in items}
+        items[:] = [by_id[nodeid] for nodeid in longest_first(list(by_id), durations)]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """--schedule with -n: each worker gets its planned share at once (harness/schedule.py says why)."""
+    return PlannedScheduling(config, log, Path(config.getoption("--schedule"))) if DURATIONS in config.stash else None
 
 
 @pytest.hookimpl(wrapper=True)

@@ -40,11 +40,12 @@ class Selection:
         return len({i.split("[")[0] for i in self.selected + self.deselected})
 
 
-def select(expression: str, run_dir: str, timeout: float = 120) -> Selection:
-    """Collect the probes matching a pytest -k expression, in a child pytest; nothing runs."""
+def select(expression: str, run_dir: str, timeout: float = 120, extra: Sequence[str] = ()) -> Selection:
+    """Collect the probes matching a pytest -k expression (and `extra` pytest arguments), in a child pytest;
+    nothing runs."""
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "selection.json"
-        argv = [str(PROBES), "-p", "no:cacheprovider", "-k", expression, "--run-dir", run_dir]
+        argv = [str(PROBES), "-p", "no:cacheprovider", "-k", expression, "--run-dir", run_dir, *extra]
         proc = subprocess.run(
             [sys.executable, "-m", "harness.selection", str(out), *argv],
             capture_output=True,

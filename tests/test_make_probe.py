@@ -173,7 +173,14 @@ def test_parallel_probes_share_one_cluster_that_the_cli_creates_and_deletes(
     assert "wall " in stdout and "longest probe" in stdout
     (run_dir,) = (run.log.parent / "runs").iterdir()
     provenance = json.loads((run_dir / "run.json").read_text())
-    assert set(provenance["timing"]) == {"wall_s", "cluster_startup_s", "longest_probe_s", "ratio"}
+    assert set(provenance["timing"]) == {"wall_s", "cluster_startup_s", "longest_probe_s", "ratio"} | {
+        "workers", "workers_why", "planned_makespan_s"
+    }  # fmt: skip
+    assert provenance["timing"]["workers"] == 2 and "as asked" in provenance["timing"]["workers_why"]
+    # the pytest-xdist controller handed out the plan (harness/schedule.py) and measured the probe whole
+    assert list(json.loads((run_dir / "schedule.json").read_text())["measured_s"]) == [
+        "probes/phase_after_deletion/test_phase_after_deletion.py::test_always_pod_ignoring_sigterm"
+    ]
     assert provenance["status"] == "passed"
     record = json.loads(next((run_dir / "probes").iterdir()).read_text())
     assert {v["claim"]: v["status"] for v in record["verdicts"]}["container-stopped-on-node"] == "pass"
