@@ -212,16 +212,12 @@ def substitute_refused_twins(
     return versions, substitutions
 
 
-def served_modules(pairs: list[tuple[str, str]], env: Mapping[str, str], cwd: Path) -> set[tuple[str, str]]:
-    """Which of these module versions the proxy serves: one `go mod download -json` for the whole batch.
-
-    The checksum database is not asked here (GONOSUMDB=k8s.io): this only tells what can be downloaded; the
-    build itself verifies checksums and says when it has to go without them.
-    """
+def _download_answers(pairs: list[tuple[str, str]], env: Mapping[str, str], cwd: Path) -> list[dict[str, Any]]:
+    """Every answer of one `go mod download -json` for the whole batch (a refused version answers an Error)."""
     if not pairs:
-        return set()
-    result = _go(["mod", "download", "-json", *(f"{m}@{v}" for m, v in pairs)], {**env, "GONOSUMDB": "k8s.io"}, cwd)
-    answered = set()
+        return []
+    result = _go(["mod", "download", "-json", *(f"{m}@{v}" for m, v in pairs)], env, cwd)
+    answers = []
     decoder = json.JSONDecoder()
     text, position = result.stdout, 0
     while True:
@@ -233,9 +229,24 @@ def served_modules(pairs: list[tuple[str, str]], env: Mapping[str, str], cwd: Pa
             info, position = decoder.raw_decode(text, position)
         except json.JSONDecodeError:
             break
-        if not info.get("Error") and "Dir" in info:
-            answered.add((str(info["Path"]), str(info["Version"])))
-    return answered
+        answers.append(info)
+    return answers
+
+
+def served_modules(pairs: list[tuple[str, str]], env: Mapping[str, str], cwd: Path) -> set[tuple[str, str]]:
+    """Which of these module versions the proxy serves: one `go mod download -json` for the whole batch.
+
+    The checksum database is not asked here (GONOSUMDB=k8s.io): this only tells what can be downloaded; the
+    build itself verifies checksums and says when it has to go without them.
+    """
+    answers = _download_answers(pairs, {**env, "GONOSUMDB": "k8s.io"}, cwd)
+    return {(str(a["Path"]), str(a["Version"])) for a in answers if not a.get("Error") and "Dir" in a}
+
+
+def module_dirs(pairs: list[tuple[str, str]], env: Mapping[str, str], cwd: Path) -> dict[str, Path]:
+    """Where each of these module versions is in the module cache (downloaded if it is not yet)."""
+    answers = _download_answers(pairs, {**env, "GONOSUMDB": "k8s.io"}, cwd)
+    return {str(a["Path"]): Path(a["Dir"]) for a in answers if not a.get("Error") and "Dir" in a}
 
 
 def ldflags(version: str, commit: str, built_at: str) -> str:
