@@ -515,3 +515,71 @@ def test_the_input_packages_are_the_tagged_dirs_the_makefile_finds_in_its_order(
     assert args[args.index("-p") + 1] == "k8s.io/kubernetes/pkg/generated/openapi"
     assert args[args.index("-O") + 1] == "zz_generated.openapi"
     assert args[args.index("--output-base") + 1] == "/out"
+
+
+def _stand_in_build(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, source: Path) -> list[list[str]]:
+    """build_kubernetes with every go and openapi-gen run stood in for; returns the commands it ran."""
+    twins = _stand_in_twins(tmp_path)
+    commands: list[list[str]] = []
+    monkeypatch.setattr(build_module, "check_go", lambda: "go version go1.26.0 linux/amd64")
+    module = {"Dir": str(source), "Sum": "h1:x", "Origin": {"Hash": "abc123"}}
+    monkeypatch.setattr(build_module, "resolve_module", lambda version, tools: module)
+    monkeypatch.setattr(build_module, "choose_toolchain", lambda upstream, env, cwd: ("go1.16.15", "upstream's"))
+    monkeypatch.setattr(build_module, "served_modules", lambda pairs, env, cwd: set(pairs))
+    monkeypatch.setattr(build_module, "module_dirs", lambda pairs, env, cwd: {m: twins[m] for m, _ in pairs})
+    monkeypatch.setattr(build_module, "_module_version", lambda module, env, cwd: "v0.0.0-20211110012726-3cc51fd1e909")
+
+    def run(command: list[str], cwd: Path, env: Any, out: Any) -> int:
+        commands.append(command)
+        if command[0].endswith("/openapi-gen"):
+            base = Path(command[command.index("--output-base") + 1])
+            _write(base / "k8s.io/kubernetes/pkg/generated/openapi/zz_generated.openapi.go", "package openapi\n")
+            _write(Path(command[command.index("-r") + 1]), "API rule violation: names_match,x\n")
+        elif command[:2] == ["go", "build"] and "bin/" in command:
+            for component in build_module.COMPONENTS:
+                _write(cwd / "bin" / component, "")
+        return 0
+
+    monkeypatch.setattr(build_module, "_run_logged", run)
+    return commands
+
+
+def test_a_tag_without_the_file_is_built_from_a_copy_with_it_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    source = _stand_in_tag(tmp_path / "mod", with_openapi=False)
+    commands = _stand_in_build(monkeypatch, tmp_path, source)
+    built = build_module.build_kubernetes("1.21.14", tools=tmp_path / "tools", log_progress=False)
+    src = built.directory / "src"
+    assert (src / "pkg/generated/openapi/zz_generated.openapi.go").read_text() == "package openapi\n"
+    assert (src / "pkg/apis/abac/v1beta1/types.go").read_text() == (
+        source / "pkg/apis/abac/v1beta1/types.go"
+    ).read_text()
+    assert not (source / "pkg/generated/openapi/zz_generated.openapi.go").exists()  # the module cache untouched
+    assert ["go", "mod", "edit", "-replace=k8s.io/kubernetes=./src"] in commands
+    # Generated once the tag is required (pins kube-openapi/gengo as the tag does); the components built last.
+    require = commands.index(["go", "mod", "edit", "-require=k8s.io/kubernetes@v1.21.14"])
+    replace = commands.index(["go", "mod", "edit", "-replace=k8s.io/kubernetes=./src"])
+    tool = next(i for i, c in enumerate(commands) if "k8s.io/kube-openapi/cmd/openapi-gen" in c)
+    ran = next(i for i, c in enumerate(commands) if c[0].endswith("/openapi-gen"))
+    assert require < replace < tool < ran < len(commands) - 1
+    generator = next(c for c in commands if c[0].endswith("/openapi-gen"))
+    assert generator[generator.index("-i") + 1].split(",")[0] == "k8s.io/kubernetes/pkg/apis/abac/v0"
+    assert commands[-1][:2] == ["go", "build"] and "bin/" in commands[-1]
+    assert built.record["generated"] == {
+        "pkg/generated/openapi/zz_generated.openapi.go": "openapi-gen of k8s.io/kube-openapi@"
+        "v0.0.0-20211110012726-3cc51fd1e909, 5 input packages; API rule violations the same as the tag's "
+        "api/api-rules/violation_exceptions.list"
+    }
+    assert not (built.directory / "openapi-gen").exists()  # the scratch output is gone
+    assert json.loads((built.directory / "build.json").read_text())["generated"] == built.record["generated"]
+
+
+def test_a_tag_with_the_file_is_built_as_it_is(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    source = _stand_in_tag(tmp_path / "mod", with_openapi=True)
+    commands = _stand_in_build(monkeypatch, tmp_path, source)
+    built = build_module.build_kubernetes("1.24.17", tools=tmp_path / "tools", log_progress=False)
+    assert built.record["generated"] == {}
+    assert not (built.directory / "src").exists()
+    assert not any("k8s.io/kubernetes=./src" in " ".join(c) for c in commands)
+    assert not any(c[0].endswith("openapi-gen") or "k8s.io/kube-openapi/cmd/openapi-gen" in c for c in commands)
