@@ -37,15 +37,13 @@ from harness.families import families
 from harness.kind import (
     INSTALL_KIND,
     ClusterFailed,
-    KindCluster,
     PrerequisiteMissing,
     check_docker,
     check_prerequisites,
-    parse_kind_version,
 )
 from harness.kind_install import KindInstallError, ensure_kind
 from harness.kubeconfig import kubeconfig_problem
-from harness.lifecycle import KindProvider, LocalProvider, cluster_life
+from harness.lifecycle import ClusterProvider, KindProvider, LocalProvider, cluster_life
 from harness.local import cluster as local_cluster
 from harness.local.build import (
     TOOLS,
@@ -56,7 +54,7 @@ from harness.local.build import (
     release_text,
     resolve_module,
 )
-from harness.manifest_check import check_manifests, images_in_manifests
+from harness.manifest_check import check_manifests
 from harness.nodeimage.images import NodeImageError
 from harness.nodeimage.node import build_node_images
 from harness.nodeimage.node import host_problems as node_image_host_problems
@@ -184,7 +182,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--image", default="", help="node image instead of the pinned one (kindest/node:vX.Y.Z@sha256:...)"
     )
     probe.add_argument("--probe", default="", help="run only the probes matching this name or pytest -k expression")
-    probe.add_argument("--keep-cluster", action="store_true", help="do not delete the kind cluster afterwards")
+    probe.add_argument(
+        "--keep-cluster",
+        action="store_true",
+        help="do not delete the cluster afterwards, nor the namespace of a probe that failed",
+    )
     probe.add_argument("--repeat", type=count("REPEAT"), default=1, help="run each probe N times and report the spread")
     probe.add_argument(
         "--parallel",
@@ -309,6 +311,7 @@ def pytest_argv(args: argparse.Namespace, target: Sequence[str] | None = None) -
     argv = [sys.executable, "-m", "pytest", str(REPO / "probes"), "-p", "no:cacheprovider"]
     if target is not None:
         argv += list(target)
+        argv += ["--keep-cluster"] if args.keep_cluster else []  # there: keep the failed probes' namespaces
     elif args.kubeconfig:
         argv += ["--kubeconfig", args.kubeconfig] + (["--context", args.context] if args.context else [])
     elif args.cluster == "local":
@@ -423,7 +426,7 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
     run.write_provenance(parallel=args.parallel)
     plan, schedule_file = plan_workers(args, run.directory)
     print(f"PARALLEL={args.parallel}: {plan.why()}", flush=True)
-    provider: KindProvider | LocalProvider
+    provider: ClusterProvider
     if image is None:
         build = existing_build(args.version)
         assert build is not None  # built by main() before
@@ -431,16 +434,9 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
         provider = LocalProvider.for_build(name, build, run.directory / "local-logs")
         context, node_access = provider.context or name, ["--local-state", str(provider.cluster.state)]
     else:
-        cluster = KindCluster(
-            name=paths.cluster_name(image.kubernetes.minor, run.run_id),
-            image=image.reference,
-            kubeconfig=run.directory / "kubeconfig",
-            kind_bin=args.kind_bin,
-        )
-        provider = KindProvider(
-            cluster, image.kind_release, parse_kind_version(kind_line), kind_line, images_in_manifests()
-        )
-        context, node_access = f"kind-{cluster.name}", ["--kind-nodes"]
+        name = paths.cluster_name(image.kubernetes.minor, run.run_id)
+        provider = KindProvider.for_image(image, name, run.directory / "kubeconfig", args.kind_bin, kind_line)
+        context, node_access = f"kind-{name}", ["--kind-nodes"]
     started = time.monotonic()
     code = 1
     try:

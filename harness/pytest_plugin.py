@@ -27,32 +27,30 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client, config
 
 from harness import paths
 from harness.cli import count as count_of
 from harness.cluster import cleanup_probe_namespace, create_probe_namespace
 from harness.families import Family, FamilyError, family, family_of
-from harness.kind import (
-    ClusterFailed,
-    KindCluster,
-    PrerequisiteMissing,
-    check_prerequisites,
-    list_node_containers,
-    parse_kind_version,
-)
+from harness.kind import ClusterFailed, PrerequisiteMissing, check_prerequisites
 from harness.kubeconfig import kubeconfig_problem
-from harness.lifecycle import KindProvider, LiveTarget, LocalProvider, cluster_life, local_origin
+from harness.lifecycle import (
+    ClusterProvider,
+    ExistingProvider,
+    KindProvider,
+    LiveTarget,
+    LocalProvider,
+    cluster_life,
+)
 from harness.local.build import Build, BuildError, build_kubernetes, existing_build, release_text
-from harness.local.cluster import local_node_lister
-from harness.manifest_check import check_manifests, images_in_manifests
+from harness.manifest_check import check_manifests
 from harness.node_shutdown import announce_shutdown, cluster_config, ensure_derived_image
 from harness.probe import ClaimsUndecided, Probe
 from harness.run import Run, new_run_id, safe_name
 from harness.schedule import PlannedScheduling, longest_first, read_durations
 from harness.spread import render as render_spread
 from harness.spread import spread_of_run
-from harness.transport import LiveTransport, Recording, RecordingMismatch, RecordingTransport, ReplayTransport
+from harness.transport import Recording, RecordingMismatch, RecordingTransport, ReplayTransport
 from harness.versions import KubeVersion, NodeImage, VersionError, resolve_image
 
 REPO = Path(__file__).resolve().parent.parent
@@ -78,7 +76,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--keep-cluster",
         action="store_true",
         default=os.environ.get("KEEP") == "1",
-        help="keep the kind cluster this run creates (also KEEP=1)",
+        help="keep the cluster this run creates, and the namespace of every probe that failed (also KEEP=1)",
     )
     group.addoption(
         "--kubeconfig", metavar="FILE", help="probe an existing cluster from this kubeconfig (never written)"
@@ -333,42 +331,10 @@ def run(pytestconfig: pytest.Config) -> Run:
     return started
 
 
-def _kind_facts(run_record: Path) -> dict[str, Any]:
-    """The cluster name, node image and kind version the CLI recorded when it made the kind cluster."""
-    recorded = json.loads(run_record.read_text()) if run_record.is_file() else {}
-    return {key: recorded[key] for key in ("cluster_name", "node_image", "kind_version") if key in recorded}
-
-
 @pytest.fixture(scope="session")
 def live_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
     """The cluster live probes run on: a new kind or local cluster, or an existing one from --kubeconfig."""
-    kubeconfig, context = pytestconfig.getoption("--kubeconfig"), pytestconfig.getoption("--context")
-    if kubeconfig:
-        api = config.new_client_from_config(config_file=kubeconfig, context=context)
-        kind_nodes, local_state = pytestconfig.getoption("--kind-nodes"), pytestconfig.getoption("--local-state")
-        node_lister = (
-            list_node_containers if kind_nodes else local_node_lister(Path(local_state)) if local_state else None
-        )
-        kind = (
-            "kind (created by make probe)"
-            if kind_nodes
-            else "local (created by make probe)"
-            if local_state
-            else "existing"
-        )
-        origin = {"cluster": kind, "context": context}
-        if kind_nodes:  # a PARALLEL worker on the suite's kind cluster: say what ran, from the run's own record
-            created = _kind_facts(run.directory / "run.json")
-            origin = {"cluster": "kind", **created, "context": context}
-        if local_state:  # a PARALLEL worker on the suite's local cluster: say what ran, from the cluster's record
-            origin = {**local_origin(json.loads((Path(local_state) / "cluster.json").read_text())), "context": context}
-        target = LiveTarget(LiveTransport(api, node_lister=node_lister), client.CoreV1Api(api), origin)
-        server_version = target.transport.server_version()
-        run.write_provenance(cluster=kind, kubeconfig=kubeconfig, context=context, server_version=server_version)
-        _refuse_invalid_manifests(server_version)
-        yield target
-        return
-    with _new_cluster(pytestconfig, run, shutdown=False) as target:
+    with _cluster(pytestconfig, run, shutdown=False) as target:
         yield target
 
 
@@ -386,7 +352,7 @@ def shutdown_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarg
             "live probe: graceful node shutdown needs systemd-logind on the node, which the local cluster (processes "
             "on this host) does not have; it runs on the suite's own kind cluster (make probe VERSION=...)"
         )
-    with _new_cluster(pytestconfig, run, shutdown=True) as target:
+    with _cluster(pytestconfig, run, shutdown=True) as target:
         yield target
 
 
@@ -400,8 +366,8 @@ def _refuse_invalid_manifests(server_version: dict[str, Any]) -> None:
 
 
 @contextmanager
-def _new_cluster(pytestconfig: pytest.Config, run: Run, shutdown: bool) -> Iterator[LiveTarget]:
-    """A cluster this run creates (kind or local), through the one lifecycle of harness/lifecycle.py.
+def _cluster(pytestconfig: pytest.Config, run: Run, shutdown: bool) -> Iterator[LiveTarget]:
+    """The cluster the options name (kind, local or existing), through the one lifecycle of harness/lifecycle.py.
 
     `shutdown`: the graceful-node-shutdown kind cluster (harness/node_shutdown.py); its provenance is kept
     under `shutdown_cluster` in run.json, the other cluster's at the top level.
@@ -427,8 +393,17 @@ def _new_cluster(pytestconfig: pytest.Config, run: Run, shutdown: bool) -> Itera
         pytest.fail(str(err), pytrace=False)
 
 
-def _provider(pytestconfig: pytest.Config, run: Run, shutdown: bool, note: Any) -> KindProvider | LocalProvider:
+def _provider(pytestconfig: pytest.Config, run: Run, shutdown: bool, note: Any) -> ClusterProvider:
     """The provider the options ask for; skips (with the reason) when none was asked for or none can run."""
+    if kubeconfig := pytestconfig.getoption("--kubeconfig"):
+        local_state = pytestconfig.getoption("--local-state")
+        return ExistingProvider.from_kubeconfig(
+            Path(kubeconfig),
+            pytestconfig.getoption("--context"),
+            kind_nodes=pytestconfig.getoption("--kind-nodes"),
+            local_state=Path(local_state) if local_state else None,
+            run_record=run.directory / "run.json",
+        )
     local_version = pytestconfig.getoption("--local-version")
     if local_version:
         build = existing_build(local_version) or _build_or_skip(local_version)
@@ -446,15 +421,9 @@ def _provider(pytestconfig: pytest.Config, run: Run, shutdown: bool, note: Any) 
     except PrerequisiteMissing as err:
         pytest.skip(f"live probe: {err}")
     suffix = "-gns" if shutdown else ""
-    cluster = KindCluster(
-        name=paths.cluster_name(image.kubernetes.minor, run.run_id, "gns" if shutdown else ""),
-        image=image.reference,
-        kubeconfig=run.path(f"kubeconfig{suffix}"),
-        kind_bin=kind_bin,
-    )
-    provider = KindProvider(
-        cluster, image.kind_release, parse_kind_version(kind_line), kind_line, preload_images=images_in_manifests()
-    )
+    name = paths.cluster_name(image.kubernetes.minor, run.run_id, "gns" if shutdown else "")
+    provider = KindProvider.for_image(image, name, run.path(f"kubeconfig{suffix}"), kind_bin, kind_line)
+    cluster = provider.cluster
     if shutdown:
         try:
             cluster.image, built = ensure_derived_image(image.reference, paths.NODE_IMAGES)
@@ -572,11 +541,16 @@ def _live_probe(request: pytest.FixtureRequest, run: Run, family: Family, name: 
             probe.write_record(outcome, "live", origin)
             recording.write(run.path("recordings", f"{probe.record_name}.json"))
         finally:
-            report = cleanup_probe_namespace(target.core, namespace)
-            run.provenance.setdefault("cleanup", []).append(report.__dict__)
-            run.write_provenance()
-            if report.errors:
-                raise RuntimeError(f"cleanup of namespace {namespace} incomplete: {report.errors}")
+            if request.config.getoption("--keep-cluster") and outcome in ("failed", UNDECIDED_OUTCOME):
+                kept = {"namespace": namespace, "probe": request.node.nodeid, "outcome": outcome}
+                run.provenance.setdefault("namespaces_kept", []).append(kept)
+                run.write_provenance()
+            else:
+                report = cleanup_probe_namespace(target.core, namespace)
+                run.provenance.setdefault("cleanup", []).append(report.__dict__)
+                run.write_provenance()
+                if report.errors:
+                    raise RuntimeError(f"cleanup of namespace {namespace} incomplete: {report.errors}")
 
 
 # ---------------------------------------------------------------------------------------- summary
@@ -595,6 +569,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             cleaned={
                 "namespaces_deleted": [c["namespace"] for c in cleanup if c.get("namespace_deleted")],
                 "namespaces_left": [c["namespace"] for c in cleanup if not c.get("namespace_deleted")],
+                "namespaces_kept": [k["namespace"] for k in run.provenance.get("namespaces_kept", [])],
                 "finalizers_removed": sum(len(c.get("finalizers_removed", [])) for c in cleanup),
                 "cluster_deleted": bool(run.provenance.get("cluster_deleted")),
                 **(
@@ -621,6 +596,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_sep("-", "pod-lifecycle probes")
         shared = Path(config.getoption("--run-dir")) / config.stash[SHARED_RUN_ID]
         terminalreporter.write_line(f"run records, recordings and evidence: {shared}")
+        _say_kept_namespaces(terminalreporter, shared)
     run = config.stash.get(RUN, None)
     if run is not None:
         terminalreporter.write_sep("-", "pod-lifecycle probes")
@@ -631,8 +607,31 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
                 terminalreporter.write_line(f"could not delete {kind} cluster {name}: {error}\n(make clean removes it)")
             if facts.get("cluster_kept"):
                 terminalreporter.write_line(facts["cluster_kept_message"])
+        _say_kept_namespaces(terminalreporter, run.directory)
         rows = spread_of_run(run.directory)
         if config.getoption("--repeat") > 1 and rows:
             (run.directory / "spread.json").write_text(json.dumps(rows, indent=1) + "\n")
             terminalreporter.write_line("spread of measured intervals (seconds):")
             terminalreporter.write_line(render_spread(rows))
+
+
+def _say_kept_namespaces(terminalreporter: Any, run_directory: Path) -> None:
+    """KEEP=1: the namespaces of failed probes left for a look, from every run record of the run (its workers')."""
+    kept = [
+        k for record in sorted(run_directory.glob("run*.json")) for k in _read_json(record).get("namespaces_kept", [])
+    ]
+    for entry in kept:
+        terminalreporter.write_line(
+            f"kept for a look (KEEP=1): namespace {entry['namespace']} of the failed probe {entry['probe']}"
+        )
+    if kept:
+        terminalreporter.write_line(
+            "(make clean with the cluster's KUBECONFIG_FILE and CONTEXT removes them, or they go with a kept cluster)"
+        )
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        return dict(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        return {}
