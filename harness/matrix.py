@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.local.build import go_build_cache
 from harness.versions import KubeVersion, known_images, resolve_image
 
 EXIT_MEANING = {0: "passed", 1: "failed", 2: "interrupted or bad input", 3: "prerequisite missing", 5: "no probe ran"}
@@ -163,10 +164,6 @@ def disk_gb(path: Path) -> float:
         return 0.0
 
 
-def go_build_cache(tools: Path) -> Path:
-    return tools / "go" / "cache"
-
-
 class Builder:
     """Builds the planned releases in order on one background thread, ahead of the probes.
 
@@ -208,8 +205,8 @@ class Builder:
             os.nice(self._nice)
             self._niced = True
         minor = KubeVersion.parse(release).minor
-        if self._trim and self._last_minor not in (None, minor) and go_build_cache(self._tools).is_dir():
-            shutil.rmtree(go_build_cache(self._tools), ignore_errors=True)
+        if self._trim and self._last_minor not in (None, minor):
+            shutil.rmtree(go_build_cache(self._tools, str(self._last_minor)), ignore_errors=True)
         self._last_minor = minor
         self.building = release
         try:

@@ -42,10 +42,10 @@ def test_a_minor_resolves_to_its_pinned_patch_or_the_nearest_earlier_served_one(
 
 
 def test_the_builder_empties_the_go_build_cache_only_when_the_minor_changes(tmp_path: Path) -> None:
-    cache = tmp_path / "go" / "cache"
     seen: list[tuple[str, bool]] = []
 
     def build(release: str) -> str:
+        cache = tmp_path / "go" / "cache" / release.rsplit(".", 1)[0]
         seen.append((release, cache.is_dir()))
         cache.mkdir(parents=True, exist_ok=True)
         return release
@@ -54,8 +54,10 @@ def test_the_builder_empties_the_go_build_cache_only_when_the_minor_changes(tmp_
     for release in ("1.27.3", "1.27.4", "1.28.0", "1.29.1"):
         assert builder.result(release) == release
     builder.shutdown()
-    # 1.27.4 found 1.27.3's cache; 1.28.0 started from an empty one; 1.29.1 was built before: nothing emptied.
-    assert seen == [("1.27.3", False), ("1.27.4", True), ("1.28.0", False), ("1.29.1", True)]
+    # 1.27.4 found 1.27.3's cache; 1.28.0 started its own, and 1.27's was removed then; 1.29.1 was built
+    # before: nothing emptied for it (1.28's cache stays).
+    assert seen == [("1.27.3", False), ("1.27.4", True), ("1.28.0", False), ("1.29.1", False)]
+    assert sorted(p.name for p in (tmp_path / "go" / "cache").iterdir()) == ["1.28", "1.29"]
 
 
 def test_the_local_matrix_goes_on_past_a_failed_build_and_says_where_it_is(tmp_path: Path) -> None:

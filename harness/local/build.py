@@ -70,7 +70,7 @@ class Build:
         return self.directory / "bin" / component
 
 
-def go_environment(tools: Path = TOOLS) -> dict[str, str]:
+def go_environment(tools: Path = TOOLS, cache: str = "shared") -> dict[str, str]:
     """The build's own Go environment: caches inside .tools/ (shared by every build), cgo off as upstream builds.
 
     Nothing is taken from the host's `go env` file or a GOFLAGS of its own (a `-buildvcs=false` there, seen
@@ -82,7 +82,7 @@ def go_environment(tools: Path = TOOLS) -> dict[str, str]:
         **os.environ,
         "GOENV": "off",
         "GOMODCACHE": str(tools / "go" / "mod"),
-        "GOCACHE": str(tools / "go" / "cache"),
+        "GOCACHE": str(go_build_cache(tools, cache)),
         "GOPATH": str(tools / "go" / "path"),
         "GOFLAGS": "-mod=mod",
         "GOWORK": "off",
@@ -91,6 +91,12 @@ def go_environment(tools: Path = TOOLS) -> dict[str, str]:
         "GOPROXY": _host_go_setting("GOPROXY", "https://proxy.golang.org,direct"),
         "GOSUMDB": _host_go_setting("GOSUMDB", "sum.golang.org"),
     }
+
+
+def go_build_cache(tools: Path, name: str) -> Path:
+    """The Go build cache of one minor's builds (patches of a minor share most compiled packages; other minors
+    share nearly none, having another toolchain), or "shared" for the suite's small Go tools."""
+    return tools / "go" / "cache" / name
 
 
 @functools.cache
@@ -335,7 +341,7 @@ def _run_go(step: list[str], directory: Path, env: Mapping[str, str], out: IO[st
 def _build(version: str, tools: Path, log_progress: bool) -> Build:
     check_go()
     text = release_text(version)
-    env = go_environment(tools)
+    env = go_environment(tools, KubeVersion.parse(version).minor)
     directory = tools / "kubernetes" / text
     directory.mkdir(parents=True, exist_ok=True)
     module = resolve_module(version, tools)
