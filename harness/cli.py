@@ -18,9 +18,8 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -29,20 +28,15 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from harness import bisect as bisect_module
-from harness import janitor, matrix, node_image_build, paths, schedule, selection
+from harness import inputs, janitor, matrix, paths, schedule, selection
 from harness import report as report_module
 from harness.engine import check_engine
+from harness.errors import ClusterFailed, PrerequisiteMissing
 from harness.expectations import all_claim_ids
 from harness.families import families
-from harness.kind import (
-    INSTALL_KIND,
-    ClusterFailed,
-    PrerequisiteMissing,
-    check_docker,
-    check_prerequisites,
-)
+from harness.inputs import BadInput, count
+from harness.kind import INSTALL_KIND, check_docker, check_prerequisites
 from harness.kind_install import KindInstallError, ensure_kind
-from harness.kubeconfig import kubeconfig_problem
 from harness.lifecycle import ClusterProvider, KindProvider, LocalProvider, cluster_life
 from harness.local import cluster as local_cluster
 from harness.local.build import (
@@ -51,15 +45,14 @@ from harness.local.build import (
     build_kubernetes,
     check_go,
     existing_build,
-    release_text,
     resolve_module,
 )
-from harness.manifest_check import check_manifests
+from harness.nodeimage import release as node_image_release
 from harness.nodeimage.images import NodeImageError
 from harness.nodeimage.node import build_node_images
 from harness.nodeimage.node import host_problems as node_image_host_problems
 from harness.run import Run, new_run_id, safe_name
-from harness.versions import KubeVersion, NodeImage, VersionError, known_images, known_versions, resolve_image
+from harness.versions import KubeVersion, NodeImage, VersionError, known_images, known_versions
 
 REPO = Path(__file__).resolve().parent.parent
 BAD_INPUT, PREREQUISITE_MISSING = 2, 3
@@ -129,21 +122,6 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(BAD_INPUT, f"error: {BAD}: {message}\n")
-
-
-def count(variable: str) -> Callable[[str], int]:
-    """An argparse type for a count of 1 or more; the message names the make variable too."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = 0
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"{variable} must be a whole number of 1 or more, not {text!r}")
-        return value
-
-    return parse
 
 
 AUTO = "auto"
@@ -278,17 +256,6 @@ def missing_arguments(args: argparse.Namespace, names: dict[str, str]) -> str | 
     return f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing"
 
 
-def run_dir_problem(run_dir: str) -> str | None:
-    """Why run records cannot be written under `run_dir`, or None (the directory is created if need be)."""
-    try:
-        Path(run_dir).mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=run_dir):
-            pass
-    except OSError as err:
-        return f"the run directory {run_dir} is not writable: {err.strerror or err}"
-    return None
-
-
 def selection_problem(expression: str, run_dir: str) -> tuple[str, str] | None:
     """(class, why) when PROBE selects no probe or is not a -k expression; None when it selects some.
 
@@ -332,13 +299,9 @@ def run_matrix_command(args: argparse.Namespace) -> int:
     if args.cluster == "local":
         return run_local_matrix_command(args)
     versions = args.versions.split() or matrix.default_versions()
-    try:
-        for version in versions:
-            resolve_image(version)
-    except VersionError as err:
-        return refuse(BAD, str(err))
-    if problem := run_dir_problem(args.run_dir):
-        return refuse(BAD, problem)
+    for version in versions:
+        inputs.kind_image(version, None)
+    inputs.check_run_dir(args.run_dir)
     base = Path(args.run_dir) / f"matrix-{new_run_id()}"
     base.mkdir(parents=True, exist_ok=True)
     print(f"{len(versions)} versions, {args.jobs} at a time; logs and run records under {base}", flush=True)
@@ -356,8 +319,7 @@ def run_local_matrix_command(args: argparse.Namespace) -> int:
             matrix.pinned_patch(KubeVersion.parse(version).text.lstrip("v"))
     except VersionError as err:
         return refuse(BAD, str(err))
-    if problem := run_dir_problem(args.run_dir):
-        return refuse(BAD, problem)
+    inputs.check_run_dir(args.run_dir)
     if host_problems := local_cluster.check_host():
         return refuse(MISSING, "a local cluster cannot run here:\n  " + "\n  ".join(host_problems))
     if running := local_cluster.running_clusters():
@@ -532,10 +494,7 @@ def probe_timing(run_dir: Path, wall_s: float, startup_s: float) -> dict[str, fl
 
 def run_clean_command(args: argparse.Namespace) -> int:
     """Remove the suite's leftovers; a kubeconfig is checked before anything is touched."""
-    if args.context and not args.kubeconfig:
-        return refuse(BAD, "CONTEXT (--context) is a context of KUBECONFIG_FILE (--kubeconfig), which is not given")
-    if args.kubeconfig and (problem := kubeconfig_problem(args.kubeconfig, args.context)):
-        return refuse(BAD, problem)
+    inputs.check_existing_cluster(args.kubeconfig, args.context)
     report = janitor.JanitorReport()
     kind_bin = shutil.which(args.kind_bin) or janitor.installed_kind()
     if args.cluster != "local":
@@ -578,8 +537,10 @@ def run_report_command(args: argparse.Namespace) -> int:
     if not built.versions:
         return refuse(NOTHING_TO_REPORT, f"{len(records)} records, none from a run that reached a server: {looked}")
     out = Path(args.out) if args.out else REPO / "runs" / f"report-{new_run_id()}"
-    if problem := run_dir_problem(str(out)):
-        return refuse(BAD, problem.replace("the run directory", "the report directory"))
+    try:
+        inputs.check_run_dir(out)
+    except BadInput as err:
+        return refuse(BAD, str(err).replace("the run directory", "the report directory"))
     report_module.write_matrix(built, out)
     print(f"{built.summary()}; {len(built.changed())} verdicts changed")
     print(f"report: {out / 'report.html'} and {out / 'report.md'}")
@@ -591,13 +552,13 @@ def run_node_image_command(args: argparse.Namespace) -> int:
     if problem := missing_arguments(args, {"version": "VERSION"}):
         return refuse(BAD, f"{problem}: the release to build, e.g. make node-image VERSION=1.27.0-rc.0")
     try:
-        tag = node_image_build.local_tag(args.version)
-        release = node_image_build.build_kind_release()
+        tag = node_image_release.local_tag(args.version)
+        release = node_image_release.build_kind_release()
     except VersionError as err:
         return refuse(BAD, str(err))
     source = getattr(args, "source", "auto")
     if source == "auto":
-        source = "release" if node_image_build.release_downloads_reachable() else "modules"
+        source = "release" if node_image_release.release_downloads_reachable() else "modules"
         print(f"building from {source}: dl.k8s.io {'answers' if source == 'release' else 'does not answer'}")
     try:
         check_docker()
@@ -618,9 +579,9 @@ def run_node_image_command(args: argparse.Namespace) -> int:
             if source == "modules":
                 tag = build_node_images(args.version)[0]
             else:
-                tag, said = node_image_build.build_node_image(args.version, kind_bin, release)
+                tag, said = node_image_release.build_node_image(args.version, kind_bin, release)
                 print(said)
-    except (node_image_build.NodeImageBuildFailed, NodeImageError, BuildError) as err:
+    except (node_image_release.NodeImageBuildFailed, NodeImageError, BuildError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     print(f"run the probes on it: make probe IMAGE={tag}")
@@ -639,8 +600,7 @@ def run_bisect_command(args: argparse.Namespace) -> int:
         versions = bisect_module.candidates(args.good, args.bad, args.build)
     except VersionError as err:
         return refuse(BAD, str(err))
-    if problem := run_dir_problem(args.run_dir):
-        return refuse(BAD, problem)
+    inputs.check_run_dir(args.run_dir)
     if refused := selection_problem(args.probe, args.run_dir):
         return refuse(*refused)
     directory = Path(args.run_dir) / f"bisect-{new_run_id()}"
@@ -652,7 +612,7 @@ def run_bisect_command(args: argparse.Namespace) -> int:
             built = run_command(["node-image", "--version", version])
             if built != 0:
                 return bisect_module.SKIP
-            where = ["--image", node_image_build.local_tag(version)]
+            where = ["--image", node_image_release.local_tag(version)]
         run_dir = directory / version
         command = [sys.executable, "-m", "harness", "probe", *where, "--probe", args.probe, "--run-dir", str(run_dir)]
         print("+ " + " ".join(command), flush=True)
@@ -687,8 +647,7 @@ def run_local_bisect_command(args: argparse.Namespace) -> int:
     known_claims = all_claim_ids()
     if args.claim not in known_claims:
         return refuse(BAD, f"no claim {args.claim!r} in the expectations (e.g. {', '.join(sorted(known_claims)[:3])})")
-    if problem := run_dir_problem(args.run_dir):
-        return refuse(BAD, problem)
+    inputs.check_run_dir(args.run_dir)
     if refused := selection_problem(args.probe, args.run_dir):
         return refuse(*refused)
     if host_problems := local_cluster.check_host():
@@ -767,62 +726,40 @@ class Refused(Exception):
 
 
 def check_probe_input(args: argparse.Namespace) -> NodeImage | None:
-    """Every check of make probe's input, in seconds and before anything starts; raises Refused.
+    """Every check of make probe's input, in seconds and before anything starts; raises BadInput or Refused.
 
     Returns the kind node image to run when a kind cluster is to be made.
     """
-    if args.context and not args.kubeconfig:
-        raise Refused(BAD, "CONTEXT (--context) is a context of KUBECONFIG_FILE (--kubeconfig), which is not given")
-    if problem := run_dir_problem(args.run_dir):
-        raise Refused(BAD, problem)
+    inputs.check_existing_cluster(args.kubeconfig, args.context)
+    inputs.check_run_dir(args.run_dir)
     image: NodeImage | None = None
     if args.kubeconfig:
         if args.version or args.image or args.cluster == "local":
-            raise Refused(
-                BAD,
+            raise BadInput(
                 "KUBECONFIG_FILE (--kubeconfig) probes an existing cluster, VERSION, IMAGE and CLUSTER=local make a "
                 "new one: give one or the other",
             )
         if args.parallel not in ("", 1):
-            raise Refused(
-                BAD, "PARALLEL runs the probes on a cluster make probe creates itself, not on an existing one"
-            )
-        if problem := kubeconfig_problem(args.kubeconfig, args.context):
-            raise Refused(BAD, problem)
+            raise BadInput("PARALLEL runs the probes on a cluster make probe creates itself, not on an existing one")
     elif args.cluster == "local":
         if args.image:
-            raise Refused(BAD, "IMAGE is a kind node image; a local cluster (CLUSTER=local) takes VERSION only")
+            raise BadInput("IMAGE is a kind node image; a local cluster (CLUSTER=local) takes VERSION only")
         if not args.version:
-            raise Refused(BAD, "no VERSION given: a local cluster is built from one release (VERSION=1.27.3)")
-        try:
-            args.version = release_text(args.version)
-        except VersionError as err:
-            raise Refused(BAD, str(err)) from err
-        check_manifests_for(KubeVersion.parse(args.version))
+            raise BadInput("no VERSION given: a local cluster is built from one release (VERSION=1.27.3)")
+        args.version = inputs.local_release(args.version)
+        print(inputs.check_manifests_for(KubeVersion.parse(args.version)))
     else:
-        try:
-            image = resolve_image(args.version or None, args.image or None)
-        except VersionError as err:
-            raise Refused(BAD, str(err)) from err
-        if image.digest is None and not image.reference.startswith(f"{node_image_build.LOCAL_REPOSITORY}:"):
+        image = inputs.kind_image(args.version or None, args.image or None)
+        if image.digest is None and not image.reference.startswith(f"{paths.NODE_IMAGE_REPOSITORY}:"):
             print(
                 f"warning: {image.reference} is not pinned by digest; kind asks for @sha256 digests because tags "
                 "are rebuilt (kind#3853), so what runs may not be what this name meant before",
                 file=sys.stderr,
             )
-        check_manifests_for(image.kubernetes)
+        print(inputs.check_manifests_for(image.kubernetes))
     if args.probe and (refused := selection_problem(args.probe, args.run_dir)):
         raise Refused(*refused)
     return image
-
-
-def check_manifests_for(version: KubeVersion) -> None:
-    """Refuse when a manifest is invalid for this version's schema; say how many were checked otherwise."""
-    problems, checked = check_manifests(version)
-    if problems:
-        listed = "\n  ".join(str(p) for p in problems)
-        raise Refused(BAD, f"manifests invalid for Kubernetes {version}:\n  {listed}")
-    print(checked)
 
 
 def prepare_local(args: argparse.Namespace) -> int:
@@ -903,7 +840,15 @@ def main(argv: Sequence[str]) -> int:
 
 
 def run_command(argv: Sequence[str]) -> int:
+    """Parse and run one command; an input it will not run with is refused as bad input."""
     args = parse_args(argv)
+    try:
+        return _dispatch(args)
+    except BadInput as err:
+        return refuse(BAD, str(err))
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "versions":
         print("\n".join(known_versions()))
         return 0

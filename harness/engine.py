@@ -19,7 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness import paths
-from harness.kind import PrerequisiteMissing, Runner, run_command
+from harness.errors import PrerequisiteMissing
+from harness.process import Runner, run_command
 
 CAP_SYS_RESOURCE = 24
 PREREQUISITE_MISSING = 3  # harness/cli.py's exit code for this class of refusal

@@ -16,10 +16,10 @@ from pathlib import Path
 
 from kubernetes import client
 
-from harness.cluster import CleanupReport, cleanup_probe_namespace
-from harness.kind import Runner, run_command
 from harness.kind_install import TOOLS_DIR
 from harness.local.cluster import DEFAULT_ROOT, leftover_clusters, stop_cluster
+from harness.namespaces import CleanupReport, cleanup_probe_namespace
+from harness.process import Runner, run_command
 from harness.run import SUITE_LABEL
 from harness.transport import raw_call
 

@@ -22,12 +22,12 @@ from typing import Any, Protocol
 
 from kubernetes import client, config
 
-from harness.cluster import wait_nodes_ready
-from harness.kind import ClusterFailed, KindCluster, list_node_containers, parse_kind_version
+from harness.errors import ClusterFailed
+from harness.kind import KindCluster, list_node_containers, parse_kind_version
 from harness.local.build import Build
 from harness.local.cluster import LocalCluster, LocalClusterError, local_node_lister
 from harness.manifest_check import images_in_manifests
-from harness.transport import JsonDict, LiveTransport
+from harness.transport import JsonDict, LiveTransport, raw_call, watch_until
 from harness.versions import NodeImage
 
 Note = Callable[..., None]
@@ -103,6 +103,33 @@ class Removal:
 
     error: str | None = None
     facts: dict[str, Any] = field(default_factory=dict)
+
+
+class NodesNotReady(RuntimeError):
+    """The nodes did not all become Ready in time; says what was last seen."""
+
+
+def wait_nodes_ready(core: client.CoreV1Api, timeout_s: float = 180) -> list[str]:
+    """Wait until every node reports Ready=True (kind's --wait exits 0 even when it times out); their names."""
+
+    def states() -> dict[str, str]:
+        return {n["metadata"]["name"]: _ready(n) for n in raw_call(core.list_node).get("items") or []}
+
+    def all_ready() -> bool:
+        seen = states()
+        return bool(seen) and all(s == "True" for s in seen.values())
+
+    if not all_ready() and not watch_until(core.list_node, lambda _t, _o: all_ready(), timeout_s):
+        seen = ", ".join(f"{k}: Ready={v}" for k, v in states().items())
+        raise NodesNotReady(f"nodes not Ready after {timeout_s:.0f}s; last seen: {seen or 'no nodes'}")
+    return list(states())
+
+
+def _ready(node: JsonDict) -> str:
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return str(condition.get("status"))
+    return "Unknown"
 
 
 @dataclass

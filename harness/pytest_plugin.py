@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import signal
-import tempfile
 import threading
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
@@ -28,12 +27,11 @@ from typing import Any
 
 import pytest
 
-from harness import paths
-from harness.cli import count as count_of
-from harness.cluster import cleanup_probe_namespace, create_probe_namespace
+from harness import inputs, paths
+from harness.errors import ClusterFailed, PrerequisiteMissing
 from harness.families import Family, FamilyError, family, family_of
-from harness.kind import ClusterFailed, PrerequisiteMissing, check_prerequisites
-from harness.kubeconfig import kubeconfig_problem
+from harness.inputs import BadInput
+from harness.kind import check_prerequisites
 from harness.lifecycle import (
     ClusterProvider,
     ExistingProvider,
@@ -42,16 +40,17 @@ from harness.lifecycle import (
     LocalProvider,
     cluster_life,
 )
-from harness.local.build import Build, BuildError, build_kubernetes, existing_build, release_text
-from harness.manifest_check import check_manifests
-from harness.node_shutdown import announce_shutdown, cluster_config, ensure_derived_image
+from harness.local.build import Build, BuildError, build_kubernetes, existing_build
+from harness.namespaces import cleanup_probe_namespace, create_probe_namespace
+from harness.node_shutdown import announce_shutdown, cluster_config
+from harness.nodeimage.shutdown import ensure_derived_image
 from harness.probe import ClaimsUndecided, Probe
 from harness.run import Run, new_run_id, safe_name
 from harness.schedule import PlannedScheduling, longest_first, read_durations
 from harness.spread import render as render_spread
 from harness.spread import spread_of_run
 from harness.transport import Recording, RecordingMismatch, RecordingTransport, ReplayTransport
-from harness.versions import KubeVersion, NodeImage, VersionError, resolve_image
+from harness.versions import KubeVersion, NodeImage, VersionError
 
 REPO = Path(__file__).resolve().parent.parent
 REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
@@ -117,7 +116,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 # --repeat / REPEAT: a whole number of 1 or more (0, negatives and words are refused, not taken as 1)
-_repeat_count = count_of("--repeat (REPEAT)")
+_repeat_count = inputs.count("--repeat (REPEAT)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -133,51 +132,38 @@ def pytest_configure(config: pytest.Config) -> None:
             f"choose one cluster: a new kind cluster (--kind-version), a new local one (--local-version) or an "
             f"existing one (--kubeconfig), not {' and '.join(chosen)}"
         )
-    if config.getoption("--kubeconfig") and not config.getoption("--context"):
-        raise pytest.UsageError(
-            "--kubeconfig needs an explicit --context: without one the suite acts only on clusters it creates itself"
-        )
-    if config.getoption("--kubeconfig"):
-        problem = kubeconfig_problem(config.getoption("--kubeconfig"), config.getoption("--context"))
-        if problem:
-            raise pytest.UsageError(problem)
-    if config.getoption("--context") and not config.getoption("--kubeconfig"):
-        raise pytest.UsageError("--context names a context of --kubeconfig, which is not given")
+    try:
+        _check_inputs(config)
+    except BadInput as err:
+        raise pytest.UsageError(str(err)) from err
+    if threading.current_thread() is threading.main_thread():
+        # CI cancels with SIGTERM: turn it into the same path as Ctrl-C, so fixture teardown (finalizer
+        # removal, namespace and cluster deletion) still runs. pytest-timeout uses the signal method for
+        # the same reason (its thread method exits without teardown).
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _check_inputs(config: pytest.Config) -> None:
+    """The options' checks shared with `make probe` (harness/inputs.py), and the plugin's own; raises BadInput."""
+    inputs.check_existing_cluster(config.getoption("--kubeconfig"), config.getoption("--context"))
     if config.getoption("--repeat") is None:
         try:
             config.option.repeat = _repeat_count(os.environ.get("REPEAT") or "1")
         except argparse.ArgumentTypeError as err:
-            raise pytest.UsageError(str(err)) from err
+            raise BadInput(str(err)) from err
     if local_version := config.getoption("--local-version"):
-        try:
-            config.option.local_version = release_text(local_version)
-        except VersionError as err:
-            raise pytest.UsageError(str(err)) from err
+        config.option.local_version = inputs.local_release(local_version)
     if config.getoption("--replay"):
         config.stash[RECORDINGS] = _recordings(Path(config.getoption("--replay")))
     if config.getoption("--schedule"):
         try:
             config.stash[DURATIONS] = read_durations(Path(config.getoption("--schedule")))
         except ValueError as err:
-            raise pytest.UsageError(str(err)) from err
-    run_dir = Path(config.getoption("--run-dir"))
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=run_dir):
-            pass
-    except OSError as err:
-        raise pytest.UsageError(f"the run directory {run_dir} is not writable: {err}") from err
+            raise BadInput(str(err)) from err
+    inputs.check_run_dir(config.getoption("--run-dir"))
     version, image = config.getoption("--kind-version"), config.getoption("--kind-image")
     if version or image:
-        try:
-            config.stash[IMAGE] = resolve_image(version, image)
-        except VersionError as err:
-            raise pytest.UsageError(str(err)) from err
-    if threading.current_thread() is threading.main_thread():
-        # CI cancels with SIGTERM: turn it into the same path as Ctrl-C, so fixture teardown (finalizer
-        # removal, namespace and cluster deletion) still runs. pytest-timeout uses the signal method for
-        # the same reason (its thread method exits without teardown).
-        signal.signal(signal.SIGTERM, _interrupt)
+        config.stash[IMAGE] = inputs.kind_image(version, image)
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -358,11 +344,10 @@ def shutdown_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarg
 
 def _refuse_invalid_manifests(server_version: dict[str, Any]) -> None:
     """Stop the run before any probe applies a manifest the server's version's schema says is invalid."""
-    version = KubeVersion.parse(str(server_version["gitVersion"]))
-    problems, _ = check_manifests(version)
-    if problems:
-        listed = "\n  ".join(str(p) for p in problems)
-        pytest.exit(f"manifests invalid for Kubernetes {version}:\n  {listed}", returncode=2)
+    try:
+        inputs.check_manifests_for(KubeVersion.parse(str(server_version["gitVersion"])))
+    except BadInput as err:
+        pytest.exit(str(err), returncode=2)
 
 
 @contextmanager

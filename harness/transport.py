@@ -364,6 +364,18 @@ def raw_watch_events(response: Any) -> Iterator[JsonDict]:
         yield event
 
 
+def watch_until(
+    list_fn: Callable[..., Any], done: Callable[[str, JsonDict], bool], timeout_s: float, **kwargs: Any
+) -> bool:
+    """Watch a list call until done(event_type, object) holds; False when the server-side timeout ends first."""
+    response = list_fn(watch=True, timeout_seconds=max(int(timeout_s), 1), _preload_content=False, **kwargs)
+    try:
+        return any(done(event["type"], event["object"]) for event in raw_watch_events(response))
+    finally:
+        response.close()
+        response.release_conn()
+
+
 def _lines(response: Any) -> Iterator[str]:
     """The lines of a streamed HTTP response as they arrive (the API server sends one watch event a line)."""
     pending = b""

@@ -24,9 +24,10 @@ from typing import Any
 import pytest
 
 from harness import bisect as bisect_module
-from harness import cli, janitor, matrix, node_image_build
+from harness import cli, janitor, matrix
 from harness import report as report_module
 from harness.local import cluster as local_cluster
+from harness.nodeimage import release as node_image_release
 from tests import fake_tools
 from tests.derived import write_derived
 
@@ -72,7 +73,7 @@ HARNESS: dict[str, Bad] = {
     "kubeconfig-unknown-context": Bad(
         ("probe", "--kubeconfig", "{tmp}/kubeconfig", "--context", "prod"), 2, "it has: kind-mine"
     ),
-    "context-without-kubeconfig": Bad(("probe", "--context", "x"), 2, "KUBECONFIG_FILE (--kubeconfig), which is not"),
+    "context-without-kubeconfig": Bad(("probe", "--context", "x"), 2, "--kubeconfig (KUBECONFIG_FILE), which is not"),
     "kubeconfig-and-version": Bad(
         ("probe", "--kubeconfig", "{tmp}/kubeconfig", "--context", "kind-mine", "--version", "1.27"),
         2,
@@ -160,7 +161,7 @@ PYTEST: dict[str, Bad] = {
     "pytest-replay-missing": Bad(("--replay", "/nonexistent"), 4, "--replay /nonexistent: no such file"),
     "pytest-replay-not-a-recording": Bad(("--replay", "/etc/hostname"), 4, "/etc/hostname is not a recording"),
     "pytest-kubeconfig-passwd": Bad(("--kubeconfig", "/etc/passwd", "--context", "x"), 4, "is not a kubeconfig"),
-    "pytest-context-alone": Bad(("--context", "x"), 4, "--context names a context of --kubeconfig"),
+    "pytest-context-alone": Bad(("--context", "x"), 4, "--context (CONTEXT) names a context of --kubeconfig"),
     "pytest-local-minor": Bad(("--local-version", "1.27"), 4, "give a full Kubernetes release"),
     "pytest-replay-and-kind": Bad(("--replay", "probes", "--kind-version", "1.27"), 4, "cannot be combined"),
     "pytest-kubeconfig-no-context": Bad(("--kubeconfig", "/etc/passwd"), 4, "needs an explicit --context"),
@@ -226,7 +227,7 @@ def forbid(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         (cli, ["run_parallel", "cluster_life", "prepare_local", "prepare_kind"]),
         (os, ["execv"]),
         (local_cluster, ["check_host", "running_clusters"]),
-        (node_image_build, ["build_node_image", "build_kind_release"]),
+        (node_image_release, ["build_node_image", "build_kind_release"]),
         (matrix, ["run_matrix", "run_version_process"]),
         (bisect_module, ["bisect"]),
         (janitor, ["clean_kind_clusters", "clean_local_clusters", "clean_namespaces"]),

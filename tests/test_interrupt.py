@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from harness import cli, engine
-from harness.kind import Completed
 from harness.local import build as build_module
 from harness.local import cluster as local
 from harness.nodeimage import node
+from harness.process import Completed
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from harness import lifecycle
-from harness.kind import ClusterFailed
+from harness.errors import ClusterFailed
 from harness.local.build import Build
 from harness.local.cluster import LocalCluster, StopReport
 

@@ -1,4 +1,4 @@
-"""make node-image (harness/node_image_build.py): a node image for a release kind does not publish.
+"""make node-image (harness/nodeimage/release.py): a node image for a release kind does not publish.
 
 Stood in: docker and kind (tests/doubles.FakeRunner). Real: the tag, the kind command line, the record of
 which kind built the image, and how `make probe IMAGE=` then finds that kind release.
@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import node_image_build, versions
-from harness.node_image_build import NodeImageBuildFailed, build_kind_release, build_node_image, local_tag
+from harness import versions
+from harness.nodeimage import release as node_image_release
+from harness.nodeimage.release import NodeImageBuildFailed, build_kind_release, build_node_image, local_tag
 from harness.versions import VersionError, resolve_image
 from tests.doubles import FakeRunner, failed, ok
 
@@ -46,7 +47,7 @@ def test_a_build_runs_kind_once_records_the_kind_release_and_is_reused(tmp_path:
         "--image",
         "plp-node:v1.27.0-rc.0",
     ]
-    assert node_image_build.built_by(tag, tmp_path) == "v0.33.0"
+    assert node_image_release.built_by(tag, tmp_path) == "v0.33.0"
     again = FakeRunner({"docker image inspect": ok("[{}]")})
     assert "reused" in build_node_image("1.27.0-rc.0", "kind", "v0.33.0", again, tmp_path)[1]
     assert not again.ran("kind")
@@ -107,7 +108,7 @@ def test_from_modules_an_unserved_version_is_refused_before_anything_is_built(
     assert "does not serve k8s.io/kubernetes@v1.27.99" in capsys.readouterr().err and built == []
     # served: built from modules; `auto` picks modules when dl.k8s.io does not answer
     monkeypatch.setattr(cli, "resolve_module", lambda version: {"Dir": "/x"})
-    monkeypatch.setattr(node_image_build, "release_downloads_reachable", lambda: False)
+    monkeypatch.setattr(node_image_release, "release_downloads_reachable", lambda: False)
     assert cli.main(["node-image", "--version", "1.27.3"]) == 0
     out = capsys.readouterr().out
     assert built == ["1.27.3"] and "building from modules: dl.k8s.io does not answer" in out

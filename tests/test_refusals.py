@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, engine, node_image_build
-from harness.kind import PrerequisiteMissing, check_docker
+from harness import cli, engine
+from harness.errors import PrerequisiteMissing
+from harness.kind import check_docker
 from harness.local import cluster as local
 from harness.local.build import release_text
+from harness.nodeimage import release as node_image_release
 from harness.versions import resolve_image
 from tests.doubles import FakeRunner, failed
 
@@ -77,7 +79,7 @@ def test_a_release_older_than_the_suite_supports_is_refused_as_such_before_any_d
     argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     nothing_may_start(monkeypatch)
-    monkeypatch.setattr(node_image_build, "release_downloads_reachable", lambda: pytest.fail("no network"))
+    monkeypatch.setattr(node_image_release, "release_downloads_reachable", lambda: pytest.fail("no network"))
     assert cli.main(argv) == cli.BAD_INPUT
     err = capsys.readouterr().err
     assert re.match(r"error: bad input: Kubernetes v?1\.1[38]\S* is older than the suite supports", err)
@@ -85,7 +87,7 @@ def test_a_release_older_than_the_suite_supports_is_refused_as_such_before_any_d
 
 
 def test_the_oldest_supported_release_itself_passes_the_check() -> None:
-    assert node_image_build.local_tag("1.19.0-rc.0") == "plp-node:v1.19.0-rc.0"
+    assert node_image_release.local_tag("1.19.0-rc.0") == "plp-node:v1.19.0-rc.0"
     assert resolve_image("1.19").kubernetes.minor == "1.19"
     assert release_text("1.21.0-alpha.1") == "v1.21.0-alpha.1"
 
