@@ -26,6 +26,8 @@ import pytest
 from harness import bisect as bisect_module
 from harness import cli, janitor, matrix
 from harness import report as report_module
+from harness.commands import housekeeping, refusal, version_axis
+from harness.commands import probe as probe_command
 from harness.local import cluster as local_cluster
 from harness.nodeimage import release as node_image_release
 from tests import fake_tools
@@ -223,8 +225,10 @@ def forbid(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return reach
 
     for owner, names in (
-        (cli, ["check_docker", "ensure_kind", "check_prerequisites", "build_kubernetes", "check_go", "resolve_module"]),
-        (cli, ["run_parallel", "cluster_life", "prepare_local", "prepare_kind"]),
+        (probe_command, ["check_docker", "ensure_kind", "check_prerequisites", "build_kubernetes", "check_go"]),
+        (probe_command, ["resolve_module", "run_parallel", "cluster_life", "prepare_local", "prepare_kind"]),
+        (housekeeping, ["check_docker", "ensure_kind", "check_go", "resolve_module", "build_node_images"]),
+        (version_axis, ["check_go", "resolve_module", "build_kubernetes"]),
         (os, ["execv"]),
         (local_cluster, ["check_host", "running_clusters"]),
         (node_image_release, ["build_node_image", "build_kind_release"]),
@@ -243,9 +247,9 @@ def assert_refused(code: int, expected: Bad, out: str, err: str) -> None:
     assert code == expected.code, err
     assert "Traceback" not in out + err
     (line,) = [line for line in err.splitlines() if line.startswith("error: ")]
-    kind = next((k for k in cli.EXIT_CODE if line.startswith(f"error: {k}: ")), None)
+    kind = next((k for k in refusal.EXIT_CODE if line.startswith(f"error: {k}: ")), None)
     assert kind is not None, f"the error line does not say its class: {line}"
-    assert cli.EXIT_CODE[kind] == code
+    assert refusal.EXIT_CODE[kind] == code
     assert expected.says in err, err
 
 
@@ -270,9 +274,9 @@ def test_every_refusal_class_and_its_exit_code_is_in_the_help(capsys: pytest.Cap
         with pytest.raises(SystemExit):
             cli.main([*command, "--help"])
         text = capsys.readouterr().out
-        for kind, code in cli.EXIT_CODE.items():
+        for kind, code in refusal.EXIT_CODE.items():
             assert re.search(rf"^  {code}  .*{kind}", text, re.M), (command, kind)
-    assert {b.code for b in HARNESS.values()} <= set(cli.EXIT_CODE.values())
+    assert {b.code for b in HARNESS.values()} <= set(refusal.EXIT_CODE.values())
 
 
 def _child(argv: list[str], tmp: Path, env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], list[Any]]:

@@ -22,6 +22,8 @@ from cryptography import x509
 from kubernetes import config
 
 from harness import cli
+from harness.commands import probe as probe_command
+from harness.commands import refusal
 from harness.local import build as build_module
 from harness.local import cluster as local
 from harness.local.images import FileEntry, layer_tar, oci_archive, pause_tag
@@ -271,8 +273,8 @@ def test_a_host_that_cannot_run_it_is_told_why_before_anything_starts(monkeypatc
 def test_bad_local_input_is_refused_in_seconds(
     argv: list[str], expected: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cli, "build_kubernetes", lambda v: pytest.fail("nothing may be built"))
-    assert cli.main(["probe", "--cluster", "local", *argv]) == cli.BAD_INPUT
+    monkeypatch.setattr(probe_command, "build_kubernetes", lambda v: pytest.fail("nothing may be built"))
+    assert cli.main(["probe", "--cluster", "local", *argv]) == refusal.BAD_INPUT
     assert expected in capsys.readouterr().err
 
 
@@ -280,8 +282,8 @@ def test_a_host_that_cannot_run_a_local_cluster_exits_3_naming_each_problem(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(local, "check_host", lambda: ["x is not on PATH (apt-get install x)"])
-    monkeypatch.setattr(cli, "build_kubernetes", lambda v: pytest.fail("nothing may be built"))
-    assert cli.main(["probe", "--cluster", "local", "--version", "1.27.3"]) == cli.PREREQUISITE_MISSING
+    monkeypatch.setattr(probe_command, "build_kubernetes", lambda v: pytest.fail("nothing may be built"))
+    assert cli.main(["probe", "--cluster", "local", "--version", "1.27.3"]) == refusal.PREREQUISITE_MISSING
     assert "a local cluster cannot run here:\n  x is not on PATH" in capsys.readouterr().err
 
 
@@ -289,8 +291,8 @@ def host_ready_and_nothing_built(monkeypatch: pytest.MonkeyPatch) -> None:
     """A host that could run a local cluster, with Go, and no build of the version yet."""
     monkeypatch.setattr(local, "check_host", lambda: [])
     monkeypatch.setattr(local, "running_clusters", lambda: [])
-    monkeypatch.setattr(cli, "existing_build", lambda v: None)
-    monkeypatch.setattr(cli, "check_go", lambda: "go version go1.26.8 linux/amd64")
+    monkeypatch.setattr(probe_command, "existing_build", lambda v: None)
+    monkeypatch.setattr(probe_command, "check_go", lambda: "go version go1.26.8 linux/amd64")
 
 
 def test_a_version_the_proxy_does_not_serve_is_bad_input(
@@ -300,9 +302,9 @@ def test_a_version_the_proxy_does_not_serve_is_bad_input(
         raise build_module.BuildError("the Go module proxy does not serve k8s.io/kubernetes@v1.27.99: 404")
 
     host_ready_and_nothing_built(monkeypatch)
-    monkeypatch.setattr(cli, "resolve_module", refuse)
-    monkeypatch.setattr(cli, "build_kubernetes", lambda v: pytest.fail("nothing may be built"))
-    assert cli.main(["probe", "--cluster", "local", "--version", "1.27.99"]) == cli.BAD_INPUT
+    monkeypatch.setattr(probe_command, "resolve_module", refuse)
+    monkeypatch.setattr(probe_command, "build_kubernetes", lambda v: pytest.fail("nothing may be built"))
+    assert cli.main(["probe", "--cluster", "local", "--version", "1.27.99"]) == refusal.BAD_INPUT
     assert "does not serve k8s.io/kubernetes@v1.27.99" in capsys.readouterr().err
 
 
@@ -313,8 +315,8 @@ def test_a_failed_build_shows_the_end_of_its_log(
         raise build_module.BuildError("building Kubernetes v1.27.3 failed (go build); last lines of x:\nundefined: y")
 
     host_ready_and_nothing_built(monkeypatch)
-    monkeypatch.setattr(cli, "resolve_module", lambda v: {})
-    monkeypatch.setattr(cli, "build_kubernetes", fail)
+    monkeypatch.setattr(probe_command, "resolve_module", lambda v: {})
+    monkeypatch.setattr(probe_command, "build_kubernetes", fail)
     assert cli.main(["probe", "--cluster", "local", "--version", "1.27.3"]) == 1
     assert "undefined: y" in capsys.readouterr().err
 
