@@ -30,7 +30,7 @@ JOBS ?= 2
 
 RUNS ?= runs
 
-.PHONY: probe matrix clean report test lint typecheck unit versions recordings clean-venv node-image actionlint bisect engine engine-stop refuse-cluster
+.PHONY: probe matrix clean report test lint typecheck unit versions clean-venv node-image actionlint bisect engine engine-stop refuse-cluster
 
 # CLUSTER chooses the cluster of make probe, matrix and bisect (and make clean's leftovers); given on the
 # command line to any other target it is refused, not ignored.
@@ -127,9 +127,6 @@ typecheck: refuse-cluster $(STAMP)
 # pytest-xdist worker per core (tests/conftest.py says how the tests are shared out).
 unit: refuse-cluster $(STAMP)
 	$(PY) -m pytest tests probes --replay probes --run-dir runs/offline -n auto
-
-recordings: refuse-cluster $(STAMP)
-	$(PY) tools/derive_recordings.py
 
 clean-venv: refuse-cluster
 	rm -rf $(VENV)

@@ -117,7 +117,7 @@ def manifest_path(filename: str, root: Path | None = None) -> Path:
 
 
 def recording_path(relative: str, root: Path | None = None) -> Path:
-    """'<family>/<name>.json' (how the derive tools name a recording) -> probes/<family>/recordings/<name>.json."""
+    """'<family>/<name>.json' (how tests name a recording) -> probes/<family>/recordings/<name>.json."""
     name, _, filename = relative.partition("/")
     return (root or FAMILIES_ROOT) / name / "recordings" / filename
 

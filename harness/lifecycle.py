@@ -384,6 +384,8 @@ def local_origin(record: dict[str, Any]) -> dict[str, Any]:
             **{k: build.get(k) for k in ("version", "commit", "toolchain", "upstream_go", "how")},
             # Staging modules the proxy refused at the tag and the served versions built instead (empty: exact)
             "staging_substitutions": build.get("staging_substitutions") or {},
+            # Files the tag lacks that the build generated as upstream's make did (1.21-1.23: openapi)
+            "generated": build.get("generated") or {},
         },
         "containerd": record.get("containerd_version"),
         "runc": record.get("runc_version"),

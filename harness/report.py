@@ -3,9 +3,11 @@
 Every verdict is re-evaluated against the current expectations from the recorded observation, so a
 corrected expectation can be tried on old recordings without a cluster; the report says which verdicts
 changed. Rows are grouped document → probe (its scenario) → claim; a version nobody recorded a claim on
-shows the expected value, so the table is the whole behaviour matrix. Observations on a live cluster and
-recordings derived from the documents are kept apart (a live one is shown first; "derived" is never called
-observed). The headline is what changed between consecutive versions, with the PRs the expectations cite.
+shows the expected value, so the table is the whole behaviour matrix. Every recording the suite replays is
+live; run records made before derived recordings were retired (issue 22) may still name a recording derived
+from the documents: such values are kept apart (a live one is shown first; "derived" is never called observed),
+and the page speaks of them only when a record does. The headline is what changed between consecutive
+versions, with the PRs the expectations cite.
 Templates are Jinja2 (harness/templates/); timelines are drawn by harness/timeline_svg.py.
 Over 600 lines: the matrix model, its evaluation and the page data are one reading of the records; the
 drawing and the templates are already apart.
@@ -273,6 +275,7 @@ class Matrix:
             "live_columns": sum("live" in kind for kind in columns),
             "live_versions": [v for v, kind in zip(self.versions, columns, strict=True) if "live" in kind],
             "derived_columns": sum(kind == "derived" for kind in columns),
+            "any_derived": any("derived" in kind for kind in columns),  # only in old run records
             "cells": len(self.rows) * len(self.versions),
             "recorded": sum(1 for row in self.rows for v in self.versions if self.cell(row, v) is not None),
             "live_cells": sum(c.origin == "live" for c in self.row_cells.values()),

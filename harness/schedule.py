@@ -41,7 +41,7 @@ def probe_of(item: str) -> str:
 
 
 def recording_duration(recording: Mapping[str, Any]) -> float | None:
-    """A live recording's first call to its last answer, in seconds; None for a derived recording."""
+    """A live recording's first call to its last answer, in seconds; None for one not recorded on a cluster."""
     if (recording.get("origin") or {}).get("kind") != "live":
         return None
     starts, ends = [], []

@@ -1,5 +1,5 @@
-"""tools/adopt_recordings.py: a live run's passing recordings become offline tests, unchanged, replacing the
-derived recording of the same probe and version; failing ones are left for a person to resolve."""
+"""tools/adopt_recordings.py: a live run's passing recordings become offline tests, unchanged, beside the
+family's other live recordings; failing ones are left for a person to resolve."""
 
 from __future__ import annotations
 
@@ -26,17 +26,17 @@ def live_run(tmp_path: Path, outcome: str) -> Path:
     return run
 
 
-def test_a_passing_live_recording_replaces_the_derived_one_byte_for_byte(tmp_path: Path) -> None:
+def test_a_passing_live_recording_is_adopted_byte_for_byte_beside_the_others(tmp_path: Path) -> None:
     families = tmp_path / "probes"
     (families / "active_deadline" / "recordings").mkdir(parents=True)
-    derived = families / "active_deadline" / "recordings" / "pod_deadline--v1.27.3-derived.json"
-    derived.write_text("{}")
+    other = families / "active_deadline" / "recordings" / "pod_deadline--v1.26.6-live-local.json"
+    other.write_text("{}")
     run = live_run(tmp_path, "passed")
     said = adopt(run, families=families)
     adopted = families / "active_deadline" / "recordings" / "pod_deadline--v1.27.3-live-local.json"
     assert adopted.read_bytes() == (run / "recordings" / "test-pod-deadline.json").read_bytes()
-    assert not derived.exists()
-    assert any("removed" in line for line in said)
+    assert other.read_text() == "{}"  # another version's recording is left as it was
+    assert said == ["adopted probes/active_deadline/recordings/pod_deadline--v1.27.3-live-local.json"]
 
 
 def test_a_failing_probes_recording_is_not_adopted_unless_asked(tmp_path: Path) -> None:

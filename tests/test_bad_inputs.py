@@ -15,7 +15,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,10 +27,10 @@ from harness import cli, janitor, matrix
 from harness import report as report_module
 from harness.commands import housekeeping, refusal, version_axis
 from harness.commands import probe as probe_command
+from harness.families import recording_path
 from harness.local import cluster as local_cluster
 from harness.nodeimage import release as node_image_release
 from tests import fake_tools
-from tests.derived import write_derived
 
 REPO = Path(__file__).resolve().parent.parent
 KUBECONFIG = """apiVersion: v1
@@ -45,9 +44,7 @@ RECORD = (
     '{"probe": "p.py::test_p", "family": "phase_after_deletion", "server_version": "v1.27.3", "verdicts": '
     '[{"claim": "default-grace-period", "status": "pass", "observed": 30}]}'
 )
-RECORDING = write_derived(
-    "phase_after_deletion/always_pod_trapping_sigterm--v1.27.3-derived.json", Path(tempfile.mkdtemp(prefix="plp-"))
-)
+RECORDING = recording_path("phase_after_deletion/always_pod_trapping_sigterm--v1.27.3-live-local.json")  # only read
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from harness.commands import probe as probe_command
 from harness.commands import refusal
 from harness.local import build as build_module
 from harness.local import cluster as local
+from harness.local import openapi
 from harness.local.images import FileEntry, layer_tar, oci_archive, pause_tag
 from harness.local.pki import Pki
 from harness.versions import VersionError
@@ -417,3 +418,170 @@ def test_the_build_environment_ignores_the_hosts_go_env_file_and_goflags(monkeyp
     assert env["GOFLAGS"] == "-mod=mod"
     assert env["GOENV"] == "off"
     assert env["GOMODCACHE"] == "/t/go/mod"
+
+
+# Kubernetes 1.21-1.23: the tag lacks pkg/generated/openapi/zz_generated.openapi.go, which upstream's make
+# generated; the build generates it with openapi-gen (harness/local/openapi.py). Stand-in trees, no Go.
+
+_MAKEFILE_GENERATED_FILES = (  # the lines of 1.21's build/root/Makefile.generated_files that are read
+    "BOILERPLATE_FILENAME := vendor/k8s.io/code-generator/hack/boilerplate.go.txt\n"
+    "KUBE_KNOWN_VIOLATION_FILENAME := api/api-rules/violation_exceptions.list\n"
+    "KUBE_OPENAPI_TAG_FILES :=            $(filter-out vendor/k8s.io/code-generator/% "
+    "vendor/k8s.io/sample-apiserver/%, $(ALL_K8S_TAG_FILES))\n"
+    "KUBE_OPENAPI_OUTPUT_PKG := pkg/generated/openapi\n"
+)
+_TAGGED = "// +k8s:openapi-gen=true\n\npackage v1\n"
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def _stand_in_tag(root: Path, with_openapi: bool) -> Path:
+    """A k8s.io/kubernetes module tree: tagged and untagged packages, and what the Makefile's find prunes."""
+    source = root / "kubernetes@v1.21.14"
+    go_mod = GO_MOD.replace(
+        "\tk8s.io/api => ", "\tk8s.io/code-generator => ./staging/src/k8s.io/code-generator\n\tk8s.io/api => "
+    )
+    _write(source / "go.mod", go_mod)
+    _write(source / "build" / "root" / "Makefile.generated_files", _MAKEFILE_GENERATED_FILES)
+    _write(source / "build" / "build-image" / "cross" / "VERSION", "v1.21.0-go1.16.15-buster.0\n")
+    _write(source / "api" / "api-rules" / "violation_exceptions.list", "API rule violation: names_match,x\n")
+    _write(source / "pkg" / "apis" / "abac" / "v1beta1" / "types.go", "// +k8s:deepcopy-gen=package\n" + _TAGGED)
+    _write(source / "pkg" / "apis" / "abac" / "v0" / "types.go", "// +k8s:openapi-gen=false\npackage v0\n")
+    # Named in prose only, no `// +k8s:` line: grep's first filter (ALL_K8S_TAG_FILES) drops it.
+    _write(source / "pkg" / "apis" / "prose" / "doc.go", "/* mentions +k8s:openapi-gen=true */\npackage prose\n")
+    _write(source / "pkg" / "apis" / "untagged" / "types.go", "package untagged\n")
+    _write(source / "vendor" / "k8s.io" / "x" / "types.go", _TAGGED)  # ./vendor is pruned
+    _write(source / "_output" / "local" / "types.go", _TAGGED)  # so is every name starting with _ or .
+    _write(source / ".hidden" / "types.go", _TAGGED)
+    _write(source / "pkg" / "apis" / "abac" / "v1beta1" / "_skipped.go", _TAGGED)
+    if with_openapi:
+        _write(source / "pkg" / "generated" / "openapi" / "zz_generated.openapi.go", "package openapi\n")
+    else:
+        _write(source / "pkg" / "generated" / "openapi" / "doc.go", "package openapi\n")
+    return source
+
+
+def _stand_in_twins(root: Path) -> dict[str, Path]:
+    api = root / "api@v0.21.14"
+    _write(api / "core" / "v1" / "types.go", "// +k8s:openapi-gen=true\n\npackage v1\n")
+    _write(api / "apps" / "v1" / "doc.go", "// +k8s:openapi-gen=true\n// +groupName=apps\npackage v1\n")
+    client = root / "client-go@v0.21.14"
+    _write(client / "pkg" / "version" / "doc.go", "// +k8s:openapi-gen=true\npackage version\n")
+    generator = root / "code-generator@v0.21.14"  # filtered out by the Makefile's KUBE target
+    _write(generator / "examples" / "apiserver" / "apis" / "example" / "v1" / "types.go", _TAGGED)
+    _write(generator / "hack" / "boilerplate.go.txt", "/*\nCopyright The Kubernetes Authors.\n*/\n")
+    return {"k8s.io/api": api, "k8s.io/client-go": client, "k8s.io/code-generator": generator}
+
+
+def test_the_file_is_generated_only_when_the_tag_lacks_it(tmp_path: Path) -> None:
+    assert openapi.lacks_openapi(_stand_in_tag(tmp_path / "old", with_openapi=False))
+    assert not openapi.lacks_openapi(_stand_in_tag(tmp_path / "new", with_openapi=True))
+
+
+def test_the_generator_settings_are_read_from_the_tags_makefile(tmp_path: Path) -> None:
+    settings = openapi.makefile_settings(_stand_in_tag(tmp_path, with_openapi=False))
+    assert settings.excluded == ("vendor/k8s.io/code-generator/", "vendor/k8s.io/sample-apiserver/")
+    assert settings.output_package == "pkg/generated/openapi"
+    assert settings.boilerplate == "vendor/k8s.io/code-generator/hack/boilerplate.go.txt"
+    assert settings.known_violations == "api/api-rules/violation_exceptions.list"
+
+
+def test_a_makefile_that_does_not_say_it_is_refused(tmp_path: Path) -> None:
+    source = _stand_in_tag(tmp_path, with_openapi=False)
+    _write(source / "build" / "root" / "Makefile.generated_files", "gen_openapi:\n")
+    with pytest.raises(openapi.OpenAPIError, match="KUBE_OPENAPI_TAG_FILES"):
+        openapi.makefile_settings(source)
+
+
+def test_the_input_packages_are_the_tagged_dirs_the_makefile_finds_in_its_order(tmp_path: Path) -> None:
+    source = _stand_in_tag(tmp_path, with_openapi=False)
+    twins = _stand_in_twins(tmp_path)
+    settings = openapi.makefile_settings(source)
+    # C order of the Makefile's names: pkg/... before vendor/k8s.io/... (the staging dirs' names there);
+    # code-generator's example left out by the filter-out; =false tags still given (openapi-gen decides).
+    assert openapi.input_packages(source, twins, settings) == [
+        "k8s.io/kubernetes/pkg/apis/abac/v0",
+        "k8s.io/kubernetes/pkg/apis/abac/v1beta1",
+        "k8s.io/api/apps/v1",
+        "k8s.io/api/core/v1",
+        "k8s.io/client-go/pkg/version",
+    ]
+    assert openapi.boilerplate_path(source, twins, settings) == twins["k8s.io/code-generator"] / (
+        "hack/boilerplate.go.txt"
+    )
+    args = openapi.generator_args(["a/b", "c/d"], settings, Path("/h"), Path("/r"), Path("/out"))
+    assert args[args.index("-i") + 1] == "a/b,c/d"
+    assert args[args.index("-p") + 1] == "k8s.io/kubernetes/pkg/generated/openapi"
+    assert args[args.index("-O") + 1] == "zz_generated.openapi"
+    assert args[args.index("--output-base") + 1] == "/out"
+
+
+def _stand_in_build(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, source: Path) -> list[list[str]]:
+    """build_kubernetes with every go and openapi-gen run stood in for; returns the commands it ran."""
+    twins = _stand_in_twins(tmp_path)
+    commands: list[list[str]] = []
+    monkeypatch.setattr(build_module, "check_go", lambda: "go version go1.26.0 linux/amd64")
+    module = {"Dir": str(source), "Sum": "h1:x", "Origin": {"Hash": "abc123"}}
+    monkeypatch.setattr(build_module, "resolve_module", lambda version, tools: module)
+    monkeypatch.setattr(build_module, "choose_toolchain", lambda upstream, env, cwd: ("go1.16.15", "upstream's"))
+    monkeypatch.setattr(build_module, "served_modules", lambda pairs, env, cwd: set(pairs))
+    monkeypatch.setattr(build_module, "module_dirs", lambda pairs, env, cwd: {m: twins[m] for m, _ in pairs})
+    monkeypatch.setattr(build_module, "_module_version", lambda module, env, cwd: "v0.0.0-20211110012726-3cc51fd1e909")
+
+    def run(command: list[str], cwd: Path, env: Any, out: Any) -> int:
+        commands.append(command)
+        if command[0].endswith("/openapi-gen"):
+            base = Path(command[command.index("--output-base") + 1])
+            _write(base / "k8s.io/kubernetes/pkg/generated/openapi/zz_generated.openapi.go", "package openapi\n")
+            _write(Path(command[command.index("-r") + 1]), "API rule violation: names_match,x\n")
+        elif command[:2] == ["go", "build"] and "bin/" in command:
+            for component in build_module.COMPONENTS:
+                _write(cwd / "bin" / component, "")
+        return 0
+
+    monkeypatch.setattr(build_module, "_run_logged", run)
+    return commands
+
+
+def test_a_tag_without_the_file_is_built_from_a_copy_with_it_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    source = _stand_in_tag(tmp_path / "mod", with_openapi=False)
+    commands = _stand_in_build(monkeypatch, tmp_path, source)
+    built = build_module.build_kubernetes("1.21.14", tools=tmp_path / "tools", log_progress=False)
+    src = built.directory / "src"
+    assert (src / "pkg/generated/openapi/zz_generated.openapi.go").read_text() == "package openapi\n"
+    assert (src / "pkg/apis/abac/v1beta1/types.go").read_text() == (
+        source / "pkg/apis/abac/v1beta1/types.go"
+    ).read_text()
+    assert not (source / "pkg/generated/openapi/zz_generated.openapi.go").exists()  # the module cache untouched
+    assert ["go", "mod", "edit", "-replace=k8s.io/kubernetes=./src"] in commands
+    # Generated once the tag is required (pins kube-openapi/gengo as the tag does); the components built last.
+    require = commands.index(["go", "mod", "edit", "-require=k8s.io/kubernetes@v1.21.14"])
+    replace = commands.index(["go", "mod", "edit", "-replace=k8s.io/kubernetes=./src"])
+    tool = next(i for i, c in enumerate(commands) if "k8s.io/kube-openapi/cmd/openapi-gen" in c)
+    ran = next(i for i, c in enumerate(commands) if c[0].endswith("/openapi-gen"))
+    assert require < replace < tool < ran < len(commands) - 1
+    generator = next(c for c in commands if c[0].endswith("/openapi-gen"))
+    assert generator[generator.index("-i") + 1].split(",")[0] == "k8s.io/kubernetes/pkg/apis/abac/v0"
+    assert commands[-1][:2] == ["go", "build"] and "bin/" in commands[-1]
+    assert built.record["generated"] == {
+        "pkg/generated/openapi/zz_generated.openapi.go": "openapi-gen of k8s.io/kube-openapi@"
+        "v0.0.0-20211110012726-3cc51fd1e909, 5 input packages; API rule violations the same as the tag's "
+        "api/api-rules/violation_exceptions.list"
+    }
+    assert not (built.directory / "openapi-gen").exists()  # the scratch output is gone
+    assert json.loads((built.directory / "build.json").read_text())["generated"] == built.record["generated"]
+
+
+def test_a_tag_with_the_file_is_built_as_it_is(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    source = _stand_in_tag(tmp_path / "mod", with_openapi=True)
+    commands = _stand_in_build(monkeypatch, tmp_path, source)
+    built = build_module.build_kubernetes("1.24.17", tools=tmp_path / "tools", log_progress=False)
+    assert built.record["generated"] == {}
+    assert not (built.directory / "src").exists()
+    assert not any("k8s.io/kubernetes=./src" in " ".join(c) for c in commands)
+    assert not any(c[0].endswith("openapi-gen") or "k8s.io/kube-openapi/cmd/openapi-gen" in c for c in commands)

@@ -13,7 +13,7 @@ from typing import Any
 
 from harness.run import suite_version
 from harness.transport import Recording
-from tests.derived import derived
+from tests.live import live
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -30,7 +30,7 @@ def pytest_run(*args: str, timeout: float = 120, env: dict[str, str] | None = No
 
 
 def test_a_contradicting_recording_fails_the_probe_and_leaves_evidence(tmp_path: Path) -> None:
-    recording = derived("phase_after_deletion/always_pod_trapping_sigterm--v1.27.3-derived.json")
+    recording = live("phase_after_deletion/always_pod_trapping_sigterm--v1.27.3-live-local.json")
     for step in recording.interactions:
         for event in step.get("events", []):
             event["object"]["status"]["phase"] = "Running"  # as if the 1.27 change were missing
@@ -79,7 +79,7 @@ def test_an_unknown_version_is_a_usage_error_listing_the_known_ones(tmp_path: Pa
 def test_a_probe_without_recording_fails_the_offline_run(tmp_path: Path) -> None:
     only_one = tmp_path / "recordings"
     only_one.mkdir()
-    derived("phase_after_deletion/always_pod_trapping_sigterm--v1.27.3-derived.json").write(only_one / "one.json")
+    live("phase_after_deletion/always_pod_trapping_sigterm--v1.27.3-live-local.json").write(only_one / "one.json")
     proc = pytest_run(
         "probes/phase_after_deletion/test_phase_after_deletion.py",
         "--replay",

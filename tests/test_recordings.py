@@ -1,7 +1,7 @@
-"""The offline recordings: derived ones are current and say so; contradicting ones make probes fail clearly.
+"""The offline recordings: every one is live and says what ran; contradicting ones make probes fail clearly.
 
-The contradiction tests run the probe functions themselves on edited copies of the derived recordings,
-through the same Probe/ReplayTransport the `--replay` run uses.
+The contradiction tests run the probe functions themselves on altered copies of live recordings (altered in
+memory, never on disk), through the same Probe/ReplayTransport the `--replay` run uses.
 """
 
 from __future__ import annotations
@@ -9,63 +9,28 @@ from __future__ import annotations
 import copy
 import json
 import re
-import sys
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness.families import all_recordings, families, family, recording_path
+from harness.families import all_recordings, families
 from harness.probe import ClaimsFailed, Probe
 from harness.run import Run
 from harness.transport import Recording
-
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tools"))
-import derive_recordings  # noqa: E402
-
-from probes.phase_after_deletion import test_phase_after_deletion as phase_probes  # noqa: E402
-from tests.derived import derived  # noqa: E402
+from probes.phase_after_deletion import test_phase_after_deletion as phase_probes
+from tests.live import as_version, live
 
 
-def replaced_by_live(relative: str) -> bool:
-    """A derived recording's place taken by a live recording of the same probe and version."""
-    path = recording_path(relative)
-    return any(path.parent.glob(path.name.replace("-derived.json", "-live-*.json")))
-
-
-def test_derived_recordings_are_current_and_say_they_are_derived() -> None:
-    written = {
-        p.name: json.loads(p.read_text()) for p in family("phase_after_deletion").recordings.glob("*-derived.json")
-    }
-    for scenario in derive_recordings.SCENARIOS:
-        name = f"{scenario.probe.removeprefix('test_')}--{scenario.git_version}-derived.json"
-        if replaced_by_live(f"phase_after_deletion/{name}"):
-            assert name not in written, f"{name}: a live recording replaces it; remove it"
-            continue
-        assert written[name] == json.loads(json.dumps(derive_recordings.derive(scenario))), (
-            f"{name}: run make recordings"
-        )
-        assert written[name]["origin"]["kind"] == "derived"
-        assert "not recorded" in written[name]["origin"]["note"]
-
-
-def test_every_derived_recording_of_every_family_is_current() -> None:
-    derived = {r: rec for r, rec in derive_recordings.all_recordings().items() if not replaced_by_live(r)}
-    on_disk = {f"{p.parent.parent.name}/{p.name}" for p in all_recordings() if p.name.endswith("-derived.json")}
-    assert on_disk == set(derived), "run make recordings (a live recording replaces the derived one it matches)"
-    for relative, recording in derived.items():
-        written = json.loads(recording_path(relative).read_text())
-        assert written == json.loads(json.dumps(recording)), f"{relative}: run make recordings"
-        assert written["origin"]["kind"] == "derived"
-
-
-def test_live_recordings_say_what_ran() -> None:
-    """Every live recording is kept as recorded and its origin names the cluster and, for a local one, the build."""
-    live = [p for p in all_recordings() if "-live-" in p.name]
-    for path in live:
+def test_every_recording_is_live_and_says_what_ran() -> None:
+    """Every recording under recordings/ is live, kept as recorded; its origin names the cluster and, for a local
+    one, the build. Nothing derived from the documents is replayed as if a cluster had shown it."""
+    recordings = all_recordings()
+    assert recordings
+    for path in recordings:
+        assert "-live-" in path.name, f"{path.name}: only live recordings belong under recordings/"
         origin = json.loads(path.read_text())["origin"]
         assert origin["kind"] == "live", path
         if origin.get("cluster") == "local":
@@ -95,8 +60,12 @@ def test_every_probe_has_recordings_for_both_sides_of_the_1_27_boundary() -> Non
 
 
 def load(name: str) -> Recording:
-    """A derived recording of the phase family as the tool makes it (on disk it may be replaced by a live one)."""
-    return derived(f"phase_after_deletion/{name}")
+    """A fresh copy of a live recording of the phase family."""
+    return live(f"phase_after_deletion/{name}")
+
+
+ALWAYS_127 = "always_pod_ignoring_sigterm--v1.27.3-live-local.json"
+TRAPPING_127 = "always_pod_trapping_sigterm--v1.27.3-live-local.json"
 
 
 def edit_states(recording: Recording, change: Callable[[dict[str, Any]], None]) -> Recording:
@@ -109,6 +78,21 @@ def edit_states(recording: Recording, change: Callable[[dict[str, Any]], None]) 
     return edited
 
 
+def still_running_on_the_node(recording: Recording) -> Recording:
+    """The recording's last node listing replaced by one showing the pod's main container still running."""
+    watch = next(s for s in recording.interactions if s["call"] == "watch" and s["request"]["kind"] == "Pod")
+    statuses = [e["object"]["status"].get("containerStatuses") or [{}] for e in watch["events"]]
+    runtime_id = ""
+    for status in reversed(statuses):
+        if status[0].get("containerID"):
+            runtime_id = status[0]["containerID"].split("//")[-1]
+            break
+    assert runtime_id, "the recording names no container"
+    listing = next(s for s in reversed(recording.interactions) if s["call"] == "node_containers")
+    listing["response"] = [{"id": runtime_id, "metadata": {"name": "main"}, "state": "CONTAINER_RUNNING"}]
+    return recording
+
+
 def run_probe(recording: Recording, tmp_path: Path) -> Probe:
     probe = Probe.replaying(recording, "phase_after_deletion", Run.start(tmp_path))
     getattr(phase_probes, recording.probe.split("::")[1])(probe)
@@ -116,9 +100,8 @@ def run_probe(recording: Recording, tmp_path: Path) -> Probe:
 
 
 def test_a_1_27_cluster_whose_deleted_pod_stays_running_fails_and_says_it_behaved_like_1_26(tmp_path: Path) -> None:
-    stays_running = edit_states(
-        load("always_pod_ignoring_sigterm--v1.27.3-derived.json"), lambda pod: pod["status"].update(phase="Running")
-    )
+    """The live local v1.27.3 Always pod with its phase left Running after the delete."""
+    stays_running = edit_states(load(ALWAYS_127), lambda pod: pod["status"].update(phase="Running"))
     with pytest.raises(ClaimsFailed) as err:
         run_probe(stays_running, tmp_path)
     message = str(err.value)
@@ -131,8 +114,9 @@ def test_a_1_27_cluster_whose_deleted_pod_stays_running_fails_and_says_it_behave
 
 
 def test_a_1_26_cluster_that_fails_the_pod_fails_the_probe_the_other_way(tmp_path: Path) -> None:
+    """The live local v1.26.6 Always pod with its phase turned Failed once its container stopped."""
     went_failed = edit_states(
-        load("always_pod_ignoring_sigterm--v1.26.6-derived.json"),
+        load("always_pod_ignoring_sigterm--v1.26.6-live-local.json"),
         lambda pod: (
             pod["status"].update(phase="Failed")
             if pod["status"]["containerStatuses"][0]["state"].get("terminated")
@@ -152,22 +136,21 @@ def test_a_container_killed_early_fails_the_grace_claim(tmp_path: Path) -> None:
     with pytest.raises(
         ClaimsFailed, match=r"sigterm-ignored\.killed-after-grace: .* was -\d+\.0, expected between -1\.0 and 3\.0"
     ):
-        run_probe(edit_states(load("always_pod_ignoring_sigterm--v1.27.3-derived.json"), killed_at_delete), tmp_path)
+        run_probe(edit_states(load(ALWAYS_127), killed_at_delete), tmp_path)
 
 
 def test_a_container_still_running_on_the_node_fails_the_node_claim(tmp_path: Path) -> None:
-    recording = copy.deepcopy(load("always_pod_trapping_sigterm--v1.27.3-derived.json"))
-    recording.interactions[-1]["response"][0]["state"] = "CONTAINER_RUNNING"
+    recording = still_running_on_the_node(load(TRAPPING_127))
     with pytest.raises(ClaimsFailed, match=r"container-stopped-on-node: .* was 'running', expected 'stopped'"):
         run_probe(recording, tmp_path)
 
 
 def test_a_pod_that_never_stops_is_observed_as_such_not_a_bare_timeout(tmp_path: Path) -> None:
     """The wait for the container to stop is the observation: its end is judged like any other, with evidence."""
-    recording = copy.deepcopy(load("always_pod_ignoring_sigterm--v1.27.3-derived.json"))
+    recording = load(ALWAYS_127)
     watch = next(step for step in recording.interactions if step["call"] == "watch")
     watch["events"] = [e for e in watch["events"] if "terminated" not in json.dumps(e["object"]["status"])]
-    watch["closed_at"] = 100.0
+    watch["closed_at"] = watch["events"][-1]["t"] + 100.0
     with pytest.raises(ClaimsFailed) as err:
         run_probe(recording, tmp_path)
     message = str(err.value)
@@ -181,9 +164,9 @@ def test_a_pod_that_never_stops_is_observed_as_such_not_a_bare_timeout(tmp_path:
 
 
 def test_on_a_cluster_without_node_access_the_node_claim_is_not_observable_never_passed(tmp_path: Path) -> None:
-    recording = copy.deepcopy(load("always_pod_trapping_sigterm--v1.27.3-derived.json"))
+    recording = load(TRAPPING_127)
     recording.origin["node_access"] = False
-    recording.interactions.pop()  # no node listing: the suite cannot reach this cluster's nodes
+    recording.interactions = [s for s in recording.interactions if s["call"] != "node_containers"]  # no node listing
     with pytest.warns(UserWarning, match="container-stopped-on-node: not observable"):
         probe = run_probe(recording, tmp_path)
     statuses = {v.claim.id: v.status for v in probe.verdicts}
@@ -192,9 +175,7 @@ def test_on_a_cluster_without_node_access_the_node_claim_is_not_observable_never
 
 
 def test_evidence_of_a_replayed_failure_shows_the_pod_as_last_seen(tmp_path: Path) -> None:
-    recording = edit_states(
-        load("always_pod_ignoring_sigterm--v1.27.3-derived.json"), lambda pod: pod["status"].update(phase="Running")
-    )
+    recording = edit_states(load(ALWAYS_127), lambda pod: pod["status"].update(phase="Running"))
     probe = Probe.replaying(recording, "phase_after_deletion", Run.start(tmp_path))
     with pytest.raises(ClaimsFailed):
         phase_probes.test_always_pod_ignoring_sigterm(probe)
@@ -209,7 +190,8 @@ from probes.active_deadline import test_active_deadline as deadline_probes  # no
 
 
 def load_deadline(name: str) -> Recording:
-    return derived(f"active_deadline/{name}")
+    """A fresh copy of a live recording of the active-deadline family."""
+    return live(f"active_deadline/{name}")
 
 
 def run_deadline_probe(recording: Recording, tmp_path: Path) -> Probe:
@@ -218,24 +200,35 @@ def run_deadline_probe(recording: Recording, tmp_path: Path) -> Probe:
     return probe
 
 
-def test_a_1_31_job_without_the_interim_failure_target_behaves_like_before_1_31(tmp_path: Path) -> None:
-    recording = copy.deepcopy(load_deadline("job_deadline--v1.31.14-derived.json"))
+def pod_watch(recording: Recording) -> dict[str, Any]:
+    step: dict[str, Any] = next(
+        s for s in recording.interactions if s["call"] == "watch" and s["request"]["kind"] == "Pod"
+    )
+    return step
+
+
+def test_a_job_from_1_31_without_the_interim_failure_target_behaves_like_before_1_31(tmp_path: Path) -> None:
+    """The live local v1.37.2 Job past its deadline with its FailureTarget condition taken out."""
+    recording = load_deadline("job_deadline--v1.37.2-live-local.json")
+    removed = 0
     for step in recording.interactions:
         if step["call"] == "watch" and step["request"]["kind"] == "Job":
             for event in step["events"]:
                 conditions = event["object"]["status"].get("conditions", [])
                 event["object"]["status"]["conditions"] = [c for c in conditions if c["type"] != "FailureTarget"]
+                removed += len(conditions) - len(event["object"]["status"]["conditions"])
+    assert removed  # the live recording had it
     with pytest.raises(ClaimsFailed) as err:
         run_deadline_probe(recording, tmp_path)
     assert "job-deadline.conditions-before-failed" in str(err.value)
-    assert "the v1.31.14 cluster behaved like <1.31.0" in str(err.value)
+    assert "the v1.37.2 cluster behaved like <1.31.0" in str(err.value)
 
 
 def test_a_job_pod_that_is_not_deleted_at_the_job_deadline_fails_the_probe(tmp_path: Path) -> None:
-    recording = copy.deepcopy(load_deadline("job_with_shorter_job_deadline--v1.21.1-derived.json"))
-    pod_watch = next(s for s in recording.interactions if s["call"] == "watch" and s["request"]["kind"] == "Pod")
-    pod_watch["events"] = [e for e in pod_watch["events"] if e["type"] != "DELETED"]
-    for event in pod_watch["events"]:
+    recording = load_deadline("job_with_shorter_job_deadline--v1.27.3-live-local.json")
+    watch = pod_watch(recording)
+    watch["events"] = [e for e in watch["events"] if e["type"] != "DELETED"]
+    for event in watch["events"]:
         event["object"]["metadata"].pop("deletionTimestamp", None)
     with pytest.raises(ClaimsFailed, match=r"job-deadline\.active-pod-deleted: the pod is gone from the API was False"):
         run_deadline_probe(recording, tmp_path)
@@ -243,12 +236,15 @@ def test_a_job_pod_that_is_not_deleted_at_the_job_deadline_fails_the_probe(tmp_p
 
 def test_a_job_past_its_deadline_whose_pod_keeps_running_fails_its_claims_not_on_a_timeout(tmp_path: Path) -> None:
     """The Job fails at its deadline but its pod is never deleted and keeps running (on the node too): the
-    waits for the pod to go end, and what they saw is judged: not deleted, container still on the node."""
-    recording = copy.deepcopy(load_deadline("job_deadline--v1.21.1-derived.json"))
-    pod_watch = next(s for s in recording.interactions if s["call"] == "watch" and s["request"]["kind"] == "Pod")
-    pod_watch["events"] = [e for e in pod_watch["events"] if e["t"] <= 2.1]  # Running, then nothing more
-    pod_watch["closed_at"] = 60.0
-    running = pod_watch["events"][-1]["object"]["status"]["containerStatuses"][0]["containerID"].split("//")[-1]
+    waits for the pod to go end, and what they saw is judged: not deleted, container still on the node.
+    The live local v1.27.3 Job, its pod watch cut after the pod first ran and its node listings showing it."""
+    recording = load_deadline("job_deadline--v1.27.3-live-local.json")
+    watch = pod_watch(recording)
+    first_running = next(i for i, e in enumerate(watch["events"]) if e["object"]["status"].get("phase") == "Running")
+    watch["events"] = watch["events"][: first_running + 1]  # Running, then nothing more
+    watch["closed_at"] = watch["events"][-1]["t"] + 60.0
+    pod = watch["events"][-1]["object"]
+    running = pod["status"]["containerStatuses"][0]["containerID"].split("//")[-1]
     listing = next(s for s in recording.interactions if s["call"] == "node_containers")
     node = {**listing, "response": [{"id": running, "metadata": {"name": "main"}, "state": "CONTAINER_RUNNING"}]}
     recording.interactions = [s for s in recording.interactions if s["call"] != "node_containers"]
@@ -257,12 +253,12 @@ def test_a_job_past_its_deadline_whose_pod_keeps_running_fails_its_claims_not_on
     with pytest.raises(ClaimsFailed) as err:
         deadline_probes.test_job_deadline(probe)
     message = str(err.value)
-    assert "2 of 6 claims failed on Kubernetes v1.21.1" in message
+    assert "2 of 6 claims failed on Kubernetes v1.27.3" in message
     assert "job-deadline.active-pod-deleted: the pod is gone from the API was False, expected True" in message
     assert "evidence: waited 45s for the Job's pods to be gone, or stopped and not being deleted, which did not" in (
         message
     )
-    assert "last seen pod/job-01-xntdw: phase=Running" in message
+    assert f"last seen pod/{pod['metadata']['name']}: phase=Running" in message
     assert "job-deadline.container-removed: " in message and "was 'running', expected 'removed'" in message
     verdicts = {v.claim.id: v for v in probe.verdicts}
     assert verdicts["job-deadline.active-pod-deleted"].detail["evidence"].startswith("waited 45s")
@@ -270,28 +266,37 @@ def test_a_job_past_its_deadline_whose_pod_keeps_running_fails_its_claims_not_on
 
 
 def test_a_pod_deadline_container_removed_from_the_node_fails_the_node_claim(tmp_path: Path) -> None:
-    recording = copy.deepcopy(load_deadline("pod_deadline--v1.21.1-derived.json"))
-    recording.interactions[-1]["response"] = []
+    recording = load_deadline("pod_deadline--v1.27.3-live-local.json")
+    listing = next(s for s in reversed(recording.interactions) if s["call"] == "node_containers")
+    listing["response"] = []
     with pytest.raises(ClaimsFailed, match=r"pod-deadline\.container-on-node: .* was 'removed', expected 'exited'"):
         run_deadline_probe(recording, tmp_path)
 
 
-def pod_deadline_killed_after_sigterm(seconds: float) -> Recording:
-    """The derived pod-01 recording (1.21.1) with the container killed `seconds` after its SIGTERM instant.
+def killed_after_sigterm(recording: Recording, seconds: float) -> Recording:
+    """The recording with its container killed `seconds` after its SIGTERM instant, in every state that shows it.
 
-    Its heartbeat then ends `seconds` after SIGTERM, and finishedAt moves with it (one-second resolution).
+    Its heartbeat (a beat every 0.1 s on the container's clock) then ends `seconds` after SIGTERM, and
+    finishedAt (one-second resolution) moves by as much as the last beat did.
     """
-    recording = copy.deepcopy(load_deadline("pod_deadline--v1.21.1-derived.json"))
     watch = next(s for s in recording.interactions if s["call"] == "watch")
-    terminated = watch["events"][-1]["object"]["status"]["containerStatuses"][0]["state"]["terminated"]
-    sigterm = float(next(line for line in terminated["message"].splitlines() if line.startswith("sigterm ")).split()[1])
-    beats = [round(sigterm + 0.1 * (i + 1), 2) for i in range(int(seconds * 10))]
-    lines = [f"sigterm {sigterm:.2f}", *(f"alive {b:.2f}" for b in beats)]
-    terminated["message"] = "".join(f"{line}\n" for line in lines)
-    uptime_at_0 = 1000.0  # tools/derive_deadline_recordings.py: UPTIME_AT_0
-    epoch = datetime(2021, 6, 11, 14, 0, 0, tzinfo=UTC)  # tools/derive_deadline_recordings.py: EPOCH
-    finished = epoch + timedelta(seconds=int(sigterm - uptime_at_0 + seconds))
-    terminated["finishedAt"] = finished.strftime("%Y-%m-%dT%H:%M:%SZ")
+    altered = 0
+    for event in watch["events"]:
+        statuses = event["object"]["status"].get("containerStatuses") or [{}]
+        terminated = statuses[0].get("state", {}).get("terminated")
+        if not terminated or "sigterm " not in terminated.get("message", ""):
+            continue
+        lines = terminated["message"].splitlines()
+        last_beat = float(next(line for line in reversed(lines) if line.startswith("alive ")).split()[1])
+        kept = [line for line in lines if not line.startswith("alive ")]
+        sigterm = float(next(line for line in kept if line.startswith("sigterm ")).split()[1])
+        beats = [round(sigterm + 0.1 * (i + 1), 2) for i in range(round(seconds * 10))]
+        terminated["message"] = "".join(f"{line}\n" for line in kept + [f"alive {b:.2f}" for b in beats])
+        finished = datetime.strptime(terminated["finishedAt"], "%Y-%m-%dT%H:%M:%SZ")
+        moved = finished + timedelta(seconds=round(beats[-1] - last_beat))
+        terminated["finishedAt"] = moved.strftime("%Y-%m-%dT%H:%M:%SZ")
+        altered += 1
+    assert altered, "the recording shows no terminated container with a SIGTERM instant"
     return recording
 
 
@@ -299,14 +304,18 @@ def test_deadline_kill_five_seconds_after_sigterm_passes_and_nine_seconds_fails(
     """Issue 15.6 for the pod past its deadline: the grace (5 s) is judged from the container's own SIGTERM to its
     last heartbeat. Judged from the deadline (finishedAt, one-second resolution, bound 4-10 s) a kill 9 s after
     SIGTERM, 4 s past the grace, passed too; the interval on the container's clock tells 5 s from 9 s.
+    The live local v1.27.3 pod-01, its heartbeat and finishedAt altered.
     """
-    probe = Probe.replaying(pod_deadline_killed_after_sigterm(5.0), "active_deadline", Run.start(tmp_path / "five"))
+    name = "pod_deadline--v1.27.3-live-local.json"
+    five = killed_after_sigterm(load_deadline(name), 5.0)
+    probe = Probe.replaying(five, "active_deadline", Run.start(tmp_path / "five"))
     deadline_probes.test_pod_deadline(probe)
     verdicts = {v.claim.id: v for v in probe.verdicts}
     assert verdicts["pod-deadline.killed-after-sigterm"].observed == 5.0
     assert all(v.status == "pass" for v in probe.verdicts)
 
-    probe = Probe.replaying(pod_deadline_killed_after_sigterm(9.0), "active_deadline", Run.start(tmp_path / "nine"))
+    nine = killed_after_sigterm(load_deadline(name), 9.0)
+    probe = Probe.replaying(nine, "active_deadline", Run.start(tmp_path / "nine"))
     with pytest.raises(ClaimsFailed) as err:
         deadline_probes.test_pod_deadline(probe)
     assert "1 of 7 claims failed" in str(err.value)
@@ -319,13 +328,12 @@ def test_deadline_kill_five_seconds_after_sigterm_passes_and_nine_seconds_fails(
 
 from probes.termination_order import test_termination_order as termination_probes  # noqa: E402
 
+OVERRUN = "termination_order/prestop_overrunning_the_grace_period--v1.37.2-live-local.json"
+
 
 def test_a_kubelet_that_kills_at_once_after_an_overrun_fails_the_two_second_claim(tmp_path: Path) -> None:
-    recording = copy.deepcopy(
-        Recording.load(
-            family("termination_order").recordings / "prestop_overrunning_the_grace_period--v1.33.12-derived.json"
-        )
-    )
+    """The live local v1.37.2 overrun, its container's finishedAt moved to the deletion timestamp."""
+    recording = live(OVERRUN)
     watch = next(s for s in recording.interactions if s["call"] == "watch")
     last = watch["events"][-1]["object"]
     last["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = last["metadata"]["deletionTimestamp"]
@@ -336,58 +344,40 @@ def test_a_kubelet_that_kills_at_once_after_an_overrun_fails_the_two_second_clai
         termination_probes.test_prestop_overrunning_the_grace_period(probe)
 
 
-def overrun_killed_after_sigterm(seconds: float) -> Recording:
-    """The derived overrun recording (1.33.12) with the container killed `seconds` after its SIGTERM instant.
-
-    Its heartbeat then ends `seconds` after SIGTERM, and finishedAt moves with it (one-second resolution).
-    """
-    recording = derived("termination_order/prestop_overrunning_the_grace_period--v1.33.12-derived.json")
-    watch = next(s for s in recording.interactions if s["call"] == "watch")
-    terminated = watch["events"][-1]["object"]["status"]["containerStatuses"][0]["state"]["terminated"]
-    lines = [line for line in terminated["message"].splitlines() if not line.startswith("alive ")]
-    sigterm = float(next(line for line in lines if line.startswith("sigterm ")).split()[1])
-    beats = [round(sigterm + 0.1 * (i + 1), 2) for i in range(int(seconds * 10))]
-    terminated["message"] = "".join(f"{line}\n" for line in lines + [f"alive {b:.2f}" for b in beats])
-    uptime_at_0 = 1000.0  # tools/derive_termination_recordings.py: UPTIME_AT_0
-    finished = sigterm - uptime_at_0 + seconds
-    epoch = datetime.fromtimestamp(1_700_000_000.0, UTC)
-    terminated["finishedAt"] = (epoch + timedelta(seconds=int(finished))).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return recording
-
-
-def test_sigkill_two_seconds_after_sigterm_passes_and_four_seconds_fails(tmp_path: Path) -> None:
+def test_sigkill_two_seconds_after_sigterm_passes_and_three_seconds_fails(tmp_path: Path) -> None:
     """Issue 15.6: the overrun claim is about SIGTERM -> SIGKILL (2 s), measured on the container's own clock.
 
-    Judged from the delete (finishedAt, one-second resolution, bound 6-10 s) a kill 4 s after SIGTERM passed
-    too; the interval from the container's SIGTERM instant to its last heartbeat tells 2 s from 4 s.
+    Judged from the delete (finishedAt, one-second resolution, bound 6-10 s) a kill 3 s after SIGTERM passes
+    too (10 s on this recording); the interval from the container's SIGTERM instant to its last heartbeat tells
+    2 s from 3 s. The live local v1.37.2 overrun (9 s from the delete), its heartbeat and finishedAt altered.
     """
-    probe = Probe.replaying(overrun_killed_after_sigterm(2.0), "termination_order", Run.start(tmp_path / "two"))
+    probe = Probe.replaying(killed_after_sigterm(live(OVERRUN), 2.0), "termination_order", Run.start(tmp_path / "two"))
     termination_probes.test_prestop_overrunning_the_grace_period(probe)
     verdicts = {v.claim.id: v for v in probe.verdicts}
     assert verdicts["prestop-overrun.killed-after-sigterm"].observed == 2.0
     assert all(v.status == "pass" for v in probe.verdicts)
 
-    probe = Probe.replaying(overrun_killed_after_sigterm(4.0), "termination_order", Run.start(tmp_path / "four"))
+    three = killed_after_sigterm(live(OVERRUN), 3.0)
+    probe = Probe.replaying(three, "termination_order", Run.start(tmp_path / "three"))
     with pytest.raises(ClaimsFailed) as err:
         termination_probes.test_prestop_overrunning_the_grace_period(probe)
     assert "1 of 5 claims failed" in str(err.value)
-    wanted = r"prestop-overrun\.killed-after-sigterm: .* was 4\.0, expected between 1\.5 and 2\.5"
+    wanted = r"prestop-overrun\.killed-after-sigterm: .* was 3\.0, expected between 1\.5 and 2\.5"
     assert re.search(wanted, str(err.value))
     verdicts = {v.claim.id: v for v in probe.verdicts}
     assert verdicts["prestop-overrun.killed-after-delete"].status == "pass"  # the neighbour the old bound let through
+    assert verdicts["prestop-overrun.killed-after-delete"].observed == 10.0
 
 
 def test_a_watch_gap_over_the_transition_makes_the_claim_undecided_never_passed(tmp_path: Path) -> None:
-    recording = copy.deepcopy(load("always_pod_ignoring_sigterm--v1.27.3-derived.json"))
+    """The live local v1.27.3 Always pod, its Failed updates replaced by a re-list that shows it Running."""
+    recording = load(ALWAYS_127)
     watch = next(step for step in recording.interactions if step["call"] == "watch")
-    last = watch["events"][-1]
-    last["object"]["status"]["phase"] = "Running"  # what a re-list shows if it missed the Failed update
-    watch["events"][-1] = {
-        "t": last["t"],
-        "type": "RELISTED",
-        "object": {"items": [last["object"]]},
-        "gap": "watch expired (410 Gone)",
-    }
+    failed = next(i for i, e in enumerate(watch["events"]) if e["object"]["status"]["phase"] == "Failed")
+    last = copy.deepcopy(watch["events"][-1]["object"])
+    last["status"]["phase"] = "Running"  # what a re-list shows if it missed the Failed update
+    relisted = {"t": watch["events"][failed]["t"], "type": "RELISTED", "object": {"items": [last]}}
+    watch["events"] = [*watch["events"][:failed], {**relisted, "gap": "watch expired (410 Gone)"}]
     with pytest.raises(ClaimsFailed) as err:
         run_probe(recording, tmp_path)
     assert (
@@ -396,15 +386,17 @@ def test_a_watch_gap_over_the_transition_makes_the_claim_undecided_never_passed(
     )
 
 
-def test_a_1_27_job_that_ignores_its_pod_failure_policy_behaves_like_before_1_26(tmp_path: Path) -> None:
+def test_a_1_25_server_whose_job_honours_its_pod_failure_policy_says_it_behaved_like_1_26(tmp_path: Path) -> None:
+    """A synthetic alteration of the live local v1.27.3 exit-42 Job: reported as v1.25.16, where the policy's
+    feature gate is off by default, its FailJob outcome (one pod, PodFailurePolicy) contradicts the version."""
     from probes.job_failure_policy import test_job_failure_policy as policy_probes
 
-    recording = copy.deepcopy(
-        Recording.load(family("job_failure_policy").recordings / "exit_code_42--v1.25.16-derived.json")
+    recording = as_version(
+        live("job_failure_policy/exit_code_42_fails_the_job_through_its_pod_failure_policy--v1.27.3-live-local.json"),
+        "v1.25.16",
     )
-    recording.interactions[0]["response"]["gitVersion"] = "v1.27.3"  # the 1.25 behaviour, reported by a 1.27 server
     probe = Probe.replaying(recording, "job_failure_policy", Run.start(tmp_path))
     with pytest.raises(ClaimsFailed) as err:
         policy_probes.test_exit_code_42_fails_the_job_through_its_pod_failure_policy(probe)
-    assert "failure-policy.failed" in str(err.value) and "the v1.27.3 cluster behaved like <1.26" in str(err.value)
-    assert "failure-policy.pods-run: number of pods the Job created was 2, expected 1" in str(err.value)
+    assert "failure-policy.failed" in str(err.value) and "the v1.25.16 cluster behaved like >=1.26" in str(err.value)
+    assert "failure-policy.pods-run: number of pods the Job created was 1, expected 2" in str(err.value)

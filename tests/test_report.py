@@ -15,9 +15,12 @@ import pytest
 
 from harness import report, timeline_svg
 from harness.expectations import Claim, Expectation, load_claims
+from harness.families import all_recordings
 from harness.report import Matrix, build_matrix, load_records, render_html, render_markdown, write_report
 from harness.run import safe_name
-from tests.derived import derived, write_derived
+from harness.transport import Recording
+from harness.versions import KubeVersion
+from tests.live import as_version, live
 
 REPO = Path(__file__).resolve().parent.parent
 PHASES = "test_phase_after_deletion.py::test_always_pod_ignoring_sigterm"
@@ -40,6 +43,27 @@ LOCAL_ORIGIN: dict[str, Any] = {
     "suite_commit": "0123456789abcdef0123456789abcdef01234567",
     "suite_modified": False,
 }
+
+
+# What a run record made before derived recordings were retired names as its recording's origin.
+OLD_DERIVED_ORIGIN: dict[str, Any] = {
+    "kind": "derived",
+    "note": "Derived, not recorded: no cluster ran.",
+    "basis": "shared/seeds/000_c1d4d88888778485.txt",
+    "document": "shared/seeds/000_c1d4d88888778485.txt",
+    "node_access": True,
+}
+
+
+def by_version(versions: set[str]) -> list[str]:
+    """Versions in the order the report puts them (as versions, not as text)."""
+    return sorted(versions, key=lambda v: KubeVersion.parse(v).version)
+
+
+def recorded_versions(*probes: str) -> list[str]:
+    """The server versions of the live recordings (of these probes, 'module::function', if given), in order."""
+    loaded = [Recording.load(path) for path in all_recordings()]
+    return by_version({r.server_git_version() for r in loaded if not probes or r.probe in probes})
 
 
 def replay(recordings: Path, runs: Path) -> subprocess.CompletedProcess[str]:
@@ -76,20 +100,22 @@ def replayed_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def live_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Run records of two recordings made here from derived ones (never put into recordings/), to set beside
+    """Run records of two synthetic alterations of live recordings (never put into recordings/), to set beside
     the checked-in ones:
 
-    - the derived 1.27.3 Always pod as tools/derive_recordings.py makes it (on disk the live 1.27.3 recording
-      replaced it): a derived observation in the same cell as a live one;
-    - the derived 1.26.6 Always pod as if recorded on a local v1.27.16, where it disagrees: the phase stays Running.
+    - the live local v1.27.3 Always pod with the origin an old run record names for a derived recording: a
+      derived observation in the same cell as a live one, as `make report` on old run records shows it;
+    - the live local v1.26.6 Always pod as if recorded on a local v1.27.16, where it disagrees: the phase stays Running.
     """
     made = tmp_path_factory.mktemp("live-recordings")
-    write_derived("phase_after_deletion/always_pod_ignoring_sigterm--v1.27.3-derived.json", made)
-    recording = derived("phase_after_deletion/always_pod_ignoring_sigterm--v1.26.6-derived.json")
+    old = live("phase_after_deletion/always_pod_ignoring_sigterm--v1.27.3-live-local.json")
+    old.origin = {"namespace": old.origin["namespace"], "run_id": old.origin["run_id"], **OLD_DERIVED_ORIGIN}
+    old.write(made / "always_pod_ignoring_sigterm--v1.27.3-derived.json")
+    recording = as_version(
+        live("phase_after_deletion/always_pod_ignoring_sigterm--v1.26.6-live-local.json"),
+        LOCAL_ORIGIN["kubernetes"]["version"],
+    )
     recording.origin = {**recording.origin, **LOCAL_ORIGIN}
-    for step in recording.interactions:
-        if step["call"] == "server_version":
-            step["response"]["gitVersion"] = LOCAL_ORIGIN["kubernetes"]["version"]
     recording.write(made / "always_pod_ignoring_sigterm--v1.27.16-live.json")
     runs = tmp_path_factory.mktemp("live-runs")
     proc = replay(made, runs)
@@ -113,7 +139,8 @@ def written_report(replayed_runs: Path, tmp_path_factory: pytest.TempPathFactory
 def test_the_matrix_has_claims_by_versions_with_observed_values(replayed_runs: Path) -> None:
     matrix = build_matrix(load_records([replayed_runs]))
     assert len(matrix.versions) >= 3
-    assert matrix.versions[:3] == ["v1.20.15", "v1.21.1", "v1.21.14"]  # ordered as versions, not as text
+    assert matrix.versions == recorded_versions()  # every recorded version, ordered as versions, not as text
+    assert matrix.versions.index("v1.27.0-rc.0") < matrix.versions.index("v1.27.3")  # a pre-release first
     cell = matrix.cells[("always.sigterm-ignored.phases", "v1.26.6")]
     assert (cell.observed, cell.status, cell.changed) == (["Running"], "pass", False)
     assert matrix.cells[("always.sigterm-ignored.phases", "v1.27.3")].observed == ["Running", "Failed"]
@@ -166,82 +193,83 @@ def test_every_cell_shows_a_value_the_expected_one_in_grey_where_nothing_was_rec
             matrix.expectation(claim, version) is None
             and not any(matrix.cell(r, version) for r in matrix.rows if r.claim == claim)
         )
-    unrecorded = sum(kind != "obs" for kind in kinds.values())
-    assert unrecorded > len(kinds) / 2  # most of the matrix is expected values: the reason to show them
+    # a column where one probe ran is whole: every other row shows its expected value
+    only_statefulset = {kind for (claim, version), kind in kinds.items() if version == "v1.28.4"}
+    assert only_statefulset == {"obs", "exp"}
+    assert sum(kinds[(row.claim, "v1.28.4")] == "exp" for row in matrix.rows) >= len(matrix.rows) - 3
 
 
-def test_columns_say_live_or_derived_and_never_call_derived_values_observed(replayed_runs: Path) -> None:
+def test_columns_say_what_they_ran_on_and_every_value_shown_was_observed(replayed_runs: Path) -> None:
     matrix = build_matrix(load_records([replayed_runs]))
     html = render_html(matrix)
-    # Live: the 26 single-node probes on local builds of v1.26.6, v1.27.3, v1.28.0 and v1.37.2 (beside derived
-    # recordings of the shutdown probes on v1.28.0), the StatefulSet probe on v1.28.4, all 28 probes on kind
-    # v1.27.3 and the two shutdown probes on kind v1.26.6 and v1.27.0-rc.0. Every other version is derived.
-    live = {v: p["kind"] for v, p in matrix.provenance.items() if p["kind"] != "derived"}
-    assert live == {
-        "v1.26.6": "live",
-        "v1.27.0-rc.0": "live",
-        "v1.27.3": "live + derived",
-        "v1.28.0": "live + derived",
-        "v1.28.4": "live",
-        "v1.37.2": "live",
-    }
-    assert len(matrix.versions) - len(live) >= 10
+    # Every recording is live: every column is, and names its cluster and when it was recorded.
+    assert {v: p["kind"] for v, p in matrix.provenance.items()} == dict.fromkeys(recorded_versions(), "live")
     for version, p in matrix.provenance.items():
-        if p["kind"] == "derived":
-            assert p["when"] is None, version  # never the replay time
-            assert p["on_what"] == ["derived from documents, no cluster"], version
-        else:
-            assert re.fullmatch(r"2026-11-23 \d\d:\d\d(–\d\d:\d\d)? UTC", p["when"]), version  # when recorded
-            first = p["on_what"][0]  # live first
-            assert first.startswith((f"local build of {version} at ", "kind node image plp-node")), version
-        # live recordings name the suite commit they were made by from v1.37.2 on (the first ones predate that);
-        # the two preStop probes were re-recorded on the four live versions from b352aa3 with issue 15.6's changes,
-        # and the two pod-deadline probes from 02da544 with its follow-up
-        if version in ("v1.37.2", "v1.27.0-rc.0"):  # recorded after runs named their suite commit
-            assert p["suite"] and all(re.fullmatch(r"[0-9a-f]{12}( \+ local changes)?", c) for c in p["suite"])
-        elif version in ("v1.26.6", "v1.27.3", "v1.28.0"):  # the first live runs name none
+        assert re.fullmatch(r"2026-11-2\d \d\d:\d\d(–\d\d:\d\d)? UTC", p["when"]), version  # when recorded
+        assert all(w.startswith((f"local build of {version} at ", "kind node image plp-node")) for w in p["on_what"])
+        # the first live runs name no suite commit (v1.28.4 and most of v1.26.6, v1.27.3, v1.28.0); the preStop
+        # probes were re-recorded on those from b352aa3 with issue 15.6's changes, the pod-deadline ones from
+        # 02da544; later runs name theirs
+        if version == "v1.28.4":
+            assert p["suite"] == ["unknown"]
+        elif version in ("v1.26.6", "v1.27.3", "v1.28.0"):
             assert "unknown" in p["suite"] and "b352aa3ff4a4 + local changes" in p["suite"], version
             assert all(re.fullmatch(r"[0-9a-f]{12}( \+ local changes)?|unknown", c) for c in p["suite"]), version
-        else:
-            assert p["suite"] == ["unknown"], version
+        else:  # recorded after runs named their suite commit
+            assert p["suite"] and all(re.fullmatch(r"[0-9a-f]{12}( \+ local changes)?", c) for c in p["suite"])
     assert matrix.provenance["v1.28.4"]["on_what"] == [
         "local build of v1.28.4 at bae2c62678db (go1.20.11, containerd 1.6.20~ds1-1+deb12u3)"
     ]
-    assert matrix.provenance["v1.27.3"]["on_what"] == [  # live ones first, by name; then derived
+    assert matrix.provenance["v1.27.3"]["on_what"] == [  # by name
         "kind node image plp-node-shutdown:v1.27.3-5b983a86010d (kind v0.20.0)",
         "kind node image plp-node:v1.27.3 (kind v0.20.0)",
         "local build of v1.27.3 at 25b4e43193bc (go1.20.14, containerd 1.6.20~ds1-1+deb12u3)",
-        "derived from documents, no cluster",
     ]
     assert matrix.provenance["v1.28.4"]["records"] == {"live": 1}
-    # A matrix cell says "observed" where it was observed, and nowhere else: every derived cell says it was not.
+    # A matrix cell says "observed" where it was observed: every recorded cell is.
     table = html[html.index('<table id="matrix"') :].split("</table>")[0]
     cells = re.findall(r'<td class="c obs (\w+) [^"]*"[^>]* title="([^"]*)"', table)
-    assert {origin for origin, _ in cells} == {"live", "derived"}
-    for origin, title in cells:
-        assert ("observed on a live cluster" in title) == (origin == "live"), title
-        assert ("derived (not observed)" in title) == (origin == "derived"), title
-    # Each column's head says what it holds, a badge per kind (live first), and names its cluster.
+    assert cells and {origin for origin, _ in cells} == {"live"}
+    assert all("observed on a live cluster" in title for _, title in cells)
+    # Each column's head says what it holds and names its cluster.
     heads = {
         version: (title, badges)
         for version, title, badges in re.findall(
             r'<th class="ver" scope="col" data-version="([^"]+)" title="([^"]*)">.*?<br>(.*?)</th>', table
         )
     }
-    assert heads["v1.28.4"][1] == '<span class="badge live">live</span>'
-    assert heads["v1.27.3"][1] == '<span class="badge live">live</span> <span class="badge derived">derived</span>'
-    assert heads["v1.26.15"][1] == '<span class="badge derived">derived</span>'
+    assert set(heads) == set(matrix.versions)
+    assert {badges for _, badges in heads.values()} == {'<span class="badge live">live</span>'}
     assert heads["v1.28.4"][0].startswith("live: local build of v1.28.4 at bae2c62678db (go1.20.11, containerd ")
-    assert "not recorded (derived)" in html  # a derived column's "when"
-    assert 'td class="c obs derived pass"' in html and 'td class="c obs live pass"' in html
+    # Nothing derived is named where no record is.
+    shown = re.sub(r"<(style|script)\b.*?</\1>", "", html, flags=re.S)  # what the page says, not its styles
+    assert "derived" not in shown.lower() and "📄" not in render_markdown(matrix)
     assert "No version has been observed on a live cluster yet" not in html
-    observed = "6 of the versions (v1.26.6, v1.27.0-rc.0, v1.27.3, v1.28.0, v1.28.4, v1.37.2)"
+    observed = f"{len(matrix.versions)} of the versions ({', '.join(recorded_versions())})"
     assert f"{observed}\nwere observed on a cluster" in html
     assert f"{observed} were observed on a live cluster" in render_markdown(matrix)
-    # With derived recordings only, the page still says that no version was observed.
-    derived_only = build_matrix([r for r in load_records([replayed_runs]) if report.origin_kind(r) == "derived"])
-    assert {p["kind"] for p in derived_only.provenance.values()} == {"derived"}
-    assert "No version has been observed on a live cluster yet" in render_html(derived_only)
+
+
+def test_old_run_records_of_derived_recordings_are_never_called_observed(live_runs: Path) -> None:
+    """Run records made before derived recordings were retired still name them: they are shown as derived."""
+    old = [r for r in load_records([live_runs]) if report.origin_kind(r) == "derived"]
+    assert len(old) == 1
+    matrix = build_matrix(old)
+    assert {v: p["kind"] for v, p in matrix.provenance.items()} == {"v1.27.3": "derived"}
+    p = matrix.provenance["v1.27.3"]
+    assert (p["when"], p["on_what"]) == (None, ["derived from documents, no cluster"])  # never the replay time
+    html, markdown = render_html(matrix), render_markdown(matrix)
+    assert "No version has been observed on a live cluster yet" in html
+    assert 'td class="c obs derived pass"' in html and 'td class="c obs live' not in html
+    table = html[html.index('<table id="matrix"') :].split("</table>")[0]
+    titles = re.findall(r'<td class="c obs derived [^"]*"[^>]* title="([^"]*)"', table)
+    assert titles and all("derived (not observed)" in t and "observed on a live cluster" not in t for t in titles)
+    assert '<span class="badge derived">derived</span>' in table
+    assert "not recorded (derived)" in html  # the column's "when"
+    assert "✅ Running → Failed 📄" in markdown and "📄: derived from the documents (not observed)" in markdown
+    assert "| v1.27.3 | derived | derived from documents, no cluster (document 000) | not recorded (derived) |" in (
+        markdown
+    )
 
 
 def test_live_and_derived_observations_are_kept_apart_with_their_provenance(
@@ -261,7 +289,7 @@ def test_live_and_derived_observations_are_kept_apart_with_their_provenance(
         "local build of v1.27.3 at 25b4e43193bc (go1.20.14, containerd 1.6.20~ds1-1+deb12u3)",
         "derived from documents, no cluster",
     ]
-    # the first live recordings and the derived ones name no suite commit; the re-recorded preStop and
+    # the first live recordings and the old derived record name no suite commit; the re-recorded preStop and
     # pod-deadline probes and the kind recordings do (known commits first, by name)
     assert both["suite"] == [
         "02da5445d444 + local changes",
@@ -282,26 +310,21 @@ def test_live_and_derived_observations_are_kept_apart_with_their_provenance(
     assert failing is not None and (failing.origin, failing.status, failing.observed) == ("live", "fail", ["Running"])
     html = render_html(matrix)
     assert 'class="c obs live fail"' in html and 'class="c obs live pass"' in html
-    assert 'class="c obs derived pass"' in html
+    assert 'class="c obs derived' not in html  # the derived observation stays behind the live one
+    assert '<span class="badge live">live</span> <span class="badge derived">derived</span>' in html  # v1.27.3's head
     assert "1 recorded value disagrees with the expectation" in html
     markdown = render_markdown(matrix)
     assert "✅ **Running → Failed**" in markdown  # live: bold
-    assert "✅ Running 📄" in markdown  # derived: marked as such
     assert "| v1.27.16 | live | local build of v1.27.16" in markdown
     # a disagreement on one version is a change against its neighbours, with the same expectation on both
     changes = {(a, b): found for a, b, found in matrix.changes()}
-    regression = next(c for c in changes[("v1.27.10", "v1.27.16")] if c.claim == "always.sigterm-ignored.phases")
+    regression = next(c for c in changes[("v1.27.3", "v1.27.16")] if c.claim == "always.sigterm-ignored.phases")
     assert not regression.expected_changed and regression.prs == ()
-    assert (regression.was.basis, regression.now.basis, regression.now.status) == ("expected", "live", "fail")
+    assert (regression.was.basis, regression.now.basis, regression.now.status) == ("live", "live", "fail")
     # both observations of v1.27.3 are drawn, each row saying which it is
-    assert list(matrix.timelines[PHASES]) == [
-        "v1.26.6",
-        "v1.27.3 (live)",
-        "v1.27.3 (derived)",
-        "v1.27.16",
-        "v1.28.0",
-        "v1.37.2",
-    ]
+    drawn = by_version({*recorded_versions(PHASES), "v1.27.16"})
+    at = drawn.index("v1.27.3")
+    assert list(matrix.timelines[PHASES]) == [*drawn[:at], "v1.27.3 (live)", "v1.27.3 (derived)", *drawn[at + 1 :]]
     assert matrix.timeline_tags[PHASES]["v1.27.3 (derived)"] == "derived"
 
 
@@ -334,31 +357,34 @@ def test_what_changed_lists_each_claim_whose_value_changes_with_the_pr_behind_it
     matrix = build_matrix(load_records([replayed_runs]))
     changes = {(a, b): {c.claim: c for c in found} for a, b, found in matrix.changes()}
     assert list(changes) == list(zip(matrix.versions, matrix.versions[1:], strict=False))
-    phases = changes[("v1.26.15", "v1.27.0-rc.0")]["always.sigterm-ignored.phases"]
+    # the 1.27 boundary: the last version before 1.27.0-rc.0 and the first from it
+    first_1_27 = KubeVersion.parse("1.27.0-alpha.0")
+    boundary = next((a, b) for a, b in changes if KubeVersion.parse(a) < first_1_27 <= KubeVersion.parse(b))
+    phases = changes[boundary]["always.sigterm-ignored.phases"]
     assert phases.expected_changed and phases.prs[0] == "115331"
-    assert (phases.was.basis, phases.now.basis) == ("expected", "expected")  # neither version ran that probe
     assert {r.probe for r in phases.rows} == {PHASES, PHASES + "_default_grace"}  # one change, both scenarios
-    # observed on both sides: the StatefulSet regression and its fix, with the release notes that say so
-    regression = changes[("v1.26.6", "v1.26.15")]["statefulset.partition.current-revision-holds"]
-    assert regression.prs[:2] == ("119223", "117865") and regression.release_notes == ("CHANGELOG-1.26 v1.26.7",)
-    assert "120731" not in regression.prs  # the source says it is *not* there
-    assert (regression.was.basis, regression.was.value) == ("live", True)  # v1.26.6, before the cherry-pick
-    assert (regression.now.basis, regression.now.value) == ("derived", False)
-    # observed live on both sides: the regression on v1.28.0 and its fix on v1.28.4
+    # observed live on both sides: the StatefulSet regression on v1.28.0, with the release notes that say so
+    before = matrix.versions[matrix.versions.index("v1.28.0") - 1]
+    regression = changes[(before, "v1.28.0")]["statefulset.partition.current-revision-holds"]
+    assert regression.prs[0] == "117865" and regression.release_notes == ("CHANGELOG-1.28 v1.28.0",)
+    assert "120731" not in regression.prs  # the fix is cited on the other side, not here
+    assert (regression.was.basis, regression.was.value) == ("live", True)
+    assert (regression.now.basis, regression.now.value, regression.agrees) == ("live", False, True)
+    # and its fix on v1.28.4
     fixed = changes[("v1.28.0", "v1.28.4")]["statefulset.partition.current-revision-holds"]
     assert fixed.prs == ("120731",) and (fixed.was.basis, fixed.was.value) == ("live", False)
     assert (fixed.now.basis, fixed.now.value, fixed.agrees) == ("live", True, True)
-    assert "statefulset.partition.current-revision-holds" not in changes[("v1.28.4", "v1.28.15")]
+    after = matrix.versions[matrix.versions.index("v1.28.4") + 1]
+    assert "statefulset.partition.current-revision-holds" not in changes[("v1.28.4", after)]
     # a measurement that moves inside one expected range is not a change
     assert all("between" not in json.dumps(c.was.value) for found in changes.values() for c in found.values())
-    assert not changes[("v1.21.1", "v1.21.14")]
     markdown = render_markdown(matrix)
     html = render_html(matrix)
     for text, heading in ((markdown, "### "), (html, "<h2>")):
         assert text.index(f"{heading}What changed between versions") < text.index(f"{heading}Behaviour matrix")
         assert "https://github.com/kubernetes/kubernetes/pull/115331" in text
-    assert "#### v1.26.15 → v1.27.0-rc.0" in markdown
-    assert "<b>v1.26.15 → v1.27.0-rc.0</b>" in html
+    assert f"#### {boundary[0]} → {boundary[1]}" in markdown
+    assert f"<b>{boundary[0]} → {boundary[1]}</b>" in html
 
 
 def test_pull_requests_are_read_from_the_sources_release_notes_first() -> None:
@@ -376,23 +402,18 @@ def test_pull_requests_are_read_from_the_sources_release_notes_first() -> None:
 def test_markdown_and_html_show_the_matrix_and_provenance(written_report: tuple[Matrix, Path]) -> None:
     matrix, directory = written_report
     markdown = (directory / "report.md").read_text()
-    # the claim's row under the first probe: derived, live and expected values, each marked as what it is
+    # the claim's row under the first probe: live and expected values, each marked as what it is
     statement = matrix.claims["always.sigterm-ignored.phases"]["statement"]
     row = next(line for line in markdown.splitlines() if line.startswith(f"| {statement} `always.sigterm"))
     values = dict(zip(matrix.versions, [v.strip() for v in row.rstrip(" |").split(" | ")[1:]], strict=True))
     assert values["v1.26.6"] == "✅ **Running**"
     assert values["v1.27.3"] == values["v1.28.0"] == "✅ **Running → Failed**"
     assert values["v1.28.4"] == "<sub>Running → Failed</sub>"
-    assert " v1.26.6 | v1.26.15 📄 |" in markdown and " v1.28.0 | v1.28.4 | v1.28.15 📄 |" in markdown  # the head
-    derived_column = (
-        "| v1.26.15 | derived | derived from documents, no cluster (document 000) | not recorded (derived) |"
-    )
-    assert derived_column in markdown
+    assert f"| claim | {' | '.join(matrix.versions)} |" in markdown  # the head
     assert (
-        "| v1.27.3 | live + derived | kind node image plp-node-shutdown:v1.27.3-5b983a86010d (kind v0.20.0); kind "
+        "| v1.27.3 | live | kind node image plp-node-shutdown:v1.27.3-5b983a86010d (kind v0.20.0); kind "
         "node image plp-node:v1.27.3 (kind v0.20.0); local build of v1.27.3 at 25b4e43193bc (go1.20.14, containerd "
-        "1.6.20~ds1-1+deb12u3); derived from documents, no cluster (document 000) | 2026-11-23 12:09–15:37 UTC |"
-        in markdown
+        "1.6.20~ds1-1+deb12u3) | 2026-11-23 12:09–15:37 UTC |" in markdown
     )
     assert (
         "| v1.28.4 | live | local build of v1.28.4 at bae2c62678db (go1.20.11, containerd 1.6.20~ds1-1+deb12u3)"
@@ -425,17 +446,15 @@ def test_a_corrected_expectation_re_evaluates_old_recordings_and_says_what_chang
 
     matrix = build_matrix(load_records([replayed_runs]), claims_loader=stricter)
     changed = [(claim, version, cell.recorded_status, cell.status) for claim, version, cell in matrix.changed()]
-    assert changed == [
-        ("always.sigterm-ignored.phases", "v1.27.3", "pass", "fail"),
-        ("always.sigterm-ignored.phases", "v1.28.0", "pass", "fail"),
-        ("always.sigterm-ignored.phases", "v1.37.2", "pass", "fail"),
-    ]
+    from_1_27 = [v for v in recorded_versions(PHASES) if KubeVersion.parse(v) >= KubeVersion.parse("1.27.0-rc.0")]
+    assert len(from_1_27) >= 3
+    assert changed == [("always.sigterm-ignored.phases", version, "pass", "fail") for version in from_1_27]
     before = matrix.cells[("always.sigterm-ignored.phases", "v1.26.6")]  # live, Running: still agrees
     assert (before.origin, before.status, before.changed) == ("live", "pass", False)
     assert "(was pass)" in render_markdown(matrix)
     html = render_html(matrix)
-    assert html.count('class="c obs live fail changed"') == 2 * 3  # the claim's two rows, on the three versions
-    assert 'class="c obs derived fail changed"' not in html
+    both_rows = [v for v in recorded_versions(PHASES + "_default_grace") if v in from_1_27]
+    assert html.count('class="c obs live fail changed"') == len(from_1_27) + len(both_rows)  # the claim's two rows
 
 
 # ------------------------------------------------------------------------------------------ timelines
@@ -444,8 +463,8 @@ def test_a_corrected_expectation_re_evaluates_old_recordings_and_says_what_chang
 def test_each_probe_has_a_timeline_drawn_with_its_versions_stacked(written_report: tuple[Matrix, Path]) -> None:
     matrix, directory = written_report
     series = matrix.timelines[PHASES]
-    assert list(series) == ["v1.26.6", "v1.27.3", "v1.28.0", "v1.37.2"]
-    assert matrix.timeline_tags[PHASES] == {"v1.26.6": "live", "v1.27.3": "live", "v1.28.0": "live", "v1.37.2": "live"}
+    assert list(series) == recorded_versions(PHASES)
+    assert matrix.timeline_tags[PHASES] == dict.fromkeys(series, "live")
     for version in ("v1.27.3", "v1.28.0"):
         assert (0.0, "delete") in timeline_svg.marks(series[version])
         labels = [label for _, label in timeline_svg.marks(series[version])]
@@ -453,12 +472,7 @@ def test_each_probe_has_a_timeline_drawn_with_its_versions_stacked(written_repor
     assert "running-pod Failed" not in [label for _, label in timeline_svg.marks(series["v1.26.6"])]
     svg = (directory / report.timeline_file(PHASES)).read_text()
     tags = re.findall(r'<g class="row" data-version="([^"]+)">.*?font-size="10">(\w+)</text>', svg)
-    assert tags == [
-        ("v1.26.6", "live"),
-        ("v1.27.3", "live"),
-        ("v1.28.0", "live"),
-        ("v1.37.2", "live"),
-    ]  # under each row's version
+    assert tags == [(version, "live") for version in series]  # under each row's version
     html = (directory / "report.html").read_text()
     assert html.count('<figure class="timeline"') == len(matrix.timelines)
     assert "<svg" in html and "main exit 137 (SIGKILL)" in html
@@ -482,17 +496,17 @@ def test_the_statefulset_timeline_marks_the_status_writes_that_matter(replayed_r
     tags = matrix.timeline_tags[
         "test_statefulset_status.py::test_statefulset_status_through_parallel_scale_up_and_partitioned_update"
     ]
-    assert (tags["v1.27.3"], tags["v1.28.0"], tags["v1.28.4"], tags["v1.29.14"]) == ("live", "live", "live", "derived")
+    assert set(tags.values()) == {"live"}
     # the too-small status.replicas of k/k#117865: a write below the 3 pods after status.replicas reached 3, each
     # time the controller recreates a pod (the probe deletes parallel-web-2, -1, then parallel-web-0 twice)
     for version in ("v1.28.0", "v1.28.4"):
         assert after_scale_up(version).count("replicas 2") == 4, version
     assert not {"replicas 0", "replicas 1", "replicas 2"} & set(after_scale_up("v1.27.3"))  # before the regression
     # the partition bug (k/k#120731): currentRevision moves to the update revision when parallel-web-0, below the
-    # partition, is recreated; on v1.28.4 it holds, as it does on v1.27.3 and the derived v1.29.14
+    # partition, is recreated; on v1.28.4 it holds, as it does on v1.27.3 and v1.37.2
     moved = revisions("v1.28.0")
     assert len(moved) == 2 and moved[0] != moved[1]
-    for version in ("v1.27.3", "v1.28.4", "v1.29.14"):
+    for version in ("v1.27.3", "v1.28.4", "v1.37.2"):
         assert len(revisions(version)) == 1, version
 
 
@@ -500,25 +514,26 @@ def test_termination_order_timelines_show_prestop_sigterm_sigkill_and_the_grace_
     replayed_runs: Path,
 ) -> None:
     matrix = build_matrix(load_records([replayed_runs]))
-    within = matrix.timelines["test_termination_order.py::test_prestop_within_the_grace_period"]["v1.33.12"]
+    within = matrix.timelines["test_termination_order.py::test_prestop_within_the_grace_period"]["v1.37.2"]
     marks, spans = timeline_svg.events(within)
     at = {m.label: m.t for m in marks}
-    # the container's instants, placed with preStop start where the watch first showed the deletion (0.03)
-    assert at["≈ preStop start"] == pytest.approx(0.03)
-    assert at["≈ preStop end"] - at["≈ preStop start"] == pytest.approx(3.02)
-    assert at["≈ SIGTERM"] - at["≈ preStop start"] == pytest.approx(3.1)
+    # the container's instants (live local v1.37.2), placed with preStop start where the watch first showed the
+    # deletion (0.11 s after the delete)
+    assert at["≈ preStop start"] == pytest.approx(0.11)
+    assert at["≈ preStop end"] - at["≈ preStop start"] == pytest.approx(3.01)
+    assert at["≈ SIGTERM"] - at["≈ preStop start"] == pytest.approx(3.08)
     assert at["main exit 137 (SIGKILL)"] > at["≈ SIGTERM"] > at["delete"] == 0.0
     assert [(s.kind, s.start, s.end, s.label) for s in spans] == [
         ("grace", 0.0, 10.0, "grace 10 s"),
-        ("prestop", pytest.approx(0.03), pytest.approx(3.05), "preStop 3.02 s"),
+        ("prestop", pytest.approx(0.11), pytest.approx(3.12), "preStop 3.01 s"),
     ]
-    overrun = matrix.timelines["test_termination_order.py::test_prestop_overrunning_the_grace_period"]["v1.33.12"]
+    overrun = matrix.timelines["test_termination_order.py::test_prestop_overrunning_the_grace_period"]["v1.37.2"]
     _, spans = timeline_svg.events(overrun)
     assert [(s.kind, s.label) for s in spans] == [("grace", "grace 5 s"), ("prestop", "preStop, cut off")]
     endpoints = matrix.timelines["test_termination_order.py::test_endpoint_removal_while_the_container_still_runs"]
-    labels = {label for _, label in timeline_svg.marks(endpoints["v1.33.12"])}
-    assert {"q2x7k out of Endpoints", "q2x7k EndpointSlice: not ready, serving, terminating"} <= labels
-    assert "q2x7k out of EndpointSlice" in {label for _, label in timeline_svg.marks(endpoints["v1.21.14"])}
+    labels = {label for _, label in timeline_svg.marks(endpoints["v1.37.2"])}
+    assert {"zzt6z out of Endpoints", "zzt6z EndpointSlice: not ready, serving, terminating"} <= labels
+    assert "f6h7k out of EndpointSlice" in {label for _, label in timeline_svg.marks(endpoints["v1.21.14"])}
     assert {"create service web", "create deployment web"} <= labels  # two creates, told apart
     svg = report.drawings(matrix)["test_termination_order.py::test_prestop_within_the_grace_period"]
     assert 'class="span grace"' in svg and 'class="span prestop"' in svg and "≈ SIGTERM" in svg
@@ -615,8 +630,8 @@ CHECK_SCRIPT = """
   out.panelWidth = rect(panel).width;
   out.panelText = panel.innerText;
   out.panelLinks = [...panel.querySelectorAll("a")].map((a) => a.href);
-  document.querySelector('td[data-claim="prestop-in-time.killed-after-delete"][data-version="v1.33.12"]').click();
-  out.derivedPanelText = panel.innerText;
+  document.querySelector('td[data-claim="always.sigterm-ignored.phases"][data-version="v1.28.4"]').click();
+  out.expectedPanelText = panel.innerText;
   let overlaps = [], labels = 0;
   for (const row of document.querySelectorAll("figure.timeline g.row")) {
     const boxes = [...row.querySelectorAll("text.label")].map((t) => [t.textContent, t.getBBox()]);
@@ -703,12 +718,13 @@ def test_the_html_report_renders_in_a_browser_sticky_parts_stay_and_a_cell_opens
     assert wide["panelHiddenBefore"] and not wide["panelHidden"] and wide["panelWidth"] > 300
     assert "Observed on a live cluster: ✓ pass" in wide["panelText"]  # v1.27.3: on kind and on a local build
     assert (
-        "live + derived: kind node image plp-node-shutdown:v1.27.3-5b983a86010d (kind v0.20.0); kind node image "
+        "live: kind node image plp-node-shutdown:v1.27.3-5b983a86010d (kind v0.20.0); kind node image "
         "plp-node:v1.27.3 (kind v0.20.0); local build of v1.27.3 at 25b4e43193bc (go1.20.14, containerd "
-        "1.6.20~ds1-1+deb12u3); derived from documents, no cluster (document 000)" in wide["panelText"]
+        "1.6.20~ds1-1+deb12u3)" in wide["panelText"]
     )
-    assert "Derived from the documents (not observed): ✓ pass" in wide["derivedPanelText"]  # v1.33.12
-    assert "when: not recorded (derived)" in wide["derivedPanelText"]
+    # v1.28.4, where only the StatefulSet probe ran: the expected value, said to be one
+    assert "Nothing recorded on this version; the expected value is shown." in wide["expectedPanelText"]
+    assert "Observed" not in wide["expectedPanelText"].split("Expected, by version range")[0]
     assert "k/k#115331" in wide["panelText"] and ">=1.27.0-rc.0" in wide["panelText"]
     assert "https://github.com/kubernetes/kubernetes/pull/115331" in wide["panelLinks"]
     assert wide["labels"] > 300 and wide["overlaps"] == []  # measured as drawn, not as estimated

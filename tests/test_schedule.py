@@ -127,7 +127,7 @@ def test_durations_are_the_longest_of_live_recordings_and_records_plus_the_names
     recordings, runs = tmp_path / "recordings", tmp_path / "runs"
     write(recordings / "f" / "a-live.json", recording("t.py::a", "live", 30.0, 50.0))
     write(recordings / "f" / "a-live2.json", recording("t.py::a", "live", 2.0, 12.0))  # shorter: the longest counts
-    write(recordings / "f" / "b-derived.json", recording("t.py::b", "derived", 0.0, 99.0))  # not measured
+    write(recordings / "f" / "b-made.json", recording("t.py::b", "unknown", 0.0, 99.0))  # not live: not measured
     write(recordings / "f" / "c-live.json", recording("t.py::c", "live", 0.0, 40.0))
     write(runs / "r1" / "probes" / "b.json", {"probe": "t.py::b", "transport": "live", "duration_s": 7.5})
     write(runs / "r1" / "probes" / "d.json", {"probe": "t.py::d", "transport": "replay", "duration_s": 0.2})

@@ -1,9 +1,9 @@
 """Adopt a live run's recordings as offline tests: `python tools/adopt_recordings.py runs/<run-id> [...]`.
 
 Each recording of a passing probe is copied, unchanged (a live recording is evidence: never edited), into
-`probes/<family>/recordings/<probe>--<server version>-live-<cluster>.json`; a derived recording of the same probe and
-version is removed, since the live one replaces it. Recordings of failing probes are not adopted unless
-`--failing` is given (a failing live recording is a finding to resolve first, not a test to keep green).
+`probes/<family>/recordings/<probe>--<server version>-live-<cluster>.json`, beside the family's other live
+recordings (every recording there is live). Recordings of failing probes are not adopted unless `--failing` is
+given (a failing live recording is a finding to resolve first, not a test to keep green).
 """
 
 from __future__ import annotations
@@ -53,10 +53,6 @@ def adopt(run_dir: Path, include_failing: bool = False, families: Path = REPO / 
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, target)
         said.append(f"adopted {target.relative_to(families.parent)}")
-        derived = target.parent / f"{probe}--{version}-derived.json"
-        if derived.is_file():
-            derived.unlink()
-            said.append(f"removed {derived.relative_to(families.parent)} (replaced by the live recording)")
     return said
 
 

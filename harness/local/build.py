@@ -8,7 +8,10 @@ of a dependency are ignored. So a throw-away main module under `.tools/kubernete
 source, tagged together), then builds the components with the Go toolchain the release names in
 `.go-version` (`build/build-image/cross/VERSION` before 1.27), or the newest patch of that Go minor when
 the proxy does not serve that exact one. `-ldflags -X` stamps the version the way `hack/lib/version.sh`
-does, so `/version` reports the real gitVersion and commit.
+does, so `/version` reports the real gitVersion and commit. A tag before 1.24 lacks
+`pkg/generated/openapi/zz_generated.openapi.go` (upstream's `make` generated it): it is generated the way that
+Makefile does (harness/local/openapi.py) into a writable copy of the tag's source, `src/`, and
+`replace k8s.io/kubernetes => ./src` builds from that copy: the tag plus this one file, said in build.json.
 
 Everything lands in `.tools/` (ignored by git): the module and build caches under `.tools/go/`, the binaries,
 `build.json` (toolchain, commit, duration) and `build.log` under `.tools/kubernetes/vX.Y.Z/`.
@@ -32,6 +35,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from harness import paths
+from harness.local import openapi
 from harness.versions import KubeVersion, VersionError, check_supported
 
 TOOLS = paths.TOOLS
@@ -235,16 +239,12 @@ def substitute_refused_twins(
     return versions, substitutions
 
 
-def served_modules(pairs: list[tuple[str, str]], env: Mapping[str, str], cwd: Path) -> set[tuple[str, str]]:
-    """Which of these module versions the proxy serves: one `go mod download -json` for the whole batch.
-
-    The checksum database is not asked here (GONOSUMDB=k8s.io): this only tells what can be downloaded; the
-    build itself verifies checksums and says when it has to go without them.
-    """
+def _download_answers(pairs: list[tuple[str, str]], env: Mapping[str, str], cwd: Path) -> list[dict[str, Any]]:
+    """Every answer of one `go mod download -json` for the whole batch (a refused version answers an Error)."""
     if not pairs:
-        return set()
-    result = _go(["mod", "download", "-json", *(f"{m}@{v}" for m, v in pairs)], {**env, "GONOSUMDB": "k8s.io"}, cwd)
-    answered = set()
+        return []
+    result = _go(["mod", "download", "-json", *(f"{m}@{v}" for m, v in pairs)], env, cwd)
+    answers = []
     decoder = json.JSONDecoder()
     text, position = result.stdout, 0
     while True:
@@ -256,9 +256,24 @@ def served_modules(pairs: list[tuple[str, str]], env: Mapping[str, str], cwd: Pa
             info, position = decoder.raw_decode(text, position)
         except json.JSONDecodeError:
             break
-        if not info.get("Error") and "Dir" in info:
-            answered.add((str(info["Path"]), str(info["Version"])))
-    return answered
+        answers.append(info)
+    return answers
+
+
+def served_modules(pairs: list[tuple[str, str]], env: Mapping[str, str], cwd: Path) -> set[tuple[str, str]]:
+    """Which of these module versions the proxy serves: one `go mod download -json` for the whole batch.
+
+    The checksum database is not asked here (GONOSUMDB=k8s.io): this only tells what can be downloaded; the
+    build itself verifies checksums and says when it has to go without them.
+    """
+    answers = _download_answers(pairs, {**env, "GONOSUMDB": "k8s.io"}, cwd)
+    return {(str(a["Path"]), str(a["Version"])) for a in answers if not a.get("Error") and "Dir" in a}
+
+
+def module_dirs(pairs: list[tuple[str, str]], env: Mapping[str, str], cwd: Path) -> dict[str, Path]:
+    """Where each of these module versions is in the module cache (downloaded if it is not yet)."""
+    answers = _download_answers(pairs, {**env, "GONOSUMDB": "k8s.io"}, cwd)
+    return {str(a["Path"]): Path(a["Dir"]) for a in answers if not a.get("Error") and "Dir" in a}
 
 
 def ldflags(version: str, commit: str, built_at: str) -> str:
@@ -276,6 +291,88 @@ def ldflags(version: str, commit: str, built_at: str) -> str:
         ):
             flags.append(f"-X {package}.{key}={value}")
     return " ".join(flags)
+
+
+def _run_logged(command: list[str], cwd: Path, env: Mapping[str, str], out: IO[str]) -> int:
+    """One build step (go, or a generator it built) with its output in build.log, in its own process group,
+    which is killed whole when this process is interrupted; its exit code."""
+    process = subprocess.Popen(
+        command, cwd=cwd, env=dict(env), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    try:
+        return process.wait()
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        raise
+
+
+def _generate_openapi(
+    source: Path, directory: Path, versions: Mapping[str, str], env: Mapping[str, str], run: Callable[[list[str]], None]
+) -> dict[str, str]:
+    """zz_generated.openapi.go for a tag that lacks it, the way upstream's `make` made it; build from a copy.
+
+    openapi-gen is built in the throw-away module, whose replace lines pin k8s.io/kube-openapi and k8s.io/gengo
+    at the tag's versions, with the tag's toolchain, and run there in module mode over the input packages the
+    tag's Makefile would give it (harness/local/openapi.py). Its output goes to a scratch dir, then into a
+    writable copy of the tag's source, `src/`, which `replace k8s.io/kubernetes => ./src` makes the source the
+    components are built from: the tag plus this one file. Its API rule report is compared with the tag's
+    known violations, as the Makefile does (a difference is recorded, not fatal: the Makefile's check guards
+    the API source, which a tag cannot change).
+    """
+    try:
+        return _generate_openapi_steps(source, directory, versions, env, run)
+    except openapi.OpenAPIError as error:
+        raise BuildError(f"cannot generate {openapi.OPENAPI_FILE} as upstream did: {error}") from error
+
+
+def _generate_openapi_steps(
+    source: Path, directory: Path, versions: Mapping[str, str], env: Mapping[str, str], run: Callable[[list[str]], None]
+) -> dict[str, str]:
+    settings = openapi.makefile_settings(source)
+    twins = module_dirs(sorted(versions.items()), env, directory)
+    # A twin served nowhere (k8s.io/sample-cli-plugin at some tags) cannot be scanned; it is said in the
+    # record, and the API rule comparison below shows whether the inputs still match upstream's.
+    unscanned = sorted(set(versions) - set(twins))
+    packages = openapi.input_packages(source, twins, settings)
+    scratch = directory / "openapi-gen"
+    if scratch.exists():
+        shutil.rmtree(scratch)
+    scratch.mkdir()
+    openapi.writable_copy(source, directory / "src")
+    run(["go", "mod", "edit", "-replace=k8s.io/kubernetes=./src"])
+    run(["go", "build", "-o", str(scratch / "openapi-gen"), "k8s.io/kube-openapi/cmd/openapi-gen"])
+    report = scratch / "violations.report"
+    boilerplate = openapi.boilerplate_path(source, twins, settings)
+    run([str(scratch / "openapi-gen"), *openapi.generator_args(packages, settings, boilerplate, report, scratch)])
+    output = scratch / openapi.KUBERNETES / openapi.OPENAPI_FILE
+    if not output.is_file():
+        raise BuildError(f"openapi-gen wrote no {openapi.OPENAPI_FILE} (see {directory / 'build.log'})")
+    shutil.copyfile(output, directory / "src" / openapi.OPENAPI_FILE)
+    known = source / settings.known_violations if settings.known_violations else None
+    if known is not None and known.is_file() and report.is_file():
+        same = report.read_text() == known.read_text()
+        check = f"API rule violations {'the same as' if same else 'DIFFER from'} the tag's {settings.known_violations}"
+    else:
+        check = "API rule violations not compared (no known-violations list in the tag)"
+    if unscanned:
+        check += f"; staging modules not served, not scanned: {', '.join(unscanned)}"
+    generator = _module_version("k8s.io/kube-openapi", env, directory)
+    shutil.rmtree(scratch)
+    return {
+        openapi.OPENAPI_FILE: f"openapi-gen of k8s.io/kube-openapi@{generator}, {len(packages)} input packages; {check}"
+    }
+
+
+def _module_version(module: str, env: Mapping[str, str], cwd: Path) -> str:
+    """The version of a module the throw-away module builds with (its replacement's, when replaced)."""
+    result = _go(["list", "-m", "-json", module], env, cwd)
+    try:
+        info = json.loads(result.stdout)
+    except json.JSONDecodeError:
+        return "unknown"
+    return str((info.get("Replace") or {}).get("Version") or info.get("Version") or "unknown")
 
 
 def existing_build(version: str, tools: Path = TOOLS) -> Build | None:
@@ -324,20 +421,6 @@ def build_kubernetes(version: str, tools: Path = TOOLS, log_progress: bool = Tru
         raise
 
 
-def _run_go(step: list[str], directory: Path, env: Mapping[str, str], out: IO[str]) -> int:
-    """`go <step>` in its own process group, which is killed whole when this process is interrupted."""
-    process = subprocess.Popen(
-        ["go", *step], cwd=directory, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-    )
-    try:
-        return process.wait()
-    except BaseException:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-        raise
-
-
 def _build(version: str, tools: Path, log_progress: bool) -> Build:
     check_go()
     text = release_text(version)
@@ -362,31 +445,40 @@ def _build(version: str, tools: Path, log_progress: bool) -> Build:
     versions, substitutions = substitute_refused_twins(
         staging_modules(kubernetes_go_mod), staged, lambda pairs: served_modules(pairs, env, directory)
     )
+    generated: dict[str, str] = {}
     with log.open("w") as out:
-        for module_path, substitute in sorted(substitutions.items()):
-            out.write(f"+ {module_path}@{staged} is not served: {substitute} instead\n")
-        steps = [["mod", "edit", f"-replace={r}"] for r in _replacements(kubernetes_go_mod, versions)]
-        steps.append(["mod", "edit", f"-require=k8s.io/kubernetes@{text}"])
-        built_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        packages = [f"k8s.io/kubernetes/cmd/{c}" for c in COMPONENTS]
-        steps.append(["build", "-trimpath", "-ldflags", ldflags(text, commit, built_at), "-o", "bin/", *packages])
-        for step in steps:
-            out.write("+ go " + " ".join(step) + "\n")
+
+        def run(command: list[str]) -> None:
+            """One step, logged; a checksum-database refusal retried once without it for k8s.io/*."""
+            nonlocal env, checksum_db
+            out.write("+ " + " ".join(command) + "\n")
             out.flush()
-            if log_progress and step[0] == "build":
-                print(f"building Kubernetes {text} with {toolchain} (log: {log}); this takes a while", flush=True)
-            code = _run_go(step, directory, env, out)
-            if code != 0 and "verifying " in log.read_text() and "sumdb" in log.read_text():
+            done = _run_logged(command, directory, env, out)
+            if done != 0 and "verifying " in log.read_text() and "sumdb" in log.read_text():
                 # The proxy's checksum database does not know some published staging tags (seen for
                 # k8s.io/*@v0.26.6): build again without it for k8s.io/*, and say so in build.json.
                 checksum_db = "off for k8s.io/* (the checksum database answered 404 for some staging modules)"
                 env = {**env, "GONOSUMDB": "k8s.io"}
                 out.write(f"+ retry with GONOSUMDB=k8s.io: {checksum_db}\n")
                 out.flush()
-                code = _run_go(step, directory, env, out)
-            if code != 0:
+                done = _run_logged(command, directory, env, out)
+            if done != 0:
                 tail = "\n".join(log.read_text().splitlines()[-20:])
-                raise BuildError(f"building Kubernetes {text} failed (go {step[0]}); last lines of {log}:\n{tail}")
+                what = " ".join(command[:2]) if command[0] == "go" else Path(command[0]).name
+                raise BuildError(f"building Kubernetes {text} failed ({what}); last lines of {log}:\n{tail}")
+
+        for module_path, substitute in sorted(substitutions.items()):
+            out.write(f"+ {module_path}@{staged} is not served: {substitute} instead\n")
+        for replacement in _replacements(kubernetes_go_mod, versions):
+            run(["go", "mod", "edit", f"-replace={replacement}"])
+        run(["go", "mod", "edit", f"-require=k8s.io/kubernetes@{text}"])
+        if openapi.lacks_openapi(source):
+            generated = _generate_openapi(source, directory, versions, env, run)
+        built_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        packages = [f"k8s.io/kubernetes/cmd/{c}" for c in COMPONENTS]
+        if log_progress:
+            print(f"building Kubernetes {text} with {toolchain} (log: {log}); this takes a while", flush=True)
+        run(["go", "build", "-trimpath", "-ldflags", ldflags(text, commit, built_at), "-o", "bin/", *packages])
     record = {
         "version": text,
         "commit": commit,
@@ -396,6 +488,7 @@ def _build(version: str, tools: Path, log_progress: bool) -> Build:
         "upstream_go": f"go{upstream_go}",
         "staging_modules": staged,
         "staging_substitutions": substitutions,
+        "generated": generated,
         "cgo": False,
         "checksum_database": checksum_db,
         "built_at": built_at,
