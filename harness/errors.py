@@ -9,3 +9,7 @@ class PrerequisiteMissing(RuntimeError):
 
 class ClusterFailed(RuntimeError):
     """A cluster (or the node image it needs) did not come up: what went wrong, and a hint."""
+
+
+class LocalClusterError(RuntimeError):
+    """The local cluster could not be made or did not come up; the message carries the component's log tail."""

@@ -22,10 +22,11 @@ from typing import Any, Protocol
 
 from kubernetes import client, config
 
-from harness.errors import ClusterFailed
+from harness.errors import ClusterFailed, LocalClusterError
 from harness.kind import KindCluster, list_node_containers, parse_kind_version
 from harness.local.build import Build
-from harness.local.cluster import LocalCluster, LocalClusterError, local_node_lister
+from harness.local.cluster import LocalCluster
+from harness.local.containerd import local_node_lister
 from harness.manifest_check import images_in_manifests
 from harness.transport import JsonDict, LiveTransport, raw_call, watch_until
 from harness.versions import NodeImage
@@ -221,7 +222,7 @@ class KindProvider:
 
 @dataclass
 class LocalProvider:
-    """Kubernetes built from its Go modules, run as processes on this host (harness/local/cluster.py)."""
+    """Kubernetes built from its Go modules, run as processes on this host (harness/local/)."""
 
     cluster: LocalCluster
     node_shutdown: NodeShutdown | None = None

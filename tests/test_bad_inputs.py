@@ -28,7 +28,8 @@ from harness import report as report_module
 from harness.commands import housekeeping, refusal, version_axis
 from harness.commands import probe as probe_command
 from harness.families import recording_path
-from harness.local import cluster as local_cluster
+from harness.local import host as local_host
+from harness.local import teardown as local_teardown
 from harness.nodeimage import release as node_image_release
 from tests import fake_tools
 
@@ -227,7 +228,8 @@ def forbid(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         (housekeeping, ["check_docker", "ensure_kind", "check_go", "resolve_module", "build_node_images"]),
         (version_axis, ["check_go", "resolve_module", "build_kubernetes"]),
         (os, ["execv"]),
-        (local_cluster, ["check_host", "running_clusters"]),
+        (local_host, ["check_host"]),
+        (local_teardown, ["running_clusters"]),
         (node_image_release, ["build_node_image", "build_kind_release"]),
         (matrix, ["run_matrix", "run_version_process"]),
         (bisect_module, ["bisect"]),

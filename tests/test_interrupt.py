@@ -21,6 +21,7 @@ from harness.commands import housekeeping, refusal
 from harness.commands import probe as probe_command
 from harness.local import build as build_module
 from harness.local import cluster as local
+from harness.local.teardown import StopReport
 from harness.nodeimage import node
 from harness.process import Completed
 
@@ -80,11 +81,12 @@ SIGINT_BUILD = textwrap.dedent(
     from pathlib import Path
     from harness import cli
     from harness.local import build as build_module
-    from harness.local import cluster as local
+    from harness.local import host as local_host
+    from harness.local import teardown as local_teardown
 
     tools = Path(sys.argv[1])
-    local.check_host = lambda: []
-    local.running_clusters = lambda root=None: []
+    local_host.check_host = lambda: []
+    local_teardown.running_clusters = lambda root=None: []
     from harness.commands import probe as probe_command
 
     probe_command.existing_build = lambda version: None
@@ -241,9 +243,9 @@ def test_an_interrupted_local_cluster_start_stops_what_it_started(
 
     monkeypatch.setattr(local.LocalCluster, "_start_all", start_all)
 
-    def stop_cluster(state: Path) -> local.StopReport:
+    def stop_cluster(state: Path) -> StopReport:
         stopped.append(state.name)
-        return local.StopReport(state.name)
+        return StopReport(state.name)
 
     monkeypatch.setattr(local, "stop_cluster", stop_cluster)
     with pytest.raises(KeyboardInterrupt):

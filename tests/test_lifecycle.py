@@ -14,7 +14,8 @@ import pytest
 from harness import lifecycle
 from harness.errors import ClusterFailed
 from harness.local.build import Build
-from harness.local.cluster import LocalCluster, StopReport
+from harness.local.cluster import LocalCluster
+from harness.local.teardown import StopReport
 
 
 class StandInCluster(LocalCluster):

@@ -18,7 +18,8 @@ from harness.commands import housekeeping, refusal
 from harness.commands import probe as probe_command
 from harness.errors import PrerequisiteMissing
 from harness.kind import check_docker
-from harness.local import cluster as local
+from harness.local import host as local_host
+from harness.local import teardown as local_teardown
 from harness.local.build import release_text
 from harness.nodeimage import release as node_image_release
 from harness.versions import resolve_image
@@ -43,7 +44,7 @@ def test_a_local_clusters_missing_packages_end_with_one_apt_get_line(
     nothing_may_start(monkeypatch)
     monkeypatch.setattr("os.geteuid", lambda: 0)
     monkeypatch.setattr("shutil.which", lambda tool: None if tool in ("etcd", "gcc", "ctr") else f"/usr/bin/{tool}")
-    monkeypatch.setattr(local, "CNI_PLUGINS", tmp_path)  # none of the plugins there
+    monkeypatch.setattr(local_host, "CNI_PLUGINS", tmp_path)  # none of the plugins there
     assert cli.main(["probe", "--cluster", "local", "--version", "1.27.3"]) == refusal.PREREQUISITE_MISSING
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines[0] == "error: prerequisite missing: a local cluster cannot run here:"
@@ -131,7 +132,7 @@ def test_clean_of_kind_leftovers_only_leaves_local_clusters_alone(
 ) -> None:
     monkeypatch.setattr("harness.commands.housekeeping.shutil.which", lambda tool: None)
     monkeypatch.setattr("harness.janitor.installed_kind", lambda: None)
-    monkeypatch.setattr(local, "leftover_clusters", lambda: pytest.fail("local clusters are not looked at"))
+    monkeypatch.setattr(local_teardown, "leftover_clusters", lambda: pytest.fail("local clusters are not looked at"))
     assert cli.main(["clean", "--cluster", "kind"]) == 0
 
 

@@ -30,7 +30,8 @@ from harness.errors import PrerequisiteMissing
 from harness.inputs import BadInput
 from harness.kind import check_docker
 from harness.kind_install import KindInstallError, ensure_kind
-from harness.local import cluster as local_cluster
+from harness.local import host as local_host
+from harness.local import teardown as local_teardown
 from harness.local.build import (
     BuildError,
     check_go,
@@ -54,11 +55,11 @@ def run_clean_command(args: argparse.Namespace) -> int:
             janitor.clean_kind_clusters(report, kind_bin)
         else:
             print(f"{args.kind_bin} is not on PATH: no kind clusters to look for", file=sys.stderr)
-    if args.cluster != "kind" and local_cluster.leftover_clusters():
+    if args.cluster != "kind" and local_teardown.leftover_clusters():
         if os.geteuid() == 0:
             janitor.clean_local_clusters(report)
         else:
-            print(f"local clusters under {local_cluster.DEFAULT_ROOT} need root to stop: run make clean as root")
+            print(f"local clusters under {local_host.DEFAULT_ROOT} need root to stop: run make clean as root")
     if args.kubeconfig:
         try:
             api = config.new_client_from_config(config_file=args.kubeconfig, context=args.context)

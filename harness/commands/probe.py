@@ -33,7 +33,8 @@ from harness.inputs import BadInput
 from harness.kind import INSTALL_KIND, check_docker, check_prerequisites
 from harness.kind_install import KindInstallError, ensure_kind
 from harness.lifecycle import ClusterProvider, KindProvider, LocalProvider, cluster_life
-from harness.local import cluster as local_cluster
+from harness.local import host as local_host
+from harness.local import teardown as local_teardown
 from harness.local.build import (
     BuildError,
     build_kubernetes,
@@ -114,10 +115,10 @@ def check_probe_input(args: argparse.Namespace) -> NodeImage | None:
 
 def prepare_local(args: argparse.Namespace) -> int:
     """Check the host for a local cluster in seconds, then build (or reuse) the release: 0 when ready."""
-    host_problems = local_cluster.check_host()
+    host_problems = local_host.check_host()
     if host_problems:
         return refuse(MISSING, host_refusal("a local cluster cannot run here", host_problems))
-    if running := local_cluster.running_clusters():
+    if running := local_teardown.running_clusters():
         return refuse(
             MISSING,
             f"a local cluster of the suite is already running ({', '.join(running)}); one at a time "

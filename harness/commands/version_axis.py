@@ -25,7 +25,8 @@ from harness.commands.refusal import (
     selection_problem,
 )
 from harness.expectations import all_claim_ids
-from harness.local import cluster as local_cluster
+from harness.local import host as local_host
+from harness.local import teardown as local_teardown
 from harness.local.build import (
     TOOLS,
     BuildError,
@@ -64,9 +65,9 @@ def run_local_matrix_command(args: argparse.Namespace) -> int:
     except VersionError as err:
         return refuse(BAD, str(err))
     inputs.check_run_dir(args.run_dir)
-    if host_problems := local_cluster.check_host():
+    if host_problems := local_host.check_host():
         return refuse(MISSING, "a local cluster cannot run here:\n  " + "\n  ".join(host_problems))
-    if running := local_cluster.running_clusters():
+    if running := local_teardown.running_clusters():
         return refuse(MISSING, f"a local cluster of the suite is already running ({', '.join(running)}); make clean")
     try:
         print(check_go())
@@ -183,7 +184,7 @@ def run_local_bisect_command(args: argparse.Namespace) -> int:
     inputs.check_run_dir(args.run_dir)
     if refused := selection_problem(args.probe, args.run_dir):
         return refuse(*refused)
-    if host_problems := local_cluster.check_host():
+    if host_problems := local_host.check_host():
         return refuse(MISSING, "a local cluster cannot run here:\n  " + "\n  ".join(host_problems))
     try:
         print(check_go())
