@@ -239,29 +239,42 @@ class JobView:
 
 
 @dataclass(frozen=True)
-class DeploymentView:
-    """The parts of a Deployment the probes observe."""
+class CountersView:
+    """A workload the probes follow only through some status counters (a Deployment's replicas, a DaemonSet's pods)."""
 
     name: str
-    replicas: int
-    ready_replicas: int
+    counters: tuple[tuple[str, str, int], ...]  # (timeline key, summary label, value) in order
     raw: JsonDict
 
     @classmethod
-    def from_object(cls, obj: JsonDict) -> DeploymentView:
+    def reading(cls, obj: JsonDict, fields: tuple[tuple[str, str, str], ...]) -> CountersView:
+        """`fields`: (status field, timeline key, summary label) of each counter."""
         status = obj.get("status") or {}
-        return cls(
-            name=(obj.get("metadata") or {}).get("name", ""),
-            replicas=int(status.get("replicas") or 0),
-            ready_replicas=int(status.get("readyReplicas") or 0),
-            raw=obj,
-        )
+        counters = tuple((key, label, int(status.get(field) or 0)) for field, key, label in fields)
+        return cls(name=(obj.get("metadata") or {}).get("name", ""), counters=counters, raw=obj)
 
     def summary(self) -> str:
-        return f"replicas={self.replicas} ready={self.ready_replicas}"
+        return " ".join(f"{label}={value}" for _, label, value in self.counters)
 
     def timeline_fields(self) -> JsonDict:
-        return {"replicas": self.replicas, "readyReplicas": self.ready_replicas}
+        return {key: value for key, _, value in self.counters}
+
+
+DEPLOYMENT_COUNTERS = (("replicas", "replicas", "replicas"), ("readyReplicas", "readyReplicas", "ready"))
+DAEMONSET_COUNTERS = (
+    ("desiredNumberScheduled", "desired", "desired"),
+    ("currentNumberScheduled", "current", "current"),
+    ("numberReady", "ready", "ready"),
+)
+
+
+def deployment_view(obj: JsonDict) -> CountersView:
+    return CountersView.reading(obj, DEPLOYMENT_COUNTERS)
+
+
+def daemonset_view(obj: JsonDict) -> CountersView:
+    """The parts of a DaemonSet's status the node-shutdown probes observe."""
+    return CountersView.reading(obj, DAEMONSET_COUNTERS)
 
 
 @dataclass(frozen=True)
@@ -359,31 +372,3 @@ class StatefulSetView:
             "currentRevision": self.current_revision,
             "updateRevision": self.update_revision,
         }
-
-
-@dataclass(frozen=True)
-class DaemonSetView:
-    """The parts of a DaemonSet's status the node-shutdown probes observe."""
-
-    name: str
-    desired: int
-    current: int
-    ready: int
-    raw: JsonDict
-
-    @classmethod
-    def from_object(cls, obj: JsonDict) -> DaemonSetView:
-        status = obj.get("status") or {}
-        return cls(
-            name=(obj.get("metadata") or {}).get("name", ""),
-            desired=int(status.get("desiredNumberScheduled") or 0),
-            current=int(status.get("currentNumberScheduled") or 0),
-            ready=int(status.get("numberReady") or 0),
-            raw=obj,
-        )
-
-    def summary(self) -> str:
-        return f"desired={self.desired} current={self.current} ready={self.ready}"
-
-    def timeline_fields(self) -> JsonDict:
-        return {"desired": self.desired, "current": self.current, "ready": self.ready}

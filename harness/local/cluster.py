@@ -403,42 +403,40 @@ state = "{base / "state"}"
         )
 
     def _start_controllers(self, pki: Pki, ports: dict[str, int]) -> None:
-        kcm = str(self.state / "controller-manager.kubeconfig")
         self._spawn(
             "kube-controller-manager",
-            [
-                str(self.build.binary("kube-controller-manager")),
-                f"--kubeconfig={kcm}",
-                f"--authentication-kubeconfig={kcm}",
-                f"--authorization-kubeconfig={kcm}",
+            self._controller_argv(
+                "kube-controller-manager",
+                self.state / "controller-manager.kubeconfig",
+                ports["kcm"],
                 f"--service-account-private-key-file={pki.directory / 'sa.key'}",
                 f"--root-ca-file={pki.ca_file}",
                 f"--cluster-signing-cert-file={pki.ca_file}",
                 f"--cluster-signing-key-file={pki.ca_key_file}",
                 "--use-service-account-credentials=true",
                 "--service-cluster-ip-range=10.96.0.0/24",
-                "--leader-elect=false",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={ports['kcm']}",
-                *insecure_ports_off(self._help("kube-controller-manager")),
-                "--v=2",
-            ],
+            ),
         )
-        scheduler = str(self.state / "scheduler.kubeconfig")
         self._spawn(
             "kube-scheduler",
-            [
-                str(self.build.binary("kube-scheduler")),
-                f"--kubeconfig={scheduler}",
-                f"--authentication-kubeconfig={scheduler}",
-                f"--authorization-kubeconfig={scheduler}",
-                "--leader-elect=false",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={ports['scheduler']}",
-                *insecure_ports_off(self._help("kube-scheduler")),
-                "--v=2",
-            ],
+            self._controller_argv("kube-scheduler", self.state / "scheduler.kubeconfig", ports["scheduler"]),
         )
+
+    def _controller_argv(self, component: str, kubeconfig: Path, port: int, *own_flags: str) -> list[str]:
+        """A controller's command line: its kubeconfig for everything, its own flags, no leader election, its
+        secure port on loopback, and the plain-HTTP port of older releases off."""
+        return [
+            str(self.build.binary(component)),
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            *own_flags,
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            *insecure_ports_off(self._help(component)),
+            "--v=2",
+        ]
 
     def _start_kubelet(self, pki: Pki, address: str, ports: dict[str, int]) -> None:
         root_dir = self.state / "kubelet"
