@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 JsonDict = dict[str, Any]
 
@@ -14,6 +14,24 @@ def parse_time(value: str | None) -> datetime | None:
     if not value:
         return None
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+class Identity(TypedDict):
+    """Which object a view is of, from its metadata."""
+
+    name: str
+    namespace: str
+    uid: str
+    resource_version: str
+
+
+def identity(meta: JsonDict) -> Identity:
+    return Identity(
+        name=meta.get("name", ""),
+        namespace=meta.get("namespace", ""),
+        uid=meta.get("uid", ""),
+        resource_version=meta.get("resourceVersion", ""),
+    )
 
 
 @dataclass(frozen=True)
@@ -102,10 +120,7 @@ class PodView:
         spec = obj.get("spec") or {}
         status = obj.get("status") or {}
         return cls(
-            name=meta.get("name", ""),
-            namespace=meta.get("namespace", ""),
-            uid=meta.get("uid", ""),
-            resource_version=meta.get("resourceVersion", ""),
+            **identity(meta),
             phase=status.get("phase"),
             reason=status.get("reason"),
             message=status.get("message"),
@@ -199,10 +214,7 @@ class JobView:
         meta = obj.get("metadata") or {}
         status = obj.get("status") or {}
         return cls(
-            name=meta.get("name", ""),
-            namespace=meta.get("namespace", ""),
-            uid=meta.get("uid", ""),
-            resource_version=meta.get("resourceVersion", ""),
+            **identity(meta),
             start_time=status.get("startTime"),
             active=int(status.get("active") or 0),
             succeeded=int(status.get("succeeded") or 0),

@@ -25,7 +25,7 @@ import shutil
 import stat
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -123,6 +123,13 @@ def _steps(name: str, version: str, steps: list[tuple[list[str], Path]], env: Ma
             )
 
 
+def _built_once(
+    name: str, module: str, version: str, tools: Path, image_tag: str, build: Callable[[_Workspace, str], Addon]
+) -> Addon:
+    """The addon built before, else `build` in a fresh workspace for it."""
+    return existing_addon(name, version, tools) or build(_Workspace.begin(name, version, module, tools), image_tag)
+
+
 @dataclass
 class _Workspace:
     """An addon build under way: its folder, Go environment, log, start, and its module as downloaded."""
@@ -180,12 +187,11 @@ def _ldflags(info: Mapping[str, Any], variable: str) -> str:
 
 def build_etcd(image_tag: str, tools: Path = TOOLS) -> Addon:
     """etcd for kubeadm's image tag (e.g. '3.5.7-0'), built once from go.etcd.io/etcd/server/v3."""
-    version = etcd_module_version(image_tag)
-    found = existing_addon("etcd", version, tools)
-    if found is not None:
-        return found
-    work = _Workspace.begin("etcd", version, ETCD_MODULE, tools)
-    directory, env, log, info = work.directory, work.env, work.log, work.info
+    return _built_once("etcd", ETCD_MODULE, etcd_module_version(image_tag), tools, image_tag, _build_etcd)
+
+
+def _build_etcd(work: _Workspace, image_tag: str) -> Addon:
+    directory, env, log, info, version = work.directory, work.env, work.log, work.info, work.version
     client_v2 = "v2.305." + version.rsplit(".", 1)[1]
     requires = [(m, version) for m in ETCD_SIBLINGS] + [("go.etcd.io/etcd/client/v2", client_v2)]
     (directory / "go.mod").write_text("module local/plp-etcd-build\n\ngo 1.17\n")
@@ -205,13 +211,12 @@ def build_etcd(image_tag: str, tools: Path = TOOLS) -> Addon:
 
 def build_coredns(image_tag: str, tools: Path = TOOLS) -> Addon:
     """CoreDNS for kubeadm's image tag (e.g. 'v1.10.1'), built once from a copy of its module."""
-    version = coredns_module_version(image_tag)
-    found = existing_addon("coredns", version, tools)
-    if found is not None:
-        return found
-    work = _Workspace.begin("coredns", version, COREDNS_MODULE, tools)
-    directory, env, log, info = work.directory, work.env, work.log, work.info
-    source = directory / "src"
+    return _built_once("coredns", COREDNS_MODULE, coredns_module_version(image_tag), tools, image_tag, _build_coredns)
+
+
+def _build_coredns(work: _Workspace, image_tag: str) -> Addon:
+    source = work.directory / "src"
+    directory, env, log, info, version = work.directory, work.env, work.log, work.info, work.version
     if source.exists():
         _make_writable(source)
         shutil.rmtree(source)
