@@ -155,7 +155,7 @@ class Transport(ABC):
     def node_shutdown(self, node: str, starting: bool) -> JsonDict:
         """Tell a node's kubelet that the node is shutting down (True) or that the shutdown was cancelled (False).
 
-        Only on clusters the suite created from its shutdown-capable node image (harness/node_shutdown.py);
+        Only on clusters the suite created from its shutdown-capable node image (harness/nodeimage/shutdown.py);
         returns whether the kubelet held its inhibitor lock, and what the node printed.
         """
         return cast(JsonDict, self.call("node_shutdown", node=node, starting=starting))
