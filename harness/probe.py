@@ -255,6 +255,19 @@ class Probe:
             raise
         self.shutdown_node(node, starting=False)
 
+    def why_not_on_node(self, pod: PodView, container: str) -> str:
+        """Why node_container_state() had no answer: no access to the nodes, or no container id to look for."""
+        if not self.transport.node_access:
+            return "the suite has no access to this cluster's nodes"
+        if not pod.node_name:
+            return f"pod {pod.name} names no node"
+        if not pod.container(container).runtime_id:
+            return (
+                f"pod {pod.name}'s status names no container id for {container} (the kubelet reported it without "
+                "one, e.g. ContainerStatusUnknown after the container was removed): nothing to look for on the node"
+            )
+        return f"the node's container list could not be read for pod {pod.name}"
+
     def node_container_state(self, pod: PodView, container: str) -> str | None:
         """The container's state on its node (running / exited / removed), or None if nodes are not reachable."""
         runtime_id = pod.container(container).runtime_id

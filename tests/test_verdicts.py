@@ -184,3 +184,28 @@ def test_a_replacement_whose_relist_stretch_spans_the_old_pods_end_is_undecided(
     assert before.status == UNDECIDED and before.observed is False, before.message
     assert isinstance(raised, ClaimsUndecided)
     assert before.detail.get("watch_gaps") == ["watch expired (410 Gone)"]
+
+
+def test_a_container_the_kubelet_reported_without_an_id_is_not_blamed_on_node_access(tmp_path: Path) -> None:
+    """Seen live on v1.22.17 (local, node access on): the kubelet removed a deleted pod's exited container before
+    reporting it, so its status was ContainerStatusUnknown with no containerID. The claim on the node is then not
+    observable for that reason, not for 'no access to the nodes'."""
+    from harness.probe import Probe
+    from harness.run import Run
+    from harness.views import PodView
+    from tests.live import live
+
+    recording = live("phase_after_deletion/always_pod_trapping_sigterm--v1.27.3-live-local.json")
+    probe = Probe.replaying(recording, "phase_after_deletion", Run.start(tmp_path))
+    lost = {
+        "metadata": {"name": "running-pod", "namespace": "ns", "uid": "u1"},
+        "spec": {"nodeName": "plp-local-node", "containers": [{"name": "main"}]},
+        "status": {
+            "containerStatuses": [
+                {"name": "main", "state": {"waiting": {"reason": "ContainerCreating"}}, "lastState": {}}
+            ]
+        },
+    }
+    why = probe.why_not_on_node(PodView.from_object(lost), "main")
+    assert "names no container id for main" in why and "no access" not in why
+    assert probe.node_container_state(PodView.from_object(lost), "main") is None

@@ -138,7 +138,7 @@ def check_pod_failed_by_its_deadline(probe: Probe, pods: PodObserver, name: str,
 def check_container_on_node(probe: Probe, claim: str, pod: PodView, expected_states: set[str]) -> None:
     state = probe.wait_on_node(pod, "main", until=expected_states, within=CONTAINER_REMOVAL_BOUND_S)
     if state is None:
-        probe.check_not_observable(claim, "the suite has no access to this cluster's nodes")
+        probe.check_not_observable(claim, probe.why_not_on_node(pod, "main"))
     else:
         probe.check(claim, state)
 
@@ -273,8 +273,9 @@ def test_job_deadline_during_retry(probe: Probe) -> None:
     }
     states[first] = probe.node_container_state(pods.states[first], "main")
     if None in states.values():
+        unseen = next(name for name, state in states.items() if state is None)
         probe.check_not_observable(
-            "job-retry.containers-left-on-node", "the suite has no access to this cluster's nodes"
+            "job-retry.containers-left-on-node", probe.why_not_on_node(pods.states[unseen], "main")
         )
     else:
         probe.check("job-retry.containers-left-on-node", sorted(s for s in states.values() if s != "removed"))

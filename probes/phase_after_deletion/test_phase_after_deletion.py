@@ -109,7 +109,7 @@ def check_stopped_on_node(probe: Probe, pod: PodObserver) -> None:
     """The kubelet really stopped the container: it is exited (or already removed) on the node."""
     state = probe.node_container_state(pod.latest, "main")
     if state is None:
-        probe.check_not_observable("container-stopped-on-node", "the suite has no access to this cluster's nodes")
+        probe.check_not_observable("container-stopped-on-node", probe.why_not_on_node(pod.latest, "main"))
     else:
         probe.check("container-stopped-on-node", "running" if state == "running" else "stopped")
 
