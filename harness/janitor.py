@@ -2,7 +2,7 @@
 
 Only the suite's own leftovers, recognised by name prefix and label:
 - kind clusters named `plp-…` (the names the suite gives: `plp-<minor>-<run>`), deleted with kind;
-- local clusters (harness/local/cluster.py) whose state folder is under the local root: their processes
+- local clusters (harness/local/teardown.py) whose state folder is under the local root: their processes
   stopped by the ids they recorded, their mounts, cgroups, bridge and folders removed;
 - on a cluster given by kubeconfig/context: namespaces labelled `pod-lifecycle-probes.test/suite=true`, whose
   pods first lose the suite's own finalizer (and only that one), then are deleted.
@@ -16,10 +16,11 @@ from pathlib import Path
 
 from kubernetes import client
 
-from harness.cluster import CleanupReport, cleanup_probe_namespace
-from harness.kind import Runner, run_command
 from harness.kind_install import TOOLS_DIR
-from harness.local.cluster import DEFAULT_ROOT, leftover_clusters, stop_cluster
+from harness.local.host import DEFAULT_ROOT
+from harness.local.teardown import leftover_clusters, stop_cluster
+from harness.namespaces import CleanupReport, cleanup_probe_namespace
+from harness.process import Runner, run_command
 from harness.run import SUITE_LABEL
 from harness.transport import raw_call
 

@@ -17,56 +17,20 @@ shared/research/kind.md section 2:
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import re
 import shutil
-import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-JsonDict = dict[str, Any]
+from harness.errors import ClusterFailed, PrerequisiteMissing
+from harness.node_containers import JsonDict, crictl_containers
+from harness.process import Completed, Runner, run_command
 
 INSTALL_DOCKER = "install Docker Engine or Docker Desktop: https://docs.docker.com/get-docker/"
 INSTALL_KIND = "install kind: https://kind.sigs.k8s.io/docs/user/quick-start/#installation"
-
-
-@dataclass(frozen=True)
-class Completed:
-    argv: tuple[str, ...]
-    returncode: int
-    stdout: str
-    stderr: str
-
-    @property
-    def output(self) -> str:
-        return "\n".join(part for part in (self.stdout.strip(), self.stderr.strip()) if part)
-
-
-Runner = Callable[[Sequence[str], float], Completed]
-
-
-def run_command(argv: Sequence[str], timeout: float) -> Completed:
-    """Run a command without a shell; a missing binary or a timeout becomes a failed Completed."""
-    try:
-        proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False)
-    except FileNotFoundError as err:
-        return Completed(tuple(argv), 127, "", str(err))
-    except subprocess.TimeoutExpired as err:
-        out = err.stdout.decode() if isinstance(err.stdout, bytes) else (err.stdout or "")
-        return Completed(tuple(argv), 124, out, f"timed out after {timeout:.0f}s")
-    return Completed(tuple(argv), proc.returncode, proc.stdout, proc.stderr)
-
-
-class PrerequisiteMissing(RuntimeError):
-    """Docker or kind is not usable; the message says what to install or start."""
-
-
-class ClusterFailed(RuntimeError):
-    """A kind cluster did not come up; the message carries kind's output and a hint."""
 
 
 # Where Docker does not answer and this is a root Linux host, the suite has two ways on of its own.
@@ -189,7 +153,7 @@ class KindCluster:
     def wait_ready(self, wait: Callable[[], list[str]], logs_dir: Path) -> list[str]:
         """Wait for the nodes (kind's own --wait does not fail); if they never get Ready, keep kind's logs and say so.
 
-        `wait` raises an exception whose message says what was last seen (harness.cluster.wait_nodes_ready).
+        `wait` raises an exception whose message says what was last seen (harness.lifecycle.wait_nodes_ready).
         The caller deletes the cluster afterwards, as after any failure.
         """
         try:
@@ -262,12 +226,4 @@ def list_node_containers(node: str, runner: Runner = run_command) -> list[JsonDi
     result = runner(["docker", "exec", node, "crictl", "ps", "-a", "-o", "json"], 60)
     if result.returncode != 0:
         raise RuntimeError(f"could not list containers on node {node}: {result.output}")
-    return list(json.loads(result.stdout).get("containers") or [])
-
-
-def container_state_on_node(containers: list[JsonDict], runtime_id: str) -> str:
-    """'running', 'exited', 'created', 'unknown' from crictl's CONTAINER_* state, or 'removed' if absent."""
-    for container in containers:
-        if container.get("id") == runtime_id:
-            return str(container.get("state", "CONTAINER_UNKNOWN")).removeprefix("CONTAINER_").lower()
-    return "removed"
+    return crictl_containers(result.stdout)

@@ -1,15 +1,17 @@
 """One owner for a cluster's life, whatever provides the cluster: create → Ready → prepare → use → keep or delete.
 
 A provider says how to make, reach and remove one kind of cluster: `KindProvider` (a kind cluster from a
-node image, harness/kind.py) and `LocalProvider` (Kubernetes built from its Go modules and run as processes
-on this host, harness/local/). `cluster_life` drives either the same way for the pytest fixtures and for
-`make probe PARALLEL=N`, writes what happened into the run's provenance as it goes, and removes the cluster
-at the end, also after a failure, Ctrl-C or SIGTERM (which the suite turns into KeyboardInterrupt),
-unless it is kept.
+node image, harness/kind.py), `LocalProvider` (Kubernetes built from its Go modules and run as processes
+on this host, harness/local/) and `ExistingProvider` (a cluster the suite did not make in this process: it
+only reaches it, and never removes it). `cluster_life` drives any of them the same way, through
+`ClusterProvider` alone, for the pytest fixtures and for `make probe PARALLEL=N`, writes what happened into
+the run's provenance as it goes, and removes a cluster it created at the end, also after a failure, Ctrl-C
+or SIGTERM (which the suite turns into KeyboardInterrupt), unless it is kept.
 """
 
 from __future__ import annotations
 
+import json
 import platform
 import time
 from collections.abc import Callable, Iterator
@@ -20,22 +22,45 @@ from typing import Any, Protocol
 
 from kubernetes import client, config
 
-from harness.cluster import wait_nodes_ready
-from harness.kind import ClusterFailed, KindCluster
+from harness.errors import ClusterFailed, LocalClusterError
+from harness.kind import KindCluster, list_node_containers, parse_kind_version
 from harness.local.build import Build
-from harness.local.cluster import LocalCluster, LocalClusterError, StopReport
-from harness.transport import JsonDict, LiveTransport
+from harness.local.cluster import LocalCluster
+from harness.local.containerd import local_node_lister
+from harness.manifest_check import images_in_manifests
+from harness.transport import JsonDict, LiveTransport, raw_call, watch_until
+from harness.versions import NodeImage
 
 Note = Callable[..., None]
+NodeLister = Callable[[str], list[JsonDict]]
+NodeShutdown = Callable[[str, bool], JsonDict]
 
 
 class ClusterProvider(Protocol):
     """How one kind of cluster is made, reached and removed."""
 
-    kind: str  # what run.json's `cluster` says: "kind" or "local"
-    name: str
-    created: bool
-    node_shutdown: Callable[[str, bool], JsonDict] | None
+    @property
+    def kind(self) -> str:
+        """What the provider is, for messages: "kind", "local" or "existing"."""
+        ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def created(self) -> bool:
+        """Made by this provider and not removed yet: only such a cluster is ever removed."""
+        ...
+
+    @property
+    def node_shutdown(self) -> NodeShutdown | None:
+        """A node's graceful shutdown (the shutdown cluster only)."""
+        ...
+
+    @property
+    def node_lister(self) -> NodeLister | None:
+        """Every container on a node, as crictl reports it; None where the suite cannot see the nodes."""
+        ...
 
     @property
     def kubeconfig(self) -> Path: ...
@@ -52,22 +77,60 @@ class ClusterProvider(Protocol):
         ...
 
     def wait_ready(self, core: client.CoreV1Api, logs_dir: Path) -> list[str]:
-        """Wait until every node is Ready; raise ClusterFailed with what was last seen and where the logs are."""
+        """Wait until every node is Ready (its names); raise ClusterFailed with what was last seen and where the
+        logs are."""
         ...
 
     def prepare(self, nodes: list[str]) -> dict[str, Any]:
         """Anything to do once the nodes are Ready; provenance to record."""
         ...
 
-    def node_containers(self, node: str) -> list[JsonDict]: ...
-
-    def delete(self) -> str | None:
-        """Remove the cluster: None when it is gone (or was never made), else what could not be removed."""
+    def delete(self) -> Removal:
+        """Remove the cluster (nothing when it was never made): what could not be removed, what was done."""
         ...
 
     def kept(self) -> str:
         """What to tell the user about a cluster kept on purpose."""
         ...
+
+    def origin(self) -> dict[str, Any]:
+        """What the recordings made on this cluster say about what ran."""
+        ...
+
+
+@dataclass
+class Removal:
+    """What removing a cluster left (`error`, None when nothing) and did (`facts`, for the provenance)."""
+
+    error: str | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+class NodesNotReady(RuntimeError):
+    """The nodes did not all become Ready in time; says what was last seen."""
+
+
+def wait_nodes_ready(core: client.CoreV1Api, timeout_s: float = 180) -> list[str]:
+    """Wait until every node reports Ready=True (kind's --wait exits 0 even when it times out); their names."""
+
+    def states() -> dict[str, str]:
+        return {n["metadata"]["name"]: _ready(n) for n in raw_call(core.list_node).get("items") or []}
+
+    def all_ready() -> bool:
+        seen = states()
+        return bool(seen) and all(s == "True" for s in seen.values())
+
+    if not all_ready() and not watch_until(core.list_node, lambda _t, _o: all_ready(), timeout_s):
+        seen = ", ".join(f"{k}: Ready={v}" for k, v in states().items())
+        raise NodesNotReady(f"nodes not Ready after {timeout_s:.0f}s; last seen: {seen or 'no nodes'}")
+    return list(states())
+
+
+def _ready(node: JsonDict) -> str:
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return str(condition.get("status"))
+    return "Unknown"
 
 
 @dataclass
@@ -88,8 +151,15 @@ class KindProvider:
     kind_version: str | None
     kind_version_line: str
     preload_images: list[str] = field(default_factory=list)
-    node_shutdown: Callable[[str, bool], JsonDict] | None = None
+    node_shutdown: NodeShutdown | None = None
     kind: str = "kind"
+
+    @classmethod
+    def for_image(cls, image: NodeImage, name: str, kubeconfig: Path, kind_bin: str, kind_line: str) -> KindProvider:
+        """A new kind cluster from a node image, preloaded with the images the manifests use."""
+        cluster = KindCluster(name=name, image=image.reference, kubeconfig=kubeconfig, kind_bin=kind_bin)
+        version = parse_kind_version(kind_line)
+        return cls(cluster, image.kind_release, version, kind_line, preload_images=images_in_manifests())
 
     @property
     def name(self) -> str:
@@ -127,12 +197,13 @@ class KindProvider:
     def prepare(self, nodes: list[str]) -> dict[str, Any]:
         return {"preloaded": self.cluster.preload(self.preload_images, nodes)}
 
-    def node_containers(self, node: str) -> list[JsonDict]:
-        return self.cluster.node_containers(node)
+    @property
+    def node_lister(self) -> NodeLister:
+        return self.cluster.node_containers
 
-    def delete(self) -> str | None:
+    def delete(self) -> Removal:
         deleted = self.cluster.delete()
-        return deleted.output if deleted is not None and deleted.returncode != 0 else None
+        return Removal(deleted.output if deleted is not None and deleted.returncode != 0 else None)
 
     def kept(self) -> str:
         return (
@@ -151,12 +222,11 @@ class KindProvider:
 
 @dataclass
 class LocalProvider:
-    """Kubernetes built from its Go modules, run as processes on this host (harness/local/cluster.py)."""
+    """Kubernetes built from its Go modules, run as processes on this host (harness/local/)."""
 
     cluster: LocalCluster
-    node_shutdown: Callable[[str, bool], JsonDict] | None = None
+    node_shutdown: NodeShutdown | None = None
     kind: str = "local"
-    last_stop: StopReport | None = None
 
     @classmethod
     def for_build(cls, name: str, build: Build, logs: Path) -> LocalProvider:
@@ -206,14 +276,15 @@ class LocalProvider:
     def prepare(self, nodes: list[str]) -> dict[str, Any]:
         return {"local": self.cluster.provenance()}
 
-    def node_containers(self, node: str) -> list[JsonDict]:
-        return self.cluster.node_containers(node)
+    @property
+    def node_lister(self) -> NodeLister:
+        return self.cluster.node_containers
 
-    def delete(self) -> str | None:
+    def delete(self) -> Removal:
         if not self.cluster.started:
-            return None
-        self.last_stop = self.cluster.stop()
-        return "; ".join(self.last_stop.errors) or None
+            return Removal()
+        stopped = self.cluster.stop()
+        return Removal("; ".join(stopped.errors) or None, {"local_stop": stopped.to_json()})
 
     def kept(self) -> str:
         return (
@@ -223,6 +294,85 @@ class LocalProvider:
 
     def origin(self) -> dict[str, Any]:
         return local_origin(self.cluster.record)
+
+
+@dataclass
+class ExistingProvider:
+    """A cluster this process did not make: one from --kubeconfig, or the one `make probe PARALLEL=N` made for
+    its workers. It is reached, never created, waited for or removed."""
+
+    kubeconfig_file: Path
+    context_name: str
+    label: str  # run.json's `cluster`
+    recorded: dict[str, Any]  # the recordings' origin
+    node_lister: NodeLister | None = None
+    node_shutdown: NodeShutdown | None = None
+    kind: str = "existing"
+    created: bool = False
+
+    @classmethod
+    def from_kubeconfig(
+        cls, kubeconfig: Path, context: str, kind_nodes: bool, local_state: Path | None, run_record: Path
+    ) -> ExistingProvider:
+        """The cluster of `context`; `kind_nodes` / `local_state`: the kind or local cluster `make probe` made, whose
+        nodes this host reads (from its run record / the cluster's own record)."""
+        if kind_nodes:
+            return cls(
+                kubeconfig,
+                context,
+                "kind (created by make probe)",
+                {"cluster": "kind", **kind_facts(run_record), "context": context},
+                list_node_containers,
+            )
+        if local_state is not None:
+            record = json.loads((local_state / "cluster.json").read_text())
+            return cls(
+                kubeconfig,
+                context,
+                "local (created by make probe)",
+                {**local_origin(record), "context": context},
+                local_node_lister(local_state),
+            )
+        return cls(kubeconfig, context, "existing", {"cluster": "existing", "context": context})
+
+    @property
+    def name(self) -> str:
+        return self.context_name
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.kubeconfig_file
+
+    @property
+    def context(self) -> str:
+        return self.context_name
+
+    def facts(self) -> dict[str, Any]:
+        return {"cluster": self.label, "kubeconfig": str(self.kubeconfig_file), "context": self.context_name}
+
+    def create(self, logs_dir: Path) -> None:
+        """Nothing to make: the cluster exists."""
+
+    def wait_ready(self, core: client.CoreV1Api, logs_dir: Path) -> list[str]:
+        return []  # not the suite's to wait for (its nodes may not even be readable)
+
+    def prepare(self, nodes: list[str]) -> dict[str, Any]:
+        return {}
+
+    def delete(self) -> Removal:
+        return Removal()  # never the suite's to remove
+
+    def kept(self) -> str:
+        return f"the cluster of context {self.context_name} is not the suite's: left as it was"
+
+    def origin(self) -> dict[str, Any]:
+        return self.recorded
+
+
+def kind_facts(run_record: Path) -> dict[str, Any]:
+    """The cluster name, node image and kind version the CLI recorded when it made the kind cluster."""
+    recorded = json.loads(run_record.read_text()) if run_record.is_file() else {}
+    return {key: recorded[key] for key in ("cluster_name", "node_image", "kind_version") if key in recorded}
 
 
 def local_origin(record: dict[str, Any]) -> dict[str, Any]:
@@ -247,9 +397,7 @@ def local_origin(record: dict[str, Any]) -> dict[str, Any]:
 
 
 @contextmanager
-def cluster_life(
-    provider: KindProvider | LocalProvider, note: Note, keep: bool, logs_dir: Path
-) -> Iterator[LiveTarget]:
+def cluster_life(provider: ClusterProvider, note: Note, keep: bool, logs_dir: Path) -> Iterator[LiveTarget]:
     """Create the provider's cluster, wait for it, yield it, and remove it unless `keep` (see module docstring)."""
     note(**provider.facts())
     started = time.monotonic()
@@ -258,10 +406,11 @@ def cluster_life(
         api = config.new_client_from_config(config_file=str(provider.kubeconfig), context=provider.context)
         core = client.CoreV1Api(api)
         nodes = provider.wait_ready(core, logs_dir)
-        note(cluster_ready_after_s=round(time.monotonic() - started, 1))
+        if provider.created:  # from create to every node Ready: said of the clusters made here only
+            note(cluster_ready_after_s=round(time.monotonic() - started, 1))
         note(**provider.prepare(nodes))
-        transport = LiveTransport(api, node_lister=provider.node_containers, node_shutdown=provider.node_shutdown)
-        note(nodes=nodes, server_version=transport.server_version())
+        transport = LiveTransport(api, node_lister=provider.node_lister, node_shutdown=provider.node_shutdown)
+        note(**({"nodes": nodes} if nodes else {}), server_version=transport.server_version())
         yield LiveTarget(transport, core, provider.origin())
     except ClusterFailed as err:
         note(cluster_error=str(err))
@@ -271,10 +420,10 @@ def cluster_life(
             note(cluster_kept=True, cluster_kept_message=provider.kept())
         else:
             was_created = provider.created
-            error = provider.delete()
-            if error is not None:
-                note(cluster_delete_error=error)
+            removal = provider.delete()
+            if removal.error is not None:
+                note(cluster_delete_error=removal.error)
             elif was_created:
                 note(cluster_deleted=True)
-            if isinstance(provider, LocalProvider) and provider.last_stop is not None:
-                note(local_stop=provider.last_stop.to_json())
+            if removal.facts:
+                note(**removal.facts)

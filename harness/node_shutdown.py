@@ -1,4 +1,5 @@
-"""Graceful node shutdown in kind: a node image that can do it, the cluster for it, and the shutdown signal.
+"""Graceful node shutdown in kind: the cluster for it and the shutdown signal (its node image:
+harness/nodeimage/shutdown.py).
 
 Stock kind nodes cannot shut down gracefully: they run neither D-Bus nor systemd-logind, so the kubelet's
 shutdown manager cannot take its inhibitor lock and never hears of a shutdown (shared/research/kind.md
@@ -20,11 +21,9 @@ on) is listed in the module docstring of probes/node_shutdown/test_node_shutdown
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
-from harness import paths
-from harness.kind import ClusterFailed, Completed, Runner, run_command
+from harness.process import Completed, Runner, run_command
 from harness.versions import KubeVersion
 
 JsonDict = dict[str, Any]
@@ -40,42 +39,6 @@ CRITICAL_PODS_GRACE = "10s"
 GRACEFUL_NODE_SHUTDOWN_ON = ">=1.21.0-alpha.0"
 # How long a restarted kubelet may take to hold its inhibitor lock again.
 LOCK_WAIT_S = 60.0
-
-DOCKERFILE = """\
-# Derived by pod-lifecycle-probes from a pinned kind node image: adds D-Bus and starts systemd-logind, which
-# the kubelet's graceful node shutdown manager needs (shared/research/kind.md section 4).
-FROM {base}
-RUN apt-get update \\
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends dbus \\
- && rm -rf /var/lib/apt/lists/* \\
- && mkdir -p /etc/systemd/system/multi-user.target.wants \\
- && ln -sf /lib/systemd/system/dbus.service /etc/systemd/system/multi-user.target.wants/dbus.service \\
- && ln -sf /lib/systemd/system/systemd-logind.service \\
-      /etc/systemd/system/multi-user.target.wants/systemd-logind.service
-LABEL pod-lifecycle-probes.test/base-image="{base}"
-"""
-
-
-def derived_image_tag(base_reference: str) -> str:
-    """`plp-node-shutdown:v1.29.14-<12 hex of the base reference>`: one tag per base image."""
-    return paths.shutdown_image_tag(base_reference)
-
-
-def ensure_derived_image(base_reference: str, cache_dir: Path, runner: Runner = run_command) -> tuple[str, str]:
-    """The shutdown-capable image for a base node image: (tag, what was done), building it if absent."""
-    tag = derived_image_tag(base_reference)
-    if runner(["docker", "image", "inspect", tag], 60).returncode == 0:
-        return tag, f"using the shutdown-capable node image {tag} built earlier"
-    context = cache_dir / tag.replace(":", "-")
-    context.mkdir(parents=True, exist_ok=True)
-    (context / "Dockerfile").write_text(DOCKERFILE.format(base=base_reference))
-    built = runner(["docker", "build", "--tag", tag, str(context)], 1200)
-    if built.returncode != 0:
-        raise ClusterFailed(
-            f"could not build the shutdown-capable node image {tag} from {base_reference}:\n{built.output}\n"
-            f"hint: the build runs apt-get in the node image and needs network access; Dockerfile: {context}"
-        )
-    return tag, f"built the shutdown-capable node image {tag} from {base_reference} (Dockerfile: {context})"
 
 
 def cluster_config(version: KubeVersion) -> str:

@@ -9,17 +9,18 @@ from typing import Any, Generic, NamedTuple, Self, TypeVar
 
 from harness.transport import WatchEvent, WatchHandle
 from harness.views import (
-    DaemonSetView,
-    DeploymentView,
+    CountersView,
     EndpointsView,
     JobView,
     PodView,
     StatefulSetView,
+    daemonset_view,
+    deployment_view,
     parse_time,
 )
 
 JsonDict = dict[str, Any]
-V = TypeVar("V", PodView, JobView, DeploymentView, EndpointsView, StatefulSetView, DaemonSetView)
+V = TypeVar("V", PodView, JobView, CountersView, EndpointsView, StatefulSetView)
 
 
 @dataclass
@@ -159,11 +160,11 @@ Veto = Callable[["Observer[V]"], "str | None"]
 VIEWS: dict[str, Callable[[JsonDict], Any]] = {
     "Pod": PodView.from_object,
     "Job": JobView.from_object,
-    "Deployment": DeploymentView.from_object,
+    "Deployment": deployment_view,
     "EndpointSlice": EndpointsView.from_object,
     "Endpoints": EndpointsView.from_object,
     "StatefulSet": StatefulSetView.from_object,
-    "DaemonSet": DaemonSetView.from_object,
+    "DaemonSet": daemonset_view,
 }
 
 
@@ -312,15 +313,7 @@ class Observer(Generic[V]):
 
     def observe_until(self, done: Condition[V], within: float) -> bool:
         """Consume events until `done` holds (True) or `within` s pass (False): for outcomes that may not come."""
-        deadline = self._now() + within
-        while not done(self):
-            remaining = deadline - self._now()
-            if remaining <= 0:
-                return False
-            event = self._handle.next_event(remaining)
-            if event is not None:
-                self._apply(event)
-        return True
+        return self._wait("an outcome that may not come", done, within, veto=None)
 
     def observe_for(self, seconds: float) -> None:
         """Keep recording every event for a window (to show that something did NOT happen)."""

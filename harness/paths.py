@@ -27,7 +27,7 @@ RUNS = REPO / "runs"
 
 CLUSTER_PREFIX = "plp-"  # every cluster the suite makes; `make clean` removes only these
 NODE_IMAGE_REPOSITORY = "plp-node"  # node images built here (make node-image)
-SHUTDOWN_IMAGE_REPOSITORY = "plp-node-shutdown"  # their graceful-shutdown siblings (harness/node_shutdown.py)
+SHUTDOWN_IMAGE_REPOSITORY = "plp-node-shutdown"  # graceful-shutdown siblings (harness/nodeimage/shutdown.py)
 
 
 def cluster_name(minor: str, run_id: str, role: str = "") -> str:
@@ -39,6 +39,11 @@ def cluster_name(minor: str, run_id: str, role: str = "") -> str:
 def node_image_tag(version_text: str) -> str:
     """`plp-node:v1.27.0-rc.0`: a node image built here for one release (a `v` is added when missing)."""
     return f"{NODE_IMAGE_REPOSITORY}:{version_text if version_text.startswith('v') else f'v{version_text}'}"
+
+
+def node_image_record(tag: str, directory: Path = NODE_IMAGES) -> Path:
+    """`.tools/node-images/plp-node-v1.27.0-rc.0.json`: what built a node image made here, and which kind runs it."""
+    return directory / f"{tag.replace(':', '-')}.json"
 
 
 def shutdown_image_tag(base_reference: str) -> str:

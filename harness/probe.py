@@ -19,8 +19,8 @@ import yaml
 
 from harness.expectations import FAIL, NOT_OBSERVABLE, PASS, UNDECIDED, Verdict, evaluate, load_claims, not_observable
 from harness.families import family as family_folder
-from harness.kind import container_state_on_node
 from harness.manifests import load_manifest
+from harness.node_containers import container_state_on_node
 from harness.observe import Observer, PodObserver, Timeline, cannot_start
 from harness.run import RUN_LABEL, SUITE_LABEL, Run, safe_name
 from harness.transport import JsonDict, Recording, ReplayTransport, Transport

@@ -1,5 +1,6 @@
-"""The suite's pytest plugin (loaded by conftest.py): options, the cluster (session), one namespace per probe,
-replay of recordings, the run's summary. A cluster's life itself belongs to harness/lifecycle.py.
+"""The suite's pytest plugin (loaded by conftest.py): options and their checks, collection (replay of recordings,
+the longest-first schedule), verdicts and outcomes, the run's summary. Its fixtures (the run, the cluster, the
+`probe` handle) are in harness/probe_fixtures.py, which it registers; a cluster's life is harness/lifecycle.py's.
 
 A probe function takes the `probe` fixture and is marked `@pytest.mark.probe`; its claim family is the folder
 its module is in, probes/<family>/ (harness/families.py). Where it runs:
@@ -14,48 +15,29 @@ Without any of these, and without Docker and kind, live probes are skipped with 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import signal
-import tempfile
 import threading
-from collections.abc import Generator, Iterator
-from contextlib import contextmanager
-from datetime import UTC, datetime
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client, config
 
-from harness import paths
-from harness.cli import count as count_of
-from harness.cluster import cleanup_probe_namespace, create_probe_namespace
-from harness.families import Family, FamilyError, family, family_of
-from harness.kind import (
-    ClusterFailed,
-    KindCluster,
-    PrerequisiteMissing,
-    check_prerequisites,
-    list_node_containers,
-    parse_kind_version,
-)
-from harness.kubeconfig import kubeconfig_problem
-from harness.lifecycle import KindProvider, LiveTarget, LocalProvider, cluster_life, local_origin
-from harness.local.build import Build, BuildError, build_kubernetes, existing_build, release_text
-from harness.local.cluster import local_node_lister
-from harness.manifest_check import check_manifests, images_in_manifests
-from harness.node_shutdown import announce_shutdown, cluster_config, ensure_derived_image
+from harness import inputs
+from harness.inputs import BadInput
 from harness.probe import ClaimsUndecided, Probe
-from harness.run import Run, new_run_id, safe_name
+from harness.run import Run, new_run_id
 from harness.schedule import PlannedScheduling, longest_first, read_durations
 from harness.spread import render as render_spread
 from harness.spread import spread_of_run
-from harness.transport import LiveTransport, Recording, RecordingMismatch, RecordingTransport, ReplayTransport
-from harness.versions import KubeVersion, NodeImage, VersionError, resolve_image
+from harness.transport import Recording
+from harness.versions import NodeImage
 
 REPO = Path(__file__).resolve().parent.parent
+# The fixtures (run, live_cluster, shutdown_cluster, probe) live beside this plugin, which registers them.
+pytest_plugins = ["harness.probe_fixtures"]
 REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
 OUTCOMES = pytest.StashKey[dict[str, int]]()  # failed / undecided probe calls of this session
 UNDECIDED_OUTCOME = "undecided"
@@ -78,7 +60,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--keep-cluster",
         action="store_true",
         default=os.environ.get("KEEP") == "1",
-        help="keep the kind cluster this run creates (also KEEP=1)",
+        help="keep the cluster this run creates, and the namespace of every probe that failed (also KEEP=1)",
     )
     group.addoption(
         "--kubeconfig", metavar="FILE", help="probe an existing cluster from this kubeconfig (never written)"
@@ -119,7 +101,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 # --repeat / REPEAT: a whole number of 1 or more (0, negatives and words are refused, not taken as 1)
-_repeat_count = count_of("--repeat (REPEAT)")
+_repeat_count = inputs.count("--repeat (REPEAT)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -135,51 +117,38 @@ def pytest_configure(config: pytest.Config) -> None:
             f"choose one cluster: a new kind cluster (--kind-version), a new local one (--local-version) or an "
             f"existing one (--kubeconfig), not {' and '.join(chosen)}"
         )
-    if config.getoption("--kubeconfig") and not config.getoption("--context"):
-        raise pytest.UsageError(
-            "--kubeconfig needs an explicit --context: without one the suite acts only on clusters it creates itself"
-        )
-    if config.getoption("--kubeconfig"):
-        problem = kubeconfig_problem(config.getoption("--kubeconfig"), config.getoption("--context"))
-        if problem:
-            raise pytest.UsageError(problem)
-    if config.getoption("--context") and not config.getoption("--kubeconfig"):
-        raise pytest.UsageError("--context names a context of --kubeconfig, which is not given")
+    try:
+        _check_inputs(config)
+    except BadInput as err:
+        raise pytest.UsageError(str(err)) from err
+    if threading.current_thread() is threading.main_thread():
+        # CI cancels with SIGTERM: turn it into the same path as Ctrl-C, so fixture teardown (finalizer
+        # removal, namespace and cluster deletion) still runs. pytest-timeout uses the signal method for
+        # the same reason (its thread method exits without teardown).
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _check_inputs(config: pytest.Config) -> None:
+    """The options' checks shared with `make probe` (harness/inputs.py), and the plugin's own; raises BadInput."""
+    inputs.check_existing_cluster(config.getoption("--kubeconfig"), config.getoption("--context"))
     if config.getoption("--repeat") is None:
         try:
             config.option.repeat = _repeat_count(os.environ.get("REPEAT") or "1")
         except argparse.ArgumentTypeError as err:
-            raise pytest.UsageError(str(err)) from err
+            raise BadInput(str(err)) from err
     if local_version := config.getoption("--local-version"):
-        try:
-            config.option.local_version = release_text(local_version)
-        except VersionError as err:
-            raise pytest.UsageError(str(err)) from err
+        config.option.local_version = inputs.local_release(local_version)
     if config.getoption("--replay"):
         config.stash[RECORDINGS] = _recordings(Path(config.getoption("--replay")))
     if config.getoption("--schedule"):
         try:
             config.stash[DURATIONS] = read_durations(Path(config.getoption("--schedule")))
         except ValueError as err:
-            raise pytest.UsageError(str(err)) from err
-    run_dir = Path(config.getoption("--run-dir"))
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=run_dir):
-            pass
-    except OSError as err:
-        raise pytest.UsageError(f"the run directory {run_dir} is not writable: {err}") from err
+            raise BadInput(str(err)) from err
+    inputs.check_run_dir(config.getoption("--run-dir"))
     version, image = config.getoption("--kind-version"), config.getoption("--kind-image")
     if version or image:
-        try:
-            config.stash[IMAGE] = resolve_image(version, image)
-        except VersionError as err:
-            raise pytest.UsageError(str(err)) from err
-    if threading.current_thread() is threading.main_thread():
-        # CI cancels with SIGTERM: turn it into the same path as Ctrl-C, so fixture teardown (finalizer
-        # removal, namespace and cluster deletion) still runs. pytest-timeout uses the signal method for
-        # the same reason (its thread method exits without teardown).
-        signal.signal(signal.SIGTERM, _interrupt)
+        config.stash[IMAGE] = inputs.kind_image(version, image)
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -284,26 +253,7 @@ def pytest_report_teststatus(
     return None
 
 
-def _junit_properties(request: pytest.FixtureRequest, probe: Probe) -> None:
-    """Each claim's id, verdict and sources as JUnit XML properties of the probe's test case."""
-    for verdict in probe.verdicts:
-        request.node.user_properties.append((f"claim:{verdict.claim.id}", verdict.status))
-        if verdict.expected is not None:
-            request.node.user_properties.append((f"source:{verdict.claim.id}", " | ".join(verdict.expected.sources)))
-    for status, count in probe.counts().items():  # failed and undecided apart, as in the summary
-        request.node.user_properties.append((f"claims_{status.replace(' ', '_')}", str(count)))
-    request.node.user_properties.append(("server_version", str(probe.server_version)))
-
-
-def _outcome(request: pytest.FixtureRequest) -> str:
-    """passed / failed / undecided (failed only on undecided claims) / skipped / not run."""
-    call = request.node.stash.get(REPORTS, {}).get("call")
-    if call is None:
-        return "not run"
-    return UNDECIDED_OUTCOME if is_undecided(call) else call.outcome
-
-
-# -------------------------------------------------------------------------------------- fixtures
+# -------------------------------------------------------------------------------------- workers
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -313,270 +263,6 @@ def pytest_configure_node(node: Any) -> None:
     if SHARED_RUN_ID not in node.config.stash:
         node.config.stash[SHARED_RUN_ID] = node.config.getoption("--run-id") or new_run_id()
     node.workerinput["plp_run_id"] = node.config.stash[SHARED_RUN_ID]
-
-
-@pytest.fixture(scope="session")
-def run(pytestconfig: pytest.Config) -> Run:
-    # A pytest-xdist worker knows itself from what its controller sent (pytest_configure_node), not from the
-    # PYTEST_XDIST_WORKER it also has in its environment, which the processes it starts would inherit. The
-    # variable still names a lone worker (make probe PARALLEL's node-shutdown run sets it to "shutdown").
-    workerinput: dict[str, Any] = getattr(pytestconfig, "workerinput", {})
-    try:
-        started = Run.start(
-            Path(pytestconfig.getoption("--run-dir")),
-            run_id=pytestconfig.getoption("--run-id") or workerinput.get("plp_run_id"),
-            worker=workerinput.get("workerid") or os.environ.get("PYTEST_XDIST_WORKER"),
-        )
-    except OSError as err:
-        raise pytest.UsageError(str(err)) from err
-    pytestconfig.stash[RUN] = started
-    return started
-
-
-def _kind_facts(run_record: Path) -> dict[str, Any]:
-    """The cluster name, node image and kind version the CLI recorded when it made the kind cluster."""
-    recorded = json.loads(run_record.read_text()) if run_record.is_file() else {}
-    return {key: recorded[key] for key in ("cluster_name", "node_image", "kind_version") if key in recorded}
-
-
-@pytest.fixture(scope="session")
-def live_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
-    """The cluster live probes run on: a new kind or local cluster, or an existing one from --kubeconfig."""
-    kubeconfig, context = pytestconfig.getoption("--kubeconfig"), pytestconfig.getoption("--context")
-    if kubeconfig:
-        api = config.new_client_from_config(config_file=kubeconfig, context=context)
-        kind_nodes, local_state = pytestconfig.getoption("--kind-nodes"), pytestconfig.getoption("--local-state")
-        node_lister = (
-            list_node_containers if kind_nodes else local_node_lister(Path(local_state)) if local_state else None
-        )
-        kind = (
-            "kind (created by make probe)"
-            if kind_nodes
-            else "local (created by make probe)"
-            if local_state
-            else "existing"
-        )
-        origin = {"cluster": kind, "context": context}
-        if kind_nodes:  # a PARALLEL worker on the suite's kind cluster: say what ran, from the run's own record
-            created = _kind_facts(run.directory / "run.json")
-            origin = {"cluster": "kind", **created, "context": context}
-        if local_state:  # a PARALLEL worker on the suite's local cluster: say what ran, from the cluster's record
-            origin = {**local_origin(json.loads((Path(local_state) / "cluster.json").read_text())), "context": context}
-        target = LiveTarget(LiveTransport(api, node_lister=node_lister), client.CoreV1Api(api), origin)
-        server_version = target.transport.server_version()
-        run.write_provenance(cluster=kind, kubeconfig=kubeconfig, context=context, server_version=server_version)
-        _refuse_invalid_manifests(server_version)
-        yield target
-        return
-    with _new_cluster(pytestconfig, run, shutdown=False) as target:
-        yield target
-
-
-@pytest.fixture(scope="session")
-def shutdown_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
-    """A second kind cluster for graceful node shutdown: derived node image, a worker, kubelet shutdown grace."""
-    if pytestconfig.getoption("--kubeconfig"):
-        pytest.skip(
-            "live probe: graceful node shutdown needs a second kind cluster the suite creates from its "
-            "shutdown-capable node image, which it does not make next to an existing cluster "
-            "(run these probes with make probe VERSION=...)"
-        )
-    if pytestconfig.getoption("--local-version"):
-        pytest.skip(
-            "live probe: graceful node shutdown needs systemd-logind on the node, which the local cluster (processes "
-            "on this host) does not have; it runs on the suite's own kind cluster (make probe VERSION=...)"
-        )
-    with _new_cluster(pytestconfig, run, shutdown=True) as target:
-        yield target
-
-
-def _refuse_invalid_manifests(server_version: dict[str, Any]) -> None:
-    """Stop the run before any probe applies a manifest the server's version's schema says is invalid."""
-    version = KubeVersion.parse(str(server_version["gitVersion"]))
-    problems, _ = check_manifests(version)
-    if problems:
-        listed = "\n  ".join(str(p) for p in problems)
-        pytest.exit(f"manifests invalid for Kubernetes {version}:\n  {listed}", returncode=2)
-
-
-@contextmanager
-def _new_cluster(pytestconfig: pytest.Config, run: Run, shutdown: bool) -> Iterator[LiveTarget]:
-    """A cluster this run creates (kind or local), through the one lifecycle of harness/lifecycle.py.
-
-    `shutdown`: the graceful-node-shutdown kind cluster (harness/node_shutdown.py); its provenance is kept
-    under `shutdown_cluster` in run.json, the other cluster's at the top level.
-    """
-    suffix = "-gns" if shutdown else ""
-    facts: dict[str, Any] = {}
-
-    def note(**values: Any) -> None:
-        facts.update(values)
-        if shutdown:
-            run.write_provenance(shutdown_cluster=dict(facts))
-        else:
-            run.write_provenance(**values)
-
-    provider = _provider(pytestconfig, run, shutdown, note)
-    try:
-        with cluster_life(
-            provider, note, pytestconfig.getoption("--keep-cluster"), run.directory / f"kind-logs{suffix}"
-        ) as target:
-            _refuse_invalid_manifests(target.transport.server_version())
-            yield target
-    except ClusterFailed as err:
-        pytest.fail(str(err), pytrace=False)
-
-
-def _provider(pytestconfig: pytest.Config, run: Run, shutdown: bool, note: Any) -> KindProvider | LocalProvider:
-    """The provider the options ask for; skips (with the reason) when none was asked for or none can run."""
-    local_version = pytestconfig.getoption("--local-version")
-    if local_version:
-        build = existing_build(local_version) or _build_or_skip(local_version)
-        name = paths.cluster_name(KubeVersion.parse(local_version).minor, run.run_id)
-        return LocalProvider.for_build(name, build, run.directory / "local-logs")
-    image = pytestconfig.stash.get(IMAGE, None)
-    if image is None:
-        pytest.skip(
-            "live probe: give --kind-version (a new kind cluster), --local-version (a local one), "
-            "--kubeconfig (an existing one) or --replay DIR"
-        )
-    kind_bin = pytestconfig.getoption("--kind-bin")
-    try:
-        kind_line = check_prerequisites(kind_bin=kind_bin)
-    except PrerequisiteMissing as err:
-        pytest.skip(f"live probe: {err}")
-    suffix = "-gns" if shutdown else ""
-    cluster = KindCluster(
-        name=paths.cluster_name(image.kubernetes.minor, run.run_id, "gns" if shutdown else ""),
-        image=image.reference,
-        kubeconfig=run.path(f"kubeconfig{suffix}"),
-        kind_bin=kind_bin,
-    )
-    provider = KindProvider(
-        cluster, image.kind_release, parse_kind_version(kind_line), kind_line, preload_images=images_in_manifests()
-    )
-    if shutdown:
-        try:
-            cluster.image, built = ensure_derived_image(image.reference, paths.NODE_IMAGES)
-        except ClusterFailed as err:
-            note(**provider.facts(), cluster_error=str(err))
-            pytest.fail(str(err), pytrace=False)
-        cluster.config = run.path("kind-config-gns.yaml")
-        cluster.config.write_text(cluster_config(image.kubernetes))
-        provider.node_shutdown = announce_shutdown
-        note(derived_node_image=cluster.image, derived_image_note=built)
-    return provider
-
-
-def _build_or_skip(version: str) -> Build:
-    try:
-        return build_kubernetes(version)
-    except (BuildError, VersionError) as err:
-        pytest.fail(f"live probe: cannot build Kubernetes {version} for a local cluster: {err}", pytrace=False)
-
-
-@pytest.fixture
-def probe(request: pytest.FixtureRequest, run: Run) -> Iterator[Probe]:
-    """A probe's handle on the cluster (or recording), its namespace, timeline and claims."""
-    marker = request.node.get_closest_marker("probe")
-    if marker is None:
-        raise pytest.UsageError(f"{request.node.nodeid} uses the probe fixture but has no @pytest.mark.probe")
-    try:  # the folder the module is in; a module outside any (a test's scratch probe) names a family of the suite
-        family = family_of(request.path) if not marker.args else _family(request.path, marker.args[0])
-    except FamilyError as err:
-        raise pytest.UsageError(str(err)) from err
-    if marker.args and marker.args[0] != family.name:
-        raise pytest.UsageError(
-            f"{request.node.nodeid} is marked probe({marker.args[0]!r}) but lives in the family folder {family.name}"
-        )
-    name = probe_id(request.function)
-    if request.config.getoption("--replay"):
-        yield from _replayed_probe(request, run, family, name)
-    else:
-        yield from _live_probe(request, run, family, name)
-
-
-def _family(module: Path, named: str) -> Family:
-    try:
-        return family_of(module)
-    except FamilyError:
-        return family(named)
-
-
-def _replayed_probe(request: pytest.FixtureRequest, run: Run, family: Family, name: str) -> Iterator[Probe]:
-    path = getattr(request, "param", None)
-    if path is None:
-        pytest.fail(f"no recording of {name} under {request.config.getoption('--replay')}", pytrace=False)
-    recording = Recording.load(path)
-    probe = Probe.replaying(
-        recording, family.name, run, record_name=request.node.name, families_root=family.directory.parent
-    )
-    transport = probe.transport
-    assert isinstance(transport, ReplayTransport)
-    yield probe
-    probe.close()
-    _junit_properties(request, probe)
-    outcome = _outcome(request)
-    unmade = transport.unused_calls() if outcome == "passed" else []
-    if unmade:  # the probe no longer does what was recorded: its record must not say it passed
-        outcome = "failed"
-    if outcome in ("failed", UNDECIDED_OUTCOME):
-        probe.save_evidence(live=None)
-    probe.write_record(outcome, "replay", {"file": str(path), **recording.origin})
-    if unmade:
-        raise RecordingMismatch(f"the probe finished without making these recorded calls: {unmade}")
-
-
-def _live_probe(request: pytest.FixtureRequest, run: Run, family: Family, name: str) -> Iterator[Probe]:
-    needs_shutdown = request.node.get_closest_marker("node_shutdown") is not None
-    target: LiveTarget = request.getfixturevalue("shutdown_cluster" if needs_shutdown else "live_cluster")
-    # Unique per test item (REPEAT runs one function several times) and per run; at most 63 characters.
-    item = hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:4]
-    namespace = f"plp-{safe_name(request.function.__name__.removeprefix('test_'), 40)}-{item}-{run.run_id[-4:]}"
-    try:
-        create_probe_namespace(target.core, namespace, run.run_id)
-    except BaseException:
-        cleanup_probe_namespace(target.core, namespace)  # created but never usable: still ours to remove
-        raise
-    origin = {
-        "kind": "live",
-        "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "namespace": namespace,
-        "run_id": run.run_id,
-        "node_access": target.transport.node_access,
-        **target.origin,
-        **run.suite(),
-    }
-    recording = Recording(name, origin)
-    transport = RecordingTransport(target.transport, recording)
-    probe = Probe(
-        name,
-        family.name,
-        transport,
-        namespace,
-        run,
-        run.run_id,
-        record_name=request.node.name,
-        families_root=family.directory.parent,
-    )
-    probe.server_version  # noqa: B018 - every recording starts by asking the server's version
-    try:
-        yield probe
-    finally:
-        outcome = _outcome(request)
-        probe.close()
-        _junit_properties(request, probe)
-        try:
-            if outcome in ("failed", UNDECIDED_OUTCOME):
-                probe.save_evidence(live=target.transport)
-            probe.write_record(outcome, "live", origin)
-            recording.write(run.path("recordings", f"{probe.record_name}.json"))
-        finally:
-            report = cleanup_probe_namespace(target.core, namespace)
-            run.provenance.setdefault("cleanup", []).append(report.__dict__)
-            run.write_provenance()
-            if report.errors:
-                raise RuntimeError(f"cleanup of namespace {namespace} incomplete: {report.errors}")
 
 
 # ---------------------------------------------------------------------------------------- summary
@@ -595,6 +281,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             cleaned={
                 "namespaces_deleted": [c["namespace"] for c in cleanup if c.get("namespace_deleted")],
                 "namespaces_left": [c["namespace"] for c in cleanup if not c.get("namespace_deleted")],
+                "namespaces_kept": [k["namespace"] for k in run.provenance.get("namespaces_kept", [])],
                 "finalizers_removed": sum(len(c.get("finalizers_removed", [])) for c in cleanup),
                 "cluster_deleted": bool(run.provenance.get("cluster_deleted")),
                 **(
@@ -621,6 +308,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_sep("-", "pod-lifecycle probes")
         shared = Path(config.getoption("--run-dir")) / config.stash[SHARED_RUN_ID]
         terminalreporter.write_line(f"run records, recordings and evidence: {shared}")
+        _say_kept_namespaces(terminalreporter, shared)
     run = config.stash.get(RUN, None)
     if run is not None:
         terminalreporter.write_sep("-", "pod-lifecycle probes")
@@ -631,8 +319,31 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
                 terminalreporter.write_line(f"could not delete {kind} cluster {name}: {error}\n(make clean removes it)")
             if facts.get("cluster_kept"):
                 terminalreporter.write_line(facts["cluster_kept_message"])
+        _say_kept_namespaces(terminalreporter, run.directory)
         rows = spread_of_run(run.directory)
         if config.getoption("--repeat") > 1 and rows:
             (run.directory / "spread.json").write_text(json.dumps(rows, indent=1) + "\n")
             terminalreporter.write_line("spread of measured intervals (seconds):")
             terminalreporter.write_line(render_spread(rows))
+
+
+def _say_kept_namespaces(terminalreporter: Any, run_directory: Path) -> None:
+    """KEEP=1: the namespaces of failed probes left for a look, from every run record of the run (its workers')."""
+    kept = [
+        k for record in sorted(run_directory.glob("run*.json")) for k in _read_json(record).get("namespaces_kept", [])
+    ]
+    for entry in kept:
+        terminalreporter.write_line(
+            f"kept for a look (KEEP=1): namespace {entry['namespace']} of the failed probe {entry['probe']}"
+        )
+    if kept:
+        terminalreporter.write_line(
+            "(make clean with the cluster's KUBECONFIG_FILE and CONTEXT removes them, or they go with a kept cluster)"
+        )
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        return dict(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        return {}

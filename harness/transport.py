@@ -155,7 +155,7 @@ class Transport(ABC):
     def node_shutdown(self, node: str, starting: bool) -> JsonDict:
         """Tell a node's kubelet that the node is shutting down (True) or that the shutdown was cancelled (False).
 
-        Only on clusters the suite created from its shutdown-capable node image (harness/node_shutdown.py);
+        Only on clusters the suite created from its shutdown-capable node image (harness/nodeimage/shutdown.py);
         returns whether the kubelet held its inhibitor lock, and what the node printed.
         """
         return cast(JsonDict, self.call("node_shutdown", node=node, starting=starting))
@@ -362,6 +362,18 @@ def raw_watch_events(response: Any) -> Iterator[JsonDict]:
             status = event.get("object") or {}
             raise ApiException(status=status.get("code"), reason=f"{status.get('reason')}: {status.get('message')}")
         yield event
+
+
+def watch_until(
+    list_fn: Callable[..., Any], done: Callable[[str, JsonDict], bool], timeout_s: float, **kwargs: Any
+) -> bool:
+    """Watch a list call until done(event_type, object) holds; False when the server-side timeout ends first."""
+    response = list_fn(watch=True, timeout_seconds=max(int(timeout_s), 1), _preload_content=False, **kwargs)
+    try:
+        return any(done(event["type"], event["object"]) for event in raw_watch_events(response))
+    finally:
+        response.close()
+        response.release_conn()
 
 
 def _lines(response: Any) -> Iterator[str]:

@@ -26,7 +26,7 @@ _NODE_IMAGE = re.compile(
 )
 
 
-# Where `make node-image` records which kind release built each local image (harness/node_image_build.py).
+# Where `make node-image` records which kind release built each local image (harness/nodeimage/release.py).
 LOCAL_BUILDS_DIR = paths.NODE_IMAGES
 
 
@@ -165,5 +165,5 @@ def _kind_release_of(reference: str) -> str | None:
     for known in known_images():
         if known.reference == reference:
             return known.kind_release
-    record = LOCAL_BUILDS_DIR / f"{reference.replace(':', '-')}.json"
+    record = paths.node_image_record(reference, LOCAL_BUILDS_DIR)
     return str(yaml.safe_load(record.read_text())["kind_release"]) if record.is_file() else None

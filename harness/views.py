@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 JsonDict = dict[str, Any]
 
@@ -14,6 +14,24 @@ def parse_time(value: str | None) -> datetime | None:
     if not value:
         return None
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+class Identity(TypedDict):
+    """Which object a view is of, from its metadata."""
+
+    name: str
+    namespace: str
+    uid: str
+    resource_version: str
+
+
+def identity(meta: JsonDict) -> Identity:
+    return Identity(
+        name=meta.get("name", ""),
+        namespace=meta.get("namespace", ""),
+        uid=meta.get("uid", ""),
+        resource_version=meta.get("resourceVersion", ""),
+    )
 
 
 @dataclass(frozen=True)
@@ -102,10 +120,7 @@ class PodView:
         spec = obj.get("spec") or {}
         status = obj.get("status") or {}
         return cls(
-            name=meta.get("name", ""),
-            namespace=meta.get("namespace", ""),
-            uid=meta.get("uid", ""),
-            resource_version=meta.get("resourceVersion", ""),
+            **identity(meta),
             phase=status.get("phase"),
             reason=status.get("reason"),
             message=status.get("message"),
@@ -199,10 +214,7 @@ class JobView:
         meta = obj.get("metadata") or {}
         status = obj.get("status") or {}
         return cls(
-            name=meta.get("name", ""),
-            namespace=meta.get("namespace", ""),
-            uid=meta.get("uid", ""),
-            resource_version=meta.get("resourceVersion", ""),
+            **identity(meta),
             start_time=status.get("startTime"),
             active=int(status.get("active") or 0),
             succeeded=int(status.get("succeeded") or 0),
@@ -239,29 +251,42 @@ class JobView:
 
 
 @dataclass(frozen=True)
-class DeploymentView:
-    """The parts of a Deployment the probes observe."""
+class CountersView:
+    """A workload the probes follow only through some status counters (a Deployment's replicas, a DaemonSet's pods)."""
 
     name: str
-    replicas: int
-    ready_replicas: int
+    counters: tuple[tuple[str, str, int], ...]  # (timeline key, summary label, value) in order
     raw: JsonDict
 
     @classmethod
-    def from_object(cls, obj: JsonDict) -> DeploymentView:
+    def reading(cls, obj: JsonDict, fields: tuple[tuple[str, str, str], ...]) -> CountersView:
+        """`fields`: (status field, timeline key, summary label) of each counter."""
         status = obj.get("status") or {}
-        return cls(
-            name=(obj.get("metadata") or {}).get("name", ""),
-            replicas=int(status.get("replicas") or 0),
-            ready_replicas=int(status.get("readyReplicas") or 0),
-            raw=obj,
-        )
+        counters = tuple((key, label, int(status.get(field) or 0)) for field, key, label in fields)
+        return cls(name=(obj.get("metadata") or {}).get("name", ""), counters=counters, raw=obj)
 
     def summary(self) -> str:
-        return f"replicas={self.replicas} ready={self.ready_replicas}"
+        return " ".join(f"{label}={value}" for _, label, value in self.counters)
 
     def timeline_fields(self) -> JsonDict:
-        return {"replicas": self.replicas, "readyReplicas": self.ready_replicas}
+        return {key: value for key, _, value in self.counters}
+
+
+DEPLOYMENT_COUNTERS = (("replicas", "replicas", "replicas"), ("readyReplicas", "readyReplicas", "ready"))
+DAEMONSET_COUNTERS = (
+    ("desiredNumberScheduled", "desired", "desired"),
+    ("currentNumberScheduled", "current", "current"),
+    ("numberReady", "ready", "ready"),
+)
+
+
+def deployment_view(obj: JsonDict) -> CountersView:
+    return CountersView.reading(obj, DEPLOYMENT_COUNTERS)
+
+
+def daemonset_view(obj: JsonDict) -> CountersView:
+    """The parts of a DaemonSet's status the node-shutdown probes observe."""
+    return CountersView.reading(obj, DAEMONSET_COUNTERS)
 
 
 @dataclass(frozen=True)
@@ -359,31 +384,3 @@ class StatefulSetView:
             "currentRevision": self.current_revision,
             "updateRevision": self.update_revision,
         }
-
-
-@dataclass(frozen=True)
-class DaemonSetView:
-    """The parts of a DaemonSet's status the node-shutdown probes observe."""
-
-    name: str
-    desired: int
-    current: int
-    ready: int
-    raw: JsonDict
-
-    @classmethod
-    def from_object(cls, obj: JsonDict) -> DaemonSetView:
-        status = obj.get("status") or {}
-        return cls(
-            name=(obj.get("metadata") or {}).get("name", ""),
-            desired=int(status.get("desiredNumberScheduled") or 0),
-            current=int(status.get("currentNumberScheduled") or 0),
-            ready=int(status.get("numberReady") or 0),
-            raw=obj,
-        )
-
-    def summary(self) -> str:
-        return f"desired={self.desired} current={self.current} ready={self.ready}"
-
-    def timeline_fields(self) -> JsonDict:
-        return {"desired": self.desired, "current": self.current, "ready": self.ready}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from harness.kind import Completed
+from harness.process import Completed
 from harness.transport import WatchEvent
 
 

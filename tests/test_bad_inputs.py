@@ -23,10 +23,14 @@ from typing import Any
 import pytest
 
 from harness import bisect as bisect_module
-from harness import cli, janitor, matrix, node_image_build
+from harness import cli, janitor, matrix
 from harness import report as report_module
+from harness.commands import housekeeping, refusal, version_axis
+from harness.commands import probe as probe_command
 from harness.families import recording_path
-from harness.local import cluster as local_cluster
+from harness.local import host as local_host
+from harness.local import teardown as local_teardown
+from harness.nodeimage import release as node_image_release
 from tests import fake_tools
 
 REPO = Path(__file__).resolve().parent.parent
@@ -69,7 +73,7 @@ HARNESS: dict[str, Bad] = {
     "kubeconfig-unknown-context": Bad(
         ("probe", "--kubeconfig", "{tmp}/kubeconfig", "--context", "prod"), 2, "it has: kind-mine"
     ),
-    "context-without-kubeconfig": Bad(("probe", "--context", "x"), 2, "KUBECONFIG_FILE (--kubeconfig), which is not"),
+    "context-without-kubeconfig": Bad(("probe", "--context", "x"), 2, "--kubeconfig (KUBECONFIG_FILE), which is not"),
     "kubeconfig-and-version": Bad(
         ("probe", "--kubeconfig", "{tmp}/kubeconfig", "--context", "kind-mine", "--version", "1.27"),
         2,
@@ -157,7 +161,7 @@ PYTEST: dict[str, Bad] = {
     "pytest-replay-missing": Bad(("--replay", "/nonexistent"), 4, "--replay /nonexistent: no such file"),
     "pytest-replay-not-a-recording": Bad(("--replay", "/etc/hostname"), 4, "/etc/hostname is not a recording"),
     "pytest-kubeconfig-passwd": Bad(("--kubeconfig", "/etc/passwd", "--context", "x"), 4, "is not a kubeconfig"),
-    "pytest-context-alone": Bad(("--context", "x"), 4, "--context names a context of --kubeconfig"),
+    "pytest-context-alone": Bad(("--context", "x"), 4, "--context (CONTEXT) names a context of --kubeconfig"),
     "pytest-local-minor": Bad(("--local-version", "1.27"), 4, "give a full Kubernetes release"),
     "pytest-replay-and-kind": Bad(("--replay", "probes", "--kind-version", "1.27"), 4, "cannot be combined"),
     "pytest-kubeconfig-no-context": Bad(("--kubeconfig", "/etc/passwd"), 4, "needs an explicit --context"),
@@ -219,11 +223,14 @@ def forbid(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return reach
 
     for owner, names in (
-        (cli, ["check_docker", "ensure_kind", "check_prerequisites", "build_kubernetes", "check_go", "resolve_module"]),
-        (cli, ["run_parallel", "cluster_life", "prepare_local", "prepare_kind"]),
+        (probe_command, ["check_docker", "ensure_kind", "check_prerequisites", "build_kubernetes", "check_go"]),
+        (probe_command, ["resolve_module", "run_parallel", "cluster_life", "prepare_local", "prepare_kind"]),
+        (housekeeping, ["check_docker", "ensure_kind", "check_go", "resolve_module", "build_node_images"]),
+        (version_axis, ["check_go", "resolve_module", "build_kubernetes"]),
         (os, ["execv"]),
-        (local_cluster, ["check_host", "running_clusters"]),
-        (node_image_build, ["build_node_image", "build_kind_release"]),
+        (local_host, ["check_host"]),
+        (local_teardown, ["running_clusters"]),
+        (node_image_release, ["build_node_image", "build_kind_release"]),
         (matrix, ["run_matrix", "run_version_process"]),
         (bisect_module, ["bisect"]),
         (janitor, ["clean_kind_clusters", "clean_local_clusters", "clean_namespaces"]),
@@ -239,9 +246,9 @@ def assert_refused(code: int, expected: Bad, out: str, err: str) -> None:
     assert code == expected.code, err
     assert "Traceback" not in out + err
     (line,) = [line for line in err.splitlines() if line.startswith("error: ")]
-    kind = next((k for k in cli.EXIT_CODE if line.startswith(f"error: {k}: ")), None)
+    kind = next((k for k in refusal.EXIT_CODE if line.startswith(f"error: {k}: ")), None)
     assert kind is not None, f"the error line does not say its class: {line}"
-    assert cli.EXIT_CODE[kind] == code
+    assert refusal.EXIT_CODE[kind] == code
     assert expected.says in err, err
 
 
@@ -266,9 +273,9 @@ def test_every_refusal_class_and_its_exit_code_is_in_the_help(capsys: pytest.Cap
         with pytest.raises(SystemExit):
             cli.main([*command, "--help"])
         text = capsys.readouterr().out
-        for kind, code in cli.EXIT_CODE.items():
+        for kind, code in refusal.EXIT_CODE.items():
             assert re.search(rf"^  {code}  .*{kind}", text, re.M), (command, kind)
-    assert {b.code for b in HARNESS.values()} <= set(cli.EXIT_CODE.values())
+    assert {b.code for b in HARNESS.values()} <= set(refusal.EXIT_CODE.values())
 
 
 def _child(argv: list[str], tmp: Path, env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], list[Any]]:

@@ -1,4 +1,4 @@
-"""Per-probe namespace cleanup (harness/cluster.py) against a stand-in for CoreV1Api.
+"""Per-probe namespace cleanup (harness/namespaces.py) against a stand-in for CoreV1Api.
 
 The stand-in keeps pods and namespaces in dicts and answers like the API server does for the calls
 cleanup makes (list, JSON patch with a test op, delete, read -> 404 once deleted).
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from harness.cluster import cleanup_probe_namespace
+from harness.namespaces import cleanup_probe_namespace
 from harness.run import PROBE_FINALIZER
 
 OTHER = "example.com/not-ours"

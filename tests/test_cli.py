@@ -143,7 +143,7 @@ def test_an_image_without_digest_is_warned_about(tmp_path: Path) -> None:
 
 
 def test_the_second_pytest_run_of_parallel_mode_writes_its_own_junit_file() -> None:
-    from harness.cli import _own_junit
+    from harness.commands.probe import _own_junit
 
     argv = ["python", "-m", "pytest", "--junitxml=runs/junit-1.27.xml", "-k", "x"]
     assert _own_junit(argv, "shutdown") == [

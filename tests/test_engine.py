@@ -11,7 +11,7 @@ import pytest
 
 from harness import engine
 from harness import runc_without_sys_resource as wrapper
-from harness.kind import PrerequisiteMissing
+from harness.errors import PrerequisiteMissing
 from tests.doubles import FakeRunner, ok
 
 WITHOUT = "CapInh:\t0000000000000000\nCapBnd:\t000001fffeffffff\n"  # this project's machines

@@ -17,10 +17,13 @@ from typing import Any
 import pytest
 
 from harness import cli, engine
-from harness.kind import Completed
+from harness.commands import housekeeping, refusal
+from harness.commands import probe as probe_command
 from harness.local import build as build_module
 from harness.local import cluster as local
+from harness.local.teardown import StopReport
 from harness.nodeimage import node
+from harness.process import Completed
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -78,14 +81,17 @@ SIGINT_BUILD = textwrap.dedent(
     from pathlib import Path
     from harness import cli
     from harness.local import build as build_module
-    from harness.local import cluster as local
+    from harness.local import host as local_host
+    from harness.local import teardown as local_teardown
 
     tools = Path(sys.argv[1])
-    local.check_host = lambda: []
-    local.running_clusters = lambda root=None: []
-    cli.existing_build = lambda version: None
-    cli.check_go = lambda: "go version go1.26.8 linux/amd64"
-    cli.resolve_module = lambda version: {}
+    local_host.check_host = lambda: []
+    local_teardown.running_clusters = lambda root=None: []
+    from harness.commands import probe as probe_command
+
+    probe_command.existing_build = lambda version: None
+    probe_command.check_go = lambda: "go version go1.26.8 linux/amd64"
+    probe_command.resolve_module = lambda version: {}
     source = tools / "source"
     source.mkdir(parents=True)
     (source / "go.mod").write_text("module k8s.io/kubernetes\\n")
@@ -95,7 +101,7 @@ SIGINT_BUILD = textwrap.dedent(
     build_module.upstream_go_version = lambda source: "1.20.5"
     build_module.choose_toolchain = lambda upstream, env, cwd: ("go1.20.5", "")
     build_module.substitute_refused_twins = lambda *a: ("v0.27.3", {})
-    cli.build_kubernetes = lambda version: build_module.build_kubernetes(version, tools=tools)
+    probe_command.build_kubernetes = lambda version: build_module.build_kubernetes(version, tools=tools)
     sys.exit(cli.main(["probe", "--cluster", "local", "--version", "1.27.3", "--run-dir", str(tools / "runs")]))
     """
 )
@@ -133,7 +139,7 @@ def test_ctrl_c_during_a_kubernetes_build_exits_130_with_one_line_and_stops_go(t
         time.sleep(0.1)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
-    assert process.returncode == cli.INTERRUPTED, err
+    assert process.returncode == refusal.INTERRUPTED, err
     assert err.strip().splitlines() == [
         "interrupted: stopped the Kubernetes v1.27.3 build: its go processes were stopped and its unfinished "
         "binaries removed (the Go caches stay)"
@@ -150,8 +156,8 @@ def test_ctrl_c_before_anything_started_still_says_so_in_one_line(
     def interrupted(argv: object) -> int:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "check_probe_input", interrupted)
-    assert cli.main(["probe", "--version", "1.27"]) == cli.INTERRUPTED
+    monkeypatch.setattr(probe_command, "check_probe_input", interrupted)
+    assert cli.main(["probe", "--version", "1.27"]) == refusal.INTERRUPTED
     assert capsys.readouterr().err == "interrupted: stopped before any cluster, build or download had started\n"
 
 
@@ -174,14 +180,14 @@ def test_ctrl_c_during_make_node_image_exits_130_naming_the_image(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     for check in ("check_docker", "check_engine", "check_go", "resolve_module"):
-        monkeypatch.setattr(cli, check, lambda *a: None)
-    monkeypatch.setattr(cli, "node_image_host_problems", lambda: [])
+        monkeypatch.setattr(housekeeping, check, lambda *a: None)
+    monkeypatch.setattr(housekeeping, "node_image_host_problems", lambda: [])
 
     def build(version: str) -> list[str]:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "build_node_images", build)
-    assert cli.main(["node-image", "--version", "1.27.3", "--source", "modules"]) == cli.INTERRUPTED
+    monkeypatch.setattr(housekeeping, "build_node_images", build)
+    assert cli.main(["node-image", "--version", "1.27.3", "--source", "modules"]) == refusal.INTERRUPTED
     err = capsys.readouterr().err
     assert err.startswith("interrupted: stopped building node image plp-node:v1.27.3: its unfinished work")
     assert len(err.splitlines()) == 1
@@ -237,9 +243,9 @@ def test_an_interrupted_local_cluster_start_stops_what_it_started(
 
     monkeypatch.setattr(local.LocalCluster, "_start_all", start_all)
 
-    def stop_cluster(state: Path) -> local.StopReport:
+    def stop_cluster(state: Path) -> StopReport:
         stopped.append(state.name)
-        return local.StopReport(state.name)
+        return StopReport(state.name)
 
     monkeypatch.setattr(local, "stop_cluster", stop_cluster)
     with pytest.raises(KeyboardInterrupt):

@@ -8,16 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.kind import (
-    ClusterFailed,
-    Completed,
-    KindCluster,
-    PrerequisiteMissing,
-    check_prerequisites,
-    container_state_on_node,
-    parse_kind_version,
-    run_command,
-)
+from harness.errors import ClusterFailed, PrerequisiteMissing
+from harness.kind import KindCluster, check_prerequisites, parse_kind_version
+from harness.node_containers import container_state_on_node
+from harness.process import Completed, run_command
 from tests.doubles import FakeRunner, failed, ok
 
 
@@ -179,13 +173,13 @@ def test_an_image_every_node_has_already_is_neither_looked_up_in_docker_nor_load
 
 def test_nodes_that_never_get_ready_are_a_cluster_failure_with_kinds_logs_and_a_hint(tmp_path: Path) -> None:
     """Stood in: kind (FakeRunner) and the readiness wait (a function raising what wait_nodes_ready raises)."""
-    from harness.cluster import NotReady
+    from harness.lifecycle import NodesNotReady
 
     runner = FakeRunner()
     cluster = KindCluster("c", "kindest/node:v1.19.16@sha256:x", tmp_path / "kc", runner=runner)
 
     def never_ready() -> list[str]:
-        raise NotReady("nodes not Ready after 180s; last seen: c-control-plane: Ready=False")
+        raise NodesNotReady("nodes not Ready after 180s; last seen: c-control-plane: Ready=False")
 
     with pytest.raises(ClusterFailed) as failed_create:
         cluster.wait_ready(never_ready, tmp_path / "logs")

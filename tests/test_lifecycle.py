@@ -4,15 +4,18 @@ creation fails, when the nodes never get Ready, when a probe is interrupted, and
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness import lifecycle
-from harness.kind import ClusterFailed
+from harness.errors import ClusterFailed
 from harness.local.build import Build
-from harness.local.cluster import LocalCluster, StopReport
+from harness.local.cluster import LocalCluster
+from harness.local.teardown import StopReport
 
 
 class StandInCluster(LocalCluster):
@@ -116,17 +119,98 @@ def test_a_kept_cluster_is_not_removed_and_the_user_is_told_where_it_is(
 
 
 def test_parallel_kind_workers_take_the_image_and_kind_from_the_run_record(tmp_path: Path) -> None:
-    """The CLI records the kind cluster it made in run.json; PARALLEL workers name it in their recordings."""
-    from harness.pytest_plugin import _kind_facts
-
-    assert _kind_facts(tmp_path / "run.json") == {}
+    """The CLI records the kind cluster it made in run.json; PARALLEL workers reach it as an existing cluster whose
+    nodes they read with docker exec, and name it in their recordings."""
+    assert lifecycle.kind_facts(tmp_path / "run.json") == {}
     (tmp_path / "run.json").write_text(
         json.dumps(
             {"cluster_name": "plp-1-27-c8ba", "node_image": "plp-node:v1.27.3", "kind_version": "v0.20.0", "x": 1}
         )
     )
-    assert _kind_facts(tmp_path / "run.json") == {
+    worker = lifecycle.ExistingProvider.from_kubeconfig(
+        tmp_path / "kubeconfig",
+        "kind-plp-1-27-c8ba",
+        kind_nodes=True,
+        local_state=None,
+        run_record=tmp_path / "run.json",
+    )
+    assert worker.origin() == {
+        "cluster": "kind",
         "cluster_name": "plp-1-27-c8ba",
         "node_image": "plp-node:v1.27.3",
         "kind_version": "v0.20.0",
+        "context": "kind-plp-1-27-c8ba",
     }
+    assert worker.facts()["cluster"] == "kind (created by make probe)" and worker.node_lister is not None
+
+
+def test_an_existing_cluster_is_reached_through_the_same_life_and_never_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _reachable(monkeypatch)
+    monkeypatch.setattr(lifecycle, "wait_nodes_ready", lambda core, timeout_s=0: pytest.fail("not the suite's to wait"))
+    notes: dict[str, Any] = {}
+    existing = lifecycle.ExistingProvider.from_kubeconfig(
+        tmp_path / "kubeconfig", "theirs", kind_nodes=False, local_state=None, run_record=tmp_path / "run.json"
+    )
+    with lifecycle.cluster_life(existing, notes.update, keep=False, logs_dir=tmp_path) as target:
+        assert target.origin == {"cluster": "existing", "context": "theirs"}
+    assert existing.node_lister is None  # node-level claims: not observable
+    assert notes == {
+        "cluster": "existing",
+        "kubeconfig": str(tmp_path / "kubeconfig"),
+        "context": "theirs",
+        "server_version": {"gitVersion": "v1.27.3"},
+    }  # no readiness time, nothing deleted
+
+
+@dataclass
+class RecordingProvider:
+    """A provider the lifecycle has never heard of: it only says what it was asked to do."""
+
+    asked: list[str] = dataclass_field(default_factory=list)
+    kind: str = "stand-in"
+    name: str = "plp-stand-in"
+    created: bool = False
+    node_shutdown: None = None
+    node_lister: None = None
+    kubeconfig: Path = Path("kubeconfig")
+    context: str | None = None
+
+    def facts(self) -> dict[str, Any]:
+        return {"cluster": self.kind}
+
+    def create(self, logs_dir: Path) -> None:
+        self.asked.append("create")
+        self.created = True
+
+    def wait_ready(self, core: object, logs_dir: Path) -> list[str]:
+        self.asked.append("wait_ready")
+        return ["node-a"]
+
+    def prepare(self, nodes: list[str]) -> dict[str, Any]:
+        self.asked.append(f"prepare {' '.join(nodes)}")
+        return {"prepared": nodes}
+
+    def delete(self) -> lifecycle.Removal:
+        self.asked.append("delete")
+        self.created = False
+        return lifecycle.Removal(None, {"stand_in_removed": True})
+
+    def kept(self) -> str:
+        return "kept"
+
+    def origin(self) -> dict[str, Any]:
+        return {"cluster": self.kind}
+
+
+def test_any_provider_goes_through_the_one_life_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _reachable(monkeypatch)
+    notes: dict[str, Any] = {}
+    provider = RecordingProvider()
+    with lifecycle.cluster_life(provider, notes.update, keep=False, logs_dir=tmp_path) as target:
+        assert target.origin == {"cluster": "stand-in"}
+        assert provider.asked == ["create", "wait_ready", "prepare node-a"]
+    assert provider.asked[-1] == "delete"
+    assert notes["prepared"] == ["node-a"] and notes["nodes"] == ["node-a"] and "cluster_ready_after_s" in notes
+    assert notes["cluster_deleted"] is True and notes["stand_in_removed"] is True

@@ -96,8 +96,10 @@ def test_a_watch_resumes_after_410_with_a_relist_and_says_so(transport: LiveTran
 
 
 def test_cluster_setup_and_cleanup_through_the_real_client(script: Script) -> None:
-    """Readiness, namespace creation and cleanup (harness/cluster.py) as HTTP requests the client really sends."""
-    from harness.cluster import cleanup_probe_namespace, create_probe_namespace, wait_nodes_ready
+    """Readiness, namespace creation and cleanup (harness/lifecycle.py, harness/namespaces.py) as HTTP requests the
+    client really sends."""
+    from harness.lifecycle import wait_nodes_ready
+    from harness.namespaces import cleanup_probe_namespace, create_probe_namespace
     from harness.run import PROBE_FINALIZER, SUITE_LABEL
 
     with fake_apiserver(script) as url:

@@ -22,9 +22,12 @@ from cryptography import x509
 from kubernetes import config
 
 from harness import cli
+from harness.commands import probe as probe_command
+from harness.commands import refusal
+from harness.errors import LocalClusterError
 from harness.local import build as build_module
 from harness.local import cluster as local
-from harness.local import openapi
+from harness.local import containerd, host, openapi, teardown
 from harness.local.images import FileEntry, layer_tar, oci_archive, pause_tag
 from harness.local.pki import Pki
 from harness.versions import VersionError
@@ -210,14 +213,14 @@ def test_the_nodes_containers_come_from_the_suites_containerd(monkeypatch: pytes
     (bin_dir / "ctr").write_text(CTR.format(python=sys.executable, socket=socket_path))
     (bin_dir / "ctr").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    listed = local.list_containers(tmp_path / "state", local.NODE_NAME)
+    listed = containerd.list_containers(tmp_path / "state", host.NODE_NAME)
     assert listed == [
         {"id": "aaa111", "state": "CONTAINER_RUNNING"},
         {"id": "bbb222", "state": "CONTAINER_EXITED"},
         {"id": "ccc333", "state": "CONTAINER_EXITED"},
     ]
     with pytest.raises(RuntimeError, match="has one node"):
-        local.list_containers(tmp_path / "state", "other-node")
+        containerd.list_containers(tmp_path / "state", "other-node")
 
 
 # ---------------------------------------------------------------------------------------- stopping
@@ -229,14 +232,14 @@ def test_stopping_from_the_record_ends_its_processes_and_removes_its_folder(tmp_
     sleeper = subprocess.Popen(["sleep", "300"], start_new_session=True)
     record = {"pids": {"etcd": sleeper.pid, "kube-apiserver": 2**22 + 7}}  # the second one is long gone
     (state / "cluster.json").write_text(json.dumps(record))
-    assert local.running_clusters(tmp_path) == ["plp-1-27-abcd"]
-    report = local.stop_cluster(state)
+    assert teardown.running_clusters(tmp_path) == ["plp-1-27-abcd"]
+    report = teardown.stop_cluster(state)
     assert sleeper.wait(timeout=30) is not None
     assert report.processes == {"kube-apiserver": "not running", "etcd": "stopped"}
     assert report.errors == []
     assert not state.exists()
-    assert local.running_clusters(tmp_path) == []
-    assert local.stop_cluster(state).errors == []  # twice is harmless
+    assert teardown.running_clusters(tmp_path) == []
+    assert teardown.stop_cluster(state).errors == []  # twice is harmless
 
 
 def test_a_second_local_cluster_is_refused_while_one_runs(tmp_path: Path) -> None:
@@ -245,7 +248,7 @@ def test_a_second_local_cluster_is_refused_while_one_runs(tmp_path: Path) -> Non
     (running / "cluster.json").write_text(json.dumps({"pids": {"kubelet": os.getpid()}}))
     built = build_module.Build("v1.27.3", tmp_path, {})
     second = local.LocalCluster("plp-1-27-0002", built, tmp_path / "logs", root=tmp_path)
-    with pytest.raises(local.LocalClusterError, match=r"already running on this host \(plp-1-26-0001\)"):
+    with pytest.raises(LocalClusterError, match=r"already running on this host \(plp-1-26-0001\)"):
         second.start()
     assert not (tmp_path / "plp-1-27-0002").exists()
 
@@ -253,7 +256,7 @@ def test_a_second_local_cluster_is_refused_while_one_runs(tmp_path: Path) -> Non
 def test_a_host_that_cannot_run_it_is_told_why_before_anything_starts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("os.geteuid", lambda: 1000)
     monkeypatch.setattr("shutil.which", lambda name: None if name == "etcd" else f"/usr/bin/{name}")
-    problems = local.check_host()
+    problems = host.check_host()
     assert "run as root" in problems[0]
     assert "etcd is not on PATH (apt-get install etcd-server)" in problems
 
@@ -272,26 +275,26 @@ def test_a_host_that_cannot_run_it_is_told_why_before_anything_starts(monkeypatc
 def test_bad_local_input_is_refused_in_seconds(
     argv: list[str], expected: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cli, "build_kubernetes", lambda v: pytest.fail("nothing may be built"))
-    assert cli.main(["probe", "--cluster", "local", *argv]) == cli.BAD_INPUT
+    monkeypatch.setattr(probe_command, "build_kubernetes", lambda v: pytest.fail("nothing may be built"))
+    assert cli.main(["probe", "--cluster", "local", *argv]) == refusal.BAD_INPUT
     assert expected in capsys.readouterr().err
 
 
 def test_a_host_that_cannot_run_a_local_cluster_exits_3_naming_each_problem(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(local, "check_host", lambda: ["x is not on PATH (apt-get install x)"])
-    monkeypatch.setattr(cli, "build_kubernetes", lambda v: pytest.fail("nothing may be built"))
-    assert cli.main(["probe", "--cluster", "local", "--version", "1.27.3"]) == cli.PREREQUISITE_MISSING
+    monkeypatch.setattr(host, "check_host", lambda: ["x is not on PATH (apt-get install x)"])
+    monkeypatch.setattr(probe_command, "build_kubernetes", lambda v: pytest.fail("nothing may be built"))
+    assert cli.main(["probe", "--cluster", "local", "--version", "1.27.3"]) == refusal.PREREQUISITE_MISSING
     assert "a local cluster cannot run here:\n  x is not on PATH" in capsys.readouterr().err
 
 
 def host_ready_and_nothing_built(monkeypatch: pytest.MonkeyPatch) -> None:
     """A host that could run a local cluster, with Go, and no build of the version yet."""
-    monkeypatch.setattr(local, "check_host", lambda: [])
-    monkeypatch.setattr(local, "running_clusters", lambda: [])
-    monkeypatch.setattr(cli, "existing_build", lambda v: None)
-    monkeypatch.setattr(cli, "check_go", lambda: "go version go1.26.8 linux/amd64")
+    monkeypatch.setattr(host, "check_host", lambda: [])
+    monkeypatch.setattr(teardown, "running_clusters", lambda: [])
+    monkeypatch.setattr(probe_command, "existing_build", lambda v: None)
+    monkeypatch.setattr(probe_command, "check_go", lambda: "go version go1.26.8 linux/amd64")
 
 
 def test_a_version_the_proxy_does_not_serve_is_bad_input(
@@ -301,9 +304,9 @@ def test_a_version_the_proxy_does_not_serve_is_bad_input(
         raise build_module.BuildError("the Go module proxy does not serve k8s.io/kubernetes@v1.27.99: 404")
 
     host_ready_and_nothing_built(monkeypatch)
-    monkeypatch.setattr(cli, "resolve_module", refuse)
-    monkeypatch.setattr(cli, "build_kubernetes", lambda v: pytest.fail("nothing may be built"))
-    assert cli.main(["probe", "--cluster", "local", "--version", "1.27.99"]) == cli.BAD_INPUT
+    monkeypatch.setattr(probe_command, "resolve_module", refuse)
+    monkeypatch.setattr(probe_command, "build_kubernetes", lambda v: pytest.fail("nothing may be built"))
+    assert cli.main(["probe", "--cluster", "local", "--version", "1.27.99"]) == refusal.BAD_INPUT
     assert "does not serve k8s.io/kubernetes@v1.27.99" in capsys.readouterr().err
 
 
@@ -314,8 +317,8 @@ def test_a_failed_build_shows_the_end_of_its_log(
         raise build_module.BuildError("building Kubernetes v1.27.3 failed (go build); last lines of x:\nundefined: y")
 
     host_ready_and_nothing_built(monkeypatch)
-    monkeypatch.setattr(cli, "resolve_module", lambda v: {})
-    monkeypatch.setattr(cli, "build_kubernetes", fail)
+    monkeypatch.setattr(probe_command, "resolve_module", lambda v: {})
+    monkeypatch.setattr(probe_command, "build_kubernetes", fail)
     assert cli.main(["probe", "--cluster", "local", "--version", "1.27.3"]) == 1
     assert "undefined: y" in capsys.readouterr().err
 
@@ -328,7 +331,7 @@ def test_a_component_that_does_not_come_up_is_reported_with_its_log_tail(tmp_pat
     cluster.logs.mkdir()
     cluster.record = {"pids": {}}
     cluster._spawn("kube-apiserver", ["sh", "-c", "echo 'E1123 open /x/apiserver.crt: no such file'; exit 1"])
-    with pytest.raises(local.LocalClusterError) as err:
+    with pytest.raises(LocalClusterError) as err:
         cluster._wait_for("kube-apiserver", lambda: False, 10, "ready (/readyz)")
     assert "kube-apiserver exited while starting" in str(err.value)
     assert "open /x/apiserver.crt: no such file" in str(err.value)

@@ -1,5 +1,5 @@
-"""The local cluster's cgroup settings chosen from the host (harness/local/cluster.py), against stand-in
-/sys/fs/cgroup trees and PID 1 names in tmp_path. Live runs so far were all cgroup v1 without systemd
+"""The local cluster's cgroup settings chosen from the host (harness/local/host.py, containerd.py, components.py),
+against stand-in /sys/fs/cgroup trees and PID 1 names in tmp_path. Live runs so far were all cgroup v1 without systemd
 (cgroupfs); the v2 and systemd rows are checked only here."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.local import cluster as local
+from harness.local import components, containerd, host
 from harness.local.build import Build
 
 
@@ -40,10 +41,10 @@ def stand_in_host(tmp_path: Path, version: int, pid1: str) -> tuple[Path, Path]:
 def test_the_driver_and_the_cgroup_root_follow_the_host(
     tmp_path: Path, version: int, pid1: str, driver: str, systemd_cgroup: str, directory: str
 ) -> None:
-    cgroups = local.host_cgroups(*stand_in_host(tmp_path, version, pid1))
+    cgroups = host.host_cgroups(*stand_in_host(tmp_path, version, pid1))
     assert (cgroups.version, cgroups.driver) == (version, driver)
-    assert local.containerd_runc_cgroup_option(cgroups) == f"SystemdCgroup = {systemd_cgroup}"
-    settings = local.kubelet_cgroup_settings(cgroups, "/plp-1-27-ab12", "v1.27.3")
+    assert containerd.containerd_runc_cgroup_option(cgroups) == f"SystemdCgroup = {systemd_cgroup}"
+    settings = components.kubelet_cgroup_settings(cgroups, "/plp-1-27-ab12", "v1.27.3")
     assert settings == {"cgroupDriver": driver, "cgroupRoot": "/plp-1-27-ab12"}
     assert cgroups.root_directory("/plp-1-27-ab12") == directory
     recorded = cgroups.to_json()
@@ -54,19 +55,19 @@ def test_the_driver_and_the_cgroup_root_follow_the_host(
 def test_a_v1_host_tells_kubelets_from_1_31_not_to_refuse_it(
     tmp_path: Path, version: int, kubernetes: str, fail_cgroup_v1: bool | None
 ) -> None:
-    cgroups = local.host_cgroups(*stand_in_host(tmp_path, version, "init"))
-    assert local.kubelet_cgroup_settings(cgroups, "/plp", kubernetes).get("failCgroupV1") == fail_cgroup_v1
+    cgroups = host.host_cgroups(*stand_in_host(tmp_path, version, "init"))
+    assert components.kubelet_cgroup_settings(cgroups, "/plp", kubernetes).get("failCgroupV1") == fail_cgroup_v1
 
 
 def test_a_v2_host_passes_no_fail_cgroup_v1(tmp_path: Path) -> None:
-    cgroups = local.host_cgroups(*stand_in_host(tmp_path, 2, "systemd"))
-    assert "failCgroupV1" not in local.kubelet_cgroup_settings(cgroups, "/plp", "v1.35.0")
+    cgroups = host.host_cgroups(*stand_in_host(tmp_path, 2, "systemd"))
+    assert "failCgroupV1" not in components.kubelet_cgroup_settings(cgroups, "/plp", "v1.35.0")
 
 
 def test_the_decision_goes_into_the_clusters_record_and_run_json(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cgroups = local.host_cgroups(*stand_in_host(tmp_path, 2, "systemd"))
+    cgroups = host.host_cgroups(*stand_in_host(tmp_path, 2, "systemd"))
     build = Build("v1.27.3", tmp_path / "build", {"toolchain": "go1.20.5"})
     cluster = local.LocalCluster("plp-1-27-ab12", build, tmp_path / "logs", tmp_path / "root", cgroups=cgroups)
     monkeypatch.setattr(local.LocalCluster, "_start_all", lambda self, timeout_s: None)  # no component starts
@@ -78,4 +79,4 @@ def test_the_decision_goes_into_the_clusters_record_and_run_json(
 
 def test_an_unreadable_pid1_name_means_cgroupfs(tmp_path: Path) -> None:
     mount, _ = stand_in_host(tmp_path, 2, "systemd")
-    assert local.host_cgroups(mount, tmp_path / "missing").driver == "cgroupfs"
+    assert host.host_cgroups(mount, tmp_path / "missing").driver == "cgroupfs"

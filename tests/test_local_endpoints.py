@@ -1,4 +1,4 @@
-"""Who can reach what a local cluster opens (harness/local/cluster.py), offline: the arguments each
+"""Who can reach what a local cluster opens (harness/local/components.py), offline: the arguments each
 component is started with, and the certificates behind them. Nothing here starts a component.
 
 Seen live on this workplace's machine (README, "What a local cluster opens"): etcd started with these
@@ -14,6 +14,7 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from harness.local import cluster as local
+from harness.local import components
 from harness.local.build import Build
 
 PORTS = {"etcd": 2379, "etcd_peer": 2380}
@@ -32,7 +33,7 @@ def flag_values(argv: list[str]) -> dict[str, str]:
 def test_etcd_serves_clients_and_its_peer_only_over_tls_asking_each_for_a_certificate_of_its_ca(
     tmp_path: Path,
 ) -> None:
-    argv = local.etcd_argv(tmp_path / "data", tmp_path / "pki", PORTS)
+    argv = components.etcd_argv(tmp_path / "data", tmp_path / "pki", PORTS)
     flags = flag_values(argv)
     assert not [arg for arg in argv if "http://" in arg]
     for url_flag in ("--listen-client-urls", "--advertise-client-urls"):
@@ -47,7 +48,7 @@ def test_etcd_serves_clients_and_its_peer_only_over_tls_asking_each_for_a_certif
 
 
 def test_the_api_server_reaches_etcd_over_tls_with_the_one_client_certificate(tmp_path: Path) -> None:
-    flags = dict(f.split("=", 1) for f in local.apiserver_etcd_flags(tmp_path, 2379))
+    flags = dict(f.split("=", 1) for f in components.apiserver_etcd_flags(tmp_path, 2379))
     assert flags == {
         "--etcd-servers": "https://127.0.0.1:2379",
         "--etcd-cafile": str(tmp_path / "ca.crt"),
@@ -100,11 +101,11 @@ KCM_1_27_HELP = """Secure serving flags:
 def test_a_plain_http_port_a_release_still_opens_is_turned_off_and_unknown_flags_are_not_passed(
     help_text: str, flags: list[str]
 ) -> None:
-    assert local.insecure_ports_off(help_text) == flags
+    assert components.insecure_ports_off(help_text) == flags
 
 
 def test_kubelets_before_1_24_are_told_to_use_the_suites_containerd_not_docker() -> None:
-    from harness.local.cluster import remote_runtime_flag
+    from harness.local.components import remote_runtime_flag
 
     old = (
         "      --container-runtime string   The container runtime to use. Possible values: 'docker', 'remote'. "

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import cli
+from harness import cli, inputs
 from harness.families import manifest_path
 from harness.manifest_check import check_manifest, check_manifests, schema_version
 from harness.versions import KubeVersion
@@ -56,7 +56,7 @@ def test_make_probe_refuses_an_invalid_manifest_before_it_needs_docker(
     broken = copy.deepcopy(POD)
     broken["spec"]["containers"][0]["image"] = 5
     (tmp_path / "pod.yaml").write_text(yaml.safe_dump(broken))
-    monkeypatch.setattr(cli, "check_manifests", lambda v: check_manifests(v, tmp_path))
+    monkeypatch.setattr(inputs, "check_manifests", lambda v: check_manifests(v, tmp_path))
     assert cli.main(["probe", "--version", "1.27.3"]) == 2
     err = capsys.readouterr().err
     assert "manifests invalid for Kubernetes v1.27.3" in err and "pod.yaml: spec.containers.0.image" in err

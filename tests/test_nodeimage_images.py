@@ -284,6 +284,26 @@ def test_an_etcd_build_failure_carries_the_logs_last_lines(tmp_path: Path, monke
     assert addons.existing_addon("etcd", "v3.5.7", tmp_path) is None  # a failed build is not reused
 
 
+def test_a_finished_addon_build_records_what_it_built_from_what_and_how(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def run(command: list[str], cwd: Path, env: Any, log: Path) -> int:
+        if "build" in command:  # the stand-in go build writes the binary
+            (cwd / command[command.index("-o") + 1]).write_bytes(b"\x7fELF")
+        return 0
+
+    monkeypatch.setattr(addons, "_run_logged", run)
+    origin = {"Dir": str(tmp_path), "Sum": "h1:x", "Origin": {"Hash": "0123456789abcdef"}}
+    monkeypatch.setattr(addons, "download_module", lambda *a: origin)
+    built = addons.build_etcd("3.5.7-0", tmp_path)
+    record = json.loads((built.directory / "build.json").read_text())
+    assert record == built.record
+    assert (record["name"], record["image_tag"], record["version"]) == ("etcd", "3.5.7-0", "v3.5.7")
+    assert record["commit"] == "0123456789abcdef" and "GitSHA=0123456789" in record["ldflags"]
+    assert record["siblings"]["go.etcd.io/etcd/client/v2"] == "v2.305.7" and record["size_bytes"] == 4
+    assert addons.existing_addon("etcd", "v3.5.7", tmp_path) is not None  # reused from now on
+
+
 def test_a_built_addon_is_reused_without_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     directory = addons.addon_directory("coredns", "v1.10.1", tmp_path)
     directory.mkdir(parents=True)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from harness.run import suite_version
 from harness.transport import Recording
@@ -17,13 +18,14 @@ from tests.live import live
 REPO = Path(__file__).resolve().parent.parent
 
 
-def pytest_run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def pytest_run(*args: str, timeout: float = 120, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=timeout,
+        env=env,
     )
 
 
@@ -146,6 +148,7 @@ def test_sigterm_while_a_probe_waits_still_runs_teardown(tmp_path: Path) -> None
     assert record["cleaned"] == {
         "namespaces_deleted": [],
         "namespaces_left": [],
+        "namespaces_kept": [],
         "finalizers_removed": 0,
         "cluster_deleted": False,
     }
@@ -174,13 +177,13 @@ def test_a_run_directory_that_is_not_writable_is_a_usage_error(tmp_path: Path) -
     assert "is not writable" in proc.stderr
 
 
-def test_a_live_run_on_an_existing_cluster_cleans_up_and_its_recording_replays(tmp_path: Path) -> None:
-    """The whole live path, against the loopback stand-in API server (tests/fake_apiserver.py) playing a
-    1.27 cluster whose kubelet ends a deleted pod in Succeeded: conftest's existing-cluster mode, namespace
-    setup, the probe through LiveTransport + RecordingTransport, cleanup, records; then the recording it wrote
-    replays offline and passes. What is stood in: the API server and, through its script, the kubelet."""
+TRAPPING_PROBE = "probes/phase_after_deletion/test_phase_after_deletion.py::test_pod_without_finalizer_trapping_sigterm"
+
+
+def _kubelet_ends_the_pod_in_succeeded(git_version: str) -> Any:
+    """The stand-in API server's script: a cluster whose kubelet ends a deleted pod in Succeeded."""
     from tests.doubles import pod
-    from tests.fake_apiserver import AFTER_DELETE, Script, fake_apiserver
+    from tests.fake_apiserver import AFTER_DELETE, Script
 
     terminated = {"terminated": {"exitCode": 0, "reason": "Completed", "finishedAt": "2023-12-11T00:00:05Z"}}
     deleting = pod(rv="40", deletion_timestamp="2023-12-11T00:00:09Z", grace=5)
@@ -192,7 +195,8 @@ def test_a_live_run_on_an_existing_cluster_cleans_up_and_its_recording_replays(t
         deletion_timestamp="2023-12-11T00:00:09Z",
         grace=5,
     )
-    script = Script(
+    return Script(
+        git_version=git_version,
         watch_streams=[
             [{"type": "MODIFIED", "object": pod(rv="30")}],
             [
@@ -201,8 +205,16 @@ def test_a_live_run_on_an_existing_cluster_cleans_up_and_its_recording_replays(t
                 {"type": "MODIFIED", "object": final},
                 {"type": "DELETED", "object": final},
             ],
-        ]
+        ],
     )
+
+
+def _probe_existing_cluster(
+    tmp_path: Path, script: Any, *args: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], Path, bytes]:
+    """The trapping probe on the stand-in API server as an existing cluster: (pytest, kubeconfig, its bytes)."""
+    from tests.fake_apiserver import fake_apiserver
+
     with fake_apiserver(script) as url:
         kubeconfig = tmp_path / "kubeconfig"
         kubeconfig.write_text(
@@ -212,14 +224,26 @@ def test_a_live_run_on_an_existing_cluster_cleans_up_and_its_recording_replays(t
         )
         before = kubeconfig.read_bytes()
         proc = pytest_run(
-            "probes/phase_after_deletion/test_phase_after_deletion.py::test_pod_without_finalizer_trapping_sigterm",
+            TRAPPING_PROBE,
             "--kubeconfig",
             str(kubeconfig),
             "--context",
             "fake",
             "--run-dir",
             str(tmp_path / "runs"),
+            *args,
+            env=env,
         )
+    return proc, kubeconfig, before
+
+
+def test_a_live_run_on_an_existing_cluster_cleans_up_and_its_recording_replays(tmp_path: Path) -> None:
+    """The whole live path, against the loopback stand-in API server (tests/fake_apiserver.py) playing a
+    1.27 cluster whose kubelet ends a deleted pod in Succeeded: conftest's existing-cluster mode, namespace
+    setup, the probe through LiveTransport + RecordingTransport, cleanup, records; then the recording it wrote
+    replays offline and passes. What is stood in: the API server and, through its script, the kubelet."""
+    script = _kubelet_ends_the_pod_in_succeeded("v1.27.3")
+    proc, kubeconfig, before = _probe_existing_cluster(tmp_path, script)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 passed" in proc.stdout
     assert kubeconfig.read_bytes() == before
@@ -247,6 +271,21 @@ def test_a_live_run_on_an_existing_cluster_cleans_up_and_its_recording_replays(t
     )
     assert replay.returncode == 0, replay.stdout
     assert "1 passed" in replay.stdout
+
+
+def test_keep_leaves_a_failed_probes_namespace_for_a_look_and_the_summary_says_so(tmp_path: Path) -> None:
+    """KEEP=1 (k/k's --delete-namespace-on-failure=false): a 1.26 server whose kubelet behaves like 1.27 fails the
+    probe; its namespace and the pod in it stay, run.json lists it and the summary names it."""
+    script = _kubelet_ends_the_pod_in_succeeded("v1.26.6")
+    proc, _, _ = _probe_existing_cluster(tmp_path, script, env={**os.environ, "KEEP": "1"})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert not [p for m, p, _, _ in script.requests if m == "DELETE" and p.count("/") == 4]  # no namespace deleted
+    (namespace,) = script.namespaces
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    provenance = json.loads((run_dir / "run.json").read_text())
+    assert provenance["cleaned"]["namespaces_kept"] == [namespace] and provenance["cleaned"]["namespaces_left"] == []
+    assert f"kept for a look (KEEP=1): namespace {namespace} of the failed probe" in proc.stdout
+    assert "make clean" in proc.stdout
 
 
 def test_pytest_xdist_workers_share_one_run_directory_and_the_summary_names_it(tmp_path: Path) -> None:

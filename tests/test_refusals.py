@@ -13,10 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, engine, node_image_build
-from harness.kind import PrerequisiteMissing, check_docker
-from harness.local import cluster as local
+from harness import cli, engine
+from harness.commands import housekeeping, refusal
+from harness.commands import probe as probe_command
+from harness.errors import PrerequisiteMissing
+from harness.kind import check_docker
+from harness.local import host as local_host
+from harness.local import teardown as local_teardown
 from harness.local.build import release_text
+from harness.nodeimage import release as node_image_release
 from harness.versions import resolve_image
 from tests.doubles import FakeRunner, failed
 
@@ -25,8 +30,12 @@ INSTALL_ALL = "install them all with: apt-get install "
 
 
 def nothing_may_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    for step in ("build_kubernetes", "resolve_module", "build_node_images", "ensure_kind"):
-        monkeypatch.setattr(cli, step, lambda *a, **k: pytest.fail("nothing may be built or downloaded"))
+    for owner, steps in (
+        (probe_command, ("build_kubernetes", "resolve_module", "ensure_kind")),
+        (housekeeping, ("resolve_module", "build_node_images", "ensure_kind")),
+    ):
+        for step in steps:
+            monkeypatch.setattr(owner, step, lambda *a, **k: pytest.fail("nothing may be built or downloaded"))
 
 
 def test_a_local_clusters_missing_packages_end_with_one_apt_get_line(
@@ -35,8 +44,8 @@ def test_a_local_clusters_missing_packages_end_with_one_apt_get_line(
     nothing_may_start(monkeypatch)
     monkeypatch.setattr("os.geteuid", lambda: 0)
     monkeypatch.setattr("shutil.which", lambda tool: None if tool in ("etcd", "gcc", "ctr") else f"/usr/bin/{tool}")
-    monkeypatch.setattr(local, "CNI_PLUGINS", tmp_path)  # none of the plugins there
-    assert cli.main(["probe", "--cluster", "local", "--version", "1.27.3"]) == cli.PREREQUISITE_MISSING
+    monkeypatch.setattr(local_host, "CNI_PLUGINS", tmp_path)  # none of the plugins there
+    assert cli.main(["probe", "--cluster", "local", "--version", "1.27.3"]) == refusal.PREREQUISITE_MISSING
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines[0] == "error: prerequisite missing: a local cluster cannot run here:"
     assert lines[-1].strip().startswith(INSTALL_ALL)
@@ -50,17 +59,17 @@ def test_a_node_images_missing_packages_end_with_one_apt_get_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     nothing_may_start(monkeypatch)
-    monkeypatch.setattr(cli, "check_docker", lambda: None)
-    monkeypatch.setattr(cli, "check_engine", lambda: None)
+    monkeypatch.setattr(housekeeping, "check_docker", lambda: None)
+    monkeypatch.setattr(housekeeping, "check_engine", lambda: None)
     monkeypatch.setattr("harness.nodeimage.node.shutil.which", lambda t: None if t in ("debootstrap", "ctr") else t)
     monkeypatch.setattr("harness.nodeimage.node.os.geteuid", lambda: 0)
-    assert cli.main(["node-image", "--version", "1.27.3", "--source", "modules"]) == cli.PREREQUISITE_MISSING
+    assert cli.main(["node-image", "--version", "1.27.3", "--source", "modules"]) == refusal.PREREQUISITE_MISSING
     last = capsys.readouterr().err.strip().splitlines()[-1].strip()
     assert last.removeprefix(INSTALL_ALL).split()[:2] == ["debootstrap", "containerd"]
 
 
 def test_nothing_to_install_adds_no_apt_get_line() -> None:
-    assert cli.host_refusal("needs", ["root (debootstrap and chroot)"]) == "needs:\n  root (debootstrap and chroot)"
+    assert refusal.host_refusal("needs", ["root (debootstrap and chroot)"]) == "needs:\n  root (debootstrap and chroot)"
 
 
 @pytest.mark.parametrize(
@@ -77,15 +86,15 @@ def test_a_release_older_than_the_suite_supports_is_refused_as_such_before_any_d
     argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     nothing_may_start(monkeypatch)
-    monkeypatch.setattr(node_image_build, "release_downloads_reachable", lambda: pytest.fail("no network"))
-    assert cli.main(argv) == cli.BAD_INPUT
+    monkeypatch.setattr(node_image_release, "release_downloads_reachable", lambda: pytest.fail("no network"))
+    assert cli.main(argv) == refusal.BAD_INPUT
     err = capsys.readouterr().err
     assert re.match(r"error: bad input: Kubernetes v?1\.1[38]\S* is older than the suite supports", err)
     assert "the oldest is 1.19" in err and len(err.strip().splitlines()) == 1
 
 
 def test_the_oldest_supported_release_itself_passes_the_check() -> None:
-    assert node_image_build.local_tag("1.19.0-rc.0") == "plp-node:v1.19.0-rc.0"
+    assert node_image_release.local_tag("1.19.0-rc.0") == "plp-node:v1.19.0-rc.0"
     assert resolve_image("1.19").kubernetes.minor == "1.19"
     assert release_text("1.21.0-alpha.1") == "v1.21.0-alpha.1"
 
@@ -94,7 +103,7 @@ def test_a_release_older_than_a_build_here_can_make_is_refused_naming_the_kind_w
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     nothing_may_start(monkeypatch)
-    assert cli.main(["probe", "--cluster", "local", "--version", "1.20.15"]) == cli.BAD_INPUT
+    assert cli.main(["probe", "--cluster", "local", "--version", "1.20.15"]) == refusal.BAD_INPUT
     err = capsys.readouterr().err
     assert err.startswith("error: bad input: Kubernetes 1.20.15 cannot be built here: the oldest release built")
     assert "1.19 and 1.20 run on their pinned kind images" in err
@@ -121,9 +130,9 @@ def test_make_clean_passes_cluster_on_and_probe_takes_it() -> None:
 def test_clean_of_kind_leftovers_only_leaves_local_clusters_alone(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr("harness.cli.shutil.which", lambda tool: None)
+    monkeypatch.setattr("harness.commands.housekeeping.shutil.which", lambda tool: None)
     monkeypatch.setattr("harness.janitor.installed_kind", lambda: None)
-    monkeypatch.setattr(local, "leftover_clusters", lambda: pytest.fail("local clusters are not looked at"))
+    monkeypatch.setattr(local_teardown, "leftover_clusters", lambda: pytest.fail("local clusters are not looked at"))
     assert cli.main(["clean", "--cluster", "kind"]) == 0
 
 
@@ -145,7 +154,7 @@ def test_make_engine_without_dockerd_says_which_debian_package_and_shows_no_trac
     done = subprocess.run(
         [sys.executable, "-m", "harness.engine", "start"], cwd=REPO, env=env, capture_output=True, text=True
     )
-    assert done.returncode == engine.PREREQUISITE_MISSING == cli.PREREQUISITE_MISSING
+    assert done.returncode == engine.PREREQUISITE_MISSING == refusal.PREREQUISITE_MISSING
     assert done.stderr.startswith("error: prerequisite missing: dockerd is not on PATH")
     assert "apt-get install docker.io" in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 
 from harness import cli, schedule, selection
+from harness.commands import probe as probe_command
+from harness.commands import refusal
 from harness.schedule import choose_workers, known_durations, longest_first, pack, plan_for, probe_of
 
 REPO = Path(__file__).resolve().parent.parent
@@ -237,7 +239,7 @@ def test_parallel_takes_a_count_auto_or_nothing(given: str, taken: int | str) ->
 def test_bad_parallel_is_refused_as_bad_input(given: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         cli.main(["probe", "--cluster", "local", "--version", "1.27.3", "--parallel", given])
-    assert exited.value.code == cli.BAD_INPUT
+    assert exited.value.code == refusal.BAD_INPUT
     (line,) = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert line.startswith(
         "error: bad input: argument --parallel: PARALLEL must be a whole number of 1 or more or auto"
@@ -266,15 +268,15 @@ def test_make_probe_refuses_parallel_many_before_anything_starts() -> None:
 def test_auto_on_an_existing_cluster_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
     code = cli.main(["probe", "--kubeconfig", str(tmp_path / "kubeconfig"), "--context", "c", "--parallel", "auto"])
-    assert code == cli.BAD_INPUT
+    assert code == refusal.BAD_INPUT
     assert "error: bad input: PARALLEL runs the probes on a cluster make probe creates" in capsys.readouterr().err
 
 
 def started_with(monkeypatch: pytest.MonkeyPatch, argv: list[str], tmp_path: Path) -> Any:
     """What main() starts after its checks: ("parallel", PARALLEL) or ("serial", the pytest command line)."""
-    monkeypatch.setattr(cli, "prepare_local", lambda args: 0)
-    monkeypatch.setattr(cli, "prepare_kind", lambda args, image: (0, "kind v0.20.0 go1.20.4 linux/amd64"))
-    monkeypatch.setattr(cli, "run_parallel", lambda args, image, kind_line: ("parallel", args.parallel))
+    monkeypatch.setattr(probe_command, "prepare_local", lambda args: 0)
+    monkeypatch.setattr(probe_command, "prepare_kind", lambda args, image: (0, "kind v0.20.0 go1.20.4 linux/amd64"))
+    monkeypatch.setattr(probe_command, "run_parallel", lambda args, image, kind_line: ("parallel", args.parallel))
 
     def execv(path: str, command: list[str]) -> None:
         raise SystemExit(("serial", command))
@@ -317,11 +319,11 @@ def test_the_cli_plans_from_the_selected_probes_and_writes_the_schedule(
     monkeypatch.setattr(selection, "select", select)
     monkeypatch.setattr(schedule, "known_durations", lambda recordings, run_dir: durations(a=60, b=30, c=25))
     args = argparse.Namespace(probe="x", run_dir=str(tmp_path), repeat=2, parallel="auto")
-    plan, written = cli.plan_workers(args, tmp_path)
+    plan, written = probe_command.plan_workers(args, tmp_path)
     assert asked == [("x", ["-m", "not node_shutdown", "--repeat", "2"])]
     assert plan.workers == 2 and written == tmp_path / "schedule.json"
     saved = json.loads(written.read_text())
     assert saved["durations_s"] == durations(a=60, b=30, c=25) and saved["plan"]["workers"] == 2
     assert schedule.read_durations(written) == durations(a=60, b=30, c=25)
     args.parallel = 3
-    assert cli.plan_workers(args, tmp_path)[0].workers == 3
+    assert probe_command.plan_workers(args, tmp_path)[0].workers == 3

@@ -1,1 +1,3 @@
-"""Kind node images made here from Go modules and Debian packages: no registry is needed (issue 14)."""
+"""Every kind node image the suite makes, tagged as harness/paths.py says: `release.py` (kind's own builder, from a
+published release), `node.py` with images.py, addons.py and crictl.py (from Go modules and Debian packages: no
+registry needed, issue 14), and `shutdown.py` (a base image's graceful-shutdown sibling)."""

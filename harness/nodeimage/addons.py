@@ -25,7 +25,7 @@ import shutil
 import stat
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -123,13 +123,60 @@ def _steps(name: str, version: str, steps: list[tuple[list[str], Path]], env: Ma
             )
 
 
-def _finish(name: str, version: str, directory: Path, record: dict[str, Any], started: float) -> Addon:
-    if not (directory / name).is_file():
-        raise AddonBuildError(f"building {name} {version} left no binary at {directory / name}")
-    record["duration_s"] = round(time.monotonic() - started, 1)
-    record["size_bytes"] = (directory / name).stat().st_size
-    (directory / "build.json").write_text(json.dumps(record, indent=1) + "\n")
-    return Addon(name, version, directory, record)
+def _built_once(
+    name: str, module: str, version: str, tools: Path, image_tag: str, build: Callable[[_Workspace, str], Addon]
+) -> Addon:
+    """The addon built before, else `build` in a fresh workspace for it."""
+    return existing_addon(name, version, tools) or build(_Workspace.begin(name, version, module, tools), image_tag)
+
+
+@dataclass
+class _Workspace:
+    """An addon build under way: its folder, Go environment, log, start, and its module as downloaded."""
+
+    name: str
+    version: str
+    module: str
+    directory: Path
+    env: dict[str, str]
+    log: Path
+    started: float
+    info: dict[str, Any]
+
+    @classmethod
+    def begin(cls, name: str, version: str, module: str, tools: Path) -> _Workspace:
+        """An empty log in the addon's folder, and its module downloaded."""
+        directory = addon_directory(name, version, tools)
+        directory.mkdir(parents=True, exist_ok=True)
+        env = {**go_environment(tools), "GOTOOLCHAIN": TOOLCHAIN}
+        log = directory / "build.log"
+        log.write_text("")
+        started = time.monotonic()
+        return cls(name, version, module, directory, env, log, started, _module(module, version, env, directory))
+
+    def finish(self, image_tag: str, ldflags: str, how: str, **particulars: Any) -> Addon:
+        """Check the binary is there and write build.json: what was built, from what and how."""
+        binary = self.directory / self.name
+        if not binary.is_file():
+            raise AddonBuildError(f"building {self.name} {self.version} left no binary at {binary}")
+        record = {
+            "name": self.name,
+            "image_tag": image_tag,
+            "module": self.module,
+            "version": self.version,
+            "sum": self.info.get("Sum"),
+            "commit": (self.info.get("Origin") or {}).get("Hash"),
+            **particulars,
+            "toolchain": TOOLCHAIN,
+            "cgo": False,
+            "ldflags": ldflags,
+            "built_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "how": how,
+            "duration_s": round(time.monotonic() - self.started, 1),
+            "size_bytes": binary.stat().st_size,
+        }
+        (self.directory / "build.json").write_text(json.dumps(record, indent=1) + "\n")
+        return Addon(self.name, self.version, self.directory, record)
 
 
 def _ldflags(info: Mapping[str, Any], variable: str) -> str:
@@ -140,17 +187,11 @@ def _ldflags(info: Mapping[str, Any], variable: str) -> str:
 
 def build_etcd(image_tag: str, tools: Path = TOOLS) -> Addon:
     """etcd for kubeadm's image tag (e.g. '3.5.7-0'), built once from go.etcd.io/etcd/server/v3."""
-    version = etcd_module_version(image_tag)
-    found = existing_addon("etcd", version, tools)
-    if found is not None:
-        return found
-    directory = addon_directory("etcd", version, tools)
-    directory.mkdir(parents=True, exist_ok=True)
-    env = {**go_environment(tools), "GOTOOLCHAIN": TOOLCHAIN}
-    log = directory / "build.log"
-    log.write_text("")
-    started = time.monotonic()
-    info = _module(ETCD_MODULE, version, env, directory)
+    return _built_once("etcd", ETCD_MODULE, etcd_module_version(image_tag), tools, image_tag, _build_etcd)
+
+
+def _build_etcd(work: _Workspace, image_tag: str) -> Addon:
+    directory, env, log, info, version = work.directory, work.env, work.log, work.info, work.version
     client_v2 = "v2.305." + version.rsplit(".", 1)[1]
     requires = [(m, version) for m in ETCD_SIBLINGS] + [("go.etcd.io/etcd/client/v2", client_v2)]
     (directory / "go.mod").write_text("module local/plp-etcd-build\n\ngo 1.17\n")
@@ -161,38 +202,21 @@ def build_etcd(image_tag: str, tools: Path = TOOLS) -> Addon:
     ]
     steps.append(([*NICE, "go", "build", "-trimpath", "-ldflags", ldflags, "-o", "etcd", ETCD_MODULE], directory))
     _steps("etcd", version, steps, env, log)
-    record = {
-        "name": "etcd",
-        "image_tag": image_tag,
-        "module": ETCD_MODULE,
-        "version": version,
-        "sum": info.get("Sum"),
-        "commit": (info.get("Origin") or {}).get("Hash"),
-        "siblings": dict(requires),
-        "toolchain": TOOLCHAIN,
-        "cgo": False,
-        "ldflags": ldflags,
-        "built_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "how": f"go build of {ETCD_MODULE}@{version} from a throw-away main module requiring it and its siblings"
-        " (its go.mod replaces them with ../ paths, so go install cannot build it) (harness/nodeimage/addons.py)",
-    }
-    return _finish("etcd", version, directory, record, started)
+    how = (
+        f"go build of {ETCD_MODULE}@{version} from a throw-away main module requiring it and its siblings"
+        " (its go.mod replaces them with ../ paths, so go install cannot build it) (harness/nodeimage/addons.py)"
+    )
+    return work.finish(image_tag, ldflags, how, siblings=dict(requires))
 
 
 def build_coredns(image_tag: str, tools: Path = TOOLS) -> Addon:
     """CoreDNS for kubeadm's image tag (e.g. 'v1.10.1'), built once from a copy of its module."""
-    version = coredns_module_version(image_tag)
-    found = existing_addon("coredns", version, tools)
-    if found is not None:
-        return found
-    directory = addon_directory("coredns", version, tools)
-    directory.mkdir(parents=True, exist_ok=True)
-    env = {**go_environment(tools), "GOTOOLCHAIN": TOOLCHAIN}
-    log = directory / "build.log"
-    log.write_text("")
-    started = time.monotonic()
-    info = _module(COREDNS_MODULE, version, env, directory)
-    source = directory / "src"
+    return _built_once("coredns", COREDNS_MODULE, coredns_module_version(image_tag), tools, image_tag, _build_coredns)
+
+
+def _build_coredns(work: _Workspace, image_tag: str) -> Addon:
+    source = work.directory / "src"
+    directory, env, log, info, version = work.directory, work.env, work.log, work.info, work.version
     if source.exists():
         _make_writable(source)
         shutil.rmtree(source)
@@ -222,27 +246,16 @@ def build_coredns(image_tag: str, tools: Path = TOOLS) -> Addon:
     _steps("coredns", version, [(command, source)], env, log)
     _make_writable(source)
     shutil.rmtree(source)  # third-party source: only the binary and the record stay
-    record = {
-        "name": "coredns",
-        "image_tag": image_tag,
-        "module": COREDNS_MODULE,
-        "version": version,
-        "sum": info.get("Sum"),
-        "commit": (info.get("Origin") or {}).get("Hash"),
-        "go_mod_lines_removed": [line.strip() for line in dropped],
-        "toolchain": TOOLCHAIN,
-        "cgo": False,
-        "ldflags": ldflags,
-        "built_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "how": f"go build -mod=mod in a copy of {COREDNS_MODULE}@{version}"
+    how = (
+        f"go build -mod=mod in a copy of {COREDNS_MODULE}@{version}"
         + (
             " whose go.mod lost the lines the proxy refuses and Go >= 1.19 never compiles"
             if dropped
             else " (its go.mod as published)"
         )
-        + " (harness/nodeimage/addons.py)",
-    }
-    return _finish("coredns", version, directory, record, started)
+        + " (harness/nodeimage/addons.py)"
+    )
+    return work.finish(image_tag, ldflags, how, go_mod_lines_removed=[line.strip() for line in dropped])
 
 
 def _make_writable(tree: Path) -> None:

@@ -223,26 +223,18 @@ def _spec(build: Build, name: str, repository: str, tag: str, sources: Sources) 
         inputs = {repository: _sha256(binary)}
         source = f"{repository} of the suite's build of k8s.io/kubernetes@{build.version}"
         source += f" ({build.record.get('toolchain', '?')}) at /{target}"
-        if repository in CONTROL_PLANE:
-            return _Spec(
-                filename,
-                (name,),
-                source,
-                inputs,
-                env,
-                lambda scratch: [_binary_layer(binary, target, scratch, [])],
-            )
-        base = sources.proxy_base()
-        inputs["tools_layer"] = str(base.record.get("tar_sha256") or _sha256(base.tar))
-        source += f"; tools layer: {base.record.get('how', base.tar)}"
-        return _Spec(
-            filename,
-            (name,),
-            source,
-            inputs,
-            env,
-            lambda scratch: [file_layer(base.tar, scratch / "blobs"), _binary_layer(binary, target, scratch, [])],
-        )
+        tools: Path | None = None  # kube-proxy's image has the tools it runs (iptables ...) below its binary
+        if repository not in CONTROL_PLANE:
+            base = sources.proxy_base()
+            tools = base.tar
+            inputs["tools_layer"] = str(base.record.get("tar_sha256") or _sha256(base.tar))
+            source += f"; tools layer: {base.record.get('how', base.tar)}"
+
+        def layers(scratch: Path) -> list[Layer]:
+            below = [file_layer(tools, scratch / "blobs")] if tools is not None else []
+            return [*below, _binary_layer(binary, target, scratch, [])]
+
+        return _Spec(filename, (name,), source, inputs, env, layers)
     if repository == "etcd":
         addon = _addon(sources.etcd, tag)
         return _Spec(

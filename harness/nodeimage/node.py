@@ -13,7 +13,8 @@ pkg/build/nodeimage; see shared/research/kind.md) from:
 - containerd with `restrict_oom_score_adj` (hosts whose root lacks CAP_SYS_RESOURCE refuse negative OOM
   scores) and `SystemdCgroup` from 1.24 on, as kind's builder sets it.
 A second image, the same plus D-Bus and systemd-logind, is what the graceful-node-shutdown probes run on
-(harness/node_shutdown.py finds it under the tag it would derive). Each image records what went into it in
+(harness/nodeimage/shutdown.py finds it under the tag harness/paths.py gives it). Each image records what went into
+it in
 `/kind/plp-node.json` and `.tools/node-images/<tag>.json` (kind_release: the kind that runs it).
 """
 
@@ -319,13 +320,6 @@ def docker_image(rootfs: Path, tag: str, record: dict[str, Any], run_step: Run =
     run_step(["docker", "image", "rm", stage])
 
 
-def shutdown_tag(tag: str) -> str:
-    """The shutdown-capable sibling under the tag harness/node_shutdown.py derives for a base image."""
-    from harness.node_shutdown import derived_image_tag
-
-    return derived_image_tag(tag)
-
-
 def build_node_images(
     version: str,
     say: Callable[[str], None] = print,
@@ -339,7 +333,7 @@ def build_node_images(
 
     build = build_kubernetes(version)
     tag = paths.node_image_tag(build.version)
-    tags = [tag, shutdown_tag(tag)]
+    tags = [tag, paths.shutdown_image_tag(tag)]
     missing = [t for t in tags if subprocess.run(["docker", "image", "inspect", t], capture_output=True).returncode]
     if not missing:
         say(f"{' and '.join(tags)} exist already; reused")
@@ -382,6 +376,6 @@ def build_node_images(
             raise
         shutil.rmtree(directory)
         record["built_s"] = round(time.monotonic() - started, 1)
-        write_record(records / f"{image_tag.replace(':', '-')}.json", record)
+        write_record(paths.node_image_record(image_tag, records), record)
         say(f"built {image_tag} ({record['built_s']} s so far)")
     return tags

@@ -1,4 +1,4 @@
-"""The live cluster a run probes: readiness, per-probe namespaces, and their cleanup.
+"""Each probe's namespace on the live cluster: created labelled and usable, and removed with the suite's finalizer.
 
 Every call reads the API server's JSON as sent (harness.transport.raw_call / raw_watch_events), not the
 client's models, so objects from older servers cannot fail the client's validation.
@@ -6,54 +6,17 @@ client's models, so objects from older servers cannot fail the client's validati
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from harness.run import PROBE_FINALIZER, RUN_LABEL, SUITE_LABEL
-from harness.transport import JsonDict, api_retry, raw_call, raw_watch_events
+from harness.transport import api_retry, raw_call, watch_until
 
 
 class NotReady(RuntimeError):
-    """The cluster or a namespace did not become usable in time; says what was last seen."""
-
-
-def _watch_until(
-    list_fn: Callable[..., Any], done: Callable[[str, JsonDict], bool], timeout_s: float, **kwargs: Any
-) -> bool:
-    """Watch a list call until done(event_type, object) holds; False when the server-side timeout ends first."""
-    response = list_fn(watch=True, timeout_seconds=max(int(timeout_s), 1), _preload_content=False, **kwargs)
-    try:
-        return any(done(event["type"], event["object"]) for event in raw_watch_events(response))
-    finally:
-        response.close()
-        response.release_conn()
-
-
-def _ready(node: JsonDict) -> str:
-    for condition in (node.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Ready":
-            return str(condition.get("status"))
-    return "Unknown"
-
-
-def wait_nodes_ready(core: client.CoreV1Api, timeout_s: float = 180) -> list[str]:
-    """Wait until every node reports Ready=True (kind's --wait exits 0 even when it times out)."""
-
-    def states() -> dict[str, str]:
-        return {n["metadata"]["name"]: _ready(n) for n in raw_call(core.list_node).get("items") or []}
-
-    def all_ready() -> bool:
-        seen = states()
-        return bool(seen) and all(s == "True" for s in seen.values())
-
-    if not all_ready() and not _watch_until(core.list_node, lambda _t, _o: all_ready(), timeout_s):
-        seen = ", ".join(f"{k}: Ready={v}" for k, v in states().items())
-        raise NotReady(f"nodes not Ready after {timeout_s:.0f}s; last seen: {seen or 'no nodes'}")
-    return list(states())
+    """A namespace did not become usable in time; says what was last seen."""
 
 
 @api_retry
@@ -72,7 +35,7 @@ def create_probe_namespace(core: client.CoreV1Api, name: str, run_id: str, timeo
     selector = {"namespace": name, "field_selector": "metadata.name=default"}
     if raw_call(core.list_namespaced_service_account, **selector).get("items"):
         return
-    if not _watch_until(core.list_namespaced_service_account, lambda _t, _o: True, timeout_s, **selector):
+    if not watch_until(core.list_namespaced_service_account, lambda _t, _o: True, timeout_s, **selector):
         raise NotReady(f"namespace {name}: no default ServiceAccount after {timeout_s:.0f}s")
 
 
@@ -153,7 +116,7 @@ def _namespace_gone(core: client.CoreV1Api, name: str, timeout_s: float) -> bool
 
     if gone():
         return True
-    _watch_until(
+    watch_until(
         core.list_namespace,
         lambda event_type, _o: event_type == "DELETED",
         timeout_s,

@@ -1,4 +1,4 @@
-"""make node-image (harness/node_image_build.py): a node image for a release kind does not publish.
+"""make node-image (harness/nodeimage/release.py): a node image for a release kind does not publish.
 
 Stood in: docker and kind (tests/doubles.FakeRunner). Real: the tag, the kind command line, the record of
 which kind built the image, and how `make probe IMAGE=` then finds that kind release.
@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import node_image_build, versions
-from harness.node_image_build import NodeImageBuildFailed, build_kind_release, build_node_image, local_tag
+from harness import versions
+from harness.commands import housekeeping
+from harness.nodeimage import release as node_image_release
+from harness.nodeimage.release import NodeImageBuildFailed, build_kind_release, build_node_image, local_tag
 from harness.versions import VersionError, resolve_image
 from tests.doubles import FakeRunner, failed, ok
 
@@ -46,7 +48,7 @@ def test_a_build_runs_kind_once_records_the_kind_release_and_is_reused(tmp_path:
         "--image",
         "plp-node:v1.27.0-rc.0",
     ]
-    assert node_image_build.built_by(tag, tmp_path) == "v0.33.0"
+    assert node_image_release.built_by(tag, tmp_path) == "v0.33.0"
     again = FakeRunner({"docker image inspect": ok("[{}]")})
     assert "reused" in build_node_image("1.27.0-rc.0", "kind", "v0.33.0", again, tmp_path)[1]
     assert not again.ran("kind")
@@ -85,29 +87,30 @@ def test_from_modules_an_unserved_version_is_refused_before_anything_is_built(
 ) -> None:
     """Stood in: Docker, the engine and Go checks (pass) and the proxy (refuses); the builder must not run."""
     from harness import cli
+    from harness.commands import housekeeping
     from harness.local.build import BuildError
 
     built: list[str] = []
-    monkeypatch.setattr(cli, "check_docker", lambda: None)
-    monkeypatch.setattr(cli, "check_engine", lambda: None)
-    monkeypatch.setattr(cli, "check_go", lambda: "go version go1.26.8 linux/amd64")
-    monkeypatch.setattr(cli, "node_image_host_problems", lambda: [])
+    monkeypatch.setattr(housekeeping, "check_docker", lambda: None)
+    monkeypatch.setattr(housekeeping, "check_engine", lambda: None)
+    monkeypatch.setattr(housekeeping, "check_go", lambda: "go version go1.26.8 linux/amd64")
+    monkeypatch.setattr(housekeeping, "node_image_host_problems", lambda: [])
 
     def build(version: str) -> list[str]:
         built.append(version)
         return [f"plp-node:v{version}"]
 
-    monkeypatch.setattr(cli, "build_node_images", build)
+    monkeypatch.setattr(housekeeping, "build_node_images", build)
 
     def unserved(version: str) -> None:
         raise BuildError(f"the Go module proxy does not serve k8s.io/kubernetes@v{version}: 404")
 
-    monkeypatch.setattr(cli, "resolve_module", unserved)
+    monkeypatch.setattr(housekeeping, "resolve_module", unserved)
     assert cli.main(["node-image", "--version", "1.27.99", "--source", "modules"]) == 2
     assert "does not serve k8s.io/kubernetes@v1.27.99" in capsys.readouterr().err and built == []
     # served: built from modules; `auto` picks modules when dl.k8s.io does not answer
-    monkeypatch.setattr(cli, "resolve_module", lambda version: {"Dir": "/x"})
-    monkeypatch.setattr(node_image_build, "release_downloads_reachable", lambda: False)
+    monkeypatch.setattr(housekeeping, "resolve_module", lambda version: {"Dir": "/x"})
+    monkeypatch.setattr(node_image_release, "release_downloads_reachable", lambda: False)
     assert cli.main(["node-image", "--version", "1.27.3"]) == 0
     out = capsys.readouterr().out
     assert built == ["1.27.3"] and "building from modules: dl.k8s.io does not answer" in out
@@ -119,12 +122,14 @@ def test_from_modules_a_host_without_root_or_debootstrap_is_told_so_before_anyth
 ) -> None:
     from harness import cli
 
-    monkeypatch.setattr(cli, "check_docker", lambda: None)
-    monkeypatch.setattr(cli, "check_engine", lambda: None)
+    monkeypatch.setattr(housekeeping, "check_docker", lambda: None)
+    monkeypatch.setattr(housekeeping, "check_engine", lambda: None)
     monkeypatch.setattr(
-        cli, "node_image_host_problems", lambda: ["root (debootstrap and chroot)", "debootstrap on PATH"]
+        housekeeping, "node_image_host_problems", lambda: ["root (debootstrap and chroot)", "debootstrap on PATH"]
     )
-    monkeypatch.setattr(cli, "check_go", lambda: pytest.fail("nothing is checked after a missing prerequisite"))
+    monkeypatch.setattr(
+        housekeeping, "check_go", lambda: pytest.fail("nothing is checked after a missing prerequisite")
+    )
     assert cli.main(["node-image", "--version", "1.27.3", "--source", "modules"]) == 3
     err = capsys.readouterr().err
     assert "building a node image from Go modules needs:\n  root (debootstrap and chroot)\n  debootstrap on PATH" in err

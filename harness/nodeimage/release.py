@@ -16,10 +16,9 @@ import urllib.request
 from pathlib import Path
 
 from harness import paths
-from harness.kind import Runner, run_command
+from harness.process import Runner, run_command
 from harness.versions import LOCAL_BUILDS_DIR, KubeVersion, VersionError, check_supported, known_images
 
-LOCAL_REPOSITORY = paths.NODE_IMAGE_REPOSITORY
 BUILDS_DIR = LOCAL_BUILDS_DIR
 # --type release exists from kind v0.24.0; v0.26.0 fixed release builds of Kubernetes < 1.31.
 MINIMUM_KIND_FOR_RELEASE_BUILDS = (0, 26, 0)
@@ -50,7 +49,7 @@ def local_tag(version: str) -> str:
 
 def built_by(tag: str, builds_dir: Path = BUILDS_DIR) -> str | None:
     """The kind release that built a local image of the suite, if the suite built it."""
-    record = builds_dir / f"{tag.replace(':', '-')}.json"
+    record = paths.node_image_record(tag, builds_dir)
     return str(json.loads(record.read_text())["kind_release"]) if record.is_file() else None
 
 
@@ -70,7 +69,7 @@ def build_node_image(
             "and the version must be a published release tag"
         )
     builds_dir.mkdir(parents=True, exist_ok=True)
-    (builds_dir / f"{tag.replace(':', '-')}.json").write_text(
+    paths.node_image_record(tag, builds_dir).write_text(
         json.dumps({"image": tag, "kubernetes": release, "kind_release": kind_release}, indent=1) + "\n"
     )
     return tag, f"built {tag} with kind {kind_release}"

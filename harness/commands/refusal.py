@@ -1,0 +1,111 @@
+"""How the harness refuses: one line `error: <class>: <what is wrong>` on stderr and the class's exit code (make
+turns every failure into its own exit code 2, so the line says the class in words), and Ctrl-C as one line
+saying what was stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import re
+import sys
+from collections.abc import Iterator, Sequence
+
+from harness import selection
+
+BAD_INPUT, PREREQUISITE_MISSING = 2, 3
+
+NO_TESTS_COLLECTED = 5  # pytest's exit code when a selection matches nothing; also ours for "nothing to do"
+
+# The classes of refusal, as each error line names them, and their exit codes.
+BAD, MISSING, NOTHING_TO_RUN, NOTHING_TO_REPORT = (
+    "bad input",
+    "prerequisite missing",
+    "nothing to run",
+    "nothing to report",
+)
+
+EXIT_CODE = {BAD: BAD_INPUT, MISSING: PREREQUISITE_MISSING, NOTHING_TO_RUN: NO_TESTS_COLLECTED, NOTHING_TO_REPORT: 5}
+
+EXIT_CODES = f"""\
+exit codes (make turns every non-zero one into 2: the error line says which it was):
+  0  done; for probe, every probe passed
+  1  a probe failed or left a claim undecided; a build, a bisection or a cleanup failed
+  {BAD_INPUT}  {BAD}: an argument the harness cannot use ('error: {BAD}: ...'), refused before anything starts
+  {PREREQUISITE_MISSING}  {MISSING}: Docker, kind, Go, root ... ('error: {MISSING}: ...')
+  {NO_TESTS_COLLECTED}  {NOTHING_TO_RUN} / {NOTHING_TO_REPORT}: PROBE matches no probe, or RUNS holds no run records
+     ('error: {NOTHING_TO_RUN}: ...', 'error: {NOTHING_TO_REPORT}: ...')
+  130  interrupted (Ctrl-C) in the harness itself: one line says what was stopped ('interrupted: stopped ...')
+  other: pytest's own, for a probe run that started (2 interrupted, 4 pytest usage error)"""
+
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a process Ctrl-C ended
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a step: what that step was and what stopping it undid, for the one line main() says."""
+
+    def __init__(self, stopped: str) -> None:
+        super().__init__(stopped)
+        self.stopped = stopped
+
+
+@contextlib.contextmanager
+def stopping(what: str) -> Iterator[None]:
+    """Turn Ctrl-C inside the block into Interrupted(what), once the block's own cleanup has run."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise Interrupted(what) from None
+
+
+def refuse(kind: str, problem: str) -> int:
+    """Say why the harness will not go on, as `error: <class>: <problem>`; return the class's exit code."""
+    print(f"error: {kind}: {problem}", file=sys.stderr)
+    return EXIT_CODE[kind]
+
+
+def host_refusal(header: str, problems: Sequence[str]) -> str:
+    """`header:` and each problem on its own line, ending with the one apt-get line that installs every
+    Debian package the problems name (each says `apt-get install <packages>` where it comes from)."""
+    packages = dict.fromkeys(
+        package for hint in re.findall(r"apt-get install ([^)]+)", "\n".join(problems)) for package in hint.split()
+    )
+    lines = [f"{header}:", *problems]
+    if packages:
+        lines.append(f"install them all with: apt-get install {' '.join(packages)}")
+    return "\n  ".join(lines)
+
+
+class Refused(Exception):
+    """An input the harness will not run with: the class of refusal (BAD, ...) and what is wrong."""
+
+    def __init__(self, kind: str, problem: str) -> None:
+        super().__init__(problem)
+        self.kind, self.problem = kind, problem
+
+
+def missing_arguments(args: argparse.Namespace, names: dict[str, str]) -> str | None:
+    """'BAD (--bad) is missing' for required values make passes as empty strings; None when all are given."""
+    missing = [
+        f"{variable} (--{dest.replace('_', '-')})" for dest, variable in names.items() if not getattr(args, dest)
+    ]
+    if not missing:
+        return None
+    return f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing"
+
+
+def selection_problem(expression: str, run_dir: str) -> tuple[str, str] | None:
+    """(class, why) when PROBE selects no probe or is not a -k expression; None when it selects some.
+
+    pytest collects in a child process (harness/selection.py), in about a second, before any cluster.
+    """
+    found = selection.select(expression, run_dir)
+    if found.exit_code == NO_TESTS_COLLECTED or (found.exit_code == 0 and not found.selected):
+        names = ", ".join(found.probe_names())
+        return NOTHING_TO_RUN, (
+            f"PROBE {expression!r} matches none of the {found.total} probes (a probe name or a pytest -k "
+            f"expression; probes include {names}, ...)"
+        )
+    if found.exit_code != 0:
+        return BAD, f"PROBE {expression!r} cannot select probes (pytest says: {found.errors})"
+    return None

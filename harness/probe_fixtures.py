@@ -1,0 +1,303 @@
+"""The suite's fixtures (registered by harness/pytest_plugin.py): the run, the cluster a live probe runs on (through
+harness/lifecycle.py), and the `probe` handle: live, in its own namespace, or replayed from a recording.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import inputs, paths
+from harness.errors import ClusterFailed, PrerequisiteMissing
+from harness.families import Family, FamilyError, family, family_of
+from harness.inputs import BadInput
+from harness.kind import check_prerequisites
+from harness.lifecycle import (
+    ClusterProvider,
+    ExistingProvider,
+    KindProvider,
+    LiveTarget,
+    LocalProvider,
+    cluster_life,
+)
+from harness.local.build import Build, BuildError, build_kubernetes, existing_build
+from harness.namespaces import cleanup_probe_namespace, create_probe_namespace
+from harness.node_shutdown import announce_shutdown, cluster_config
+from harness.nodeimage.shutdown import ensure_derived_image
+from harness.probe import Probe
+from harness.pytest_plugin import (
+    IMAGE,
+    REPORTS,
+    RUN,
+    UNDECIDED_OUTCOME,
+    is_undecided,
+    probe_id,
+)
+from harness.run import Run, safe_name
+from harness.transport import Recording, RecordingMismatch, RecordingTransport, ReplayTransport
+from harness.versions import KubeVersion, VersionError
+
+
+def _junit_properties(request: pytest.FixtureRequest, probe: Probe) -> None:
+    """Each claim's id, verdict and sources as JUnit XML properties of the probe's test case."""
+    for verdict in probe.verdicts:
+        request.node.user_properties.append((f"claim:{verdict.claim.id}", verdict.status))
+        if verdict.expected is not None:
+            request.node.user_properties.append((f"source:{verdict.claim.id}", " | ".join(verdict.expected.sources)))
+    for status, count in probe.counts().items():  # failed and undecided apart, as in the summary
+        request.node.user_properties.append((f"claims_{status.replace(' ', '_')}", str(count)))
+    request.node.user_properties.append(("server_version", str(probe.server_version)))
+
+
+def _outcome(request: pytest.FixtureRequest) -> str:
+    """passed / failed / undecided (failed only on undecided claims) / skipped / not run."""
+    call = request.node.stash.get(REPORTS, {}).get("call")
+    if call is None:
+        return "not run"
+    return UNDECIDED_OUTCOME if is_undecided(call) else call.outcome
+
+
+@pytest.fixture(scope="session")
+def run(pytestconfig: pytest.Config) -> Run:
+    # A pytest-xdist worker knows itself from what its controller sent (pytest_configure_node), not from the
+    # PYTEST_XDIST_WORKER it also has in its environment, which the processes it starts would inherit. The
+    # variable still names a lone worker (make probe PARALLEL's node-shutdown run sets it to "shutdown").
+    workerinput: dict[str, Any] = getattr(pytestconfig, "workerinput", {})
+    try:
+        started = Run.start(
+            Path(pytestconfig.getoption("--run-dir")),
+            run_id=pytestconfig.getoption("--run-id") or workerinput.get("plp_run_id"),
+            worker=workerinput.get("workerid") or os.environ.get("PYTEST_XDIST_WORKER"),
+        )
+    except OSError as err:
+        raise pytest.UsageError(str(err)) from err
+    pytestconfig.stash[RUN] = started
+    return started
+
+
+@pytest.fixture(scope="session")
+def live_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
+    """The cluster live probes run on: a new kind or local cluster, or an existing one from --kubeconfig."""
+    with _cluster(pytestconfig, run, shutdown=False) as target:
+        yield target
+
+
+@pytest.fixture(scope="session")
+def shutdown_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
+    """A second kind cluster for graceful node shutdown: derived node image, a worker, kubelet shutdown grace."""
+    if pytestconfig.getoption("--kubeconfig"):
+        pytest.skip(
+            "live probe: graceful node shutdown needs a second kind cluster the suite creates from its "
+            "shutdown-capable node image, which it does not make next to an existing cluster "
+            "(run these probes with make probe VERSION=...)"
+        )
+    if pytestconfig.getoption("--local-version"):
+        pytest.skip(
+            "live probe: graceful node shutdown needs systemd-logind on the node, which the local cluster (processes "
+            "on this host) does not have; it runs on the suite's own kind cluster (make probe VERSION=...)"
+        )
+    with _cluster(pytestconfig, run, shutdown=True) as target:
+        yield target
+
+
+def _refuse_invalid_manifests(server_version: dict[str, Any]) -> None:
+    """Stop the run before any probe applies a manifest the server's version's schema says is invalid."""
+    try:
+        inputs.check_manifests_for(KubeVersion.parse(str(server_version["gitVersion"])))
+    except BadInput as err:
+        pytest.exit(str(err), returncode=2)
+
+
+@contextmanager
+def _cluster(pytestconfig: pytest.Config, run: Run, shutdown: bool) -> Iterator[LiveTarget]:
+    """The cluster the options name (kind, local or existing), through the one lifecycle of harness/lifecycle.py.
+
+    `shutdown`: the graceful-node-shutdown kind cluster (harness/node_shutdown.py); its provenance is kept
+    under `shutdown_cluster` in run.json, the other cluster's at the top level.
+    """
+    suffix = "-gns" if shutdown else ""
+    facts: dict[str, Any] = {}
+
+    def note(**values: Any) -> None:
+        facts.update(values)
+        if shutdown:
+            run.write_provenance(shutdown_cluster=dict(facts))
+        else:
+            run.write_provenance(**values)
+
+    provider = _provider(pytestconfig, run, shutdown, note)
+    try:
+        with cluster_life(
+            provider, note, pytestconfig.getoption("--keep-cluster"), run.directory / f"kind-logs{suffix}"
+        ) as target:
+            _refuse_invalid_manifests(target.transport.server_version())
+            yield target
+    except ClusterFailed as err:
+        pytest.fail(str(err), pytrace=False)
+
+
+def _provider(pytestconfig: pytest.Config, run: Run, shutdown: bool, note: Any) -> ClusterProvider:
+    """The provider the options ask for; skips (with the reason) when none was asked for or none can run."""
+    if kubeconfig := pytestconfig.getoption("--kubeconfig"):
+        local_state = pytestconfig.getoption("--local-state")
+        return ExistingProvider.from_kubeconfig(
+            Path(kubeconfig),
+            pytestconfig.getoption("--context"),
+            kind_nodes=pytestconfig.getoption("--kind-nodes"),
+            local_state=Path(local_state) if local_state else None,
+            run_record=run.directory / "run.json",
+        )
+    local_version = pytestconfig.getoption("--local-version")
+    if local_version:
+        build = existing_build(local_version) or _build_or_skip(local_version)
+        name = paths.cluster_name(KubeVersion.parse(local_version).minor, run.run_id)
+        return LocalProvider.for_build(name, build, run.directory / "local-logs")
+    image = pytestconfig.stash.get(IMAGE, None)
+    if image is None:
+        pytest.skip(
+            "live probe: give --kind-version (a new kind cluster), --local-version (a local one), "
+            "--kubeconfig (an existing one) or --replay DIR"
+        )
+    kind_bin = pytestconfig.getoption("--kind-bin")
+    try:
+        kind_line = check_prerequisites(kind_bin=kind_bin)
+    except PrerequisiteMissing as err:
+        pytest.skip(f"live probe: {err}")
+    suffix = "-gns" if shutdown else ""
+    name = paths.cluster_name(image.kubernetes.minor, run.run_id, "gns" if shutdown else "")
+    provider = KindProvider.for_image(image, name, run.path(f"kubeconfig{suffix}"), kind_bin, kind_line)
+    cluster = provider.cluster
+    if shutdown:
+        try:
+            cluster.image, built = ensure_derived_image(image.reference, paths.NODE_IMAGES)
+        except ClusterFailed as err:
+            note(**provider.facts(), cluster_error=str(err))
+            pytest.fail(str(err), pytrace=False)
+        cluster.config = run.path("kind-config-gns.yaml")
+        cluster.config.write_text(cluster_config(image.kubernetes))
+        provider.node_shutdown = announce_shutdown
+        note(derived_node_image=cluster.image, derived_image_note=built)
+    return provider
+
+
+def _build_or_skip(version: str) -> Build:
+    try:
+        return build_kubernetes(version)
+    except (BuildError, VersionError) as err:
+        pytest.fail(f"live probe: cannot build Kubernetes {version} for a local cluster: {err}", pytrace=False)
+
+
+@pytest.fixture
+def probe(request: pytest.FixtureRequest, run: Run) -> Iterator[Probe]:
+    """A probe's handle on the cluster (or recording), its namespace, timeline and claims."""
+    marker = request.node.get_closest_marker("probe")
+    if marker is None:
+        raise pytest.UsageError(f"{request.node.nodeid} uses the probe fixture but has no @pytest.mark.probe")
+    try:  # the folder the module is in; a module outside any (a test's scratch probe) names a family of the suite
+        family = family_of(request.path) if not marker.args else _family(request.path, marker.args[0])
+    except FamilyError as err:
+        raise pytest.UsageError(str(err)) from err
+    if marker.args and marker.args[0] != family.name:
+        raise pytest.UsageError(
+            f"{request.node.nodeid} is marked probe({marker.args[0]!r}) but lives in the family folder {family.name}"
+        )
+    name = probe_id(request.function)
+    if request.config.getoption("--replay"):
+        yield from _replayed_probe(request, run, family, name)
+    else:
+        yield from _live_probe(request, run, family, name)
+
+
+def _family(module: Path, named: str) -> Family:
+    try:
+        return family_of(module)
+    except FamilyError:
+        return family(named)
+
+
+def _replayed_probe(request: pytest.FixtureRequest, run: Run, family: Family, name: str) -> Iterator[Probe]:
+    path = getattr(request, "param", None)
+    if path is None:
+        pytest.fail(f"no recording of {name} under {request.config.getoption('--replay')}", pytrace=False)
+    recording = Recording.load(path)
+    probe = Probe.replaying(
+        recording, family.name, run, record_name=request.node.name, families_root=family.directory.parent
+    )
+    transport = probe.transport
+    assert isinstance(transport, ReplayTransport)
+    yield probe
+    probe.close()
+    _junit_properties(request, probe)
+    outcome = _outcome(request)
+    unmade = transport.unused_calls() if outcome == "passed" else []
+    if unmade:  # the probe no longer does what was recorded: its record must not say it passed
+        outcome = "failed"
+    if outcome in ("failed", UNDECIDED_OUTCOME):
+        probe.save_evidence(live=None)
+    probe.write_record(outcome, "replay", {"file": str(path), **recording.origin})
+    if unmade:
+        raise RecordingMismatch(f"the probe finished without making these recorded calls: {unmade}")
+
+
+def _live_probe(request: pytest.FixtureRequest, run: Run, family: Family, name: str) -> Iterator[Probe]:
+    needs_shutdown = request.node.get_closest_marker("node_shutdown") is not None
+    target: LiveTarget = request.getfixturevalue("shutdown_cluster" if needs_shutdown else "live_cluster")
+    # Unique per test item (REPEAT runs one function several times) and per run; at most 63 characters.
+    item = hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:4]
+    namespace = f"plp-{safe_name(request.function.__name__.removeprefix('test_'), 40)}-{item}-{run.run_id[-4:]}"
+    try:
+        create_probe_namespace(target.core, namespace, run.run_id)
+    except BaseException:
+        cleanup_probe_namespace(target.core, namespace)  # created but never usable: still ours to remove
+        raise
+    origin = {
+        "kind": "live",
+        "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "namespace": namespace,
+        "run_id": run.run_id,
+        "node_access": target.transport.node_access,
+        **target.origin,
+        **run.suite(),
+    }
+    recording = Recording(name, origin)
+    transport = RecordingTransport(target.transport, recording)
+    probe = Probe(
+        name,
+        family.name,
+        transport,
+        namespace,
+        run,
+        run.run_id,
+        record_name=request.node.name,
+        families_root=family.directory.parent,
+    )
+    probe.server_version  # noqa: B018 - every recording starts by asking the server's version
+    try:
+        yield probe
+    finally:
+        outcome = _outcome(request)
+        probe.close()
+        _junit_properties(request, probe)
+        try:
+            if outcome in ("failed", UNDECIDED_OUTCOME):
+                probe.save_evidence(live=target.transport)
+            probe.write_record(outcome, "live", origin)
+            recording.write(run.path("recordings", f"{probe.record_name}.json"))
+        finally:
+            if request.config.getoption("--keep-cluster") and outcome in ("failed", UNDECIDED_OUTCOME):
+                kept = {"namespace": namespace, "probe": request.node.nodeid, "outcome": outcome}
+                run.provenance.setdefault("namespaces_kept", []).append(kept)
+                run.write_provenance()
+            else:
+                report = cleanup_probe_namespace(target.core, namespace)
+                run.provenance.setdefault("cleanup", []).append(report.__dict__)
+                run.write_provenance()
+                if report.errors:
+                    raise RuntimeError(f"cleanup of namespace {namespace} incomplete: {report.errors}")
