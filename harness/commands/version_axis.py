@@ -11,6 +11,7 @@ import platform
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -226,7 +227,7 @@ def run_local_bisect_command(args: argparse.Namespace) -> int:
         return seen
 
     directory.mkdir(parents=True, exist_ok=True)
-    started = new_run_id()
+    started = datetime.now(UTC).isoformat(timespec="seconds")
     print(f"bisecting {args.claim} ({args.probe}) over {', '.join(versions)}", flush=True)
     oracle = bisect_module.ClaimOracle(args.claim, observe, print)
     try:
@@ -238,7 +239,7 @@ def run_local_bisect_command(args: argparse.Namespace) -> int:
     ran = {
         "provider": "local",
         "started": started,
-        "finished": new_run_id(),
+        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         "kernel": platform.release(),
         "runs": str(directory),
         **Run.start(directory / "provenance").suite(),
