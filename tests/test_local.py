@@ -586,3 +586,19 @@ def test_a_tag_with_the_file_is_built_as_it_is(monkeypatch: pytest.MonkeyPatch, 
     assert not (built.directory / "src").exists()
     assert not any("k8s.io/kubernetes=./src" in " ".join(c) for c in commands)
     assert not any(c[0].endswith("openapi-gen") or "k8s.io/kube-openapi/cmd/openapi-gen" in c for c in commands)
+
+
+def test_the_go_release_of_a_tag_is_read_where_its_tree_names_it(tmp_path: Path) -> None:
+    cross = tmp_path / "build" / "build-image" / "cross" / "VERSION"
+    cross.parent.mkdir(parents=True)
+    cross.write_text("v1.21.0-go1.16.15-buster.0\n")  # 1.21.14
+    assert build_module.upstream_go_version(tmp_path) == "1.16.15"
+    cross.write_text("v1.16.6-1\n")  # 1.22.0: the cross image is tagged after Go alone
+    with pytest.raises(build_module.BuildError, match="no 'golang: upstream version'"):
+        build_module.upstream_go_version(tmp_path)
+    (tmp_path / "build" / "dependencies.yaml").write_text(
+        'dependencies:\n  - name: "golang: upstream version"\n    version: 1.16.6\n'
+    )
+    assert build_module.upstream_go_version(tmp_path) == "1.16.6"
+    (tmp_path / ".go-version").write_text("1.20.5\n")  # 1.27 on
+    assert build_module.upstream_go_version(tmp_path) == "1.20.5"

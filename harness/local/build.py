@@ -34,6 +34,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+import yaml
+
 from harness import paths
 from harness.local import openapi
 from harness.versions import KubeVersion, VersionError, check_supported
@@ -153,15 +155,25 @@ def download_module(module: str, version: str, env: Mapping[str, str], cwd: Path
 
 
 def upstream_go_version(source: Path) -> str:
-    """The Go release upstream built this tag with: `.go-version` (1.27+), else the cross build image's name."""
+    """The Go release upstream built this tag with: `.go-version` (1.27+), else the cross build image's name
+    (`v1.21.0-go1.16.15-buster.0`), else the "golang: upstream version" of build/dependencies.yaml, which is
+    what names it where the cross image is tagged after Go alone (`v1.16.6-1` at v1.22.0)."""
     dot = source / ".go-version"
     if dot.is_file():
         return dot.read_text().strip()
     cross = source / "build" / "build-image" / "cross" / "VERSION"
     match = re.search(r"go(\d+\.\d+(?:\.\d+)?)", cross.read_text()) if cross.is_file() else None
-    if not match:
-        raise BuildError(f"cannot tell which Go release built {source.name}: no .go-version, no cross VERSION")
-    return match[1]
+    if match:
+        return match[1]
+    dependencies = source / "build" / "dependencies.yaml"
+    if dependencies.is_file():
+        for entry in (yaml.safe_load(dependencies.read_text()) or {}).get("dependencies") or []:
+            if entry.get("name") == "golang: upstream version" and entry.get("version"):
+                return str(entry["version"])
+    raise BuildError(
+        f"cannot tell which Go release built {source.name}: no .go-version, no Go in the cross VERSION, "
+        "no 'golang: upstream version' in build/dependencies.yaml"
+    )
 
 
 def choose_toolchain(upstream: str, env: Mapping[str, str], cwd: Path) -> tuple[str, str]:
