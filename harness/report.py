@@ -180,7 +180,8 @@ class Matrix:
 
     def changed(self) -> list[tuple[str, str, Cell]]:
         """Cells whose verdict under the current expectations differs from the recorded one."""
-        return [(claim, version, cell) for (claim, version), cell in sorted(self.cells.items()) if cell.changed]
+        ordered = sorted(self.cells.items(), key=lambda item: (item[0][0], KubeVersion.parse(item[0][1])))
+        return [(claim, version, cell) for (claim, version), cell in ordered if cell.changed]
 
     def differences(self, a: str, b: str) -> list[tuple[str, Cell, Cell]]:
         """Claims observed on both versions whose observed value differs between them."""

@@ -31,7 +31,7 @@ LOCAL_ORIGIN: dict[str, Any] = {
     "cluster": "local",
     "cluster_name": "plp-1-27-test",
     "kubernetes": {
-        "version": "v1.27.16",
+        "version": "v1.27.13",
         "commit": "25b4e43193bcda6c7328a6d147b1fb73a33f1598",
         "toolchain": "go1.22.12",
         "upstream_go": "go1.22.12",
@@ -105,7 +105,7 @@ def live_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     - the live local v1.27.3 Always pod with the origin an old run record names for a derived recording: a
       derived observation in the same cell as a live one, as `make report` on old run records shows it;
-    - the live local v1.26.6 Always pod as if recorded on a local v1.27.16, where it disagrees: the phase stays Running.
+    - the live local v1.26.6 Always pod as if recorded on a local v1.27.13, where it disagrees: the phase stays Running.
     """
     made = tmp_path_factory.mktemp("live-recordings")
     old = live("phase_after_deletion/always_pod_ignoring_sigterm--v1.27.3-live-local.json")
@@ -116,10 +116,10 @@ def live_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         LOCAL_ORIGIN["kubernetes"]["version"],
     )
     recording.origin = {**recording.origin, **LOCAL_ORIGIN}
-    recording.write(made / "always_pod_ignoring_sigterm--v1.27.16-live.json")
+    recording.write(made / "always_pod_ignoring_sigterm--v1.27.13-live.json")
     runs = tmp_path_factory.mktemp("live-runs")
     proc = replay(made, runs)
-    assert "1 failed, 1 passed" in proc.stdout, proc.stdout  # the v1.27.16 one disagrees, as made
+    assert "1 failed, 1 passed" in proc.stdout, proc.stdout  # the v1.27.13 one disagrees, as made
     return runs
 
 
@@ -276,12 +276,12 @@ def test_live_and_derived_observations_are_kept_apart_with_their_provenance(
     replayed_runs: Path, live_runs: Path
 ) -> None:
     matrix = build_matrix(load_records([replayed_runs, live_runs]))
-    both, live_only = matrix.provenance["v1.27.3"], matrix.provenance["v1.27.16"]
+    both, live_only = matrix.provenance["v1.27.3"], matrix.provenance["v1.27.13"]
     assert both["kind"] == "live + derived" and live_only["kind"] == "live"
     assert live_only["when"] == "2026-11-23 11:34 UTC"  # when it was recorded, not replayed
     assert live_only["suite"] == ["0123456789ab"]
     assert live_only["on_what"] == [
-        "local build of v1.27.16 at 25b4e43193bc (go1.22.12, containerd 1.6.20~ds1-1+deb12u3)"
+        "local build of v1.27.13 at 25b4e43193bc (go1.22.12, containerd 1.6.20~ds1-1+deb12u3)"
     ]
     assert both["on_what"] == [  # live first, by name
         "kind node image plp-node-shutdown:v1.27.3-5b983a86010d (kind v0.20.0)",
@@ -306,7 +306,7 @@ def test_live_and_derived_observations_are_kept_apart_with_their_provenance(
     assert cell is not None and cell.origin == "live"
     # behind it: the other live one (kind and local both observed v1.27.3), then the derived one
     assert [o["origin"] for o in cell.others] == ["live", "derived"]
-    failing = matrix.cell(row, "v1.27.16")
+    failing = matrix.cell(row, "v1.27.13")
     assert failing is not None and (failing.origin, failing.status, failing.observed) == ("live", "fail", ["Running"])
     html = render_html(matrix)
     assert 'class="c obs live fail"' in html and 'class="c obs live pass"' in html
@@ -315,14 +315,14 @@ def test_live_and_derived_observations_are_kept_apart_with_their_provenance(
     assert "1 recorded value disagrees with the expectation" in html
     markdown = render_markdown(matrix)
     assert "✅ **Running → Failed**" in markdown  # live: bold
-    assert "| v1.27.16 | live | local build of v1.27.16" in markdown
+    assert "| v1.27.13 | live | local build of v1.27.13" in markdown
     # a disagreement on one version is a change against its neighbours, with the same expectation on both
     changes = {(a, b): found for a, b, found in matrix.changes()}
-    regression = next(c for c in changes[("v1.27.3", "v1.27.16")] if c.claim == "always.sigterm-ignored.phases")
+    regression = next(c for c in changes[("v1.27.3", "v1.27.13")] if c.claim == "always.sigterm-ignored.phases")
     assert not regression.expected_changed and regression.prs == ()
     assert (regression.was.basis, regression.now.basis, regression.now.status) == ("live", "live", "fail")
     # both observations of v1.27.3 are drawn, each row saying which it is
-    drawn = by_version({*recorded_versions(PHASES), "v1.27.16"})
+    drawn = by_version({*recorded_versions(PHASES), "v1.27.13"})
     at = drawn.index("v1.27.3")
     assert list(matrix.timelines[PHASES]) == [*drawn[:at], "v1.27.3 (live)", "v1.27.3 (derived)", *drawn[at + 1 :]]
     assert matrix.timeline_tags[PHASES]["v1.27.3 (derived)"] == "derived"
