@@ -375,22 +375,27 @@ def test_a_release_whose_twins_are_all_served_is_asked_once_and_not_substituted(
     assert asked == [[("k8s.io/api", "v0.27.3"), ("k8s.io/client-go", "v0.27.3")]]
 
 
-def test_a_refused_release_twin_takes_the_closest_earlier_patch_then_the_closest_later() -> None:
+def test_a_refused_release_twin_takes_the_nearest_patch_the_earlier_at_equal_distance() -> None:
     # As seen for v1.29.6: three twins refused at v0.29.6; v0.29.5 serves them. Here one module is served
-    # only later (v0.25.17), one two patches earlier, one both earlier and later (earlier wins).
+    # only later (v0.25.17), one two patches earlier, one both one earlier and one later (earlier wins), one
+    # three earlier and one later (the nearer, later one wins).
     served = {
         ("k8s.io/api", "v0.25.16"),
         ("k8s.io/kube-proxy", "v0.25.15"),
         ("k8s.io/kube-proxy", "v0.25.17"),
         ("k8s.io/cluster-bootstrap", "v0.25.14"),
         ("k8s.io/controller-manager", "v0.25.17"),
+        ("k8s.io/kube-scheduler", "v0.25.13"),
+        ("k8s.io/kube-scheduler", "v0.25.17"),
     }
     modules = ["k8s.io/api", "k8s.io/kube-proxy", "k8s.io/cluster-bootstrap", "k8s.io/controller-manager"]
+    modules.append("k8s.io/kube-scheduler")
     versions, substitutions = build_module.substitute_refused_twins(modules, "v0.25.16", _served_from(served))
     assert substitutions == {
         "k8s.io/kube-proxy": "v0.25.15",
         "k8s.io/cluster-bootstrap": "v0.25.14",
         "k8s.io/controller-manager": "v0.25.17",
+        "k8s.io/kube-scheduler": "v0.25.17",
     }
     assert versions["k8s.io/api"] == "v0.25.16"
 

@@ -221,7 +221,7 @@ def substitute_refused_twins(
     (v0.25.16: controller-manager, kube-controller-manager, cluster-bootstrap, kube-proxy; v0.29.6:
     endpointslice, kube-controller-manager, legacy-cloud-providers). Such a module takes the nearest served
     version of the same minor: for a pre-release the first release (v0.27.0, v0.27.1, ...); for a release
-    the closest earlier patch first, then the closest later one. Each substitution is returned so
+    the nearest patch, the earlier of two at the same distance first. Each substitution is returned so
     build.json, the run record and every recording's origin say it: the build is then "k8s.io/kubernetes
     at the tag, these staging modules at these versions", never silently exact.
     """
@@ -232,9 +232,11 @@ def substitute_refused_twins(
     if "-" in staged:
         candidates = [f"{minor}.{p}" for p in range(0, 16)]
     else:
-        earlier = [f"{minor}.{p}" for p in range(patch - 1, -1, -1)]
-        later = [f"{minor}.{p}" for p in range(patch + 1, patch + 16)]
-        candidates = earlier + later
+        # Nearest first, the earlier of two at the same distance first: a twin further away is likelier to
+        # differ in an API the tag's code calls (seen: controller-manager v0.25.6 for v1.25.9 does not compile
+        # against apiserver v0.25.9, whose WithAuthentication changed in between).
+        nearby = sorted(range(max(patch - 15, 0), patch + 16), key=lambda p: (abs(p - patch), p))
+        candidates = [f"{minor}.{p}" for p in nearby if p != patch]
     served_at_tag = served([(module, staged) for module in modules])
     refused = [module for module in modules if (module, staged) not in served_at_tag]
     substitutions: dict[str, str] = {}
