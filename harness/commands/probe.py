@@ -113,17 +113,24 @@ def check_probe_input(args: argparse.Namespace) -> NodeImage | None:
     return image
 
 
-def prepare_local(args: argparse.Namespace) -> int:
-    """Check the host for a local cluster in seconds, then build (or reuse) the release: 0 when ready."""
-    host_problems = local_host.check_host()
-    if host_problems:
+def local_host_refusal(one_at_a_time: bool) -> int | None:
+    """The refusal's exit code when a local cluster cannot run here (what is missing, with the one apt-get line
+    that installs it), or, with one_at_a_time, when one of the suite's is already running; None when it can."""
+    if host_problems := local_host.check_host():
         return refuse(MISSING, host_refusal("a local cluster cannot run here", host_problems))
-    if running := local_teardown.running_clusters():
+    if one_at_a_time and (running := local_teardown.running_clusters()):
         return refuse(
             MISSING,
             f"a local cluster of the suite is already running ({', '.join(running)}); one at a time "
             "(make clean stops it)",
         )
+    return None
+
+
+def prepare_local(args: argparse.Namespace) -> int:
+    """Check the host for a local cluster in seconds, then build (or reuse) the release: 0 when ready."""
+    if refused := local_host_refusal(one_at_a_time=True):
+        return refused
     if existing_build(args.version) is None:
         try:
             print(check_go())

@@ -18,6 +18,7 @@ from typing import Any
 from harness import bisect as bisect_module
 from harness import inputs, matrix
 from harness.commands.housekeeping import run_node_image_command, run_report_command
+from harness.commands.probe import local_host_refusal
 from harness.commands.refusal import (
     BAD,
     MISSING,
@@ -26,8 +27,6 @@ from harness.commands.refusal import (
     selection_problem,
 )
 from harness.expectations import all_claim_ids
-from harness.local import host as local_host
-from harness.local import teardown as local_teardown
 from harness.local.build import (
     TOOLS,
     BuildError,
@@ -37,7 +36,7 @@ from harness.local.build import (
     resolve_module,
 )
 from harness.nodeimage import release as node_image_release
-from harness.run import Run, new_run_id, safe_name
+from harness.run import new_run_id, safe_name, suite_version
 from harness.versions import KubeVersion, VersionError, known_images
 
 
@@ -66,10 +65,8 @@ def run_local_matrix_command(args: argparse.Namespace) -> int:
     except VersionError as err:
         return refuse(BAD, str(err))
     inputs.check_run_dir(args.run_dir)
-    if host_problems := local_host.check_host():
-        return refuse(MISSING, "a local cluster cannot run here:\n  " + "\n  ".join(host_problems))
-    if running := local_teardown.running_clusters():
-        return refuse(MISSING, f"a local cluster of the suite is already running ({', '.join(running)}); make clean")
+    if refused := local_host_refusal(one_at_a_time=True):
+        return refused
     try:
         print(check_go())
     except BuildError as err:
@@ -185,8 +182,8 @@ def run_local_bisect_command(args: argparse.Namespace) -> int:
     inputs.check_run_dir(args.run_dir)
     if refused := selection_problem(args.probe, args.run_dir):
         return refuse(*refused)
-    if host_problems := local_host.check_host():
-        return refuse(MISSING, "a local cluster cannot run here:\n  " + "\n  ".join(host_problems))
+    if host_refused := local_host_refusal(one_at_a_time=False):
+        return host_refused
     try:
         print(check_go())
     except BuildError as err:
@@ -242,7 +239,7 @@ def run_local_bisect_command(args: argparse.Namespace) -> int:
         "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         "kernel": platform.release(),
         "runs": str(directory),
-        **Run.start(directory / "provenance").suite(),
+        **suite_version(),
     }
     record = bisect_module.bisection_record(name, args.claim, args.probe, args.good, args.bad, oracle, found, ran)
     out = Path(args.record_dir) / f"{name}.json"
