@@ -3,6 +3,8 @@
 #             the default with CLUSTER=local]
 # make probe KUBECONFIG_FILE=~/.kube/other CONTEXT=name     (an existing cluster instead of a new one)
 # make probe VERSION=1.27.3 CLUSTER=local [KEEP=1]          (built from Go modules, run as processes here; root)
+#            [RESTART_APISERVER_AFTER=S: S seconds into each probe, etcd compacted and the API server restarted:
+#             a real watch gap, harness/local/disruption.py]
 # make node-image VERSION=1.27.0-rc.0 [SOURCE=modules]    (a node image kind does not publish; make engine first
 #                                                          on hosts whose root lacks CAP_SYS_RESOURCE)
 # make test                                               (offline: no Docker, no cluster)
@@ -24,6 +26,7 @@ PARALLEL ?=
 PYTEST_ARGS ?=
 KUBECONFIG_FILE ?=
 CONTEXT ?=
+RESTART_APISERVER_AFTER ?=
 
 VERSIONS ?=
 JOBS ?= 2
@@ -51,6 +54,7 @@ probe: $(STAMP)
 	$(PY) -m harness probe --version "$(VERSION)" --image "$(IMAGE)" --probe "$(PROBE)" --cluster "$(CLUSTER)" \
 		$(if $(filter 1 yes true,$(KEEP)),--keep-cluster) --repeat "$(REPEAT)" --parallel "$(PARALLEL)" \
 		$(if $(KUBECONFIG_FILE),--kubeconfig "$(KUBECONFIG_FILE)") $(if $(CONTEXT),--context "$(CONTEXT)") \
+		$(if $(RESTART_APISERVER_AFTER),--restart-apiserver-after "$(RESTART_APISERVER_AFTER)") \
 		-- $(PYTEST_ARGS)
 
 # Several versions, one kind cluster each, JOBS at a time: make matrix VERSIONS="1.26 1.27" JOBS=2

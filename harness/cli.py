@@ -24,7 +24,7 @@ from harness.commands.refusal import (
     refuse,
 )
 from harness.commands.version_axis import run_bisect_command, run_matrix_command
-from harness.inputs import BadInput, count
+from harness.inputs import BadInput, count, seconds
 from harness.versions import known_versions
 
 
@@ -81,6 +81,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         default="",
         help="run N probes at a time in one new cluster (pytest-xdist workers); auto: as many as the probes' known "
         "durations say (harness/schedule.py); default: auto for --cluster local, 1 otherwise",
+    )
+    probe.add_argument(
+        "--restart-apiserver-after",
+        type=seconds("RESTART_APISERVER_AFTER"),
+        default=None,
+        help="local cluster: this many seconds into each probe, compact etcd and restart the API server (a real "
+        "watch gap: the probe's watches must re-list)",
     )
     probe.add_argument("--run-dir", default=str(paths.RUNS), help="where run records go (default: runs/)")
     probe.add_argument("--kubeconfig", default="", help="probe an existing cluster from this kubeconfig instead")

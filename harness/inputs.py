@@ -37,6 +37,21 @@ def count(variable: str) -> Callable[[str], int]:
     return parse
 
 
+def seconds(variable: str) -> Callable[[str], float]:
+    """An argparse type for a number of seconds above 0; the message names the make variable too."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = 0.0
+        if not 0 < value < 3600:
+            raise argparse.ArgumentTypeError(f"{variable} must be a number of seconds above 0, not {text!r}")
+        return value
+
+    return parse
+
+
 def check_run_dir(run_dir: str | Path) -> None:
     """Run records can be written under `run_dir` (created if need be)."""
     try:

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -27,6 +28,7 @@ from harness.kind import KindCluster, list_node_containers, parse_kind_version
 from harness.local.build import Build
 from harness.local.cluster import LocalCluster
 from harness.local.containerd import local_node_lister
+from harness.local.disruption import restart_apiserver
 from harness.manifest_check import images_in_manifests
 from harness.transport import JsonDict, LiveTransport, raw_call, watch_until
 from harness.versions import NodeImage
@@ -34,6 +36,7 @@ from harness.versions import NodeImage
 Note = Callable[..., None]
 NodeLister = Callable[[str], list[JsonDict]]
 NodeShutdown = Callable[[str, bool], JsonDict]
+ApiserverRestart = Callable[[], JsonDict]
 
 
 class ClusterProvider(Protocol):
@@ -60,6 +63,12 @@ class ClusterProvider(Protocol):
     @property
     def node_lister(self) -> NodeLister | None:
         """Every container on a node, as crictl reports it; None where the suite cannot see the nodes."""
+        ...
+
+    @property
+    def apiserver_restart(self) -> ApiserverRestart | None:
+        """Compact etcd and restart the API server (a real watch gap, harness/local/disruption.py); None where
+        the suite does not run the control plane's processes."""
         ...
 
     @property
@@ -140,6 +149,7 @@ class LiveTarget:
     transport: LiveTransport
     core: client.CoreV1Api
     origin: dict[str, Any]
+    apiserver_restart: ApiserverRestart | None = None
 
 
 @dataclass
@@ -200,6 +210,10 @@ class KindProvider:
     @property
     def node_lister(self) -> NodeLister:
         return self.cluster.node_containers
+
+    @property
+    def apiserver_restart(self) -> None:
+        return None  # the kind node's control plane is kubeadm's static pods, not the suite's processes
 
     def delete(self) -> Removal:
         deleted = self.cluster.delete()
@@ -280,6 +294,10 @@ class LocalProvider:
     def node_lister(self) -> NodeLister:
         return self.cluster.node_containers
 
+    @property
+    def apiserver_restart(self) -> ApiserverRestart:
+        return partial(restart_apiserver, self.cluster.state)
+
     def delete(self) -> Removal:
         if not self.cluster.started:
             return Removal()
@@ -307,6 +325,7 @@ class ExistingProvider:
     recorded: dict[str, Any]  # the recordings' origin
     node_lister: NodeLister | None = None
     node_shutdown: NodeShutdown | None = None
+    apiserver_restart: ApiserverRestart | None = None  # a local cluster of the suite's (its state folder)
     kind: str = "existing"
     created: bool = False
 
@@ -332,6 +351,7 @@ class ExistingProvider:
                 "local (created by make probe)",
                 {**local_origin(record), "context": context},
                 local_node_lister(local_state),
+                apiserver_restart=partial(restart_apiserver, local_state),
             )
         return cls(kubeconfig, context, "existing", {"cluster": "existing", "context": context})
 
@@ -411,7 +431,7 @@ def cluster_life(provider: ClusterProvider, note: Note, keep: bool, logs_dir: Pa
         note(**provider.prepare(nodes))
         transport = LiveTransport(api, node_lister=provider.node_lister, node_shutdown=provider.node_shutdown)
         note(**({"nodes": nodes} if nodes else {}), server_version=transport.server_version())
-        yield LiveTarget(transport, core, provider.origin())
+        yield LiveTarget(transport, core, provider.origin(), provider.apiserver_restart)
     except ClusterFailed as err:
         note(cluster_error=str(err))
         raise

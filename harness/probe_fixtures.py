@@ -28,6 +28,7 @@ from harness.lifecycle import (
     cluster_life,
 )
 from harness.local.build import Build, BuildError, build_kubernetes, existing_build
+from harness.local.disruption import ScheduledRestart
 from harness.namespaces import cleanup_probe_namespace, create_probe_namespace
 from harness.node_shutdown import announce_shutdown, cluster_config
 from harness.nodeimage.shutdown import ensure_derived_image
@@ -246,6 +247,15 @@ def _replayed_probe(request: pytest.FixtureRequest, run: Run, family: Family, na
         raise RecordingMismatch(f"the probe finished without making these recorded calls: {unmade}")
 
 
+def _scheduled_restart(config: pytest.Config, target: LiveTarget) -> ScheduledRestart | None:
+    """RESTART_APISERVER_AFTER: the API server restart on its timer, started with the probe (the plugin refused
+    the option without a local cluster)."""
+    after_s = config.getoption("--restart-apiserver-after")
+    if after_s is None or target.apiserver_restart is None:
+        return None
+    return ScheduledRestart(after_s, target.apiserver_restart).start()
+
+
 def _live_probe(request: pytest.FixtureRequest, run: Run, family: Family, name: str) -> Iterator[Probe]:
     needs_shutdown = request.node.get_closest_marker("node_shutdown") is not None
     target: LiveTarget = request.getfixturevalue("shutdown_cluster" if needs_shutdown else "live_cluster")
@@ -268,6 +278,7 @@ def _live_probe(request: pytest.FixtureRequest, run: Run, family: Family, name: 
     }
     recording = Recording(name, origin)
     transport = RecordingTransport(target.transport, recording)
+    restart = _scheduled_restart(request.config, target)
     probe = Probe(
         name,
         family.name,
@@ -282,6 +293,8 @@ def _live_probe(request: pytest.FixtureRequest, run: Run, family: Family, name: 
     try:
         yield probe
     finally:
+        if restart is not None:  # done (or cancelled) before anything is written: the origin says which
+            origin["disruptions"] = [restart.finish()]
         outcome = _outcome(request)
         probe.close()
         _junit_properties(request, probe)

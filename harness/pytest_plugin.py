@@ -93,6 +93,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run each live probe N times and report the spread of every measured interval (also REPEAT=N)",
     )
     group.addoption(
+        "--restart-apiserver-after",
+        metavar="SECONDS",
+        type=inputs.seconds("--restart-apiserver-after (RESTART_APISERVER_AFTER)"),
+        default=None,
+        help="local cluster: this many seconds into each probe, compact etcd and restart the API server, so that "
+        "the probe's watches must re-list (a real watch gap, harness/local/disruption.py)",
+    )
+    group.addoption(
         "--schedule",
         metavar="FILE",
         help="run the probes longest first by the durations in FILE, and with -n hand each worker its share of the "
@@ -146,6 +154,13 @@ def _check_inputs(config: pytest.Config) -> None:
         except ValueError as err:
             raise BadInput(str(err)) from err
     inputs.check_run_dir(config.getoption("--run-dir"))
+    if config.getoption("--restart-apiserver-after") is not None and not (
+        config.getoption("--local-version") or config.getoption("--local-state")
+    ):
+        raise BadInput(
+            "--restart-apiserver-after (RESTART_APISERVER_AFTER) restarts the API server of a local cluster the "
+            "suite runs: give CLUSTER=local (--local-version)"
+        )
     version, image = config.getoption("--kind-version"), config.getoption("--kind-image")
     if version or image:
         config.stash[IMAGE] = inputs.kind_image(version, image)

@@ -100,6 +100,14 @@ HARNESS: dict[str, Bad] = {
         ("probe", "--version", "1.27", "--probe", "doesnotexist"), 5, "matches none of the 28 probes"
     ),
     "probe-not-an-expression": Bad(("probe", "--version", "1.27", "--probe", "and"), 2, "Wrong expression passed"),
+    "restart-apiserver-on-kind": Bad(
+        ("probe", "--version", "1.27", "--restart-apiserver-after", "10"), 2, "of a local cluster the suite makes"
+    ),
+    "restart-apiserver-not-seconds": Bad(
+        ("probe", "--version", "1.27.3", "--cluster", "local", "--restart-apiserver-after", "soon"),
+        2,
+        "RESTART_APISERVER_AFTER must be a number of seconds above 0, not 'soon'",
+    ),
     "run-dir-not-writable": Bad(("probe", "--version", "1.27", "--run-dir", "{tmp}/file/runs"), 2, "is not writable"),
     # probe --cluster local (tests/test_local.py has these too): refused before the host check and the build
     "local-minor-only": Bad(("probe", "--cluster", "local", "--version", "1.27"), 2, "give a full Kubernetes release"),
@@ -163,6 +171,7 @@ PYTEST: dict[str, Bad] = {
     "pytest-kubeconfig-passwd": Bad(("--kubeconfig", "/etc/passwd", "--context", "x"), 4, "is not a kubeconfig"),
     "pytest-context-alone": Bad(("--context", "x"), 4, "--context (CONTEXT) names a context of --kubeconfig"),
     "pytest-local-minor": Bad(("--local-version", "1.27"), 4, "give a full Kubernetes release"),
+    "pytest-restart-without-local": Bad(("--restart-apiserver-after", "5"), 4, "give CLUSTER=local (--local-version)"),
     "pytest-replay-and-kind": Bad(("--replay", "probes", "--kind-version", "1.27"), 4, "cannot be combined"),
     "pytest-kubeconfig-no-context": Bad(("--kubeconfig", "/etc/passwd"), 4, "needs an explicit --context"),
 }

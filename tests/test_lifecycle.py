@@ -174,6 +174,7 @@ class RecordingProvider:
     created: bool = False
     node_shutdown: None = None
     node_lister: None = None
+    apiserver_restart: None = None
     kubeconfig: Path = Path("kubeconfig")
     context: str | None = None
 

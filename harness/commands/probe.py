@@ -82,6 +82,10 @@ def check_probe_input(args: argparse.Namespace) -> NodeImage | None:
     if not args.kubeconfig:
         inputs.check_existing_cluster(args.kubeconfig, args.context)  # a CONTEXT without KUBECONFIG_FILE
     inputs.check_run_dir(args.run_dir)
+    if args.restart_apiserver_after is not None and (args.cluster != "local" or args.kubeconfig):
+        raise BadInput(
+            "RESTART_APISERVER_AFTER restarts the API server of a local cluster the suite makes: give CLUSTER=local"
+        )
     image: NodeImage | None = None
     if args.kubeconfig:
         if args.version or args.image or args.cluster == "local":
@@ -203,6 +207,8 @@ def pytest_argv(args: argparse.Namespace, target: Sequence[str] | None = None) -
         argv += ["--kind-image", args.image] if args.image else []
         argv += ["--keep-cluster"] if args.keep_cluster else []
     argv += ["--repeat", str(args.repeat)] if args.repeat > 1 else []
+    if args.restart_apiserver_after is not None:
+        argv += ["--restart-apiserver-after", str(args.restart_apiserver_after)]
     argv += ["-k", args.probe] if args.probe else []
     argv += ["--run-dir", args.run_dir]
     return argv + list(args.pytest_args)

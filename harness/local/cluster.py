@@ -123,6 +123,8 @@ class LocalCluster:
             "name": self.name,
             "state": str(self.state),
             "pids": {},
+            "argv": {},  # each component's command line (harness/local/disruption.py restarts the API server)
+            "logs": str(self.logs),
             "kubernetes": self.build.version,
             "build": self.build.record,
             "node": NODE_NAME,
@@ -152,6 +154,7 @@ class LocalCluster:
                 env=env,
             )
         self.record["pids"][component] = process.pid
+        self.record.setdefault("argv", {})[component] = argv
         self._save()
         return process.pid
 
