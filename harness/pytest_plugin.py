@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import signal
+import sys
 import threading
 from collections.abc import Generator
 from pathlib import Path
@@ -47,6 +48,8 @@ SHARED_RUN_ID = pytest.StashKey[str]()
 IMAGE = pytest.StashKey[NodeImage]()
 RECORDINGS = pytest.StashKey[dict[str, list[Path]]]()  # --replay: recording files by the probe they are of
 DURATIONS = pytest.StashKey[dict[str, float]]()  # --schedule: seconds per probe id (harness/schedule.py)
+INTERRUPTED_LINE = pytest.StashKey[str]()  # said last, after pytest's own summary
+INTERRUPTED_EXIT = 130  # 128 + SIGINT, as every other interrupt of the suite (harness/commands/refusal.py)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -307,6 +310,29 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             }
         )
         run.finish(status)
+        if status == "interrupted":
+            session.config.stash[INTERRUPTED_LINE] = _interrupted_line(run)
+            session.exitstatus = INTERRUPTED_EXIT
+
+
+def _interrupted_line(run: Run) -> str:
+    """What an interrupt stopped and what the teardown removed, in one line."""
+    cleaned = run.provenance.get("cleaned") or {}
+    removed = [
+        f"{len(cleaned.get('namespaces_deleted') or [])} namespaces deleted",
+        f"{cleaned.get('finalizers_removed', 0)} finalizers removed",
+    ]
+    if cleaned.get("namespaces_left"):
+        removed.append(f"namespaces left: {', '.join(cleaned['namespaces_left'])}")
+    if cleaned.get("cluster_deleted"):
+        removed.append("the cluster deleted")
+    return f"interrupted: stopped the probes; {', '.join(removed)} (run record: {run.directory / 'run.json'})"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if line := config.stash.get(INTERRUPTED_LINE, None):
+        print(line, file=sys.stderr, flush=True)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
