@@ -53,3 +53,14 @@ def test_a_recording_goes_to_the_family_its_probe_record_names(tmp_path: Path) -
     (run / "probes" / "test-pod-deadline.json").write_text(json.dumps({"outcome": "passed", "family": "elsewhere"}))
     adopt(run, families=tmp_path / "probes")
     assert (tmp_path / "probes" / "elsewhere" / "recordings" / "pod_deadline--v1.27.3-live-local.json").is_file()
+
+
+def test_a_run_that_restarted_the_api_server_on_purpose_is_adopted_beside_the_plain_one(tmp_path: Path) -> None:
+    run = live_run(tmp_path, "passed")
+    path = run / "recordings" / "test-pod-deadline.json"
+    recording = json.loads(path.read_text())
+    recording["origin"]["disruptions"] = [{"after_s": 12.0, "apiserver_pid_after": 7062}]
+    path.write_text(json.dumps(recording))
+    said = adopt(run, families=tmp_path / "probes")
+    name = "pod_deadline--v1.27.3-live-local-apiserver-restarted.json"
+    assert said == [f"adopted probes/active_deadline/recordings/{name}"]

@@ -19,6 +19,7 @@ from harness.probe import ClaimsFailed, ClaimsUndecided, Probe
 from harness.run import Run
 from harness.transport import JsonDict, Recording
 from probes.job_replacement import test_job_replacement as job_probes
+from probes.phase_after_deletion import test_phase_after_deletion as phase_probes
 from probes.statefulset_status import test_statefulset_status as statefulset_probes
 from probes.termination_order import test_termination_order as termination_probes
 
@@ -27,6 +28,13 @@ STS_LIVE = (
 )
 RS_LIVE = "termination_order/replicaset_replaces_a_pod_while_it_terminates--v1.27.3-live-kind.json"
 JOB_LIVE = "job_replacement/job_without_policies_replaces_a_deleted_pod--v1.27.3-live-kind.json"
+# Live runs on v1.32.11 with etcd compacted and the API server restarted 12 s into each probe
+# (RESTART_APISERVER_AFTER=12, harness/local/disruption.py): real watch gaps, not altered copies.
+REAL_GAPS = {
+    "phase_after_deletion/always_pod_ignoring_sigterm_default_grace": "phase_after_deletion",
+    "job_replacement/job_replacing_terminating_or_failed_pods": "job_replacement",
+    "termination_order/replicaset_replaces_a_pod_while_it_terminates": "termination_order",
+}
 
 
 def live(relative: str) -> Recording:
@@ -209,3 +217,26 @@ def test_a_container_the_kubelet_reported_without_an_id_is_not_blamed_on_node_ac
     why = probe.why_not_on_node(PodView.from_object(lost), "main")
     assert "names no container id for main" in why and "no access" not in why
     assert probe.node_container_state(PodView.from_object(lost), "main") is None
+
+
+# ------------------------------------------------------------- real gaps, recorded live
+
+
+@pytest.mark.parametrize("name", sorted(REAL_GAPS))
+def test_a_real_gap_from_an_api_server_restart_is_on_record_and_judged(name: str, tmp_path: Path) -> None:
+    """The watch really lost its connection when the API server stopped, and re-listed when it was back; the
+    probe's timeline holds that gap, the origin says what was done, and every claim is still decided: the
+    gap came before or after what decides each one (the verdict rules in README), so none was excused."""
+    recording = live(f"{name}--v1.32.11-live-local-apiserver-restarted.json")
+    (restart,) = recording.origin["disruptions"]
+    assert restart["after_s"] == 12.0 and restart["apiserver_pid_after"] != restart["apiserver_pid_before"]
+    watches = [s for s in recording.interactions if s["call"] == "watch"]
+    relists = [e for watch in watches for e in watch["events"] if e["type"] == "RELISTED"]
+    assert relists and all(e["gap"] == "watch connection lost (ProtocolError)" for e in relists)
+    module = {"phase_after_deletion": phase_probes, "job_replacement": job_probes}.get(
+        REAL_GAPS[name], termination_probes
+    )
+    probe, raised = replay(recording, REAL_GAPS[name], module, tmp_path)
+    assert raised is None
+    assert probe.timeline.gaps and set(probe.timeline.gaps) == {"watch connection lost (ProtocolError)"}
+    assert probe.verdicts and all(v.status != UNDECIDED for v in probe.verdicts)

@@ -1,7 +1,8 @@
 """Adopt a live run's recordings as offline tests: `python tools/adopt_recordings.py runs/<run-id> [...]`.
 
 Each recording of a passing probe is copied, unchanged (a live recording is evidence: never edited), into
-`probes/<family>/recordings/<probe>--<server version>-live-<cluster>.json`, beside the family's other live
+`probes/<family>/recordings/<probe>--<server version>-live-<cluster>.json` (`…-apiserver-restarted.json` when the
+run restarted the API server mid-probe on purpose, RESTART_APISERVER_AFTER), beside the family's other live
 recordings (every recording there is live). Recordings of failing probes are not adopted unless `--failing` is
 given (a failing live recording is a finding to resolve first, not a test to keep green).
 """
@@ -49,7 +50,11 @@ def adopt(run_dir: Path, include_failing: bool = False, families: Path = REPO / 
         stem = path.stem.removeprefix("test-").replace("-", "_")
         repeat = stem.rsplit("_repeat", 1)[1] if "_repeat" in stem else ""
         recordings = families / family_of(data["probe"], facts) / "recordings"
-        target = recordings / f"{probe}--{version}-live-{cluster}{repeat and '-' + repeat}.json"
+        # a run with the API server restarted on purpose (RESTART_APISERVER_AFTER) sits beside the plain one
+        disrupted = (
+            "-apiserver-restarted" if any("apiserver_pid_after" in d for d in origin.get("disruptions", [])) else ""
+        )
+        target = recordings / f"{probe}--{version}-live-{cluster}{disrupted}{repeat and '-' + repeat}.json"
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, target)
         said.append(f"adopted {target.relative_to(families.parent)}")
