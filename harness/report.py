@@ -24,15 +24,17 @@ from datetime import datetime
 from functools import cache
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
 from harness import families, timeline_svg
 from harness.expectations import FAIL, NOT_OBSERVABLE, PASS, UNDECIDED, Claim, Expectation, evaluate, load_claims
 from harness.run import safe_name
 from harness.versions import KubeVersion
+
+if TYPE_CHECKING:  # Jinja2 is imported when a page is rendered: make report refuses bad input without it
+    from jinja2 import Environment
 
 JsonDict = dict[str, Any]
 ClaimsLoader = Callable[[str], dict[str, Claim]]
@@ -674,6 +676,8 @@ def timeline_file(probe: str) -> str:
 
 
 def _environment() -> Environment:
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
     env = Environment(
         loader=PackageLoader("harness", "templates"),
         autoescape=select_autoescape(["html", "html.j2"]),
