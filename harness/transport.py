@@ -21,12 +21,16 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-import urllib3
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 from tenacity import retry, retry_if_exception, stop_after_attempt, stop_after_delay, wait_exponential
+
+if TYPE_CHECKING:
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+# The Kubernetes client (and urllib3 with it) is imported by the live transport's code only, where it is used: a
+# replay, a collection or a refusal does not wait the few tenths of a second its import takes.
 
 JsonDict = dict[str, Any]
 RECORDING_FORMAT = "pod-lifecycle-probes/recording/v1"
@@ -39,6 +43,9 @@ TRANSIENT_STATUS = frozenset({0, 429, 500, 502, 503, 504})
 
 
 def is_transient(err: BaseException) -> bool:
+    import urllib3
+    from kubernetes.client.exceptions import ApiException
+
     if isinstance(err, ApiException):
         return (err.status or 0) in TRANSIENT_STATUS
     return isinstance(err, urllib3.exceptions.HTTPError | ConnectionError | TimeoutError)
@@ -204,6 +211,8 @@ class LiveTransport(Transport):
         node_lister: Callable[[str], list[JsonDict]] | None,
         node_shutdown: Callable[[str, bool], JsonDict] | None = None,
     ) -> None:
+        from kubernetes import client
+
         self.api_client = api_client
         self.core = core = client.CoreV1Api(api_client)
         apps, batch = client.AppsV1Api(api_client), client.BatchV1Api(api_client)
@@ -256,6 +265,8 @@ class LiveTransport(Transport):
 
     @api_retry
     def server_version(self) -> JsonDict:
+        from kubernetes import client
+
         return raw_call(client.VersionApi(self.api_client).get_code)
 
     def wall_clock(self) -> float:
@@ -266,6 +277,8 @@ class LiveTransport(Transport):
         # The manifest goes to the server as written (the client passes dicts through unchanged), and
         # Strict field validation (server-side, GA in 1.27, ignored by older servers) rejects unknown
         # fields instead of silently dropping them.
+        from kubernetes.client.exceptions import ApiException
+
         api = self._kind(manifest["kind"])
         self._last_started = self.now()
         try:
@@ -277,6 +290,8 @@ class LiveTransport(Transport):
 
     @api_retry
     def get(self, kind: str, namespace: str, name: str) -> JsonDict | None:
+        from kubernetes.client.exceptions import ApiException
+
         try:
             return raw_call(self._kind(kind).read, name, namespace)
         except ApiException as err:
@@ -286,12 +301,16 @@ class LiveTransport(Transport):
 
     @api_retry
     def delete(self, kind: str, namespace: str, name: str, grace_period_seconds: int | None = None) -> JsonDict:
+        from kubernetes import client
+
         options = client.V1DeleteOptions(grace_period_seconds=grace_period_seconds)
         self._last_started = self.now()
         return raw_call(self._kind(kind).delete, name, namespace, body=options)
 
     @api_retry
     def list_objects(self, kind: str, namespace: str) -> JsonDict:
+        from kubernetes.client.exceptions import ApiException
+
         try:
             return raw_call(self._kind(kind).list, namespace)
         except ApiException as err:
@@ -359,6 +378,8 @@ def raw_watch_events(response: Any) -> Iterator[JsonDict]:
             continue
         event = json.loads(line)
         if event.get("type") == "ERROR":
+            from kubernetes.client.exceptions import ApiException
+
             status = event.get("object") or {}
             raise ApiException(status=status.get("code"), reason=f"{status.get('reason')}: {status.get('message')}")
         yield event
@@ -433,6 +454,9 @@ class _LiveWatch:
             response.close()  # unblocks the reading thread, which then sees the stop flag
 
     def _run(self) -> None:
+        import urllib3
+        from kubernetes.client.exceptions import ApiException
+
         failures = 0
         while not self._stop.is_set():
             try:
@@ -495,6 +519,9 @@ class _LiveWatch:
 
         Every failure since the last good answer is named in the gap (a failed re-list is one too).
         """
+        import urllib3
+        from kubernetes.client.exceptions import ApiException
+
         self._gap_reasons.append(why)
         self._stop.wait(min(0.2 * 2**failures, 5.0))
         try:
