@@ -214,39 +214,13 @@ class LiveTransport(Transport):
         from kubernetes import client
 
         self.api_client = api_client
-        self.core = core = client.CoreV1Api(api_client)
-        apps, batch = client.AppsV1Api(api_client), client.BatchV1Api(api_client)
-        discovery = client.DiscoveryV1Api(api_client)
+        self.core = client.CoreV1Api(api_client)
         self.node_access = node_lister is not None
         self._node_lister = node_lister
         self._node_shutdown = node_shutdown
         self._origin = time.monotonic()
         self._last_started = 0.0
-        # Each kind's calls by name, so mypy checks every one against the client; discovery.k8s.io/v1 is
-        # served from 1.21, older servers answer 404 (see list_objects).
-        # fmt: off
-        self._kinds = {
-            "Pod": _KindApi(core.create_namespaced_pod, core.read_namespaced_pod,
-                            core.delete_namespaced_pod, core.list_namespaced_pod),
-            "Job": _KindApi(batch.create_namespaced_job, batch.read_namespaced_job,
-                            batch.delete_namespaced_job, batch.list_namespaced_job),
-            "Deployment": _KindApi(apps.create_namespaced_deployment, apps.read_namespaced_deployment,
-                                   apps.delete_namespaced_deployment, apps.list_namespaced_deployment),
-            "StatefulSet": _KindApi(apps.create_namespaced_stateful_set, apps.read_namespaced_stateful_set,
-                                    apps.delete_namespaced_stateful_set, apps.list_namespaced_stateful_set,
-                                    apps.patch_namespaced_stateful_set),
-            "DaemonSet": _KindApi(apps.create_namespaced_daemon_set, apps.read_namespaced_daemon_set,
-                                  apps.delete_namespaced_daemon_set, apps.list_namespaced_daemon_set),
-            "Service": _KindApi(core.create_namespaced_service, core.read_namespaced_service,
-                                core.delete_namespaced_service, core.list_namespaced_service),
-            "Endpoints": _KindApi(core.create_namespaced_endpoints, core.read_namespaced_endpoints,
-                                  core.delete_namespaced_endpoints, core.list_namespaced_endpoints),
-            "EndpointSlice": _KindApi(discovery.create_namespaced_endpoint_slice,
-                                      discovery.read_namespaced_endpoint_slice,
-                                      discovery.delete_namespaced_endpoint_slice,
-                                      discovery.list_namespaced_endpoint_slice),
-        }
-        # fmt: on
+        self._kinds: dict[str, _KindApi] = {}
 
     def now(self) -> float:
         return time.monotonic() - self._origin
@@ -258,10 +232,51 @@ class LiveTransport(Transport):
         return self._last_started
 
     def _kind(self, kind: str) -> _KindApi:
-        try:
-            return self._kinds[kind]
-        except KeyError:
-            raise ValueError(f"the live transport does not handle {kind} objects yet") from None
+        if kind not in self._kinds:
+            self._kinds[kind] = self._kind_api(kind)
+        return self._kinds[kind]
+
+    def _kind_api(self, kind: str) -> _KindApi:
+        """Each kind's calls by name, so mypy checks every one against the client. The API groups beyond the core
+        one are made when a probe first uses one of their kinds: loading each of the client's API modules takes a
+        few tenths of a second, and most probes use pods alone. discovery.k8s.io/v1 is served from 1.21, older
+        servers answer 404 (see list_objects)."""
+        from kubernetes import client
+
+        core = self.core
+        # fmt: off
+        if kind == "Pod":
+            return _KindApi(core.create_namespaced_pod, core.read_namespaced_pod,
+                            core.delete_namespaced_pod, core.list_namespaced_pod)
+        if kind == "Service":
+            return _KindApi(core.create_namespaced_service, core.read_namespaced_service,
+                            core.delete_namespaced_service, core.list_namespaced_service)
+        if kind == "Endpoints":
+            return _KindApi(core.create_namespaced_endpoints, core.read_namespaced_endpoints,
+                            core.delete_namespaced_endpoints, core.list_namespaced_endpoints)
+        if kind == "Job":
+            batch = client.BatchV1Api(self.api_client)
+            return _KindApi(batch.create_namespaced_job, batch.read_namespaced_job,
+                            batch.delete_namespaced_job, batch.list_namespaced_job)
+        if kind == "Deployment":
+            apps = client.AppsV1Api(self.api_client)
+            return _KindApi(apps.create_namespaced_deployment, apps.read_namespaced_deployment,
+                            apps.delete_namespaced_deployment, apps.list_namespaced_deployment)
+        if kind == "StatefulSet":
+            apps = client.AppsV1Api(self.api_client)
+            return _KindApi(apps.create_namespaced_stateful_set, apps.read_namespaced_stateful_set,
+                            apps.delete_namespaced_stateful_set, apps.list_namespaced_stateful_set,
+                            apps.patch_namespaced_stateful_set)
+        if kind == "DaemonSet":
+            apps = client.AppsV1Api(self.api_client)
+            return _KindApi(apps.create_namespaced_daemon_set, apps.read_namespaced_daemon_set,
+                            apps.delete_namespaced_daemon_set, apps.list_namespaced_daemon_set)
+        if kind == "EndpointSlice":
+            discovery = client.DiscoveryV1Api(self.api_client)
+            return _KindApi(discovery.create_namespaced_endpoint_slice, discovery.read_namespaced_endpoint_slice,
+                            discovery.delete_namespaced_endpoint_slice, discovery.list_namespaced_endpoint_slice)
+        # fmt: on
+        raise ValueError(f"the live transport does not handle {kind} objects yet")
 
     @api_retry
     def server_version(self) -> JsonDict:
