@@ -22,6 +22,9 @@ import yaml
 FAMILIES_ROOT = Path(__file__).resolve().parent.parent / "probes"
 METADATA = "family.yaml"
 FIELDS = frozenset({"title", "order", "document", "document_title", "document_about"})
+# The suite's own YAML files (family.yaml, manifests) through libyaml when PyYAML has it: the same safe loading,
+# several times faster (a replay of every probe reads family.yaml and the manifests about 1,300 times).
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class FamilyError(ValueError):
@@ -57,7 +60,7 @@ class Family:
     @classmethod
     def load(cls, directory: Path) -> Family:
         path = directory / METADATA
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yaml.load(path.read_text(), Loader=SAFE_LOADER) or {}
         if not isinstance(data, dict) or not {"title", "order", "document"} <= set(data) or not set(data) <= FIELDS:
             raise FamilyError(f"{path}: needs title, order and document (optionally document_title, document_about)")
         return cls(

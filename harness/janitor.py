@@ -13,8 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from kubernetes import client
+from typing import TYPE_CHECKING
 
 from harness.kind_install import TOOLS_DIR
 from harness.local.host import DEFAULT_ROOT
@@ -23,6 +22,9 @@ from harness.namespaces import CleanupReport, cleanup_probe_namespace
 from harness.process import Runner, run_command
 from harness.run import SUITE_LABEL
 from harness.transport import raw_call
+
+if TYPE_CHECKING:
+    from kubernetes import client
 
 CLUSTER_PREFIX = "plp-"
 

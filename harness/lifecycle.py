@@ -19,9 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
-
-from kubernetes import client, config
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.errors import ClusterFailed, LocalClusterError
 from harness.kind import KindCluster, list_node_containers, parse_kind_version
@@ -32,6 +30,9 @@ from harness.local.disruption import restart_apiserver
 from harness.manifest_check import images_in_manifests
 from harness.transport import JsonDict, LiveTransport, raw_call, watch_until
 from harness.versions import NodeImage
+
+if TYPE_CHECKING:  # the Kubernetes client is imported where it is used (harness/transport.py says why)
+    from kubernetes import client
 
 Note = Callable[..., None]
 NodeLister = Callable[[str], list[JsonDict]]
@@ -419,6 +420,8 @@ def local_origin(record: dict[str, Any]) -> dict[str, Any]:
 @contextmanager
 def cluster_life(provider: ClusterProvider, note: Note, keep: bool, logs_dir: Path) -> Iterator[LiveTarget]:
     """Create the provider's cluster, wait for it, yield it, and remove it unless `keep` (see module docstring)."""
+    from kubernetes import client, config
+
     note(**provider.facts())
     started = time.monotonic()
     try:

@@ -18,16 +18,24 @@ import importlib.metadata
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import jsonschema
-from kubernetes_validate import utils as schema_files
-from referencing import Registry, Resource
+from typing import TYPE_CHECKING, Any
 
 from harness.manifests import load_manifest, manifest_files
 from harness.versions import KubeVersion
 
+if TYPE_CHECKING:
+    from referencing import Registry
+
 SCHEMA_PACKAGE_VERSION = importlib.metadata.version("kubernetes-validate")
+
+# jsonschema, referencing and kubernetes-validate are imported when a manifest is first checked, not with this
+# module: the harness refuses bad input before that without waiting for them.
+
+
+def _schema_files() -> Any:  # kubernetes_validate.utils (the package has no type information)
+    from kubernetes_validate import utils
+
+    return utils
 
 
 # Validator that ignores `required` (see the module docstring).
@@ -35,9 +43,13 @@ def _not_enforced(*_: Any) -> None:
     return None
 
 
-_Validator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]  # (extend is untyped in the stubs)
-    jsonschema.validators.Draft202012Validator, {"required": _not_enforced}
-)
+@functools.cache
+def _validator_class() -> Any:
+    import jsonschema
+
+    return jsonschema.validators.extend(  # type: ignore[no-untyped-call]  # (extend is untyped in the stubs)
+        jsonschema.validators.Draft202012Validator, {"required": _not_enforced}
+    )
 
 
 @dataclass(frozen=True)
@@ -53,7 +65,7 @@ class ManifestProblem:
 def schema_version(version: KubeVersion) -> str | None:
     """The kubernetes-validate schema release for a server version, or None when it has none (before 1.25)."""
     wanted = (version.version.major, version.version.minor)
-    known = sorted({tuple(int(p) for p in v.split(".")[:2]) for v in schema_files.all_versions()})
+    known = sorted({tuple(int(p) for p in v.split(".")[:2]) for v in _schema_files().all_versions()})
     if wanted < known[0] or wanted > known[-1]:
         return None
     return f"{wanted[0]}.{wanted[1]}.0"
@@ -76,13 +88,17 @@ def check_manifest(data: dict[str, Any], version: str, name: str) -> list[Manife
 @functools.cache
 def _validator(schema_file: str, version: str) -> Any:
     """The validator of one kind's schema in one release (read once: the files are large)."""
-    schema = schema_files.schema_contents(f"{_schema_directory(version)}/{schema_file}", version)
-    return _Validator(schema, registry=Resource.from_contents(schema) @ _definitions(version))
+    from referencing import Resource
+
+    schema = _schema_files().schema_contents(f"{_schema_directory(version)}/{schema_file}", version)
+    return _validator_class()(schema, registry=Resource.from_contents(schema) @ _definitions(version))
 
 
 @functools.cache
 def _definitions(version: str) -> Registry[Any]:
-    definitions = schema_files.schema_contents(f"{_schema_directory(version)}/_definitions.json", version)
+    from referencing import Registry, Resource
+
+    definitions = _schema_files().schema_contents(f"{_schema_directory(version)}/_definitions.json", version)
     return Resource.from_contents(definitions) @ Registry()
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from harness.families import families, manifest_path
+from harness.families import SAFE_LOADER, families, manifest_path
 
 OVERLAY_FIELDS = frozenset({"base", "placeholders", "patch"})
 
@@ -34,7 +34,7 @@ def load_manifest(filename: str, directory: Path | None = None) -> JsonDict:
     `directory`: one folder holding the file and its base; by default the suite's family folders.
     """
     path = directory / filename if directory is not None else manifest_path(filename)
-    data: JsonDict = yaml.safe_load(path.read_text())
+    data: JsonDict = yaml.load(path.read_text(), Loader=SAFE_LOADER)
     overlay = data.get("overlay")
     if overlay is None:
         return data

@@ -7,12 +7,13 @@ client's models, so objects from older servers cannot fail the client's validati
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
+from typing import TYPE_CHECKING
 
 from harness.run import PROBE_FINALIZER, RUN_LABEL, SUITE_LABEL
 from harness.transport import api_retry, raw_call, watch_until
+
+if TYPE_CHECKING:  # the Kubernetes client is imported where it is used (harness/transport.py says why)
+    from kubernetes import client
 
 
 class NotReady(RuntimeError):
@@ -22,6 +23,8 @@ class NotReady(RuntimeError):
 @api_retry
 def create_probe_namespace(core: client.CoreV1Api, name: str, run_id: str, timeout_s: float = 60) -> None:
     """Create a labelled namespace and wait for its default ServiceAccount (pods are refused before it)."""
+    from kubernetes.client.exceptions import ApiException
+
     body = {
         "apiVersion": "v1",
         "kind": "Namespace",
@@ -53,6 +56,8 @@ def cleanup_probe_namespace(core: client.CoreV1Api, name: str, timeout_s: float 
     Only the suite's own finalizer is removed, each with a JSON patch that first tests the list is
     unchanged; other finalizers are left alone. Every step runs even if an earlier one failed.
     """
+    from kubernetes.client.exceptions import ApiException
+
     report = CleanupReport(name)
     try:
         pods = raw_call(core.list_namespaced_pod, name).get("items") or []
@@ -86,6 +91,8 @@ def cleanup_probe_namespace(core: client.CoreV1Api, name: str, timeout_s: float 
 
 @api_retry
 def remove_probe_finalizer(core: client.CoreV1Api, namespace: str, pod: str, finalizers: list[str]) -> None:
+    from kubernetes.client.exceptions import ApiException
+
     remaining = [f for f in finalizers if f != PROBE_FINALIZER]
     patch = [
         {"op": "test", "path": "/metadata/finalizers", "value": finalizers},
@@ -105,6 +112,8 @@ def remove_probe_finalizer(core: client.CoreV1Api, namespace: str, pod: str, fin
 
 
 def _namespace_gone(core: client.CoreV1Api, name: str, timeout_s: float) -> bool:
+    from kubernetes.client.exceptions import ApiException
+
     def gone() -> bool:
         try:
             raw_call(core.read_namespace, name)

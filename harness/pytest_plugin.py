@@ -150,7 +150,12 @@ def _check_inputs(config: pytest.Config) -> None:
     if local_version := config.getoption("--local-version"):
         config.option.local_version = inputs.local_release(local_version)
     if config.getoption("--replay"):
-        config.stash[RECORDINGS] = _recordings(Path(config.getoption("--replay")))
+        sent = getattr(config, "workerinput", {}).get("plp_recordings")  # a pytest-xdist worker: the controller's
+        config.stash[RECORDINGS] = (
+            _recordings(Path(config.getoption("--replay")))
+            if sent is None
+            else {probe: [Path(p) for p in paths] for probe, paths in sent.items()}
+        )
     if config.getoption("--schedule"):
         try:
             config.stash[DURATIONS] = read_durations(Path(config.getoption("--schedule")))
@@ -277,10 +282,14 @@ def pytest_report_teststatus(
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist's controller, as it starts each worker: every worker of one `pytest -n N` writes into one run
-    directory (each its own run-<worker>.json), the one --run-id names or one made here."""
+    directory (each its own run-<worker>.json), the one --run-id names or one made here; with --replay, each
+    takes the controller's index of the recordings (reading them all is most of a replay's start)."""
     if SHARED_RUN_ID not in node.config.stash:
         node.config.stash[SHARED_RUN_ID] = node.config.getoption("--run-id") or new_run_id()
     node.workerinput["plp_run_id"] = node.config.stash[SHARED_RUN_ID]
+    if RECORDINGS in node.config.stash:  # --replay: read and checked once, here, not again by every worker
+        recordings = node.config.stash[RECORDINGS]
+        node.workerinput["plp_recordings"] = {probe: [str(p) for p in paths] for probe, paths in recordings.items()}
 
 
 # ---------------------------------------------------------------------------------------- summary

@@ -24,15 +24,17 @@ from datetime import datetime
 from functools import cache
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
 from harness import families, timeline_svg
 from harness.expectations import FAIL, NOT_OBSERVABLE, PASS, UNDECIDED, Claim, Expectation, evaluate, load_claims
 from harness.run import safe_name
 from harness.versions import KubeVersion
+
+if TYPE_CHECKING:  # Jinja2 is imported when a page is rendered: make report refuses bad input without it
+    from jinja2 import Environment
 
 JsonDict = dict[str, Any]
 ClaimsLoader = Callable[[str], dict[str, Claim]]
@@ -161,6 +163,10 @@ class Matrix:
     scenarios: dict[str, Scenario] = field(default_factory=dict)
     timeline_tags: dict[str, dict[str, str]] = field(default_factory=dict)  # probe -> row label -> live/derived
     anchors: dict[str, str] = field(default_factory=dict)  # probe -> the action its timeline counts from
+    # (claim id, version) -> its expectation, looked up once: the page asks for each many times
+    _expectations: dict[tuple[str, str], Expectation | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def counts(self) -> dict[str, int]:
         """How many claim × version cells have each status; failed and undecided are counted apart.
@@ -194,7 +200,12 @@ class Matrix:
 
     def expectation(self, claim: str, version: str) -> Expectation | None:
         """The expectation for the claim on that version, or None where no range covers it."""
-        return _expectation(self.claim_objects[claim], version) if claim in self.claim_objects else None
+        key = (claim, version)
+        if key not in self._expectations:
+            self._expectations[key] = (
+                _expectation(self.claim_objects[claim], version) if claim in self.claim_objects else None
+            )
+        return self._expectations[key]
 
     def cell(self, row: Row, version: str) -> Cell | None:
         """What was recorded for the row on that version, if anything."""
@@ -673,7 +684,11 @@ def timeline_file(probe: str) -> str:
     return f"timelines/{safe_name(probe, 100)}.svg"
 
 
+@cache
 def _environment() -> Environment:
+    """The templates' environment, made once a process: each template is compiled the first time it is used."""
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
     env = Environment(
         loader=PackageLoader("harness", "templates"),
         autoescape=select_autoescape(["html", "html.j2"]),
@@ -693,7 +708,6 @@ def _environment() -> Environment:
     env.filters["wbr"] = lambda version: Markup(str(escape(version)).replace("-", "-<wbr>"))
     env.filters["md"] = lambda text: str(text).replace("|", "\\|").replace("\n", " ")
     env.globals.update(
-        documents=families.documents(),
         PR_URL=PR_URL,
         column_px=COLUMN_PX,
         timeline_file=timeline_file,
@@ -705,7 +719,12 @@ def _environment() -> Environment:
 
 def render_markdown(matrix: Matrix) -> str:
     """report.md: the headline, the matrix, links to the timelines, the provenance."""
-    return _environment().get_template("matrix.md.j2").render(matrix=matrix, changes=matrix.changes())
+    return _render("matrix.md.j2", matrix=matrix, changes=matrix.changes())
+
+
+def _render(template: str, **context: Any) -> str:
+    """A template rendered with the documents the families cite (read now, as the families are)."""
+    return _environment().get_template(template).render(documents=families.documents(), **context)
 
 
 def drawings(matrix: Matrix) -> dict[str, str]:
@@ -723,16 +742,13 @@ def drawings(matrix: Matrix) -> dict[str, str]:
 
 def render_html(matrix: Matrix, svgs: dict[str, str] | None = None) -> str:
     """report.html, one file: the same, with the timelines drawn in and each cell's sources a click away."""
-    return (
-        _environment()
-        .get_template("report.html.j2")
-        .render(
-            matrix=matrix,
-            changes=matrix.changes(),
-            drawings=drawings(matrix) if svgs is None else svgs,
-            legend=timeline_svg.legend(),
-            data=_page_data(matrix),
-        )
+    return _render(
+        "report.html.j2",
+        matrix=matrix,
+        changes=matrix.changes(),
+        drawings=drawings(matrix) if svgs is None else svgs,
+        legend=timeline_svg.legend(),
+        data=_page_data(matrix),
     )
 
 

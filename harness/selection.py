@@ -13,9 +13,10 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pytest
+if TYPE_CHECKING:  # the parent only starts the child; pytest is imported where it collects (main)
+    import pytest
 
 PROBES = Path(__file__).resolve().parent.parent / "probes"
 NO_TESTS_COLLECTED = 5
@@ -76,6 +77,8 @@ class _Names:
 
 def main(argv: Sequence[str]) -> int:
     """Collect with pytest's arguments argv[1:], write the result as JSON to argv[0]."""
+    import pytest
+
     names = _Names()
     code = pytest.main([*argv[1:], "--collect-only", "-q"], plugins=[names])
     result: dict[str, Any] = {"exit_code": int(code), "selected": names.selected, "deselected": names.deselected}

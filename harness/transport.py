@@ -21,12 +21,16 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-import urllib3
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 from tenacity import retry, retry_if_exception, stop_after_attempt, stop_after_delay, wait_exponential
+
+if TYPE_CHECKING:
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+# The Kubernetes client (and urllib3 with it) is imported by the live transport's code only, where it is used: a
+# replay, a collection or a refusal does not wait the few tenths of a second its import takes.
 
 JsonDict = dict[str, Any]
 RECORDING_FORMAT = "pod-lifecycle-probes/recording/v1"
@@ -39,6 +43,9 @@ TRANSIENT_STATUS = frozenset({0, 429, 500, 502, 503, 504})
 
 
 def is_transient(err: BaseException) -> bool:
+    import urllib3
+    from kubernetes.client.exceptions import ApiException
+
     if isinstance(err, ApiException):
         return (err.status or 0) in TRANSIENT_STATUS
     return isinstance(err, urllib3.exceptions.HTTPError | ConnectionError | TimeoutError)
@@ -204,40 +211,16 @@ class LiveTransport(Transport):
         node_lister: Callable[[str], list[JsonDict]] | None,
         node_shutdown: Callable[[str, bool], JsonDict] | None = None,
     ) -> None:
+        from kubernetes import client
+
         self.api_client = api_client
-        self.core = core = client.CoreV1Api(api_client)
-        apps, batch = client.AppsV1Api(api_client), client.BatchV1Api(api_client)
-        discovery = client.DiscoveryV1Api(api_client)
+        self.core = client.CoreV1Api(api_client)
         self.node_access = node_lister is not None
         self._node_lister = node_lister
         self._node_shutdown = node_shutdown
         self._origin = time.monotonic()
         self._last_started = 0.0
-        # Each kind's calls by name, so mypy checks every one against the client; discovery.k8s.io/v1 is
-        # served from 1.21, older servers answer 404 (see list_objects).
-        # fmt: off
-        self._kinds = {
-            "Pod": _KindApi(core.create_namespaced_pod, core.read_namespaced_pod,
-                            core.delete_namespaced_pod, core.list_namespaced_pod),
-            "Job": _KindApi(batch.create_namespaced_job, batch.read_namespaced_job,
-                            batch.delete_namespaced_job, batch.list_namespaced_job),
-            "Deployment": _KindApi(apps.create_namespaced_deployment, apps.read_namespaced_deployment,
-                                   apps.delete_namespaced_deployment, apps.list_namespaced_deployment),
-            "StatefulSet": _KindApi(apps.create_namespaced_stateful_set, apps.read_namespaced_stateful_set,
-                                    apps.delete_namespaced_stateful_set, apps.list_namespaced_stateful_set,
-                                    apps.patch_namespaced_stateful_set),
-            "DaemonSet": _KindApi(apps.create_namespaced_daemon_set, apps.read_namespaced_daemon_set,
-                                  apps.delete_namespaced_daemon_set, apps.list_namespaced_daemon_set),
-            "Service": _KindApi(core.create_namespaced_service, core.read_namespaced_service,
-                                core.delete_namespaced_service, core.list_namespaced_service),
-            "Endpoints": _KindApi(core.create_namespaced_endpoints, core.read_namespaced_endpoints,
-                                  core.delete_namespaced_endpoints, core.list_namespaced_endpoints),
-            "EndpointSlice": _KindApi(discovery.create_namespaced_endpoint_slice,
-                                      discovery.read_namespaced_endpoint_slice,
-                                      discovery.delete_namespaced_endpoint_slice,
-                                      discovery.list_namespaced_endpoint_slice),
-        }
-        # fmt: on
+        self._kinds: dict[str, _KindApi] = {}
 
     def now(self) -> float:
         return time.monotonic() - self._origin
@@ -249,13 +232,56 @@ class LiveTransport(Transport):
         return self._last_started
 
     def _kind(self, kind: str) -> _KindApi:
-        try:
-            return self._kinds[kind]
-        except KeyError:
-            raise ValueError(f"the live transport does not handle {kind} objects yet") from None
+        if kind not in self._kinds:
+            self._kinds[kind] = self._kind_api(kind)
+        return self._kinds[kind]
+
+    def _kind_api(self, kind: str) -> _KindApi:
+        """Each kind's calls by name, so mypy checks every one against the client. The API groups beyond the core
+        one are made when a probe first uses one of their kinds: loading each of the client's API modules takes a
+        few tenths of a second, and most probes use pods alone. discovery.k8s.io/v1 is served from 1.21, older
+        servers answer 404 (see list_objects)."""
+        from kubernetes import client
+
+        core = self.core
+        # fmt: off
+        if kind == "Pod":
+            return _KindApi(core.create_namespaced_pod, core.read_namespaced_pod,
+                            core.delete_namespaced_pod, core.list_namespaced_pod)
+        if kind == "Service":
+            return _KindApi(core.create_namespaced_service, core.read_namespaced_service,
+                            core.delete_namespaced_service, core.list_namespaced_service)
+        if kind == "Endpoints":
+            return _KindApi(core.create_namespaced_endpoints, core.read_namespaced_endpoints,
+                            core.delete_namespaced_endpoints, core.list_namespaced_endpoints)
+        if kind == "Job":
+            batch = client.BatchV1Api(self.api_client)
+            return _KindApi(batch.create_namespaced_job, batch.read_namespaced_job,
+                            batch.delete_namespaced_job, batch.list_namespaced_job)
+        if kind == "Deployment":
+            apps = client.AppsV1Api(self.api_client)
+            return _KindApi(apps.create_namespaced_deployment, apps.read_namespaced_deployment,
+                            apps.delete_namespaced_deployment, apps.list_namespaced_deployment)
+        if kind == "StatefulSet":
+            apps = client.AppsV1Api(self.api_client)
+            return _KindApi(apps.create_namespaced_stateful_set, apps.read_namespaced_stateful_set,
+                            apps.delete_namespaced_stateful_set, apps.list_namespaced_stateful_set,
+                            apps.patch_namespaced_stateful_set)
+        if kind == "DaemonSet":
+            apps = client.AppsV1Api(self.api_client)
+            return _KindApi(apps.create_namespaced_daemon_set, apps.read_namespaced_daemon_set,
+                            apps.delete_namespaced_daemon_set, apps.list_namespaced_daemon_set)
+        if kind == "EndpointSlice":
+            discovery = client.DiscoveryV1Api(self.api_client)
+            return _KindApi(discovery.create_namespaced_endpoint_slice, discovery.read_namespaced_endpoint_slice,
+                            discovery.delete_namespaced_endpoint_slice, discovery.list_namespaced_endpoint_slice)
+        # fmt: on
+        raise ValueError(f"the live transport does not handle {kind} objects yet")
 
     @api_retry
     def server_version(self) -> JsonDict:
+        from kubernetes import client
+
         return raw_call(client.VersionApi(self.api_client).get_code)
 
     def wall_clock(self) -> float:
@@ -266,6 +292,8 @@ class LiveTransport(Transport):
         # The manifest goes to the server as written (the client passes dicts through unchanged), and
         # Strict field validation (server-side, GA in 1.27, ignored by older servers) rejects unknown
         # fields instead of silently dropping them.
+        from kubernetes.client.exceptions import ApiException
+
         api = self._kind(manifest["kind"])
         self._last_started = self.now()
         try:
@@ -277,6 +305,8 @@ class LiveTransport(Transport):
 
     @api_retry
     def get(self, kind: str, namespace: str, name: str) -> JsonDict | None:
+        from kubernetes.client.exceptions import ApiException
+
         try:
             return raw_call(self._kind(kind).read, name, namespace)
         except ApiException as err:
@@ -286,12 +316,16 @@ class LiveTransport(Transport):
 
     @api_retry
     def delete(self, kind: str, namespace: str, name: str, grace_period_seconds: int | None = None) -> JsonDict:
+        from kubernetes import client
+
         options = client.V1DeleteOptions(grace_period_seconds=grace_period_seconds)
         self._last_started = self.now()
         return raw_call(self._kind(kind).delete, name, namespace, body=options)
 
     @api_retry
     def list_objects(self, kind: str, namespace: str) -> JsonDict:
+        from kubernetes.client.exceptions import ApiException
+
         try:
             return raw_call(self._kind(kind).list, namespace)
         except ApiException as err:
@@ -359,6 +393,8 @@ def raw_watch_events(response: Any) -> Iterator[JsonDict]:
             continue
         event = json.loads(line)
         if event.get("type") == "ERROR":
+            from kubernetes.client.exceptions import ApiException
+
             status = event.get("object") or {}
             raise ApiException(status=status.get("code"), reason=f"{status.get('reason')}: {status.get('message')}")
         yield event
@@ -433,6 +469,9 @@ class _LiveWatch:
             response.close()  # unblocks the reading thread, which then sees the stop flag
 
     def _run(self) -> None:
+        import urllib3
+        from kubernetes.client.exceptions import ApiException
+
         failures = 0
         while not self._stop.is_set():
             try:
@@ -495,6 +534,9 @@ class _LiveWatch:
 
         Every failure since the last good answer is named in the gap (a failed re-list is one too).
         """
+        import urllib3
+        from kubernetes.client.exceptions import ApiException
+
         self._gap_reasons.append(why)
         self._stop.wait(min(0.2 * 2**failures, 5.0))
         try:

@@ -5,7 +5,8 @@
   for a worker of a parallel probe run (and write run-gw0.json instead of run.json). The suite's plugin knows
   a worker from what pytest-xdist sent it (harness/pytest_plugin.py), not from these variables, so they go.
 - A module with a module-scoped fixture (runs made once and shared by its tests) is one unit of work, given
-  to one worker, so the fixture is made once; every other test is a unit of its own, as with `--dist load`.
+  to one worker, so the fixture is made once, and handed out before the rest; every other test is a unit of
+  its own, as with `--dist load`.
   pytest-xdist's `--dist loadgroup` would do this by marker, but not under pytest 9: it renames test ids
   through an attribute pytest 9 no longer reads, so every marked test is scheduled on its own.
 """
@@ -34,12 +35,19 @@ def shares_a_module_fixture(module: Path) -> bool:
 
 
 class ModulesWithSharedFixturesTogether(LoadScopeScheduling):  # type: ignore[misc]
-    """`--dist load`, but the tests of a module with a module-scoped fixture are one unit. Units with more tests
-    are handed out first (pytest-xdist's order), so those modules start at once, one per worker."""
+    """`--dist load`, but the tests of a module with a module-scoped fixture are one unit. Those units are the slow
+    ones (their fixtures make runs too slow to repeat), so they are handed out before any single test, with more
+    tests first (pytest-xdist's order among them): they start at once, and no worker ends on one alone."""
 
     def _split_scope(self, nodeid: str) -> str:
         module = nodeid.split("::", 1)[0]
         return module if shares_a_module_fixture(Path(self.config.rootpath, module)) else nodeid
+
+    def _assign_work_unit(self, node: object) -> None:
+        module = next((scope for scope in self.workqueue if "::" not in scope), None)  # a single test has "::"
+        if module is not None:
+            self.workqueue.move_to_end(module, last=False)
+        super()._assign_work_unit(node)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from harness import bisect as bisect_module
-from harness import cli, janitor, matrix
+from harness import cli, janitor, lifecycle, matrix
 from harness import report as report_module
 from harness.commands import housekeeping, refusal, version_axis
 from harness.commands import probe as probe_command
@@ -233,7 +233,8 @@ def forbid(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     for owner, names in (
         (probe_command, ["check_docker", "ensure_kind", "check_prerequisites", "build_kubernetes", "check_go"]),
-        (probe_command, ["resolve_module", "run_parallel", "cluster_life", "prepare_local", "prepare_kind"]),
+        (probe_command, ["resolve_module", "run_parallel", "prepare_local", "prepare_kind"]),
+        (lifecycle, ["cluster_life"]),  # the probe command imports it when it makes a cluster
         (housekeeping, ["check_docker", "ensure_kind", "check_go", "resolve_module", "build_node_images"]),
         (version_axis, ["check_go", "resolve_module", "build_kubernetes"]),
         (os, ["execv"]),

@@ -2,7 +2,8 @@
 stand-ins for kind and docker (tests/fake_tools.py) and the API server with its kubelet (tests/fake_apiserver.py).
 
 The runs are slow (each waits on its probe), so the module makes them once, at the same moment, and its tests
-share them (a module-scoped fixture: under pytest-xdist these tests go to one worker, tests/conftest.py).
+share them (a module-scoped fixture: under pytest-xdist these tests go to one worker, tests/conftest.py). The run
+with --parallel is tests/test_make_probe_parallel.py's.
 """
 
 from __future__ import annotations
@@ -94,20 +95,17 @@ RUN_RECORDS = "run records, recordings and evidence: "
 
 @pytest.fixture(scope="module")
 def stand_in_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, StandInRun]:
-    """`make probe` on stand-ins three times at once (each spends most of its time waiting on its probe): two
-    started together sharing one runs/ directory, a plain one and one with --keep-cluster; one with --parallel 2."""
+    """`make probe` on stand-ins twice at once (each spends most of its time waiting on its probe), sharing one
+    runs/ directory: a plain one and one with --keep-cluster. (tests/test_make_probe_parallel.py has the run
+    with --parallel 2, a unit of its own under pytest-xdist, so it runs beside these rather than after them.)"""
     from concurrent.futures import ThreadPoolExecutor
 
     base = tmp_path_factory.mktemp("stand-in-runs")
-    runs = {
-        "plain": (base / "plain", [], base / "shared-runs"),
-        "keep": (base / "keep", ["--keep-cluster"], base / "shared-runs"),
-        "parallel": (base / "parallel", ["--parallel", "2"], None),
-    }
+    runs = {"plain": (base / "plain", []), "keep": (base / "keep", ["--keep-cluster"])}
     with ThreadPoolExecutor(max_workers=len(runs)) as pool:
         started = {
-            name: pool.submit(probe_with_stand_ins, where, *args, run_dir=run_dir)
-            for name, (where, args, run_dir) in runs.items()
+            name: pool.submit(probe_with_stand_ins, where, *args, run_dir=base / "shared-runs")
+            for name, (where, args) in runs.items()
         }
         return {name: StandInRun(*future.result()) for name, future in started.items()}
 
@@ -153,37 +151,6 @@ def test_keep_cluster_keeps_it_and_says_where_its_kubeconfig_is(stand_in_runs: d
     assert not [c for c in fake_tools.calls(run.log) if c[:2] == ["delete", "cluster"]]
     assert "kept kind cluster plp-1-27-" in run.proc.stdout
     assert json.loads((run.run_dir / "run.json").read_text())["cluster_kept"] is True
-
-
-def test_parallel_probes_share_one_cluster_that_the_cli_creates_and_deletes(
-    stand_in_runs: dict[str, StandInRun],
-) -> None:
-    from tests import fake_tools
-
-    run = stand_in_runs["parallel"]
-    run.check_passed()
-    stdout = run.proc.stdout
-    assert " -n 2" in stdout and "--kind-nodes" in stdout and "-m not node_shutdown" in stdout
-    assert "--kind-version 1.27.3" in stdout and "-m node_shutdown" in stdout  # then on their own cluster
-    kind_calls = [c for c in fake_tools.calls(run.log) if c[0] != "docker"]
-    assert [c[:2] for c in kind_calls if c[:2] in (["create", "cluster"], ["delete", "cluster"])] == [
-        ["create", "cluster"],
-        ["delete", "cluster"],
-    ]
-    assert "wall " in stdout and "longest probe" in stdout
-    (run_dir,) = (run.log.parent / "runs").iterdir()
-    provenance = json.loads((run_dir / "run.json").read_text())
-    assert set(provenance["timing"]) == {"wall_s", "cluster_startup_s", "longest_probe_s", "ratio"} | {
-        "workers", "workers_why", "planned_makespan_s"
-    }  # fmt: skip
-    assert provenance["timing"]["workers"] == 2 and "as asked" in provenance["timing"]["workers_why"]
-    # the pytest-xdist controller handed out the plan (harness/schedule.py) and measured the probe whole
-    assert list(json.loads((run_dir / "schedule.json").read_text())["measured_s"]) == [
-        "probes/phase_after_deletion/test_phase_after_deletion.py::test_always_pod_ignoring_sigterm"
-    ]
-    assert provenance["status"] == "passed"
-    record = json.loads(next((run_dir / "probes").iterdir()).read_text())
-    assert {v["claim"]: v["status"] for v in record["verdicts"]}["container-stopped-on-node"] == "pass"
 
 
 def test_two_runs_at_once_use_their_own_clusters_run_directories_and_namespaces(

@@ -10,7 +10,9 @@ import copy
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +26,37 @@ from probes.phase_after_deletion import test_phase_after_deletion as phase_probe
 from tests.live import as_version, live
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """What the tests below read of one checked-in recording."""
+
+    path: Path
+    probe: str
+    origin: dict[str, Any]
+    server_version: str | None  # None: the probe never asked the server for its version
+
+
+@cache
+def recorded() -> tuple[Recorded, ...]:
+    """Every checked-in recording, read once for the tests below (about 50 MB of JSON; they only read it)."""
+    found = []
+    for path in all_recordings():
+        recording = Recording.load(path)  # refuses a file that is not a recording
+        try:
+            version: str | None = recording.server_git_version()
+        except ValueError:
+            version = None
+        found.append(Recorded(path, recording.probe, recording.origin, version))
+    return tuple(found)
+
+
 def test_every_recording_is_live_and_says_what_ran() -> None:
     """Every recording under recordings/ is live, kept as recorded; its origin names the cluster and, for a local
     one, the build. Nothing derived from the documents is replayed as if a cluster had shown it."""
-    recordings = all_recordings()
-    assert recordings
-    for path in recordings:
+    assert recorded()
+    for recording in recorded():
+        path, origin = recording.path, recording.origin
         assert "-live-" in path.name, f"{path.name}: only live recordings belong under recordings/"
-        origin = json.loads(path.read_text())["origin"]
         assert origin["kind"] == "live", path
         if origin.get("cluster") == "local":
             assert origin["kubernetes"]["toolchain"] and origin["kubernetes"]["commit"], path
@@ -39,24 +64,23 @@ def test_every_recording_is_live_and_says_what_ran() -> None:
 
 
 def test_every_probe_module_has_recordings_for_every_probe() -> None:
-    recorded = {Recording.load(p).probe for p in all_recordings()}
+    probes = {recording.probe for recording in recorded()}
     modules = [module for f in families() for module in f.modules]
     assert len(modules) >= len(families())
     for module in modules:
         names = re.findall(r"^def (test_\w+)\(probe", module.read_text(), flags=re.M)
         assert names, module
         for name in names:
-            assert f"{module.name}::{name}" in recorded, f"no recording of {module.name}::{name}"
+            assert f"{module.name}::{name}" in probes, f"no recording of {module.name}::{name}"
 
 
 def test_every_probe_has_recordings_for_both_sides_of_the_1_27_boundary() -> None:
     probes = {n for n in dir(phase_probes) if n.startswith("test_")}
-    recorded: dict[str, set[str]] = {}
-    for path in all_recordings():
-        recording = Recording.load(path)
-        recorded.setdefault(recording.probe.split("::")[1], set()).add(recording.server_git_version())
+    versions: dict[str, set[str | None]] = {}
+    for recording in recorded():
+        versions.setdefault(recording.probe.split("::")[1], set()).add(recording.server_version)
     for probe in probes:
-        assert recorded.get(probe, set()) >= {"v1.26.6", "v1.27.3"}, probe
+        assert versions.get(probe, set()) >= {"v1.26.6", "v1.27.3"}, probe
 
 
 def load(name: str) -> Recording:

@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -60,10 +61,16 @@ def by_version(versions: set[str]) -> list[str]:
     return sorted(versions, key=lambda v: KubeVersion.parse(v).version)
 
 
+@cache
+def _recorded() -> tuple[tuple[str, str], ...]:
+    """(probe, server version) of every checked-in recording, read once: the tests only read the recordings."""
+    loaded = [Recording.load(path) for path in all_recordings()]
+    return tuple((r.probe, r.server_git_version()) for r in loaded)
+
+
 def recorded_versions(*probes: str) -> list[str]:
     """The server versions of the live recordings (of these probes, 'module::function', if given), in order."""
-    loaded = [Recording.load(path) for path in all_recordings()]
-    return by_version({r.server_git_version() for r in loaded if not probes or r.probe in probes})
+    return by_version({version for probe, version in _recorded() if not probes or probe in probes})
 
 
 def replay(recordings: Path, runs: Path) -> subprocess.CompletedProcess[str]:
@@ -124,6 +131,24 @@ def live_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def replayed_matrix(replayed_runs: Path) -> Matrix:
+    """The matrix of the replayed runs, built once: the tests given it only read it."""
+    return build_matrix(load_records([replayed_runs]))
+
+
+@pytest.fixture(scope="module")
+def replayed_html(replayed_matrix: Matrix) -> str:
+    """report.html of the replayed runs' matrix, rendered once (the tests read it)."""
+    return render_html(replayed_matrix)
+
+
+@pytest.fixture(scope="module")
+def replayed_markdown(replayed_matrix: Matrix) -> str:
+    """report.md of the replayed runs' matrix, rendered once (the tests read it)."""
+    return render_markdown(replayed_matrix)
+
+
+@pytest.fixture(scope="module")
 def written_report(replayed_runs: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Matrix, Path]:
     """`make report` on the replayed runs, once (drawing every probe's timeline is the slow part): matrix, directory.
 
@@ -136,8 +161,8 @@ def written_report(replayed_runs: Path, tmp_path_factory: pytest.TempPathFactory
 # ------------------------------------------------------------------------------------------ the matrix
 
 
-def test_the_matrix_has_claims_by_versions_with_observed_values(replayed_runs: Path) -> None:
-    matrix = build_matrix(load_records([replayed_runs]))
+def test_the_matrix_has_claims_by_versions_with_observed_values(replayed_matrix: Matrix) -> None:
+    matrix = replayed_matrix
     assert len(matrix.versions) >= 3
     assert matrix.versions == recorded_versions()  # every recorded version, ordered as versions, not as text
     assert matrix.versions.index("v1.27.0-rc.0") < matrix.versions.index("v1.27.3")  # a pre-release first
@@ -149,8 +174,10 @@ def test_the_matrix_has_claims_by_versions_with_observed_values(replayed_runs: P
     assert "onfailure.sigterm-handled.phases" not in differences  # Succeeded on both sides
 
 
-def test_rows_are_grouped_by_document_then_probe_with_each_claims_sentence(replayed_runs: Path) -> None:
-    matrix = build_matrix(load_records([replayed_runs]))
+def test_rows_are_grouped_by_document_then_probe_with_each_claims_sentence(
+    replayed_matrix: Matrix, replayed_html: str
+) -> None:
+    matrix = replayed_matrix
     groups = matrix.groups()
     assert [document for document, _ in groups] == [
         "shared/seeds/000_c1d4d88888778485.txt",
@@ -164,16 +191,17 @@ def test_rows_are_grouped_by_document_then_probe_with_each_claims_sentence(repla
     assert {row.claim for row in matrix.rows} == set(matrix.claims)  # every claim has its row
     # a claim two probes check is a row under each of them
     assert sum(row.claim == "sigkilled.exit" for row in matrix.rows) == 2
-    html = render_html(matrix)
+    html = replayed_html
     statement = matrix.claims["always.sigterm-ignored.phases"]["statement"]
     assert statement in html
     order = [html.index(f'id="probe-{safe_name(s.probe, 100)}"') for _, scenarios in groups for s, _ in scenarios]
     assert order == sorted(order)  # the page shows them in that order
 
 
-def test_every_cell_shows_a_value_the_expected_one_in_grey_where_nothing_was_recorded(replayed_runs: Path) -> None:
-    matrix = build_matrix(load_records([replayed_runs]))
-    html = render_html(matrix)
+def test_every_cell_shows_a_value_the_expected_one_in_grey_where_nothing_was_recorded(
+    replayed_matrix: Matrix, replayed_html: str
+) -> None:
+    matrix, html = replayed_matrix, replayed_html
     cells = re.findall(r'<td class="c ([^"]*)" data-row="\d+" data-claim="([^"]+)" data-version="([^"]+)"', html)
     assert len(cells) == len(matrix.rows) * len(matrix.versions)  # no empty cell
     kinds = {(claim, version): classes.split()[0] for classes, claim, version in cells}
@@ -199,9 +227,10 @@ def test_every_cell_shows_a_value_the_expected_one_in_grey_where_nothing_was_rec
     assert sum(kinds[(row.claim, "v1.28.4")] == "exp" for row in matrix.rows) >= len(matrix.rows) - 3
 
 
-def test_columns_say_what_they_ran_on_and_every_value_shown_was_observed(replayed_runs: Path) -> None:
-    matrix = build_matrix(load_records([replayed_runs]))
-    html = render_html(matrix)
+def test_columns_say_what_they_ran_on_and_every_value_shown_was_observed(
+    replayed_matrix: Matrix, replayed_html: str, replayed_markdown: str
+) -> None:
+    matrix, html, markdown = replayed_matrix, replayed_html, replayed_markdown
     # Every recording is live: every column is, and names its cluster and when it was recorded.
     assert {v: p["kind"] for v, p in matrix.provenance.items()} == dict.fromkeys(recorded_versions(), "live")
     for version, p in matrix.provenance.items():
@@ -243,11 +272,11 @@ def test_columns_say_what_they_ran_on_and_every_value_shown_was_observed(replaye
     assert heads["v1.28.4"][0].startswith("live: local build of v1.28.4 at bae2c62678db (go1.20.11, containerd ")
     # Nothing derived is named where no record is.
     shown = re.sub(r"<(style|script)\b.*?</\1>", "", html, flags=re.S)  # what the page says, not its styles
-    assert "derived" not in shown.lower() and "📄" not in render_markdown(matrix)
+    assert "derived" not in shown.lower() and "📄" not in markdown
     assert "No version has been observed on a live cluster yet" not in html
     observed = f"{len(matrix.versions)} of the versions ({', '.join(recorded_versions())})"
     assert f"{observed}\nwere observed on a cluster" in html
-    assert f"{observed} were observed on a live cluster" in render_markdown(matrix)
+    assert f"{observed} were observed on a live cluster" in markdown
 
 
 def test_old_run_records_of_derived_recordings_are_never_called_observed(live_runs: Path) -> None:
@@ -353,8 +382,10 @@ def test_provenance_of_a_live_run_record_comes_from_its_run() -> None:
 # ------------------------------------------------------------------------------------------ what changed
 
 
-def test_what_changed_lists_each_claim_whose_value_changes_with_the_pr_behind_it(replayed_runs: Path) -> None:
-    matrix = build_matrix(load_records([replayed_runs]))
+def test_what_changed_lists_each_claim_whose_value_changes_with_the_pr_behind_it(
+    replayed_matrix: Matrix, replayed_html: str, replayed_markdown: str
+) -> None:
+    matrix = replayed_matrix
     changes = {(a, b): {c.claim: c for c in found} for a, b, found in matrix.changes()}
     assert list(changes) == list(zip(matrix.versions, matrix.versions[1:], strict=False))
     # the 1.27 boundary: the last version before 1.27.0-rc.0 and the first from it
@@ -378,8 +409,7 @@ def test_what_changed_lists_each_claim_whose_value_changes_with_the_pr_behind_it
     assert "statefulset.partition.current-revision-holds" not in changes[("v1.28.4", after)]
     # a measurement that moves inside one expected range is not a change
     assert all("between" not in json.dumps(c.was.value) for found in changes.values() for c in found.values())
-    markdown = render_markdown(matrix)
-    html = render_html(matrix)
+    markdown, html = replayed_markdown, replayed_html
     for text, heading in ((markdown, "### "), (html, "<h2>")):
         assert text.index(f"{heading}What changed between versions") < text.index(f"{heading}Behaviour matrix")
         assert "https://github.com/kubernetes/kubernetes/pull/115331" in text
@@ -399,7 +429,9 @@ def test_pull_requests_are_read_from_the_sources_release_notes_first() -> None:
 # ------------------------------------------------------------------------------------------ files
 
 
-def test_markdown_and_html_show_the_matrix_and_provenance(written_report: tuple[Matrix, Path]) -> None:
+def test_markdown_and_html_show_the_matrix_and_provenance(
+    written_report: tuple[Matrix, Path], replayed_markdown: str, replayed_html: str
+) -> None:
     matrix, directory = written_report
     markdown = (directory / "report.md").read_text()
     # the claim's row under the first probe: live and expected values, each marked as what it is
@@ -423,7 +455,8 @@ def test_markdown_and_html_show_the_matrix_and_provenance(written_report: tuple[
     html = (directory / "report.html").read_text()
     assert 'data-claim="always.sigterm-ignored.phases" data-version="v1.27.3"' in html
     assert "k/k#115331" in html  # the sources, one click away
-    assert render_markdown(matrix) == markdown and render_html(matrix) == html
+    # what write_report wrote is what rendering the same records' matrix gives (the shared, separately built one)
+    assert replayed_markdown == markdown and replayed_html == html
     # the timelines are files next to report.md, linked from it
     links = re.findall(r"\]\((timelines/[^)]+\.svg)\)", markdown)
     assert len(set(links)) == len(matrix.timelines)
@@ -478,8 +511,8 @@ def test_each_probe_has_a_timeline_drawn_with_its_versions_stacked(written_repor
     assert "<svg" in html and "main exit 137 (SIGKILL)" in html
 
 
-def test_the_statefulset_timeline_marks_the_status_writes_that_matter(replayed_runs: Path) -> None:
-    matrix = build_matrix(load_records([replayed_runs]))
+def test_the_statefulset_timeline_marks_the_status_writes_that_matter(replayed_matrix: Matrix) -> None:
+    matrix = replayed_matrix
     series = matrix.timelines[
         "test_statefulset_status.py::test_statefulset_status_through_parallel_scale_up_and_partitioned_update"
     ]
@@ -511,9 +544,9 @@ def test_the_statefulset_timeline_marks_the_status_writes_that_matter(replayed_r
 
 
 def test_termination_order_timelines_show_prestop_sigterm_sigkill_and_the_grace_on_one_axis(
-    replayed_runs: Path,
+    replayed_matrix: Matrix,
 ) -> None:
-    matrix = build_matrix(load_records([replayed_runs]))
+    matrix = replayed_matrix
     within = matrix.timelines["test_termination_order.py::test_prestop_within_the_grace_period"]["v1.37.2"]
     marks, spans = timeline_svg.events(within)
     at = {m.label: m.t for m in marks}
@@ -539,10 +572,9 @@ def test_termination_order_timelines_show_prestop_sigterm_sigkill_and_the_grace_
     assert 'class="span grace"' in svg and 'class="span prestop"' in svg and "≈ SIGTERM" in svg
 
 
-def test_no_two_timeline_labels_overlap(replayed_runs: Path) -> None:
+def test_no_two_timeline_labels_overlap(replayed_matrix: Matrix) -> None:
     """On every row of every drawing, the labels' boxes (as placed, with their estimated widths) are apart."""
-    matrix = build_matrix(load_records([replayed_runs]))
-    for probe, svg in report.drawings(matrix).items():
+    for probe, svg in report.drawings(replayed_matrix).items():
         for row in re.findall(r'<g class="row".*?</g>(?=<g class="row"|<line|<path)', svg, flags=re.S):
             boxes = [
                 (float(x0), float(x1), float(y))

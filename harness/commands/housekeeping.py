@@ -10,11 +10,7 @@ import shutil
 import sys
 from pathlib import Path
 
-import urllib3
-from kubernetes import client, config
-from kubernetes.client.exceptions import ApiException
-
-from harness import inputs, janitor, paths
+from harness import inputs, paths
 from harness import report as report_module
 from harness.commands.refusal import (
     BAD,
@@ -48,6 +44,8 @@ from harness.versions import VersionError
 def run_clean_command(args: argparse.Namespace) -> int:
     """Remove the suite's leftovers; a kubeconfig is checked before anything is touched."""
     inputs.check_existing_cluster(args.kubeconfig, args.context)
+    from harness import janitor  # the Kubernetes client with it (a few tenths of a second): after the checks
+
     report = janitor.JanitorReport()
     kind_bin = shutil.which(args.kind_bin) or janitor.installed_kind()
     if args.cluster != "local":
@@ -61,6 +59,10 @@ def run_clean_command(args: argparse.Namespace) -> int:
         else:
             print(f"local clusters under {local_host.DEFAULT_ROOT} need root to stop: run make clean as root")
     if args.kubeconfig:
+        import urllib3
+        from kubernetes import client, config
+        from kubernetes.client.exceptions import ApiException
+
         try:
             api = config.new_client_from_config(config_file=args.kubeconfig, context=args.context)
             janitor.clean_namespaces(report, client.CoreV1Api(api))

@@ -14,8 +14,9 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from harness import inputs, paths, schedule, selection
+from harness import inputs, paths, selection
 from harness.commands.refusal import (
     BAD,
     MISSING,
@@ -32,7 +33,6 @@ from harness.families import families
 from harness.inputs import BadInput
 from harness.kind import INSTALL_KIND, check_docker, check_prerequisites
 from harness.kind_install import KindInstallError, ensure_kind
-from harness.lifecycle import ClusterProvider, KindProvider, LocalProvider, cluster_life
 from harness.local import host as local_host
 from harness.local import teardown as local_teardown
 from harness.local.build import (
@@ -44,6 +44,10 @@ from harness.local.build import (
 )
 from harness.run import Run
 from harness.versions import KubeVersion, NodeImage
+
+if TYPE_CHECKING:
+    from harness import schedule
+    from harness.lifecycle import ClusterProvider
 
 AUTO = "auto"
 
@@ -221,6 +225,10 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
     The cluster is this process's: it is removed after pytest ends (also after Ctrl-C or SIGTERM, which
     pytest receives too and answers with its own cleanup first), unless --keep-cluster.
     """
+    # The Kubernetes client comes with the lifecycle (a few tenths of a second): imported here, so that a refusal
+    # of bad input before this point does not wait for it.
+    from harness.lifecycle import KindProvider, LocalProvider, cluster_life
+
     run = Run.start(Path(args.run_dir))
     run.write_provenance(parallel=args.parallel)
     plan, schedule_file = plan_workers(args, run.directory)
@@ -288,6 +296,8 @@ def plan_workers(args: argparse.Namespace, directory: Path) -> tuple[schedule.Pl
     """The probes this run selects (collected in a child pytest, about a second), planned longest first on
     PARALLEL workers or, with auto, on as few as finish about when the longest probe does; the durations and
     the plan go to <run>/schedule.json, which the pytest-xdist controller hands out from."""
+    from harness import schedule  # with pytest-xdist's scheduler, hence pytest: only for a parallel run
+
     extra = ["-m", "not node_shutdown", *(["--repeat", str(args.repeat)] if args.repeat > 1 else [])]
     items = selection.select(args.probe, args.run_dir, extra=extra).selected
     recordings = [path for family in families() for path in family.recordings.glob("*.json")]

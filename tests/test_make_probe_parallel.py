@@ -1,0 +1,50 @@
+"""`make probe PARALLEL=2`'s kind path end to end, as a user runs it: `python -m harness probe --parallel 2` in a
+child process, with the stand-ins of tests/test_make_probe.py for kind, docker and the API server with its kubelet.
+
+The run is slow (the harness, two pytest runs, pytest-xdist workers and the probe's wait, one after another), so
+it is made once, by a module-scoped fixture: under pytest-xdist this module is a unit of its own
+(tests/conftest.py), which runs beside tests/test_make_probe.py's runs instead of after them.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.test_make_probe import StandInRun, probe_with_stand_ins
+
+
+@pytest.fixture(scope="module")
+def parallel_run(tmp_path_factory: pytest.TempPathFactory) -> StandInRun:
+    """`make probe` on stand-ins with --parallel 2, in a runs/ directory of its own."""
+    return StandInRun(*probe_with_stand_ins(tmp_path_factory.mktemp("parallel"), "--parallel", "2"))
+
+
+def test_parallel_probes_share_one_cluster_that_the_cli_creates_and_deletes(parallel_run: StandInRun) -> None:
+    from tests import fake_tools
+
+    run = parallel_run
+    run.check_passed()
+    stdout = run.proc.stdout
+    assert " -n 2" in stdout and "--kind-nodes" in stdout and "-m not node_shutdown" in stdout
+    assert "--kind-version 1.27.3" in stdout and "-m node_shutdown" in stdout  # then on their own cluster
+    kind_calls = [c for c in fake_tools.calls(run.log) if c[0] != "docker"]
+    assert [c[:2] for c in kind_calls if c[:2] in (["create", "cluster"], ["delete", "cluster"])] == [
+        ["create", "cluster"],
+        ["delete", "cluster"],
+    ]
+    assert "wall " in stdout and "longest probe" in stdout
+    (run_dir,) = (run.log.parent / "runs").iterdir()
+    provenance = json.loads((run_dir / "run.json").read_text())
+    assert set(provenance["timing"]) == {"wall_s", "cluster_startup_s", "longest_probe_s", "ratio"} | {
+        "workers", "workers_why", "planned_makespan_s"
+    }  # fmt: skip
+    assert provenance["timing"]["workers"] == 2 and "as asked" in provenance["timing"]["workers_why"]
+    # the pytest-xdist controller handed out the plan (harness/schedule.py) and measured the probe whole
+    assert list(json.loads((run_dir / "schedule.json").read_text())["measured_s"]) == [
+        "probes/phase_after_deletion/test_phase_after_deletion.py::test_always_pod_ignoring_sigterm"
+    ]
+    assert provenance["status"] == "passed"
+    record = json.loads(next((run_dir / "probes").iterdir()).read_text())
+    assert {v["claim"]: v["status"] for v in record["verdicts"]}["container-stopped-on-node"] == "pass"
