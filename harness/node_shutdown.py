@@ -14,8 +14,8 @@ signal with a match on interface, member and path but not on the sender
 (pkg/kubelet/nodeshutdown/systemd/inhibit_linux.go), so `busctl emit` inside the node is heard as logind's
 own; `true` starts the shutdown, `false` cancels it and the node becomes Ready again.
 
-What is verified and what is only reasoned (nothing here has run: no Docker on the machine it was written
-on) is listed in the module docstring of probes/node_shutdown/test_node_shutdown.py.
+What is verified and what is only reasoned, and the versions this ran on live (kind v0.20.0, node images built
+from Go modules), is listed in the module docstring of probes/node_shutdown/test_node_shutdown.py.
 """
 
 from __future__ import annotations
@@ -107,11 +107,13 @@ def announce_shutdown(node: str, starting: bool, runner: Runner = run_command) -
     if starting and not _holds_lock(locks):
         # After a cancelled shutdown the kubelet may hold no lock at all: live, the second shutdown probe on a node
         # found none in 4 of 5 kind runs of 1.27.0-rc.0 and 1.27.3 (no inhibitor descriptor in the kubelet), in
-        # 0 of 1 of 1.26.6.
-        # The likely mechanism, read in nodeshutdown_manager_linux.go aquireInhibitLock at v1.27.3, not proven:
-        # on cancel the kubelet takes a new lock, then releases the descriptor number of the old one, which it
-        # had closed already and the new lock may reuse. A restarted kubelet takes its lock again, so each probe
-        # starts from a kubelet that holds one; the answer says when it was restarted.
+        # 0 of 1 of 1.26.6, and in 1 of 1 of 1.27.4.
+        # The mechanism, read in nodeshutdown_manager_linux.go at v1.27.4 (unchanged at v1.32.11 and v1.37.0;
+        # the release came with k/k#98088), not traced live descriptor by descriptor: processShutdownEvent
+        # closes the lock's descriptor when it is done; on cancel, acquireInhibitLock takes a new lock, whose
+        # descriptor the kernel gives the lowest free number, the one just closed, and then "releases" the
+        # old number, closing the new lock. A restarted kubelet takes its lock again, so each probe starts from
+        # a kubelet that holds one; the answer says when it was restarted.
         restarted = runner(["docker", "exec", node, "systemctl", "restart", "kubelet"], 60).returncode == 0
         deadline = time.monotonic() + LOCK_WAIT_S
         while restarted and not _holds_lock(locks) and time.monotonic() < deadline:
