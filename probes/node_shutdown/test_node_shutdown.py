@@ -20,10 +20,10 @@ test's use of the signal and of `false` to recover, the kubelet's shutdown statu
 config fields (node labels, cluster-level KubeletConfiguration patch) — see the expectations' sources. Seen
 live on kind v0.20.0 with node images built from Go modules (issue 14; recordings `*-live-kind.json`):
 v1.27.0-rc.0 (DaemonSet and StatefulSet pods left Succeeded), v1.27.3 and v1.27.4 (DaemonSet pod replaced,
-StatefulSet pod left Succeeded: before k/k#121389, v1.27.9) and v1.26.6 (both Failed, deleted and replaced). The shutdown-capable image brings up D-Bus
-and logind, the kubelet holds its delay lock (`shutdown.kubelet-listening`), and `busctl emit` is heard.
-Where a pod's controller deletes it before the kubelet reports its container's end, that claim is not
-observable (1.26.6 DaemonSet, once).
+StatefulSet pod left Succeeded: before k/k#121389, v1.27.9) and v1.26.6 (both Failed, deleted and replaced).
+The shutdown-capable image brings up D-Bus and logind, the kubelet holds its delay lock
+(`shutdown.kubelet-listening`), and `busctl emit` is heard. Where a pod's controller deletes it before the
+kubelet reports its container's end, that claim is not observable (1.26.6 DaemonSet, once).
 """
 
 from __future__ import annotations
