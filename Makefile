@@ -127,10 +127,13 @@ actionlint:
 typecheck: refuse-cluster $(STAMP)
 	$(PY) -m mypy
 
-# Unit tests, and every probe end to end on the recordings (same probe code, replayed transport), one
-# pytest-xdist worker per core (tests/conftest.py says how the tests are shared out).
+# Unit tests, and every probe end to end on the recordings (same probe code, replayed transport), in
+# pytest-xdist workers, one per core and one more (tests/conftest.py says how the tests are shared out): a
+# good part of the tests waits on child processes, so a third worker on 2 cores took 48.5 s against 55.3 s
+# for two (and 49.2 s for four).
+TEST_WORKERS := $(shell $(PYTHON) -c "import os; print(len(os.sched_getaffinity(0)) + 1)" 2>/dev/null || echo auto)
 unit: refuse-cluster $(STAMP)
-	$(PY) -m pytest tests probes --replay probes --run-dir runs/offline -n auto
+	$(PY) -m pytest tests probes --replay probes --run-dir runs/offline -n $(TEST_WORKERS)
 
 clean-venv: refuse-cluster
 	rm -rf $(VENV)

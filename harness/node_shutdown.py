@@ -39,6 +39,7 @@ CRITICAL_PODS_GRACE = "10s"
 GRACEFUL_NODE_SHUTDOWN_ON = ">=1.21.0-alpha.0"
 # How long a restarted kubelet may take to hold its inhibitor lock again.
 LOCK_WAIT_S = 60.0
+LOCK_POLL_S = 1.0  # and how often it is asked meanwhile
 
 
 def cluster_config(version: KubeVersion) -> str:
@@ -117,7 +118,7 @@ def announce_shutdown(node: str, starting: bool, runner: Runner = run_command) -
         restarted = runner(["docker", "exec", node, "systemctl", "restart", "kubelet"], 60).returncode == 0
         deadline = time.monotonic() + LOCK_WAIT_S
         while restarted and not _holds_lock(locks) and time.monotonic() < deadline:
-            time.sleep(1)
+            time.sleep(LOCK_POLL_S)
             locks = runner(kubelet_inhibitor_argv(node), 30)
     emitted = runner(prepare_for_shutdown_argv(node, starting), 30)
     if emitted.returncode != 0:

@@ -1,4 +1,4 @@
-"""The offline tests under pytest-xdist (`make test` runs them `-n 2`).
+"""The offline tests under pytest-xdist (`make test` runs them with one worker per core and one more).
 
 - Their child processes (pytest, python -m harness, make) start without pytest-xdist's variables. A worker's
   environment has PYTEST_XDIST_WORKER and its siblings; a child pytest that inherited them would take itself

@@ -129,7 +129,10 @@ class LockAfterRestart(FakeRunner):
         return ok()
 
 
-def test_a_kubelet_without_its_lock_is_restarted_before_a_shutdown_and_the_answer_says_so() -> None:
+def test_a_kubelet_without_its_lock_is_restarted_before_a_shutdown_and_the_answer_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(node_shutdown, "LOCK_POLL_S", 0.01)
     node = LockAfterRestart()
     answer = announce_shutdown("kind-worker", True, node)
     assert answer["kubelet_inhibitor"] is True and answer["kubelet_restarted_for_its_lock"] is True
@@ -139,6 +142,7 @@ def test_a_kubelet_without_its_lock_is_restarted_before_a_shutdown_and_the_answe
 
 def test_a_kubelet_that_never_takes_its_lock_is_reported_after_a_bounded_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(node_shutdown, "LOCK_WAIT_S", 0.5)
+    monkeypatch.setattr(node_shutdown, "LOCK_POLL_S", 0.01)
     node = LockAfterRestart(regains=False)
     answer = announce_shutdown("kind-worker", True, node)
     assert answer["kubelet_inhibitor"] is False and answer["kubelet_restarted_for_its_lock"] is True
