@@ -113,6 +113,10 @@ def start_engine(
             f"{RUNTIME_NAME}={WRAPPER}",
             "--default-runtime",
             RUNTIME_NAME,
+            # Docker's own iptables management sets the host's FORWARD policy to DROP and leaves it so after it
+            # stops; a local cluster's bridged pod traffic would then meet it. kind needs none of it here: its
+            # nodes share one bridge and nothing is pulled (seen live: kind v1.27.4, 28 of 28, two-node cluster too).
+            "--iptables=false",
         ],
         stdout=log,
         stderr=subprocess.STDOUT,

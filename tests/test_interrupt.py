@@ -207,9 +207,12 @@ def test_ctrl_c_while_the_engine_starts_stops_its_dockerd(
     started: list[int] = []
     real_popen = subprocess.Popen
 
+    argvs: list[list[str]] = []
+
     def popen(*args: Any, **kwargs: Any) -> Any:
         process = real_popen(*args, **kwargs)
         started.append(process.pid)
+        argvs.append(list(args[0]))
         return process
 
     asked: list[list[str]] = []
@@ -226,6 +229,7 @@ def test_ctrl_c_while_the_engine_starts_stops_its_dockerd(
         engine.start_engine(tmp_path / "engine", runner=docker)
     assert str(interrupt.value) == f"dockerd pid {started[0]} stopped"
     assert not Path(f"/proc/{started[0]}").exists()
+    assert "--iptables=false" in argvs[0]  # the host's FORWARD policy is not the engine's to change
     monkeypatch.setattr(engine, "start_engine", lambda: (_ for _ in ()).throw(interrupt.value))
     assert engine.main(["start"]) == engine.INTERRUPTED
     said = capsys.readouterr().err
