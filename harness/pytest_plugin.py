@@ -359,6 +359,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         shared = Path(config.getoption("--run-dir")) / config.stash[SHARED_RUN_ID]
         terminalreporter.write_line(f"run records, recordings and evidence: {shared}")
         _say_kept_namespaces(terminalreporter, shared)
+        _say_spread(terminalreporter, config, shared)  # every worker's probe records are there by now
     run = config.stash.get(RUN, None)
     if run is not None:
         terminalreporter.write_sep("-", "pod-lifecycle probes")
@@ -370,11 +371,16 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             if facts.get("cluster_kept"):
                 terminalreporter.write_line(facts["cluster_kept_message"])
         _say_kept_namespaces(terminalreporter, run.directory)
-        rows = spread_of_run(run.directory)
-        if config.getoption("--repeat") > 1 and rows:
-            (run.directory / "spread.json").write_text(json.dumps(rows, indent=1) + "\n")
-            terminalreporter.write_line("spread of measured intervals (seconds):")
-            terminalreporter.write_line(render_spread(rows))
+        _say_spread(terminalreporter, config, run.directory)
+
+
+def _say_spread(terminalreporter: Any, config: pytest.Config, run_directory: Path) -> None:
+    """With --repeat: the spread of every measured interval over the runs, printed and kept as spread.json."""
+    rows = spread_of_run(run_directory) if config.getoption("--repeat") > 1 else []
+    if rows:
+        (run_directory / "spread.json").write_text(json.dumps(rows, indent=1) + "\n")
+        terminalreporter.write_line("spread of measured intervals (seconds):")
+        terminalreporter.write_line(render_spread(rows))
 
 
 def _say_kept_namespaces(terminalreporter: Any, run_directory: Path) -> None:

@@ -293,7 +293,8 @@ def test_keep_leaves_a_failed_probes_namespace_for_a_look_and_the_summary_says_s
 
 
 def test_pytest_xdist_workers_share_one_run_directory_and_the_summary_names_it(tmp_path: Path) -> None:
-    """`pytest -n 2` without --run-id (make test): one run directory, a run-<worker>.json per worker in it."""
+    """`pytest -n 2` without --run-id (make test): one run directory, a run-<worker>.json per worker in it; with
+    --repeat the controller says the spread from all the workers' records (make probe REPEAT=3 PARALLEL=auto)."""
     proc = pytest_run(
         "probes/phase_after_deletion/test_phase_after_deletion.py",
         "--replay",
@@ -304,9 +305,12 @@ def test_pytest_xdist_workers_share_one_run_directory_and_the_summary_names_it(t
         "test_always_pod_trapping_sigterm",
         "-n",
         "2",
+        "--repeat",
+        "2",  # replays are not repeated, but the spread over the workers' records is still said
     )
     assert proc.returncode == 0, proc.stdout
     (run_dir,) = (tmp_path / "runs").iterdir()
+    assert "spread of measured intervals (seconds):" in proc.stdout and (run_dir / "spread.json").is_file()
     assert sorted(p.name for p in run_dir.glob("run*.json")) == ["run-gw0.json", "run-gw1.json"]
     assert f"run records, recordings and evidence: {run_dir}" in proc.stdout
     records = list((run_dir / "probes").iterdir())
