@@ -278,7 +278,6 @@ def _live_probe(request: pytest.FixtureRequest, run: Run, family: Family, name: 
     }
     recording = Recording(name, origin)
     transport = RecordingTransport(target.transport, recording)
-    restart = _scheduled_restart(request.config, target)
     probe = Probe(
         name,
         family.name,
@@ -290,6 +289,7 @@ def _live_probe(request: pytest.FixtureRequest, run: Run, family: Family, name: 
         families_root=family.directory.parent,
     )
     probe.server_version  # noqa: B018 - every recording starts by asking the server's version
+    restart = _scheduled_restart(request.config, target)  # its timer starts here; the finally below ends it
     try:
         yield probe
     finally:
