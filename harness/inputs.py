@@ -52,6 +52,15 @@ def seconds(variable: str) -> Callable[[str], float]:
     return parse
 
 
+def check_apiserver_restart(after_s: float | None, local_cluster: bool) -> None:
+    """RESTART_APISERVER_AFTER (--restart-apiserver-after) only where the suite runs the control plane itself."""
+    if after_s is not None and not local_cluster:
+        raise BadInput(
+            "RESTART_APISERVER_AFTER (--restart-apiserver-after) restarts the API server of a local cluster the "
+            "suite makes: give CLUSTER=local (--local-version)"
+        )
+
+
 def check_run_dir(run_dir: str | Path) -> None:
     """Run records can be written under `run_dir` (created if need be)."""
     try:

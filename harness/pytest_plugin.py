@@ -162,13 +162,10 @@ def _check_inputs(config: pytest.Config) -> None:
         except ValueError as err:
             raise BadInput(str(err)) from err
     inputs.check_run_dir(config.getoption("--run-dir"))
-    if config.getoption("--restart-apiserver-after") is not None and not (
-        config.getoption("--local-version") or config.getoption("--local-state")
-    ):
-        raise BadInput(
-            "--restart-apiserver-after (RESTART_APISERVER_AFTER) restarts the API server of a local cluster the "
-            "suite runs: give CLUSTER=local (--local-version)"
-        )
+    inputs.check_apiserver_restart(
+        config.getoption("--restart-apiserver-after"),
+        bool(config.getoption("--local-version") or config.getoption("--local-state")),
+    )
     version, image = config.getoption("--kind-version"), config.getoption("--kind-image")
     if version or image:
         config.stash[IMAGE] = inputs.kind_image(version, image)

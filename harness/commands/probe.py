@@ -86,10 +86,7 @@ def check_probe_input(args: argparse.Namespace) -> NodeImage | None:
     if not args.kubeconfig:
         inputs.check_existing_cluster(args.kubeconfig, args.context)  # a CONTEXT without KUBECONFIG_FILE
     inputs.check_run_dir(args.run_dir)
-    if args.restart_apiserver_after is not None and (args.cluster != "local" or args.kubeconfig):
-        raise BadInput(
-            "RESTART_APISERVER_AFTER restarts the API server of a local cluster the suite makes: give CLUSTER=local"
-        )
+    inputs.check_apiserver_restart(args.restart_apiserver_after, args.cluster == "local" and not args.kubeconfig)
     image: NodeImage | None = None
     if args.kubeconfig:
         if args.version or args.image or args.cluster == "local":
