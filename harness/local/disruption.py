@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import ssl
 import subprocess
 import threading
 import time
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import LocalClusterError
-from harness.local.processes import https_ok, log_tail, stop_process
+from harness.local.processes import https_ok, log_tail, stop_process, tls_client_context
 
 JsonDict = dict[str, Any]
 
@@ -37,8 +36,9 @@ READY_TIMEOUT_S = 90.0
 
 def _etcd_call(port: int, etcd_pki: Path, method: str, body: JsonDict) -> JsonDict:
     """One call of etcd's JSON gateway (`/v3/kv/...`) with the API server's client certificate."""
-    context = ssl.create_default_context(cafile=str(etcd_pki / "ca.crt"))
-    context.load_cert_chain(str(etcd_pki / "apiserver-etcd-client.crt"), str(etcd_pki / "apiserver-etcd-client.key"))
+    context = tls_client_context(
+        etcd_pki / "ca.crt", etcd_pki / "apiserver-etcd-client.crt", etcd_pki / "apiserver-etcd-client.key"
+    )
     request = urllib.request.Request(
         f"https://127.0.0.1:{port}/v3/kv/{method}",
         data=json.dumps(body).encode(),

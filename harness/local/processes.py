@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import ssl
 import time
 from pathlib import Path
 
@@ -61,12 +62,17 @@ def http_ok(url: str) -> bool:
         return False
 
 
-def https_ok(url: str, ca: Path, cert: Path, key: Path) -> bool:
-    import ssl
-    import urllib.request
-
+def tls_client_context(ca: Path, cert: Path, key: Path) -> ssl.SSLContext:
+    """A TLS client that trusts `ca` and shows the certificate `cert` (with `key`)."""
     context = ssl.create_default_context(cafile=str(ca))
     context.load_cert_chain(str(cert), str(key))
+    return context
+
+
+def https_ok(url: str, ca: Path, cert: Path, key: Path) -> bool:
+    import urllib.request
+
+    context = tls_client_context(ca, cert, key)
     try:
         with urllib.request.urlopen(url, timeout=2, context=context) as response:
             return int(response.status) == 200
