@@ -93,14 +93,15 @@ engine-stop: refuse-cluster $(STAMP)
 # The first patch release on which a probe fails: make bisect PROBE=... GOOD=1.27.3 BAD=1.27.16 [BUILD=1]
 # (BUILD=1 also tries patch releases without a pinned image, building them with node-image)
 # On releases built here, the first on which a claim observed what BAD observed, recorded in bisections/:
-# make bisect CLUSTER=local PROBE=... CLAIM=<claim id> GOOD=1.25.0 BAD=1.25.16 [PRE=1] [NAME=...]
+# make bisect CLUSTER=local PROBE=... CLAIM=<claim id> GOOD=1.25.0 BAD=1.25.16 [PRE=1] [NAME=...] [REPEAT=N]
+# (REPEAT=N: up to N runs per release, for a claim whose old behaviour a race sometimes hides)
 CLAIM ?=
 PRE ?=
 NAME ?=
 bisect: $(STAMP)
 	$(PY) -m harness bisect --probe "$(PROBE)" --good "$(GOOD)" --bad "$(BAD)" $(if $(filter 1 yes true,$(BUILD)),--build) \
 		--cluster "$(CLUSTER)" $(if $(CLAIM),--claim "$(CLAIM)") $(if $(filter 1 yes true,$(PRE)),--pre-releases) \
-		$(if $(NAME),--name "$(NAME)")
+		$(if $(NAME),--name "$(NAME)") --runs "$(REPEAT)"
 
 versions: refuse-cluster $(STAMP)
 	$(PY) -m harness versions

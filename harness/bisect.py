@@ -152,16 +152,26 @@ def release_candidates(good: str, bad: str, pre_releases: bool = False) -> list[
 
 @dataclass
 class ClaimObservation:
-    """What one tried release showed for the claim, and what ran."""
+    """What one tried release showed for the claim, and what ran (with several runs: all of them together)."""
 
     version: str
     outcome: str  # good / bad / skip
-    observed: list[Any] = field(default_factory=list)  # every value the claim's checks recorded in the run
+    observed: list[Any] = field(default_factory=list)  # every value the claim's checks recorded in the run(s)
     verdicts: list[str] = field(default_factory=list)
     why: str = ""
     run_dir: str = ""
     build: dict[str, Any] = field(default_factory=dict)
     cluster: dict[str, Any] = field(default_factory=dict)
+    runs: list[ClaimObservation] = field(default_factory=list)  # with runs > 1: each run on its own, in order
+
+    def add(self, run: ClaimObservation) -> None:
+        """Take one more run of this release in: its values, its verdicts, what it ran on."""
+        self.runs.append(run)
+        self.observed += run.observed
+        self.verdicts += run.verdicts
+        self.run_dir = self.run_dir or run.run_dir
+        self.build = self.build or run.build
+        self.cluster = run.cluster or self.cluster
 
 
 def claim_observations(run_dir: Path, claim: str) -> tuple[list[Any], list[str]]:
@@ -216,49 +226,100 @@ def classify(value: Any, good: Any, bad: Any) -> str | None:
 class ClaimOracle:
     """Classifies releases by what the claim observed: BAD's value is bad, GOOD's is good, anything else a skip.
 
-    `observe(version)` runs the claim's probe on that release and returns its ClaimObservation with outcome
-    unset; each version is run once. BAD runs first (its value is what the bisection looks for), then GOOD.
+    `observe(version, attempt)` runs the claim's probe once on that release (attempt 1, 2, ...) and returns
+    its ClaimObservation with outcome unset. BAD runs first (its value is what the bisection looks for),
+    then GOOD.
+
+    With `runs` = N > 1, for a claim whose old behaviour a race sometimes hides (the StatefulSet status
+    before k/k#117865 shows its old value only while the controller's pod cache keeps up): BAD must observe
+    one value in all N runs; GOOD runs until one run observes another value (at most N); a release between
+    is good as soon as one run observes GOOD's value (BAD never showed it) and bad only when all N runs
+    observe BAD's. So a release is called changed only after N runs that all agree with BAD.
     """
 
-    def __init__(self, claim: str, observe: Callable[[str], ClaimObservation], say: Callable[[str], None]) -> None:
-        self.claim, self._observe, self._say = claim, observe, say
+    def __init__(
+        self,
+        claim: str,
+        observe: Callable[[str, int], ClaimObservation],
+        say: Callable[[str], None],
+        runs: int = 1,
+    ) -> None:
+        if runs < 1:
+            raise ValueError(f"runs must be at least 1, not {runs}")
+        self.claim, self._observe, self._say, self.runs = claim, observe, say, runs
         self.tried: dict[str, ClaimObservation] = {}
         self.good_value: Any = None
         self.bad_value: Any = None
 
+    def _attempt(self, version: str) -> tuple[Any, str]:
+        """One more run of `version`, kept with its others: the value it observed, or why it has none."""
+        seen = self.tried.setdefault(version, ClaimObservation(version, ""))
+        run = self._observe(version, len(seen.runs) + 1)
+        seen.add(run)
+        try:
+            return _same(run.observed), ""
+        except ValueError as err:
+            context = run.why or (f"see {run.run_dir}" if run.run_dir else "")
+            run.why = run.why or str(err)
+            return None, f"{err} for {self.claim}" + (f" ({context})" if context else "")
+
     def learn_ends(self, good: str, bad: str) -> None:
-        ends = {}
-        for version in (bad, good):
-            seen = self._run(version)
-            try:
-                ends[version] = _same(seen.observed)
-            except ValueError as err:
-                raise BisectError(f"{version}: {err} for {self.claim} ({seen.why or 'see ' + seen.run_dir})") from err
-        self.good_value, self.bad_value = ends[good], ends[bad]
-        if classify(self.good_value, self.good_value, self.bad_value) != GOOD:
-            raise BisectError(f"{good} and {bad} both observed {self.bad_value!r} for {self.claim}: nothing to bisect")
+        bad_values = []
+        for _ in range(self.runs):
+            value, problem = self._attempt(bad)
+            if problem:
+                raise BisectError(f"{bad}: {problem}")
+            bad_values.append(value)
+        texts = {json.dumps(v, sort_keys=True) for v in bad_values}
+        if all(_is_number(v) for v in bad_values):
+            self.bad_value = statistics.median(bad_values)
+        elif len(texts) == 1:
+            self.bad_value = bad_values[0]
+        else:
+            raise BisectError(
+                f"{bad} observed {', '.join(sorted(texts))} in {self.runs} runs for {self.claim}: "
+                "BAD must observe one value in every run to be bisected on"
+            )
+        for _ in range(self.runs):
+            value, problem = self._attempt(good)
+            if problem:
+                raise BisectError(f"{good}: {problem}")
+            if classify(value, value, self.bad_value) == GOOD:
+                self.good_value = value
+                break
+        else:
+            runs = f" in {self.runs} runs each" if self.runs > 1 else ""
+            raise BisectError(
+                f"{good} and {bad} both observed {self.bad_value!r} for {self.claim}{runs}: nothing to bisect"
+            )
         self.tried[bad].outcome, self.tried[good].outcome = BAD, GOOD
 
-    def _run(self, version: str) -> ClaimObservation:
-        if version not in self.tried:
-            self.tried[version] = self._observe(version)
-        return self.tried[version]
-
     def __call__(self, version: str) -> str:
-        seen = self._run(version)
-        if not seen.outcome:
-            try:
-                value = _same(seen.observed)
-            except ValueError as err:
-                seen.outcome, seen.why = SKIP, seen.why or str(err)
-            else:
-                outcome = classify(value, self.good_value, self.bad_value)
-                if outcome is None:
-                    seen.outcome, seen.why = SKIP, f"observed {value!r}: neither GOOD's nor BAD's value"
-                else:
-                    seen.outcome = outcome
+        if version not in self.tried or not self.tried[version].outcome:
+            self._decide(version)
+        seen = self.tried[version]
         self._say(f"{version}: {seen.outcome} (observed {seen.observed!r}; verdicts {', '.join(seen.verdicts) or '-'})")
         return seen.outcome
+
+    def _decide(self, version: str) -> None:
+        """Run `version` until one run observes GOOD's value, or `runs` times; then say what it is."""
+        outcomes = []
+        for _ in range(self.runs):
+            value, problem = self._attempt(version)
+            outcome = None if problem else classify(value, self.good_value, self.bad_value)
+            if outcome is None and not problem:
+                self.tried[version].runs[-1].why = f"observed {value!r}: neither GOOD's nor BAD's value"
+            outcomes.append(outcome or SKIP)
+            if outcome == GOOD:
+                break
+        seen = self.tried[version]
+        if GOOD in outcomes:
+            seen.outcome = GOOD
+        elif outcomes == [BAD] * self.runs:
+            seen.outcome = BAD
+        else:
+            seen.outcome = SKIP
+            seen.why = next(run.why for run in seen.runs if run.why)
 
 
 def bisection_record(
@@ -272,6 +333,7 @@ def bisection_record(
         "name": name,
         "claim": claim,
         "probe": probe,
+        **({"runs_per_release": oracle.runs} if oracle.runs > 1 else {}),
         "good": {"version": good, "observed": oracle.good_value},
         "bad": {"version": bad, "observed": oracle.bad_value},
         "candidates": found.candidates,
@@ -285,6 +347,7 @@ def bisection_record(
                 "build": t.build,
                 "cluster": t.cluster,
                 "run_dir": t.run_dir,
+                **({"runs": [_run_entry(run) for run in t.runs]} if len(t.runs) > 1 else {}),
             }
             for t in tried
         ],
@@ -295,4 +358,15 @@ def bisection_record(
             t.version: t.build.get("staging_substitutions") for t in tried if t.build.get("staging_substitutions")
         },
         "ran": ran,
+    }
+
+
+def _run_entry(run: ClaimObservation) -> dict[str, Any]:
+    """One run of a release tried several times, as the record lists it."""
+    return {
+        "observed": run.observed,
+        "verdicts": run.verdicts,
+        **({"why": run.why} if run.why else {}),
+        "run_dir": run.run_dir,
+        "cluster": run.cluster,
     }

@@ -137,6 +137,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     bisect_cmd.add_argument(
         "--pre-releases", action="store_true", help="local: also try the x.y.0 pre-releases between GOOD and BAD"
     )
+    bisect_cmd.add_argument(
+        "--runs",
+        type=count("REPEAT"),
+        default=1,
+        help="local: up to N runs per release, for a claim a race sometimes hides (see harness/bisect.py)",
+    )
     bisect_cmd.add_argument("--name", default="", help="local: the record's name, bisections/<name>.json")
     bisect_cmd.add_argument(
         "--record-dir",

@@ -118,7 +118,7 @@ def test_a_claim_bisection_classifies_by_the_observed_value_and_records_every_tr
     claim = "statefulset.scale-up.replicas-cover-pods"
     ran: list[str] = []
 
-    def observe(version: str) -> ClaimObservation:
+    def observe(version: str, attempt: int) -> ClaimObservation:
         ran.append(version)
         run_dir = tmp_path / version
         patch = int(version.rsplit(".", 1)[1])
@@ -147,7 +147,7 @@ def test_a_claim_bisection_classifies_by_the_observed_value_and_records_every_tr
 def test_a_release_that_observed_something_else_or_nothing_is_a_skip(tmp_path: Path) -> None:
     values = {"1.27.4": "update", "1.27.5": "update", "1.27.6": "both", "1.27.8": "current"}
 
-    def observe(version: str) -> ClaimObservation:
+    def observe(version: str, attempt: int) -> ClaimObservation:
         value = values.get(version)
         return ClaimObservation(version, "", [] if value is None else [value], ["pass"])
 
@@ -158,14 +158,64 @@ def test_a_release_that_observed_something_else_or_nothing_is_a_skip(tmp_path: P
     assert oracle("1.27.5") == GOOD
 
 
+def test_with_several_runs_a_race_that_hides_the_old_value_cannot_make_a_release_look_changed() -> None:
+    # replicas-cover-pods before k/k#117865: True while the pod cache keeps up, False when a race hides it;
+    # after: False in every run. Per release, the value each successive run observes:
+    runs_of: dict[str, list[Any]] = {
+        "1.27.0": [False, True],
+        "1.27.1": [False, False, False],  # the race in all three runs: indistinguishable from BAD
+        "1.27.2": [True],
+        "1.27.3": [False, "x", True],
+        "1.27.4": [False, False, False],
+    }
+    ran: list[tuple[str, int]] = []
+
+    def observe(version: str, attempt: int) -> ClaimObservation:
+        ran.append((version, attempt))
+        value = runs_of[version][attempt - 1]
+        return ClaimObservation(version, "", [value], ["pass"], run_dir=f"/runs/{version}-run-{attempt}")
+
+    oracle = ClaimOracle("c", observe, lambda _: None, runs=3)
+    oracle.learn_ends("1.27.0", "1.27.4")
+    assert (oracle.good_value, oracle.bad_value) == (True, False)
+    assert ran == [("1.27.4", 1), ("1.27.4", 2), ("1.27.4", 3), ("1.27.0", 1), ("1.27.0", 2)]
+    assert oracle("1.27.2") == GOOD and oracle("1.27.3") == GOOD and oracle("1.27.1") == BAD
+    assert ran.count(("1.27.2", 1)) == 1 and ("1.27.2", 2) not in ran  # one run showing GOOD's value decides
+    assert [run.why for run in oracle.tried["1.27.3"].runs][1] == "observed 'x': neither GOOD's nor BAD's value"
+    found = bisect(["1.27.0", "1.27.1", "1.27.2", "1.27.3", "1.27.4"], oracle, say=lambda _: None)
+    assert (found.last_good, found.first_bad) == ("1.27.3", "1.27.4")
+    record = bisection_record("x", "c", "p", "1.27.0", "1.27.4", oracle, found, {"provider": "local"})
+    assert record["runs_per_release"] == 3
+    tried = {t["version"]: t for t in record["tried"]}
+    assert [r["observed"] for r in tried["1.27.0"]["runs"]] == [[False], [True]]
+    assert tried["1.27.4"]["observed"] == [False, False, False] and "runs" not in tried["1.27.2"]
+
+    unstable_bad = ClaimOracle("c", lambda v, n: ClaimObservation(v, "", [n == 2], ["pass"]), lambda _: None, runs=3)
+    with pytest.raises(BisectError, match="BAD must observe one value in every run"):
+        unstable_bad.learn_ends("1.27.0", "1.27.4")
+    never = ClaimOracle("c", lambda v, _: ClaimObservation(v, "", [False], ["pass"]), lambda _: None, runs=2)
+    with pytest.raises(BisectError, match="both observed False for c in 2 runs each: nothing to bisect"):
+        never.learn_ends("1.27.0", "1.27.4")
+
+
+def test_a_release_that_decides_in_no_run_is_a_skip_with_the_first_reason() -> None:
+    def observe(version: str, attempt: int) -> ClaimObservation:
+        value = {"1.27.4": [True], "1.27.8": [False], "1.27.6": [False] if attempt == 1 else []}[version]
+        return ClaimObservation(version, "", value, ["pass"] * len(value))
+
+    oracle = ClaimOracle("c", observe, lambda _: None, runs=2)
+    oracle.learn_ends("1.27.4", "1.27.8")
+    assert oracle("1.27.6") == SKIP and oracle.tried["1.27.6"].why == "the claim was not observed"
+
+
 def test_ends_that_observed_the_same_value_or_nothing_stop_before_any_search() -> None:
-    same = ClaimOracle("c", lambda v: ClaimObservation(v, "", [True], ["pass"]), lambda _: None)
+    same = ClaimOracle("c", lambda v, _: ClaimObservation(v, "", [True], ["pass"]), lambda _: None)
     with pytest.raises(BisectError, match="both observed True"):
         same.learn_ends("1.25.0", "1.25.16")
-    nothing = ClaimOracle("c", lambda v: ClaimObservation(v, "", [], [], why="could not be built"), lambda _: None)
+    nothing = ClaimOracle("c", lambda v, _: ClaimObservation(v, "", [], [], why="could not be built"), lambda _: None)
     with pytest.raises(BisectError, match=r"1\.25\.16: the claim was not observed"):
         nothing.learn_ends("1.25.0", "1.25.16")
-    mixed = ClaimOracle("c", lambda v: ClaimObservation(v, "", [True, False], ["pass", "fail"]), lambda _: None)
+    mixed = ClaimOracle("c", lambda v, _: ClaimObservation(v, "", [True, False], ["pass", "fail"]), lambda _: None)
     with pytest.raises(BisectError, match="observed 2 different values"):
         mixed.learn_ends("1.25.0", "1.25.16")
 
@@ -186,6 +236,10 @@ def test_the_claim_bisection_refuses_unknown_claims_and_missing_cluster_before_a
     assert no_claim.returncode == 2 and "give CLAIM=" in no_claim.stderr
     kind_claim = bisect_cli("--good", "1.27.3", "--bad", "1.27.16", "--claim", "x")
     assert kind_claim.returncode == 2 and "CLUSTER=local" in kind_claim.stderr
+    kind_runs = bisect_cli("--good", "1.27.3", "--bad", "1.27.16", "--runs", "3")
+    assert kind_runs.returncode == 2 and "REPEAT bisect releases built here" in kind_runs.stderr
+    no_runs = bisect_cli("--good", "1.27.3", "--bad", "1.27.16", "--cluster", "local", "--claim", "x", "--runs", "0")
+    assert no_runs.returncode == 2 and "REPEAT" in no_runs.stderr
     assert not (tmp_path / "bisections").exists()
 
 
@@ -219,7 +273,7 @@ def test_intervals_are_classified_by_the_end_they_lie_near() -> None:
     assert classify("Failed", "Running", "Failed") == BAD and classify(True, True, False) == GOOD
     assert classify(1, True, False) is None  # a count is not a boolean
 
-    def observe(version: str) -> ClaimObservation:
+    def observe(version: str, attempt: int) -> ClaimObservation:
         values = {"1.28.0-alpha.2": [10.02, 10.05, 9.98], "1.28.0-alpha.3": [2.01, 2.04]}
         return ClaimObservation(version, "", values[version], ["pass"] * len(values[version]))
 

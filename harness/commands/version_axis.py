@@ -126,8 +126,8 @@ def run_bisect_command(args: argparse.Namespace) -> int:
         return refuse(BAD, f"{problem}: make bisect PROBE=<name or -k expression> GOOD=1.27.3 BAD=1.27.16")
     if args.cluster == "local":
         return run_local_bisect_command(args)
-    if args.claim or args.pre_releases:
-        return refuse(BAD, "CLAIM and PRE=1 bisect releases built here: give CLUSTER=local with them")
+    if args.claim or args.pre_releases or args.runs > 1:
+        return refuse(BAD, "CLAIM, PRE=1 and REPEAT bisect releases built here: give CLUSTER=local with them")
     try:
         versions = bisect_module.candidates(args.good, args.bad, args.build)
     except VersionError as err:
@@ -191,7 +191,7 @@ def run_local_bisect_command(args: argparse.Namespace) -> int:
     name = safe_name(args.name or f"{args.claim}-{args.good}-{args.bad}")
     directory = Path(args.run_dir) / f"bisect-{new_run_id()}"
 
-    def observe(version: str) -> bisect_module.ClaimObservation:
+    def observe(version: str, attempt: int) -> bisect_module.ClaimObservation:
         seen = bisect_module.ClaimObservation(version, "")
         try:
             build = existing_build(version) or build_kubernetes(version)
@@ -200,11 +200,12 @@ def run_local_bisect_command(args: argparse.Namespace) -> int:
             return seen
         seen.build = {k: build.record.get(k) for k in ("version", "commit", "toolchain", "duration_s")}
         seen.build["staging_substitutions"] = build.record.get("staging_substitutions") or {}
-        run_dir = directory / version
+        name = version if args.runs == 1 else f"{version}-run-{attempt}"
+        run_dir = directory / name
         command = [sys.executable, "-m", "harness", "probe", "--version", version, "--cluster", "local"]
         command += ["--probe", args.probe, "--run-dir", str(run_dir)]
         print("+ " + " ".join(command), flush=True)
-        with (directory / f"{version}.log").open("w") as log:
+        with (directory / f"{name}.log").open("w") as log:
             subprocess.run(command, check=False, stdout=log, stderr=subprocess.STDOUT)
         seen.run_dir = str(run_dir)
         seen.observed, seen.verdicts = bisect_module.claim_observations(run_dir, args.claim)
@@ -220,13 +221,14 @@ def run_local_bisect_command(args: argparse.Namespace) -> int:
                 **({"cluster_error": record["cluster_error"]} if record.get("cluster_error") else {}),
             }
         if not seen.observed:
-            seen.why = f"the run observed nothing for the claim (log: {directory / f'{version}.log'})"
+            seen.why = f"the run observed nothing for the claim (log: {directory / f'{name}.log'})"
         return seen
 
     directory.mkdir(parents=True, exist_ok=True)
     started = datetime.now(UTC).isoformat(timespec="seconds")
-    print(f"bisecting {args.claim} ({args.probe}) over {', '.join(versions)}", flush=True)
-    oracle = bisect_module.ClaimOracle(args.claim, observe, print)
+    runs = f", up to {args.runs} runs each" if args.runs > 1 else ""
+    print(f"bisecting {args.claim} ({args.probe}) over {', '.join(versions)}{runs}", flush=True)
+    oracle = bisect_module.ClaimOracle(args.claim, observe, print, runs=args.runs)
     try:
         oracle.learn_ends(versions[0], versions[-1])
         found = bisect_module.bisect(versions, oracle)
