@@ -255,15 +255,24 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
             target = ["--kubeconfig", str(provider.kubeconfig), "--context", context, *node_access]
             planned = ["-n", str(plan.workers), "--schedule", str(schedule_file)]
             command = pytest_argv(args, [*target, "--run-id", run.run_id, *planned, "-m", "not node_shutdown"])
-            print("+ " + " ".join(command), flush=True)
-            code = _wait_for(subprocess.Popen(command))
+            processes = []
             if image is not None:
                 # The node-shutdown probes need their own kind cluster (harness/node_shutdown.py), which only
-                # the kind mode of the fixtures makes: they run afterwards, one at a time, in this run's directory.
+                # the kind mode of the fixtures makes: they run one at a time in this run's directory, started
+                # now so that their cluster comes up while the others run (their output goes to a log).
                 shutdown = [*_own_junit(pytest_argv(args), "shutdown"), "--run-id", run.run_id, "-m", "node_shutdown"]
-                print("+ " + " ".join(shutdown), flush=True)
+                log = run.directory / "shutdown-probes.log"
+                print(f"+ {' '.join(shutdown)} > {log}", flush=True)
                 env = {**os.environ, "PYTEST_XDIST_WORKER": "shutdown"}
-                shutdown_code = _wait_for(subprocess.Popen(shutdown, env=env))
+                with log.open("wb") as out:
+                    processes.append(subprocess.Popen(shutdown, env=env, stdout=out, stderr=subprocess.STDOUT))
+            print("+ " + " ".join(command), flush=True)
+            processes.insert(0, subprocess.Popen(command))
+            code, *rest = _wait_for(*processes)
+            if rest:
+                shutdown_code = rest[0]
+                print(f"node-shutdown probes (exit {shutdown_code}), from {log}:")
+                print("\n".join(log.read_text(errors="replace").splitlines()[-6:]), flush=True)
                 if code == NO_TESTS_COLLECTED:  # PROBE selected only node-shutdown probes: theirs is the result
                     code = shutdown_code
                 elif shutdown_code not in (0, NO_TESTS_COLLECTED):
@@ -312,15 +321,26 @@ def _own_junit(argv: list[str], part: str) -> list[str]:
     return [f"{a.removesuffix('.xml')}-{part}.xml" if a.startswith("--junitxml=") else a for a in argv]
 
 
-def _wait_for(process: subprocess.Popen[bytes]) -> int:
-    """Wait for pytest to end, through Ctrl-C (it got the signal too) and forwarding SIGTERM to it."""
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: process.send_signal(signal.SIGTERM))
+def _wait_for(*processes: subprocess.Popen[bytes]) -> list[int]:
+    """Wait for the pytest runs to end, through Ctrl-C (they got the signal too) and forwarding SIGTERM to them;
+    their exit codes in order."""
+
+    def forward(signum: int, frame: object) -> None:
+        for process in processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+
+    previous = signal.signal(signal.SIGTERM, forward)
     try:
-        while True:
-            try:
-                return process.wait()
-            except KeyboardInterrupt:
-                continue
+        codes = []
+        for process in processes:
+            while True:
+                try:
+                    codes.append(process.wait())
+                    break
+                except KeyboardInterrupt:
+                    continue
+        return codes
     finally:
         signal.signal(signal.SIGTERM, previous)
 
