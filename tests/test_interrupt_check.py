@@ -1,0 +1,68 @@
+"""tools/interrupt_check.py: Ctrl-C at a phase, then every leftover listed; a clean stop is the only pass."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+TOOL = Path(__file__).resolve().parent.parent / "tools" / "interrupt_check.py"
+
+# A command that says a phase has begun, then stops on SIGINT with 130 and one line.
+CLEAN = """
+import sys, time
+try:
+    print("starting etcd", flush=True)
+    time.sleep(30)
+except KeyboardInterrupt:
+    print("stopped: the cluster")
+    sys.exit(130)
+"""
+# The same, but a child of its session that ignores SIGINT outlives it.
+IGNORING = "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(20)"
+LEAKY = CLEAN.replace(
+    "import sys, time",
+    "import subprocess, sys, time\n"
+    f"subprocess.Popen([sys.executable, '-c', {IGNORING!r}], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    "time.sleep(1)  # the child has set SIGINT aside by now",
+)
+
+
+def check(program: str) -> tuple[int, dict[str, object]]:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(TOOL),
+            "--at",
+            "starting etcd",
+            "--settle",
+            "0.3",
+            "--timeout",
+            "20",
+            "--",
+            sys.executable,
+            "-c",
+            program,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done.returncode, json.loads(done.stdout)
+
+
+def test_a_command_that_stops_cleanly_on_ctrl_c_passes() -> None:
+    code, result = check(CLEAN)
+    assert code == 0, result
+    assert result["exit_code"] == 130 and result["left"] == {} and not result["traceback"]
+    assert result["printed_after_interrupt"] == ["stopped: the cluster"]
+
+
+def test_a_process_left_running_is_named_and_fails_the_check() -> None:
+    code, result = check(LEAKY)
+    assert code == 1
+    left = result["left"]
+    assert isinstance(left, dict) and any("signal.signal" in p for p in left["processes"])
+    for line in left["processes"]:  # stopped here by its PID, as the check only looks
+        subprocess.run(["kill", line.split()[0]], check=False)
