@@ -154,3 +154,13 @@ def test_the_second_pytest_run_of_parallel_mode_writes_its_own_junit_file() -> N
         "-k",
         "x",
     ]
+
+
+def test_the_probe_run_says_its_repeat_so_a_repeat_in_the_environment_is_not_read_instead() -> None:
+    """make exports its command line: `make bisect REPEAT=3` runs `python -m harness probe` with REPEAT=3 in its
+    environment, which the plugin would read when pytest is given no --repeat (each release's run repeated 3 times)."""
+    from harness.commands.probe import pytest_argv
+
+    args = cli.parse_args(["probe", "--version", "1.27.3", "--cluster", "local"])
+    argv = pytest_argv(args)
+    assert argv[argv.index("--repeat") + 1] == "1"

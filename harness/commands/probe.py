@@ -207,7 +207,9 @@ def pytest_argv(args: argparse.Namespace, target: Sequence[str] | None = None) -
         argv += ["--kind-version", args.version] if args.version else []
         argv += ["--kind-image", args.image] if args.image else []
         argv += ["--keep-cluster"] if args.keep_cluster else []
-    argv += ["--repeat", str(args.repeat)] if args.repeat > 1 else []
+    # always said, so that a REPEAT in the environment (make exports its command line: make bisect REPEAT=3 runs
+    # each release up to 3 times, each time the probe once) is not read by the plugin in its place
+    argv += ["--repeat", str(args.repeat)]
     if args.restart_apiserver_after is not None:
         argv += ["--restart-apiserver-after", str(args.restart_apiserver_after)]
     argv += ["-k", args.probe] if args.probe else []
