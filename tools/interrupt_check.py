@@ -118,6 +118,7 @@ def _cwd_name(pid: int) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--at", default="", help="send SIGINT when a line of output matches this expression")
+    parser.add_argument("--delay", type=float, default=0.0, help="with --at: this many seconds after that line")
     parser.add_argument("--after", type=float, default=0.0, help="or this many seconds after the start")
     parser.add_argument("--timeout", type=float, default=300.0, help="how long the command may take to end")
     parser.add_argument("--settle", type=float, default=5.0, help="seconds to wait before looking")
@@ -137,9 +138,10 @@ def main() -> int:
     )
     output: list[str] = []
     sent: list[float] = []  # when SIGINT went, and how many lines had been printed by then
+    matched: list[str] = []
 
     def interrupt() -> None:
-        if not sent:
+        if not sent and process.poll() is None:
             sent.extend((round(time.monotonic() - started, 1), len(output)))
             os.killpg(process.pid, signal.SIGINT)
 
@@ -150,8 +152,9 @@ def main() -> int:
     for line in process.stdout:
         output.append(line.rstrip("\n"))
         print(line, end="", file=sys.stderr, flush=True)
-        if args.at and not sent and re.search(args.at, line):
-            interrupt()
+        if args.at and not matched and re.search(args.at, line):
+            matched.append(line)
+            threading.Timer(args.delay, interrupt).start()
     try:
         code = process.wait(timeout=args.timeout)
     except subprocess.TimeoutExpired:
