@@ -67,5 +67,6 @@ def test_a_process_left_running_is_named_and_fails_the_check() -> None:
     assert code == 1
     left = result["left"]
     assert isinstance(left, dict) and any("signal.signal" in p for p in left["processes"])
-    for line in left["processes"]:  # stopped here by its PID, as the check only looks
-        subprocess.run(["kill", line.split()[0]], check=False)
+    for line in left["processes"]:  # this test's own child, stopped here by its PID, as the check only looks
+        if "signal.signal" in line:  # (never another session's: a live run's processes are listed too)
+            subprocess.run(["kill", line.split()[0]], check=False)
