@@ -244,6 +244,10 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
         provider = KindProvider.for_image(image, name, run.directory / "kubeconfig", args.kind_bin, kind_line)
         context, node_access = f"kind-{name}", ["--kind-nodes"]
     started = time.monotonic()
+    # The node-shutdown probes (kind only) need their own cluster, which their own pytest makes (the fixtures'
+    # kind mode, harness/node_shutdown.py): started first, so that it comes up beside this one and its probes
+    # run while the others do; their output goes to a log, whose end is printed after.
+    shutdown = _start_shutdown_probes(args, run) if image is not None else None
     code = 1
     try:
         kept = "left running (KEEP)" if args.keep_cluster else "stopped and removed"
@@ -257,28 +261,10 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
             target = ["--kubeconfig", str(provider.kubeconfig), "--context", context, *node_access]
             planned = ["-n", str(plan.workers), "--schedule", str(schedule_file)]
             command = pytest_argv(args, [*target, "--run-id", run.run_id, *planned, "-m", "not node_shutdown"])
-            processes = []
-            if image is not None:
-                # The node-shutdown probes need their own kind cluster (harness/node_shutdown.py), which only
-                # the kind mode of the fixtures makes: they run one at a time in this run's directory, started
-                # now so that their cluster comes up while the others run (their output goes to a log).
-                shutdown = [*_own_junit(pytest_argv(args), "shutdown"), "--run-id", run.run_id, "-m", "node_shutdown"]
-                log = run.directory / "shutdown-probes.log"
-                print(f"+ {' '.join(shutdown)} > {log}", flush=True)
-                env = {**os.environ, "PYTEST_XDIST_WORKER": "shutdown"}
-                with log.open("wb") as out:
-                    processes.append(subprocess.Popen(shutdown, env=env, stdout=out, stderr=subprocess.STDOUT))
             print("+ " + " ".join(command), flush=True)
-            processes.insert(0, subprocess.Popen(command))
-            code, *rest = _wait_for(*processes)
-            if rest:
-                shutdown_code = rest[0]
-                print(f"node-shutdown probes (exit {shutdown_code}), from {log}:")
-                print("\n".join(log.read_text(errors="replace").splitlines()[-6:]), flush=True)
-                if code == NO_TESTS_COLLECTED:  # PROBE selected only node-shutdown probes: theirs is the result
-                    code = shutdown_code
-                elif shutdown_code not in (0, NO_TESTS_COLLECTED):
-                    code = code or shutdown_code
+            (code,) = _wait_for(subprocess.Popen(command))
+            if shutdown is not None:
+                code = _shutdown_probes_ended(shutdown, code)
             timing: dict[str, float | str] = {
                 **probe_timing(run.directory, time.monotonic() - started, startup),
                 "workers": plan.workers,
@@ -294,10 +280,33 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
     except ClusterFailed as err:
         print(f"error: {err}", file=sys.stderr)
     finally:
+        if shutdown is not None and shutdown[0].returncode is None:  # this cluster failed: theirs goes on
+            code = _shutdown_probes_ended(shutdown, code)
         if run.provenance.get("cluster_kept"):
             print(run.provenance["cluster_kept_message"])
         run.finish("passed" if code == 0 else "failed")
     return code
+
+
+def _start_shutdown_probes(args: argparse.Namespace, run: Run) -> tuple[subprocess.Popen[bytes], Path]:
+    """The node-shutdown probes' pytest, one at a time on their own kind cluster in this run's directory."""
+    command = [*_own_junit(pytest_argv(args), "shutdown"), "--run-id", run.run_id, "-m", "node_shutdown"]
+    log = run.directory / "shutdown-probes.log"
+    print(f"+ {' '.join(command)} > {log}", flush=True)
+    env = {**os.environ, "PYTEST_XDIST_WORKER": "shutdown"}
+    with log.open("wb") as out:
+        return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT), log
+
+
+def _shutdown_probes_ended(shutdown: tuple[subprocess.Popen[bytes], Path], code: int) -> int:
+    """Wait for the node-shutdown probes, show the end of their log; the run's exit code with theirs."""
+    process, log = shutdown
+    (shutdown_code,) = _wait_for(process)
+    print(f"node-shutdown probes (exit {shutdown_code}), from {log}:")
+    print("\n".join(log.read_text(errors="replace").splitlines()[-6:]), flush=True)
+    if code == NO_TESTS_COLLECTED:  # PROBE selected only node-shutdown probes: theirs is the result
+        return shutdown_code
+    return code or (shutdown_code if shutdown_code not in (0, NO_TESTS_COLLECTED) else 0)
 
 
 def plan_workers(args: argparse.Namespace, directory: Path) -> tuple[schedule.Plan, Path]:
