@@ -86,18 +86,22 @@ def leftovers(before: dict[str, Any], after: dict[str, Any], session: int) -> di
     ]
     if processes:
         found["processes"] = processes
-    building_elsewhere = {
-        _cwd_name(pid)
-        for pid, (sid, _) in after["processes"].items()
-        if sid != session and _cwd_under(pid, paths.TOOLS / "kubernetes")
-    }
-    after = {**after, "builds_without_record": after["builds_without_record"] - building_elsewhere}
-    for key in ("mounts", "links", "local_state", "containers", "builds_without_record", "node_image_records"):
+    for key in ("mounts", "links", "local_state", "containers", "node_image_records"):
         if new := sorted(after[key] - before[key]):
             found[key] = new
     if images := sorted(i for i in after["images"] - before["images"] if i.startswith("plp-")):
         found["images"] = images
     return found
+
+
+def unfinished_builds(before: dict[str, Any], after: dict[str, Any], session: int) -> list[str]:
+    """Builds the command left without their build.json (none being made by another session now)."""
+    building_elsewhere = {
+        _cwd_name(pid)
+        for pid, (sid, _) in after["processes"].items()
+        if sid != session and _cwd_under(pid, paths.TOOLS / "kubernetes")
+    }
+    return sorted(after["builds_without_record"] - before["builds_without_record"] - building_elsewhere)
 
 
 def _cwd_under(pid: int, directory: Path) -> bool:
@@ -171,8 +175,12 @@ def main() -> int:
         "traceback": any("Traceback (most recent call last)" in line for line in output),
         "last_lines": output[-4:],
         "printed_after_interrupt": output[int(sent[1]) :] if sent else [],
-        "left": leftovers(before, snapshot(), process.pid),
+        "left": leftovers(before, after := snapshot(), process.pid),
     }
+    # A build stopped half-way keeps its folder (module downloads, go.mod) but has no build.json, the record a
+    # build writes last (by rename) and the only thing that makes it count as built: listed, not a leftover.
+    if unfinished := unfinished_builds(before, after, process.pid):
+        result["unfinished_builds_without_build_json"] = unfinished
     print(json.dumps(result, indent=1))
     return 0 if sent and code == 130 and not result["traceback"] and not result["left"] else 1
 
