@@ -65,12 +65,8 @@ def run_local_matrix_command(args: argparse.Namespace) -> int:
     except VersionError as err:
         return refuse(BAD, str(err))
     inputs.check_run_dir(args.run_dir)
-    if refused := local_host_refusal(one_at_a_time=True):
+    if refused := _local_builds_refusal(one_at_a_time=True):
         return refused
-    try:
-        print(check_go())
-    except BuildError as err:
-        return refuse(MISSING, str(err))
 
     def served(release: str) -> bool:
         if existing_build(release) is not None:
@@ -164,6 +160,17 @@ def run_bisect_command(args: argparse.Namespace) -> int:
     return 0 if found.first_bad else 1
 
 
+def _local_builds_refusal(one_at_a_time: bool) -> int | None:
+    """The refusal when this host cannot run local clusters or build Kubernetes (Go); else None, Go said."""
+    if refused := local_host_refusal(one_at_a_time=one_at_a_time):
+        return refused
+    try:
+        print(check_go())
+    except BuildError as err:
+        return refuse(MISSING, str(err))
+    return None
+
+
 def run_local_bisect_command(args: argparse.Namespace) -> int:
     """make bisect CLUSTER=local CLAIM=<id>: each release between GOOD and BAD built once, probed on its own local
     cluster, and classified by what the claim observed; the record goes to bisections/<name>.json."""
@@ -182,12 +189,8 @@ def run_local_bisect_command(args: argparse.Namespace) -> int:
     inputs.check_run_dir(args.run_dir)
     if refused := selection_problem(args.probe, args.run_dir):
         return refuse(*refused)
-    if host_refused := local_host_refusal(one_at_a_time=False):
-        return host_refused
-    try:
-        print(check_go())
-    except BuildError as err:
-        return refuse(MISSING, str(err))
+    if refused := _local_builds_refusal(one_at_a_time=False):
+        return refused
     name = safe_name(args.name or f"{args.claim}-{args.good}-{args.bad}")
     directory = Path(args.run_dir) / f"bisect-{new_run_id()}"
 
