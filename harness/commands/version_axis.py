@@ -187,8 +187,8 @@ def run_local_bisect_command(args: argparse.Namespace) -> int:
     if args.claim not in known_claims:
         return refuse(BAD, f"no claim {args.claim!r} in the expectations (e.g. {', '.join(sorted(known_claims)[:3])})")
     inputs.check_run_dir(args.run_dir)
-    if refused := selection_problem(args.probe, args.run_dir):
-        return refuse(*refused)
+    if not_selected := selection_problem(args.probe, args.run_dir):
+        return refuse(*not_selected)
     if refused := _local_builds_refusal(one_at_a_time=False):
         return refused
     name = safe_name(args.name or f"{args.claim}-{args.good}-{args.bad}")
