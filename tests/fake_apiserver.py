@@ -186,8 +186,13 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
         def do_DELETE(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length)) if length else None
-            path, _ = self._record(body)
+            path, query = self._record(body)
             parts = path.strip("/").split("/")
+            if len(parts) == 5 and parts[2] == "namespaces" and parts[4] == "pods":  # the collection: all at once
+                for pod in script.pods.values():
+                    pod["metadata"].update(deletionGracePeriodSeconds=int(query["gracePeriodSeconds"][0]))
+                self._send(200, {"kind": "PodList", "apiVersion": "v1", "items": list(script.pods.values())})
+                return
             if len(parts) == 4 and parts[2] == "namespaces":
                 script.namespaces.discard(parts[3])
                 self._send(200, {"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": parts[3]}})

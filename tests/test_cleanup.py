@@ -32,6 +32,8 @@ class FakeCore:
         self.namespaces = {"probe-ns"}
         self.patches: list[tuple[str, list[dict[str, Any]]]] = []
         self.fail_patch_once_with = fail_patch_once_with
+        self.fail_pod_deletion_with: int | None = None
+        self.pods_deleted_with_grace: tuple[int, bool] | None = None
 
     def list_namespaced_pod(self, namespace: str, **_: Any) -> Any:
         if namespace not in self.namespaces:
@@ -57,6 +59,12 @@ class FakeCore:
         self.namespaces.discard(name)
         return raw({"kind": "Namespace", "metadata": {"name": name}})
 
+    def delete_collection_namespaced_pod(self, namespace: str, grace_period_seconds: int, **_: Any) -> Any:
+        self.pods_deleted_with_grace = (grace_period_seconds, namespace not in self.namespaces)
+        if self.fail_pod_deletion_with:
+            raise ApiException(status=self.fail_pod_deletion_with)
+        return raw({"kind": "PodList", "items": []})
+
     def read_namespace(self, name: str, **_: Any) -> Any:
         if name not in self.namespaces:
             raise ApiException(status=404)
@@ -70,6 +78,18 @@ def test_only_the_suites_own_finalizer_is_removed_then_the_namespace_is_deleted(
     assert sorted(report.finalizers_removed) == ["held", "shared"]
     assert report.namespace_deleted and not report.errors
     assert "probe-ns" not in core.namespaces
+
+
+def test_the_pods_are_deleted_with_grace_0_once_the_namespace_is_going() -> None:
+    """The probe has its record; a SIGTERM-ignoring pod would otherwise hold the namespace for its whole grace."""
+    core = FakeCore({"held": [PROBE_FINALIZER]})
+    report = cleanup_probe_namespace(core, "probe-ns")  # type: ignore[arg-type]
+    assert core.pods_deleted_with_grace == (0, True)  # grace 0, after the namespace's deletion began
+    assert report.namespace_deleted and not report.errors
+    core = FakeCore({"held": []})
+    core.fail_pod_deletion_with = 403
+    report = cleanup_probe_namespace(core, "probe-ns")  # type: ignore[arg-type]
+    assert report.errors == ["delete pods: 403 None"] and report.namespace_deleted
 
 
 def test_a_finalizer_list_that_changed_meanwhile_is_re_read_not_overwritten() -> None:

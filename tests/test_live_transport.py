@@ -118,6 +118,8 @@ def test_cluster_setup_and_cleanup_through_the_real_client(script: Script) -> No
     assert content_type == "application/json-patch+json"
     assert patch[0] == {"op": "test", "path": "/metadata/finalizers", "value": [PROBE_FINALIZER, "example.com/keep"]}
     assert script.pods["held"]["metadata"]["finalizers"] == ["example.com/keep"]
+    (forced,) = [q for m, p, q, _ in script.requests if (m, p) == ("DELETE", "/api/v1/namespaces/plp-x-1234/pods")]
+    assert forced["gracePeriodSeconds"] == ["0"]  # the pods, once the namespace is going, without their grace
 
 
 def test_transient_api_errors_are_retried_and_other_errors_are_not(transport: LiveTransport, script: Script) -> None:
