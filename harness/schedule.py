@@ -6,7 +6,8 @@ durations measured before, so that the run takes about as long as its longest pr
   PlannedScheduling), and of what the live recordings of every family (probes/<family>/recordings/: first
   call to last answer) and
   earlier runs' probe records (`runs/*/probes/*.json`, `duration_s`) say plus NAMESPACE_S, which they leave
-  out. The longest, not the latest: a run whose probes were skipped in a second must not plan the next one.
+  out; measured on the kind of cluster the run makes (kind or local) where there is such a measurement. The
+  longest, not the latest: a run whose probes were skipped in a second must not plan the next one.
   A probe with no known duration counts as the longest.
 - Order and packing: longest first; each probe in that order goes to the worker with the least planned work
   (longest-processing-time-first, LPT).
@@ -56,24 +57,35 @@ def recording_duration(recording: Mapping[str, Any]) -> float | None:
     return max(ends) - min(starts) if starts else None
 
 
-def known_durations(recordings: Iterable[Path], run_dir: Path) -> dict[str, float]:
+def known_durations(recordings: Iterable[Path], run_dir: Path, cluster: str = "") -> dict[str, float]:
     """The longest seconds seen per probe id: items measured whole by earlier planned runs, live recordings
-    and live probe records (these two plus NAMESPACE_S)."""
-    seen: dict[str, float] = {}
+    and live probe records (these two plus NAMESPACE_S).
 
-    def note(probe: object, seconds: float | None, extra: float = 0.0) -> None:
+    With `cluster` (kind, local): for a probe measured on that kind of cluster, only those measurements. A probe
+    takes longer on kind (nodes in containers) than on a local cluster (the StatefulSet probe 96 s against
+    59 s): planned from kind's, a local run got 17 workers for a 100 s makespan where 26 would end with its
+    59 s probe. A probe never measured there keeps the other clusters' figure.
+    """
+    seen: dict[str, dict[bool, float]] = {}  # probe -> {measured on `cluster`: longest seconds}
+
+    def note(probe: object, seconds: float | None, measured_on: object, extra: float = 0.0) -> None:
         if isinstance(probe, str) and seconds is not None and seconds > 0:
-            seen[probe] = max(seen.get(probe, 0.0), round(seconds + extra, 1))
+            same = bool(cluster) and isinstance(measured_on, str) and measured_on.split()[0:1] == [cluster]
+            kept = seen.setdefault(probe, {})
+            kept[same] = max(kept.get(same, 0.0), round(seconds + extra, 1))
 
     for data in _json_files(sorted(recordings)):
-        note(data.get("probe"), recording_duration(data), NAMESPACE_S)
+        note(data.get("probe"), recording_duration(data), (data.get("origin") or {}).get("cluster"), NAMESPACE_S)
     for data in _json_files(sorted(run_dir.glob("*/probes/*.json"))):
         if data.get("transport") == "live" and isinstance(data.get("duration_s"), int | float):
-            note(data.get("probe"), float(data["duration_s"]), NAMESPACE_S)
-    for data in _json_files(sorted(run_dir.glob("*/schedule.json"))):
-        for item, seconds in (data.get("measured_s") or {}).items():
-            note(probe_of(item), float(seconds) if isinstance(seconds, int | float) else None)
-    return seen
+            measured_on = (data.get("provenance") or {}).get("cluster")
+            note(data.get("probe"), float(data["duration_s"]), measured_on, NAMESPACE_S)
+    for path in sorted(run_dir.glob("*/schedule.json")):
+        for data in _json_files([path]):
+            measured_on = next(iter(_json_files([path.with_name("run.json")])), {}).get("cluster")
+            for item, seconds in (data.get("measured_s") or {}).items():
+                note(probe_of(item), float(seconds) if isinstance(seconds, int | float) else None, measured_on)
+    return {probe: kept.get(True, kept.get(False, 0.0)) for probe, kept in seen.items()}
 
 
 def _json_files(paths: Iterable[Path]) -> Iterable[dict[str, Any]]:

@@ -143,6 +143,30 @@ def test_durations_are_the_longest_of_live_recordings_and_records_plus_the_names
     }
 
 
+def test_a_local_run_is_planned_from_what_local_clusters_measured_where_they_did(tmp_path: Path) -> None:
+    """The StatefulSet probe took 96 s on kind and 59 s on a local cluster: a local run planned from kind's
+    figure got 17 workers for a 100 s makespan."""
+    recordings, runs = tmp_path / "recordings", tmp_path / "runs"
+    on_kind = recording("t.py::sts", "live", 0.0, 91.0)
+    on_kind["origin"]["cluster"] = "kind (created by make probe)"
+    on_local = recording("t.py::sts", "live", 0.0, 54.0)
+    on_local["origin"]["cluster"] = "local"
+    only_kind = recording("t.py::gns", "live", 0.0, 150.0)
+    only_kind["origin"]["cluster"] = "kind"
+    for name, data in (("a", on_kind), ("b", on_local), ("c", only_kind)):
+        write(recordings / "f" / f"{name}.json", data)
+    write(runs / "r1" / "schedule.json", {"durations_s": {}, "measured_s": {"probes/t.py::sts": 70.0}})
+    write(runs / "r1" / "run.json", {"cluster": "local"})
+    ns = schedule.NAMESPACE_S
+    local = known_durations(recordings.glob("*/*.json"), runs, "local")
+    assert local == {"t.py::sts": 70.0, "t.py::gns": 150.0 + ns}  # local's own; kind's where local has none
+    assert known_durations(recordings.glob("*/*.json"), runs, "kind") == {
+        "t.py::sts": 91.0 + ns,
+        "t.py::gns": 150.0 + ns,
+    }
+    assert known_durations(recordings.glob("*/*.json"), runs)["t.py::sts"] == 91.0 + ns  # no cluster: the longest
+
+
 def test_the_committed_live_recordings_give_the_probes_durations() -> None:
     """The 26 single-node probes and the two node-shutdown ones had live recordings when this was written; the
     Job with retries (a 37 s deadline) is the longest of the single-node ones, ~60 s."""
@@ -317,13 +341,20 @@ def test_the_cli_plans_from_the_selected_probes_and_writes_the_schedule(
         return selection.Selection(0, items("a", "b", "c"))
 
     monkeypatch.setattr(selection, "select", select)
-    monkeypatch.setattr(schedule, "known_durations", lambda recordings, run_dir: durations(a=60, b=30, c=25))
+    clusters: list[str] = []
+
+    def known(recordings: Any, run_dir: Path, cluster: str) -> dict[str, float]:
+        clusters.append(cluster)
+        return durations(a=60, b=30, c=25)
+
+    monkeypatch.setattr(schedule, "known_durations", known)
     args = argparse.Namespace(probe="x", run_dir=str(tmp_path), repeat=2, parallel="auto")
-    plan, written = probe_command.plan_workers(args, tmp_path)
+    plan, written = probe_command.plan_workers(args, tmp_path, "local")
+    assert clusters == ["local"]  # durations measured on local clusters count first
     assert asked == [("x", ["-m", "not node_shutdown", "--repeat", "2"])]
     assert plan.workers == 2 and written == tmp_path / "schedule.json"
     saved = json.loads(written.read_text())
     assert saved["durations_s"] == durations(a=60, b=30, c=25) and saved["plan"]["workers"] == 2
     assert schedule.read_durations(written) == durations(a=60, b=30, c=25)
     args.parallel = 3
-    assert probe_command.plan_workers(args, tmp_path)[0].workers == 3
+    assert probe_command.plan_workers(args, tmp_path, "kind")[0].workers == 3
