@@ -109,3 +109,27 @@ def test_the_host_check_names_each_missing_tool_with_where_it_comes_from(monkeyp
         "root (debootstrap and chroot)",
         "debootstrap on PATH (apt-get install debootstrap)",
     ]
+
+
+@pytest.mark.parametrize("stops_at", ["import", "build", None])
+def test_the_staging_image_is_removed_also_when_the_build_stops_half_way(tmp_path: Path, stops_at: str | None) -> None:
+    """Seen live: Ctrl-C 45 s into `make node-image VERSION=1.27.9` left plp-node:v1.27.9-stage behind."""
+    rootfs = tmp_path / "rootfs"
+    rootfs.mkdir()
+    ran: list[list[str]] = []
+
+    def run_step(argv: Sequence[str]) -> str:
+        ran.append(list(argv))
+        if argv[0] == "tar":
+            (tmp_path / "rootfs.tar").write_bytes(b"")
+        if stops_at and stops_at in argv:
+            raise KeyboardInterrupt
+        return ""
+
+    record = {"kubernetes": "v1.27.9", "kind_release": "v0.20.0"}
+    if stops_at:
+        with pytest.raises(KeyboardInterrupt):
+            node.docker_image(rootfs, "plp-node:v1.27.9", record, run_step)
+    else:
+        node.docker_image(rootfs, "plp-node:v1.27.9", record, run_step)
+    assert ran[-1] == ["docker", "image", "rm", "--force", "plp-node:v1.27.9-stage"]
