@@ -27,7 +27,7 @@ from pathlib import Path
 
 from harness.errors import ClusterFailed, PrerequisiteMissing
 from harness.node_containers import JsonDict, crictl_containers
-from harness.process import Completed, Runner, run_command
+from harness.process import Completed, InterruptedUndo, Runner, run_command, run_to_the_end
 
 INSTALL_DOCKER = "install Docker Engine or Docker Desktop: https://docs.docker.com/get-docker/"
 INSTALL_KIND = "install kind: https://kind.sigs.k8s.io/docs/user/quick-start/#installation"
@@ -111,6 +111,25 @@ class KindCluster:
     runner: Runner = run_command
     created: bool = False
     config: Path | None = None  # a kind cluster config (nodes, kubelet patches); None: one control-plane node
+    # `kind delete cluster`: to its end even through Ctrl-C (harness/process.py), or `runner` where one is given
+    undo_runner: Runner | None = None
+
+    def __post_init__(self) -> None:
+        if self.undo_runner is None:
+            self.undo_runner = run_to_the_end if self.runner is run_command else self.runner
+
+    def _delete(self, timeout: float) -> Completed:
+        """`kind delete cluster` for this cluster, to its end; Ctrl-C meanwhile is raised again after it."""
+        argv = [self.kind_bin, "delete", "cluster", "--name", self.name, "--kubeconfig", str(self.kubeconfig)]
+        assert self.undo_runner is not None
+        try:
+            result = self.undo_runner(argv, timeout)
+        except InterruptedUndo as stop:
+            self.created = self.created and stop.completed.returncode != 0
+            raise
+        if result.returncode == 0:
+            self.created = False
+        return result
 
     def create(self, logs_dir: Path, timeout: float = 600) -> None:
         argv = [
@@ -132,9 +151,7 @@ class KindCluster:
         except BaseException:
             # Interrupted (Ctrl-C, CI's SIGTERM) while kind was creating the cluster: whatever exists under
             # this run's unique name is a half-created cluster of ours; remove it before giving up.
-            self.runner(
-                [self.kind_bin, "delete", "cluster", "--name", self.name, "--kubeconfig", str(self.kubeconfig)], 180
-            )
+            self._delete(180)
             raise
         if result.returncode == 0:
             self.created = True
@@ -144,9 +161,7 @@ class KindCluster:
         if "already exist for a cluster with the name" not in result.output:
             # Whatever kind left behind is ours: keep its logs, then remove it.
             exported = self.export_logs(logs_dir)
-            self.runner(
-                [self.kind_bin, "delete", "cluster", "--name", self.name, "--kubeconfig", str(self.kubeconfig)], 120
-            )
+            self._delete(120)
             message += f"\nkind's logs: {exported}"
         raise ClusterFailed(message)
 
@@ -170,12 +185,7 @@ class KindCluster:
     def delete(self) -> Completed | None:
         if not self.created:
             return None
-        result = self.runner(
-            [self.kind_bin, "delete", "cluster", "--name", self.name, "--kubeconfig", str(self.kubeconfig)], 180
-        )
-        if result.returncode == 0:
-            self.created = False
-        return result
+        return self._delete(180)
 
     def export_logs(self, directory: Path) -> str:
         result = self.runner([self.kind_bin, "export", "logs", str(directory), "--name", self.name], 180)

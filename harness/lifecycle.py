@@ -28,6 +28,7 @@ from harness.local.cluster import LocalCluster
 from harness.local.containerd import local_node_lister
 from harness.local.disruption import restart_apiserver
 from harness.manifest_check import images_in_manifests
+from harness.process import InterruptedUndo
 from harness.transport import JsonDict, LiveTransport, raw_call, watch_until
 from harness.versions import NodeImage
 
@@ -114,6 +115,7 @@ class Removal:
 
     error: str | None = None
     facts: dict[str, Any] = field(default_factory=dict)
+    interrupted: bool = False  # Ctrl-C came while it ran (it ran to its end): raised again once noted
 
 
 class NodesNotReady(RuntimeError):
@@ -217,7 +219,11 @@ class KindProvider:
         return None  # the kind node's control plane is kubeadm's static pods, not the suite's processes
 
     def delete(self) -> Removal:
-        deleted = self.cluster.delete()
+        try:
+            deleted = self.cluster.delete()
+        except InterruptedUndo as stop:
+            failed = stop.completed.returncode != 0
+            return Removal(stop.completed.output if failed else None, interrupted=True)
         return Removal(deleted.output if deleted is not None and deleted.returncode != 0 else None)
 
     def kept(self) -> str:
@@ -450,3 +456,5 @@ def cluster_life(provider: ClusterProvider, note: Note, keep: bool, logs_dir: Pa
                 note(cluster_deleted=True)
             if removal.facts:
                 note(**removal.facts)
+            if removal.interrupted:
+                raise KeyboardInterrupt

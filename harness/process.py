@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -34,3 +35,43 @@ def run_command(argv: Sequence[str], timeout: float) -> Completed:
         out = err.stdout.decode() if isinstance(err.stdout, bytes) else (err.stdout or "")
         return Completed(tuple(argv), 124, out, f"timed out after {timeout:.0f}s")
     return Completed(tuple(argv), proc.returncode, proc.stdout, proc.stderr)
+
+
+class InterruptedUndo(KeyboardInterrupt):
+    """Ctrl-C came while an undo ran; the undo ran to its end anyway, and this is what it gave."""
+
+    def __init__(self, completed: Completed) -> None:
+        super().__init__()
+        self.completed = completed
+
+
+def run_to_the_end(argv: Sequence[str], timeout: float) -> Completed:
+    """An undo (deleting a cluster) that must not stop half-way: it runs in a session of its own, so the Ctrl-C a
+    terminal sends its whole foreground group (or a SIGTERM to the group) does not reach it, and it is waited for
+    through KeyboardInterrupt, raised again as InterruptedUndo once it has ended (bounded by `timeout`).
+
+    Seen live: Ctrl-C during `kind delete cluster` stopped kind half-way, and the node container went on running.
+    """
+    try:
+        process = subprocess.Popen(
+            list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
+    except FileNotFoundError as err:
+        return Completed(tuple(argv), 127, "", str(err))
+    deadline = time.monotonic() + timeout
+    interrupted = False
+    while True:
+        try:
+            stdout, stderr = process.communicate(timeout=max(deadline - time.monotonic(), 0.1))
+            result = Completed(tuple(argv), process.returncode, stdout, stderr)
+            break
+        except KeyboardInterrupt:
+            interrupted = True
+        except subprocess.TimeoutExpired:
+            process.kill()
+            stdout, _ = process.communicate()
+            result = Completed(tuple(argv), 124, stdout or "", f"timed out after {timeout:.0f}s")
+            break
+    if interrupted:
+        raise InterruptedUndo(result)
+    return result

@@ -215,3 +215,21 @@ def test_any_provider_goes_through_the_one_life_in_order(tmp_path: Path, monkeyp
     assert provider.asked[-1] == "delete"
     assert notes["prepared"] == ["node-a"] and notes["nodes"] == ["node-a"] and "cluster_ready_after_s" in notes
     assert notes["cluster_deleted"] is True and notes["stand_in_removed"] is True
+
+
+def test_ctrl_c_during_the_removal_is_raised_once_the_removal_is_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A removal that Ctrl-C came through ran to its end (harness/process.py run_to_the_end): noted, then the
+    interrupt goes on, so the run still ends as interrupted (130) and says truly what became of the cluster."""
+    _reachable(monkeypatch)
+    notes: dict[str, Any] = {}
+
+    class InterruptedRemoval(RecordingProvider):
+        def delete(self) -> lifecycle.Removal:
+            super().delete()
+            return lifecycle.Removal(None, {"stand_in_removed": True}, interrupted=True)
+
+    with pytest.raises(KeyboardInterrupt), lifecycle.cluster_life(InterruptedRemoval(), notes.update, False, tmp_path):
+        pass
+    assert notes["cluster_deleted"] is True and notes["stand_in_removed"] is True

@@ -31,7 +31,7 @@ def test_parallel_probes_share_one_cluster_that_the_cli_creates_and_deletes(para
     assert "--kind-version 1.27.3" in stdout and "-m node_shutdown" in stdout  # on their own cluster,
     # started first so that it comes up while the others run; their output is kept and its end shown after
     assert stdout.index("-m node_shutdown") < stdout.index("-m not node_shutdown")
-    assert "shutdown-probes.log" in stdout and "node-shutdown probes (exit 5)" in stdout  # PROBE chose none of them
+    assert "shutdown-probes.log" in stdout and "node-shutdown probes (exit" not in stdout  # PROBE chose none of them
     kind_calls = [c for c in fake_tools.calls(run.log) if c[0] != "docker"]
     assert [c[:2] for c in kind_calls if c[:2] in (["create", "cluster"], ["delete", "cluster"])] == [
         ["create", "cluster"],

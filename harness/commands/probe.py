@@ -250,9 +250,19 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
     shutdown = _start_shutdown_probes(args, run) if image is not None else None
     code = 1
     try:
-        kept = "left running (KEEP)" if args.keep_cluster else "stopped and removed"
+
+        def stopped() -> str:
+            facts = run.provenance
+            if facts.get("cluster_kept"):
+                outcome = "the cluster was left running (KEEP)"
+            elif error := facts.get("cluster_delete_error"):
+                outcome = f"the cluster could not be removed ({str(error)[:200]}); make clean removes it"
+            else:
+                outcome = "the cluster was stopped and removed"
+            return f"the run on {provider.kind} cluster {provider.name}: {outcome}"
+
         with (
-            stopping(f"the run on {provider.kind} cluster {provider.name}: the cluster was {kept}"),
+            stopping(stopped),
             cluster_life(provider, run.write_provenance, args.keep_cluster, run.directory / "kind-logs"),
         ):
             if "preloaded" in run.provenance:
@@ -302,8 +312,9 @@ def _shutdown_probes_ended(shutdown: tuple[subprocess.Popen[bytes], Path], code:
     """Wait for the node-shutdown probes, show the end of their log; the run's exit code with theirs."""
     process, log = shutdown
     (shutdown_code,) = _wait_for(process)
-    print(f"node-shutdown probes (exit {shutdown_code}), from {log}:")
-    print("\n".join(log.read_text(errors="replace").splitlines()[-6:]), flush=True)
+    if shutdown_code != NO_TESTS_COLLECTED:  # PROBE chose none of them: nothing to show
+        print(f"node-shutdown probes (exit {shutdown_code}), from {log}:")
+        print("\n".join(log.read_text(errors="replace").splitlines()[-6:]), flush=True)
     if code == NO_TESTS_COLLECTED:  # PROBE selected only node-shutdown probes: theirs is the result
         return shutdown_code
     return code or (shutdown_code if shutdown_code not in (0, NO_TESTS_COLLECTED) else 0)

@@ -9,7 +9,7 @@ import argparse
 import contextlib
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from harness import selection
 
@@ -50,12 +50,13 @@ class Interrupted(Exception):
 
 
 @contextlib.contextmanager
-def stopping(what: str) -> Iterator[None]:
-    """Turn Ctrl-C inside the block into Interrupted(what), once the block's own cleanup has run."""
+def stopping(what: str | Callable[[], str]) -> Iterator[None]:
+    """Turn Ctrl-C inside the block into Interrupted(what), once the block's own cleanup has run (`what` may be
+    a function, asked then, when what was stopped depends on how that cleanup went)."""
     try:
         yield
     except KeyboardInterrupt:
-        raise Interrupted(what) from None
+        raise Interrupted(what() if callable(what) else what) from None
 
 
 def refuse(kind: str, problem: str) -> int:
