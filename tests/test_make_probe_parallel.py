@@ -9,6 +9,7 @@ it is made once, by a module-scoped fixture: under pytest-xdist this module is a
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -51,3 +52,29 @@ def test_parallel_probes_share_one_cluster_that_the_cli_creates_and_deletes(para
     assert provenance["status"] == "passed"
     record = json.loads(next((run_dir / "probes").iterdir()).read_text())
     assert {v["claim"]: v["status"] for v in record["verdicts"]}["container-stopped-on-node"] == "pass"
+
+
+def test_a_run_of_node_shutdown_probes_alone_makes_no_cluster_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PROBE=node_shutdown on kind: their pytest makes their cluster; a main cluster would only be made and deleted
+    (seen live on v1.28.5: 54 s of start-up for no probe)."""
+    import argparse
+    import subprocess
+
+    from harness import lifecycle, schedule
+    from harness.commands import probe as probe_command
+    from harness.versions import known_images
+
+    def no_cluster(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a main cluster was made")
+
+    empty = schedule.Plan((), {}, (), schedule.SLACK_S, None, True)
+    monkeypatch.setattr(lifecycle, "cluster_life", no_cluster)
+    monkeypatch.setattr(probe_command, "plan_workers", lambda *a: (empty, tmp_path / "schedule.json"))
+    log = tmp_path / "shutdown-probes.log"
+    log.write_text("2 passed\n")
+    started = subprocess.Popen(["true"])
+    monkeypatch.setattr(probe_command, "_start_shutdown_probes", lambda args, run: (started, log))
+    args = argparse.Namespace(run_dir=str(tmp_path / "runs"), parallel="auto", kind_bin="kind", keep_cluster=False)
+    assert probe_command.run_parallel(args, known_images()[-1], "kind v0.20.0 go1.20.4 linux/amd64") == 0

@@ -249,6 +249,13 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
     # run while the others do; their output goes to a log, whose end is printed after.
     shutdown = _start_shutdown_probes(args, run) if image is not None else None
     code = 1
+    if shutdown is not None and not any(plan.shares):  # PROBE chose only node-shutdown probes: no cluster here
+        try:
+            with stopping("the node-shutdown probes: their own cluster is removed by their pytest"):
+                code = _shutdown_probes_ended(shutdown, NO_TESTS_COLLECTED)
+        finally:
+            run.finish("passed" if code == 0 else "failed")
+        return code
     try:
 
         def stopped() -> str:
