@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -47,31 +49,45 @@ class InterruptedUndo(KeyboardInterrupt):
 
 def run_to_the_end(argv: Sequence[str], timeout: float) -> Completed:
     """An undo (deleting a cluster) that must not stop half-way: it runs in a session of its own, so the Ctrl-C a
-    terminal sends its whole foreground group (or a SIGTERM to the group) does not reach it, and it is waited for
-    through KeyboardInterrupt, raised again as InterruptedUndo once it has ended (bounded by `timeout`).
+    terminal sends its whole foreground group (or a SIGTERM to the group) does not reach it, and a Ctrl-C that
+    reaches this process meanwhile is noted, not raised, until it has ended (bounded by `timeout`); then it is
+    raised as InterruptedUndo, which carries what the undo gave.
 
-    Seen live: Ctrl-C during `kind delete cluster` stopped kind half-way, and the node container went on running.
+    Seen live: Ctrl-C during `kind delete cluster` stopped kind half-way, and the node container went on running;
+    and a Ctrl-C between fork and exec killed the child before it ran (strace: killed by SIGINT, no execve), so
+    the child also starts with SIGINT ignored, which it keeps through exec (a Go program such as kind too).
     """
+    in_main = threading.current_thread() is threading.main_thread()
+    interrupted: list[int] = []
+    previous = signal.getsignal(signal.SIGINT) if in_main else None
+    if in_main:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        process = subprocess.Popen(
-            list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-        )
-    except FileNotFoundError as err:
-        return Completed(tuple(argv), 127, "", str(err))
-    deadline = time.monotonic() + timeout
-    interrupted = False
-    while True:
         try:
-            stdout, stderr = process.communicate(timeout=max(deadline - time.monotonic(), 0.1))
-            result = Completed(tuple(argv), process.returncode, stdout, stderr)
-            break
-        except KeyboardInterrupt:
-            interrupted = True
-        except subprocess.TimeoutExpired:
-            process.kill()
-            stdout, _ = process.communicate()
-            result = Completed(tuple(argv), 124, stdout or "", f"timed out after {timeout:.0f}s")
-            break
+            process = subprocess.Popen(
+                list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+            )
+        finally:
+            if in_main:
+                signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(signum))
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                stdout, stderr = process.communicate(timeout=max(deadline - time.monotonic(), 0.1))
+                result = Completed(tuple(argv), process.returncode, stdout, stderr)
+                break
+            except KeyboardInterrupt:  # a SIGTERM the pytest plugin turns into one
+                interrupted.append(signal.SIGTERM)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                stdout, _ = process.communicate()
+                result = Completed(tuple(argv), 124, stdout or "", f"timed out after {timeout:.0f}s")
+                break
+    except FileNotFoundError as err:
+        result = Completed(tuple(argv), 127, "", str(err))
+    finally:
+        if in_main:
+            signal.signal(signal.SIGINT, previous)
     if interrupted:
         raise InterruptedUndo(result)
     return result

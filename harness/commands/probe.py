@@ -264,8 +264,10 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
                 outcome = "the cluster was left running (KEEP)"
             elif error := facts.get("cluster_delete_error"):
                 outcome = f"the cluster could not be removed ({str(error)[:200]}); make clean removes it"
+            elif facts.get("cluster_deleted") or "cluster_ready_after_s" not in facts:
+                outcome = "the cluster was stopped and removed"  # (or, stopped while it was made, removed then)
             else:
-                outcome = "the cluster was stopped and removed"
+                outcome = "the cluster may be left: its removal did not finish; make clean removes it"
             return f"the run on {provider.kind} cluster {provider.name}: {outcome}"
 
         with (
