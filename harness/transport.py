@@ -403,13 +403,31 @@ def raw_watch_events(response: Any) -> Iterator[JsonDict]:
 def watch_until(
     list_fn: Callable[..., Any], done: Callable[[str, JsonDict], bool], timeout_s: float, **kwargs: Any
 ) -> bool:
-    """Watch a list call until done(event_type, object) holds; False when the server-side timeout ends first."""
-    response = list_fn(watch=True, timeout_seconds=max(int(timeout_s), 1), _preload_content=False, **kwargs)
-    try:
-        return any(done(event["type"], event["object"]) for event in raw_watch_events(response))
-    finally:
-        response.close()
-        response.release_conn()
+    """Watch a list call until done(event_type, object) holds; False when the server-side timeout ends first.
+
+    A watch the server ends with an error it may not give again is started anew in the time left: seen live on
+    v1.37.0 (local, 17 workers and a Go build beside), a namespace's deletion watch got 504 "Too large resource
+    version: 799, current: 795" (the watch cache behind etcd). A new watch without a resourceVersion starts with
+    the objects as they are, so nothing the first one missed is lost for `done`.
+    """
+    from kubernetes.client.exceptions import ApiException
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = deadline - time.monotonic()
+        response = list_fn(watch=True, timeout_seconds=max(int(left), 1), _preload_content=False, **kwargs)
+        try:
+            return any(done(event["type"], event["object"]) for event in raw_watch_events(response))
+        except ApiException as err:
+            if err.status not in WATCH_AGAIN or deadline - time.monotonic() < 1:
+                raise
+        finally:
+            response.close()
+            response.release_conn()
+
+
+# A watch's ERROR statuses worth a new watch: 410 Gone (expired), 500 and 504 (the watch cache behind etcd).
+WATCH_AGAIN = (410, 500, 504)
 
 
 def _lines(response: Any) -> Iterator[str]:
