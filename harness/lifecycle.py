@@ -63,6 +63,12 @@ class ClusterProvider(Protocol):
         ...
 
     @property
+    def goes_with_the_run(self) -> bool:
+        """The suite made this cluster for the run, which removes it (unless kept): what the probes leave in it
+        need only be asked to go, not waited for."""
+        ...
+
+    @property
     def node_lister(self) -> NodeLister | None:
         """Every container on a node, as crictl reports it; None where the suite cannot see the nodes."""
         ...
@@ -153,6 +159,7 @@ class LiveTarget:
     core: client.CoreV1Api
     origin: dict[str, Any]
     apiserver_restart: ApiserverRestart | None = None
+    goes_with_the_run: bool = False  # see ClusterProvider.goes_with_the_run
 
 
 @dataclass
@@ -225,6 +232,10 @@ class KindProvider:
             failed = stop.completed.returncode != 0
             return Removal(stop.completed.output if failed else None, interrupted=True)
         return Removal(deleted.output if deleted is not None and deleted.returncode != 0 else None)
+
+    @property
+    def goes_with_the_run(self) -> bool:
+        return True  # made here, removed when the run ends (unless kept)
 
     def kept(self) -> str:
         return (
@@ -311,6 +322,10 @@ class LocalProvider:
         stopped = self.cluster.stop()
         return Removal("; ".join(stopped.errors) or None, {"local_stop": stopped.to_json()})
 
+    @property
+    def goes_with_the_run(self) -> bool:
+        return True  # made here, removed when the run ends (unless kept)
+
     def kept(self) -> str:
         return (
             f"kept local cluster {self.name}; kubeconfig: {self.kubeconfig} "
@@ -392,6 +407,10 @@ class ExistingProvider:
     def kept(self) -> str:
         return f"the cluster of context {self.context_name} is not the suite's: left as it was"
 
+    @property
+    def goes_with_the_run(self) -> bool:
+        return self.label != "existing"  # the one `make probe PARALLEL=N` made for its workers
+
     def origin(self) -> dict[str, Any]:
         return self.recorded
 
@@ -440,7 +459,7 @@ def cluster_life(provider: ClusterProvider, note: Note, keep: bool, logs_dir: Pa
         note(**provider.prepare(nodes))
         transport = LiveTransport(api, node_lister=provider.node_lister, node_shutdown=provider.node_shutdown)
         note(**({"nodes": nodes} if nodes else {}), server_version=transport.server_version())
-        yield LiveTarget(transport, core, provider.origin(), provider.apiserver_restart)
+        yield LiveTarget(transport, core, provider.origin(), provider.apiserver_restart, provider.goes_with_the_run)
     except ClusterFailed as err:
         note(cluster_error=str(err))
         raise

@@ -309,7 +309,7 @@ def _live_probe(request: pytest.FixtureRequest, run: Run, family: Family, name: 
                 run.provenance.setdefault("namespaces_kept", []).append(kept)
                 run.write_provenance()
             else:
-                report = cleanup_probe_namespace(target.core, namespace)
+                report = cleanup_probe_namespace(target.core, namespace, wait=not target.goes_with_the_run)
                 run.provenance.setdefault("cleanup", []).append(report.__dict__)
                 run.write_provenance()
                 if report.errors:

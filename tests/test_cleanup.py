@@ -92,6 +92,17 @@ def test_the_pods_are_deleted_with_grace_0_once_the_namespace_is_going() -> None
     assert report.errors == ["delete pods: 403 None"] and report.namespace_deleted
 
 
+def test_on_a_cluster_that_goes_with_the_run_the_namespace_is_not_waited_for() -> None:
+    """Live on v1.37.0 under load a namespace took ~34 s to go, and every probe's worker waited it out."""
+    core = FakeCore({"held": [PROBE_FINALIZER]})
+    core.read_namespace = lambda name, **_: pytest.fail("waited for the namespace")  # type: ignore[method-assign]
+    report = cleanup_probe_namespace(core, "probe-ns", wait=False)  # type: ignore[arg-type]
+    assert report.finalizers_removed == ["held"] and core.pods_deleted_with_grace == (0, True)
+    assert report.namespace_deleted and not report.waited_until_gone and not report.errors
+    waited = cleanup_probe_namespace(FakeCore({}), "probe-ns")  # type: ignore[arg-type]
+    assert waited.namespace_deleted and waited.waited_until_gone
+
+
 def test_a_finalizer_list_that_changed_meanwhile_is_re_read_not_overwritten() -> None:
     core = FakeCore({"held": [PROBE_FINALIZER]}, fail_patch_once_with=422)
     report = cleanup_probe_namespace(core, "probe-ns")  # type: ignore[arg-type]

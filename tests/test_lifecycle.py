@@ -155,7 +155,12 @@ def test_an_existing_cluster_is_reached_through_the_same_life_and_never_removed(
     )
     with lifecycle.cluster_life(existing, notes.update, keep=False, logs_dir=tmp_path) as target:
         assert target.origin == {"cluster": "existing", "context": "theirs"}
+        assert not target.goes_with_the_run  # the user's: the probes' namespaces are waited for until gone
     assert existing.node_lister is None  # node-level claims: not observable
+    made_for_the_workers = lifecycle.ExistingProvider.from_kubeconfig(
+        tmp_path / "kubeconfig", "kind-plp-1-27-abcd", kind_nodes=True, local_state=None, run_record=tmp_path / "r"
+    )
+    assert made_for_the_workers.goes_with_the_run
     assert notes == {
         "cluster": "existing",
         "kubeconfig": str(tmp_path / "kubeconfig"),
@@ -175,6 +180,7 @@ class RecordingProvider:
     node_shutdown: None = None
     node_lister: None = None
     apiserver_restart: None = None
+    goes_with_the_run: bool = True
     kubeconfig: Path = Path("kubeconfig")
     context: str | None = None
 
@@ -210,7 +216,7 @@ def test_any_provider_goes_through_the_one_life_in_order(tmp_path: Path, monkeyp
     notes: dict[str, Any] = {}
     provider = RecordingProvider()
     with lifecycle.cluster_life(provider, notes.update, keep=False, logs_dir=tmp_path) as target:
-        assert target.origin == {"cluster": "stand-in"}
+        assert target.origin == {"cluster": "stand-in"} and target.goes_with_the_run
         assert provider.asked == ["create", "wait_ready", "prepare node-a"]
     assert provider.asked[-1] == "delete"
     assert notes["prepared"] == ["node-a"] and notes["nodes"] == ["node-a"] and "cluster_ready_after_s" in notes
