@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -20,7 +19,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.local.build import go_build_cache
 from harness.versions import KubeVersion, known_images, resolve_image
 
 EXIT_MEANING = {0: "passed", 1: "failed", 2: "interrupted or bad input", 3: "prerequisite missing", 5: "no probe ran"}
@@ -167,28 +165,22 @@ def disk_gb(path: Path) -> float:
 class Builder:
     """Builds the planned releases in order on one background thread, ahead of the probes.
 
-    Patches of one minor share the Go build cache (one toolchain, mostly the same packages); when the minor
-    changes, the cache is emptied first, so the matrix's disk stays that of one minor's cache plus the modules,
-    toolchains and binaries (make clean-builds prunes those).
+    Each build keeps one minor's Go build cache (harness/local/build.py), so the matrix's disk stays that of one
+    minor's cache plus the modules, toolchains and binaries.
     """
 
     def __init__(
         self,
         build: Callable[[str], Any],
-        tools: Path,
-        trim_between_minors: bool = True,
         is_built: Callable[[str], bool] = lambda release: False,
         nice: int = 19,
     ) -> None:
         self._build = build
-        self._tools = tools
-        self._trim = trim_between_minors
         self._is_built = is_built  # a reused build compiles nothing: the cache is left alone for it
         self._nice = nice
         self._niced = False
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="build")
         self._futures: dict[str, Future[Any]] = {}
-        self._last_minor: str | None = None
         self.building: str = ""  # the release being built now ("" when idle)
 
     def submit(self, release: str) -> None:
@@ -204,11 +196,7 @@ class Builder:
         if self._nice and not self._niced:
             os.nice(self._nice)
             self._niced = True
-        minor = KubeVersion.parse(release).minor
-        if self._trim and self._last_minor not in (None, minor):
-            shutil.rmtree(go_build_cache(self._tools, str(self._last_minor)), ignore_errors=True)
-        self._last_minor = minor
-        self.building = release
+        self.building = release  # (the build keeps one minor's Go build cache: harness/local/build.py)
         try:
             return self._build(release)
         finally:

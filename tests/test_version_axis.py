@@ -41,23 +41,16 @@ def test_a_minor_resolves_to_its_pinned_patch_or_the_nearest_earlier_served_one(
         matrix.plan_versions(["1.12"], lambda release: True)
 
 
-def test_the_builder_empties_the_go_build_cache_only_when_the_minor_changes(tmp_path: Path) -> None:
-    seen: list[tuple[str, bool]] = []
+def test_a_build_keeps_its_minors_go_build_cache_and_the_shared_one_only(tmp_path: Path) -> None:
+    """Seen: bisections and single builds trimmed nothing, and .tools/go reached 47 GB with six minors' caches."""
+    from harness.local.build import keep_one_minors_build_cache
 
-    def build(release: str) -> str:
-        cache = tmp_path / "go" / "cache" / release.rsplit(".", 1)[0]
-        seen.append((release, cache.is_dir()))
-        cache.mkdir(parents=True, exist_ok=True)
-        return release
-
-    builder = matrix.Builder(build, tmp_path, is_built=lambda release: release == "1.29.1")
-    for release in ("1.27.3", "1.27.4", "1.28.0", "1.29.1"):
-        assert builder.result(release) == release
-    builder.shutdown()
-    # 1.27.4 found 1.27.3's cache; 1.28.0 started its own, and 1.27's was removed then; 1.29.1 was built
-    # before: nothing emptied for it (1.28's cache stays).
-    assert seen == [("1.27.3", False), ("1.27.4", True), ("1.28.0", False), ("1.29.1", False)]
-    assert sorted(p.name for p in (tmp_path / "go" / "cache").iterdir()) == ["1.28", "1.29"]
+    caches = tmp_path / "go" / "cache"
+    for name in ("1.26", "1.27", "1.28", "shared"):
+        (caches / name).mkdir(parents=True)
+    assert keep_one_minors_build_cache(tmp_path, "1.27") == ["1.26", "1.28"]
+    assert sorted(p.name for p in caches.iterdir()) == ["1.27", "shared"]
+    assert keep_one_minors_build_cache(tmp_path / "nothing-yet", "1.27") == []
 
 
 def test_the_local_matrix_goes_on_past_a_failed_build_and_says_where_it_is(tmp_path: Path) -> None:
@@ -80,7 +73,7 @@ def test_the_local_matrix_goes_on_past_a_failed_build_and_says_where_it_is(tmp_p
 
     plan = [matrix.PlannedVersion(v, v) for v in ("1.21.14", "1.22.17", "1.25.16")]
     lines: list[str] = []
-    builder = matrix.Builder(build, tmp_path, trim_between_minors=False)
+    builder = matrix.Builder(build)
     results = matrix.run_local_matrix(plan, builder, tmp_path / "m", probe_argv, tmp_path, True, lines.append)
     builder.shutdown()
     assert [r.status for r in results] == ["passed", "build failed", "passed"]
@@ -256,7 +249,7 @@ def test_builder_builds_one_at_a_time_in_order(tmp_path: Path) -> None:
             active[0] -= 1
         return release
 
-    builder = matrix.Builder(build, tmp_path, trim_between_minors=False)
+    builder = matrix.Builder(build)
     for release in ("1.21.14", "1.22.17", "1.23.17"):
         builder.submit(release)
     assert builder.result("1.23.17") == "1.23.17"

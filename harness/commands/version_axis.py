@@ -101,7 +101,7 @@ def run_local_matrix_command(args: argparse.Namespace) -> int:
         return argv + (["--probe", args.probe] if args.probe else [])
 
     started = time.monotonic()
-    builder = matrix.Builder(build_release, TOOLS, is_built=lambda release: existing_build(release) is not None)
+    builder = matrix.Builder(build_release, is_built=lambda release: existing_build(release) is not None)
     try:
         results = matrix.run_local_matrix(plan, builder, base, probe_argv, TOOLS, not args.no_overlap)
     finally:
