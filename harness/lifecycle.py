@@ -110,6 +110,11 @@ class ClusterProvider(Protocol):
         """What to tell the user about a cluster kept on purpose."""
         ...
 
+    def keep_logs(self, directory: Path) -> str:
+        """The cluster's component logs (the kubelet's above all) kept before it goes, after a probe failed:
+        where they are, or why there are none."""
+        ...
+
     def origin(self) -> dict[str, Any]:
         """What the recordings made on this cluster say about what ran."""
         ...
@@ -233,6 +238,9 @@ class KindProvider:
             return Removal(stop.completed.output if failed else None, interrupted=True)
         return Removal(deleted.output if deleted is not None and deleted.returncode != 0 else None)
 
+    def keep_logs(self, directory: Path) -> str:
+        return self.cluster.export_logs(directory)  # kind export logs: each node's kubelet and containerd logs
+
     @property
     def goes_with_the_run(self) -> bool:
         return True  # made here, removed when the run ends (unless kept)
@@ -322,6 +330,9 @@ class LocalProvider:
         stopped = self.cluster.stop()
         return Removal("; ".join(stopped.errors) or None, {"local_stop": stopped.to_json()})
 
+    def keep_logs(self, directory: Path) -> str:
+        return str(self.cluster.logs)  # every component writes its log there, and it stays with the run
+
     @property
     def goes_with_the_run(self) -> bool:
         return True  # made here, removed when the run ends (unless kept)
@@ -407,6 +418,9 @@ class ExistingProvider:
     def kept(self) -> str:
         return f"the cluster of context {self.context_name} is not the suite's: left as it was"
 
+    def keep_logs(self, directory: Path) -> str:
+        return "(not the suite's to collect: its owner keeps them)"
+
     @property
     def goes_with_the_run(self) -> bool:
         return self.label != "existing"  # the one `make probe PARALLEL=N` made for its workers
@@ -443,8 +457,12 @@ def local_origin(record: dict[str, Any]) -> dict[str, Any]:
 
 
 @contextmanager
-def cluster_life(provider: ClusterProvider, note: Note, keep: bool, logs_dir: Path) -> Iterator[LiveTarget]:
-    """Create the provider's cluster, wait for it, yield it, and remove it unless `keep` (see module docstring)."""
+def cluster_life(
+    provider: ClusterProvider, note: Note, keep: bool, logs_dir: Path, failed: Callable[[], bool] = lambda: False
+) -> Iterator[LiveTarget]:
+    """Create the provider's cluster, wait for it, yield it, and remove it unless `keep` (see module docstring);
+    when `failed()` says a probe failed, its component logs are kept first (a kind cluster's go with it: seen,
+    a kubelet's ContainerStatusUnknown on kind v1.26.6 whose kubelet log was gone with the cluster)."""
     from kubernetes import client, config
 
     note(**provider.facts())
@@ -464,6 +482,8 @@ def cluster_life(provider: ClusterProvider, note: Note, keep: bool, logs_dir: Pa
         note(cluster_error=str(err))
         raise
     finally:
+        if provider.created and failed():
+            note(component_logs=provider.keep_logs(logs_dir))
         if keep and provider.created:
             note(cluster_kept=True, cluster_kept_message=provider.kept())
         else:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -84,14 +84,14 @@ def run(pytestconfig: pytest.Config) -> Run:
 
 
 @pytest.fixture(scope="session")
-def live_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
+def live_cluster(request: pytest.FixtureRequest, pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
     """The cluster live probes run on: a new kind or local cluster, or an existing one from --kubeconfig."""
-    with _cluster(pytestconfig, run, shutdown=False) as target:
+    with _cluster(pytestconfig, run, shutdown=False, failed=lambda: request.session.testsfailed > 0) as target:
         yield target
 
 
 @pytest.fixture(scope="session")
-def shutdown_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
+def shutdown_cluster(request: pytest.FixtureRequest, pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
     """A second kind cluster for graceful node shutdown: derived node image, a worker, kubelet shutdown grace."""
     if pytestconfig.getoption("--kubeconfig"):
         pytest.skip(
@@ -104,7 +104,7 @@ def shutdown_cluster(pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarg
             "live probe: graceful node shutdown needs systemd-logind on the node, which the local cluster (processes "
             "on this host) does not have; it runs on the suite's own kind cluster (make probe VERSION=...)"
         )
-    with _cluster(pytestconfig, run, shutdown=True) as target:
+    with _cluster(pytestconfig, run, shutdown=True, failed=lambda: request.session.testsfailed > 0) as target:
         yield target
 
 
@@ -117,7 +117,7 @@ def _refuse_invalid_manifests(server_version: dict[str, Any]) -> None:
 
 
 @contextmanager
-def _cluster(pytestconfig: pytest.Config, run: Run, shutdown: bool) -> Iterator[LiveTarget]:
+def _cluster(pytestconfig: pytest.Config, run: Run, shutdown: bool, failed: Callable[[], bool]) -> Iterator[LiveTarget]:
     """The cluster the options name (kind, local or existing), through the one lifecycle of harness/lifecycle.py.
 
     `shutdown`: the graceful-node-shutdown kind cluster (harness/node_shutdown.py); its provenance is kept
@@ -136,7 +136,7 @@ def _cluster(pytestconfig: pytest.Config, run: Run, shutdown: bool) -> Iterator[
     provider = _provider(pytestconfig, run, shutdown, note)
     try:
         with cluster_life(
-            provider, note, pytestconfig.getoption("--keep-cluster"), run.directory / f"kind-logs{suffix}"
+            provider, note, pytestconfig.getoption("--keep-cluster"), run.directory / f"kind-logs{suffix}", failed
         ) as target:
             _refuse_invalid_manifests(target.transport.server_version())
             yield target

@@ -207,6 +207,10 @@ class RecordingProvider:
     def kept(self) -> str:
         return "kept"
 
+    def keep_logs(self, directory: Path) -> str:
+        self.asked.append("keep_logs")
+        return str(directory)
+
     def origin(self) -> dict[str, Any]:
         return {"cluster": self.kind}
 
@@ -239,3 +243,19 @@ def test_ctrl_c_during_the_removal_is_raised_once_the_removal_is_recorded(
     with pytest.raises(KeyboardInterrupt), lifecycle.cluster_life(InterruptedRemoval(), notes.update, False, tmp_path):
         pass
     assert notes["cluster_deleted"] is True and notes["stand_in_removed"] is True
+
+
+def test_a_failed_run_keeps_the_clusters_component_logs_before_the_cluster_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen on kind v1.26.6: a probe's ContainerStatusUnknown whose kubelet log went with the cluster."""
+    _reachable(monkeypatch)
+    notes: dict[str, Any] = {}
+    provider = RecordingProvider()
+    with lifecycle.cluster_life(provider, notes.update, False, tmp_path / "kind-logs", failed=lambda: True):
+        pass
+    assert provider.asked[-2:] == ["keep_logs", "delete"] and notes["component_logs"] == str(tmp_path / "kind-logs")
+    passed = RecordingProvider()
+    with lifecycle.cluster_life(passed, {}.update, False, tmp_path, failed=lambda: False):
+        pass
+    assert "keep_logs" not in passed.asked

@@ -272,7 +272,9 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
 
         with (
             stopping(stopped),
-            cluster_life(provider, run.write_provenance, args.keep_cluster, run.directory / "kind-logs"),
+            cluster_life(
+                provider, run.write_provenance, args.keep_cluster, run.directory / "kind-logs", lambda: code != 0
+            ),
         ):
             if "preloaded" in run.provenance:
                 print("images: " + "; ".join(f"{i}: {said}" for i, said in run.provenance["preloaded"].items()))
