@@ -36,3 +36,11 @@ def test_spread_reports_min_median_max_and_passes_per_claim_and_version() -> Non
 
 def test_non_numeric_and_boolean_observations_have_no_spread() -> None:
     assert spread([record("p.py::test_a", "v1.27.3", True), record("p.py::test_a", "v1.27.3", None)]) == []
+
+
+def test_each_spread_is_shown_beside_the_bound_it_is_checked_against() -> None:
+    measured = record("p.py::test_a", "v1.26.6", 3.05)
+    measured["verdicts"][0]["expected"] = {"versions": ">=1.19", "value": None, "between": [2.9, 4.5]}
+    (row,) = spread([measured, record("p.py::test_a", "v1.26.6", 3.13)])
+    assert row["bound"] == [2.9, 4.5] and (row["min"], row["max"]) == (3.05, 3.13)
+    assert render([row]).endswith("min=3.05 median=3.09 max=3.13  bound [2.9, 4.5]")
