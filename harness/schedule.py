@@ -21,6 +21,7 @@ durations measured before, so that the run takes about as long as its longest pr
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,35 +58,53 @@ def recording_duration(recording: Mapping[str, Any]) -> float | None:
     return max(ends) - min(starts) if starts else None
 
 
-def known_durations(recordings: Iterable[Path], run_dir: Path, cluster: str = "") -> dict[str, float]:
+def known_durations(recordings: Iterable[Path], run_dir: Path, cluster: str = "", minor: str = "") -> dict[str, float]:
     """The longest seconds seen per probe id: items measured whole by earlier planned runs, live recordings
     and live probe records (these two plus NAMESPACE_S).
 
-    With `cluster` (kind, local): for a probe measured on that kind of cluster, only those measurements. A probe
-    takes longer on kind (nodes in containers) than on a local cluster (the StatefulSet probe 96 s against
-    59 s): planned from kind's, a local run got 17 workers for a 100 s makespan where 26 would end with its
-    59 s probe. A probe never measured there keeps the other clusters' figure.
+    With `cluster` (kind, local) and `minor` (1.37): for each probe, only the measurements closest to the run:
+    on that kind of cluster and minor, else on that kind of cluster, else anywhere. A probe's time depends on
+    both: the StatefulSet probe took 96 s on kind and 59 s on a local v1.37.0 (planned from kind's, a local run
+    got 17 workers for a 100 s makespan), and on local clusters 89-91 s on 1.21-1.24 but 29 s on 1.37.0.
     """
-    seen: dict[str, dict[bool, float]] = {}  # probe -> {measured on `cluster`: longest seconds}
+    seen: dict[str, dict[int, float]] = {}  # probe -> {closeness (2 same cluster and minor, 1, 0): longest s}
 
-    def note(probe: object, seconds: float | None, measured_on: object, extra: float = 0.0) -> None:
+    def note(probe: object, seconds: float | None, measured_on: object, version: object, extra: float = 0.0) -> None:
         if isinstance(probe, str) and seconds is not None and seconds > 0:
-            same = bool(cluster) and isinstance(measured_on, str) and measured_on.split()[0:1] == [cluster]
+            same_cluster = bool(cluster) and isinstance(measured_on, str) and measured_on.split()[0:1] == [cluster]
+            same_minor = bool(minor) and isinstance(version, str) and _minor_of(version) == minor
+            closeness = 2 if same_cluster and same_minor else 1 if same_cluster else 0
             kept = seen.setdefault(probe, {})
-            kept[same] = max(kept.get(same, 0.0), round(seconds + extra, 1))
+            kept[closeness] = max(kept.get(closeness, 0.0), round(seconds + extra, 1))
 
-    for data in _json_files(sorted(recordings)):
-        note(data.get("probe"), recording_duration(data), (data.get("origin") or {}).get("cluster"), NAMESPACE_S)
+    for path in sorted(recordings):
+        for data in _json_files([path]):
+            on_version = RECORDED_VERSION.search(path.name)
+            version = on_version.group(1) if on_version else None
+            origin = data.get("origin") or {}
+            note(data.get("probe"), recording_duration(data), origin.get("cluster"), version, NAMESPACE_S)
     for data in _json_files(sorted(run_dir.glob("*/probes/*.json"))):
         if data.get("transport") == "live" and isinstance(data.get("duration_s"), int | float):
             measured_on = (data.get("provenance") or {}).get("cluster")
-            note(data.get("probe"), float(data["duration_s"]), measured_on, NAMESPACE_S)
+            version = data.get("server_version")
+            note(data.get("probe"), float(data["duration_s"]), measured_on, version, NAMESPACE_S)
     for path in sorted(run_dir.glob("*/schedule.json")):
         for data in _json_files([path]):
-            measured_on = next(iter(_json_files([path.with_name("run.json")])), {}).get("cluster")
+            run = next(iter(_json_files([path.with_name("run.json")])), {})
+            version = (run.get("server_version") or {}).get("gitVersion")
             for item, seconds in (data.get("measured_s") or {}).items():
-                note(probe_of(item), float(seconds) if isinstance(seconds, int | float) else None, measured_on)
-    return {probe: kept.get(True, kept.get(False, 0.0)) for probe, kept in seen.items()}
+                seconds_or_none = float(seconds) if isinstance(seconds, int | float) else None
+                note(probe_of(item), seconds_or_none, run.get("cluster"), version)
+    return {probe: kept[max(kept)] for probe, kept in seen.items()}
+
+
+# A recording's file name says the server version it was made on: <probe>--v1.37.0-live-local.json
+RECORDED_VERSION = re.compile(r"--(v\d+\.\d+\.\d+\S*?)-live")
+
+
+def _minor_of(version: str) -> str:
+    parts = version.lstrip("v").split(".")
+    return ".".join(parts[:2]) if len(parts) >= 2 else ""
 
 
 def _json_files(paths: Iterable[Path]) -> Iterable[dict[str, Any]]:

@@ -167,6 +167,21 @@ def test_a_local_run_is_planned_from_what_local_clusters_measured_where_they_did
     assert known_durations(recordings.glob("*/*.json"), runs)["t.py::sts"] == 91.0 + ns  # no cluster: the longest
 
 
+def test_a_run_is_planned_from_its_own_minor_where_that_was_measured(tmp_path: Path) -> None:
+    """On local clusters the StatefulSet probe took 89-91 s on 1.21-1.24 and 29 s on 1.37.0."""
+    recordings = tmp_path / "recordings"
+    for version, seconds in (("v1.24.17", 90.0), ("v1.37.0", 29.0)):
+        data = recording("t.py::sts", "live", 0.0, seconds)
+        data["origin"]["cluster"] = "local"
+        write(recordings / "f" / f"sts--{version}-live-local.json", data)
+    ns = schedule.NAMESPACE_S
+    found = known_durations(recordings.glob("*/*.json"), tmp_path / "runs", "local", "1.37")
+    assert found == {"t.py::sts": 29.0 + ns}
+    assert known_durations(recordings.glob("*/*.json"), tmp_path / "runs", "local", "1.31") == {
+        "t.py::sts": 90.0 + ns  # none of 1.31: the longest on local clusters
+    }
+
+
 def test_the_committed_live_recordings_give_the_probes_durations() -> None:
     """The 26 single-node probes and the two node-shutdown ones had live recordings when this was written; the
     Job with retries (a 37 s deadline) is the longest of the single-node ones, ~60 s."""
@@ -343,14 +358,14 @@ def test_the_cli_plans_from_the_selected_probes_and_writes_the_schedule(
     monkeypatch.setattr(selection, "select", select)
     clusters: list[str] = []
 
-    def known(recordings: Any, run_dir: Path, cluster: str) -> dict[str, float]:
-        clusters.append(cluster)
+    def known(recordings: Any, run_dir: Path, cluster: str, minor: str) -> dict[str, float]:
+        clusters.append(f"{cluster} {minor}")
         return durations(a=60, b=30, c=25)
 
     monkeypatch.setattr(schedule, "known_durations", known)
     args = argparse.Namespace(probe="x", run_dir=str(tmp_path), repeat=2, parallel="auto")
-    plan, written = probe_command.plan_workers(args, tmp_path, "local")
-    assert clusters == ["local"]  # durations measured on local clusters count first
+    plan, written = probe_command.plan_workers(args, tmp_path, "local", "1.37.0")
+    assert clusters == ["local 1.37"]  # durations measured on local clusters of that minor count first
     assert asked == [("x", ["-m", "not node_shutdown", "--repeat", "2"])]
     assert plan.workers == 2 and written == tmp_path / "schedule.json"
     saved = json.loads(written.read_text())

@@ -230,7 +230,8 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
 
     run = Run.start(Path(args.run_dir))
     run.write_provenance(parallel=args.parallel)
-    plan, schedule_file = plan_workers(args, run.directory, "kind" if image is not None else "local")
+    cluster_kind, version = ("kind", image.kubernetes.text) if image is not None else ("local", args.version)
+    plan, schedule_file = plan_workers(args, run.directory, cluster_kind, version)
     print(f"PARALLEL={args.parallel}: {plan.why()}", flush=True)
     provider: ClusterProvider
     if image is None:
@@ -331,17 +332,20 @@ def _shutdown_probes_ended(shutdown: tuple[subprocess.Popen[bytes], Path], code:
     return code or (shutdown_code if shutdown_code not in (0, NO_TESTS_COLLECTED) else 0)
 
 
-def plan_workers(args: argparse.Namespace, directory: Path, cluster: str) -> tuple[schedule.Plan, Path]:
+def plan_workers(
+    args: argparse.Namespace, directory: Path, cluster: str, version: str = ""
+) -> tuple[schedule.Plan, Path]:
     """The probes this run selects (collected in a child pytest, about a second), planned longest first on
     PARALLEL workers or, with auto, on as few as finish about when the longest probe does; the durations and
     the plan go to <run>/schedule.json, which the pytest-xdist controller hands out from. `cluster` (kind,
-    local): whose durations count first (harness/schedule.py)."""
+    local) and `version`: whose durations count first (harness/schedule.py)."""
     from harness import schedule  # with pytest-xdist's scheduler, hence pytest: only for a parallel run
 
     extra = ["-m", "not node_shutdown", *(["--repeat", str(args.repeat)] if args.repeat > 1 else [])]
     items = selection.select(args.probe, args.run_dir, extra=extra).selected
     recordings = [path for family in families() for path in family.recordings.glob("*.json")]
-    known = schedule.known_durations(recordings, Path(args.run_dir), cluster)
+    minor = KubeVersion.parse(version).minor if version else ""
+    known = schedule.known_durations(recordings, Path(args.run_dir), cluster, minor)
     if args.parallel == AUTO:
         plan = schedule.choose_workers(items, known)
     else:
