@@ -284,7 +284,7 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
             planned = ["-n", str(plan.workers), "--schedule", str(schedule_file)]
             command = pytest_argv(args, [*target, "--run-id", run.run_id, *planned, "-m", "not node_shutdown"])
             print("+ " + " ".join(command), flush=True)
-            (code,) = _wait_for(subprocess.Popen(command))
+            code = _wait_for(subprocess.Popen(command), *([shutdown[0]] if shutdown else []))
             if shutdown is not None:
                 code = _shutdown_probes_ended(shutdown, code)
             timing: dict[str, float | str] = {
@@ -323,7 +323,7 @@ def _start_shutdown_probes(args: argparse.Namespace, run: Run) -> tuple[subproce
 def _shutdown_probes_ended(shutdown: tuple[subprocess.Popen[bytes], Path], code: int) -> int:
     """Wait for the node-shutdown probes, show the end of their log; the run's exit code with theirs."""
     process, log = shutdown
-    (shutdown_code,) = _wait_for(process)
+    shutdown_code = _wait_for(process)
     if shutdown_code != NO_TESTS_COLLECTED:  # PROBE chose none of them: nothing to show
         print(f"node-shutdown probes (exit {shutdown_code}), from {log}:")
         print("\n".join(log.read_text(errors="replace").splitlines()[-6:]), flush=True)
@@ -359,26 +359,22 @@ def _own_junit(argv: list[str], part: str) -> list[str]:
     return [f"{a.removesuffix('.xml')}-{part}.xml" if a.startswith("--junitxml=") else a for a in argv]
 
 
-def _wait_for(*processes: subprocess.Popen[bytes]) -> list[int]:
-    """Wait for the pytest runs to end, through Ctrl-C (they got the signal too) and forwarding SIGTERM to them;
-    their exit codes in order."""
+def _wait_for(process: subprocess.Popen[bytes], *beside: subprocess.Popen[bytes]) -> int:
+    """Wait for a pytest run to end, through Ctrl-C (it got the signal too), forwarding SIGTERM to it and to the
+    runs `beside` it (the node-shutdown probes' pytest, which runs at the same time); its exit code."""
 
     def forward(signum: int, frame: object) -> None:
-        for process in processes:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
+        for running in (process, *beside):
+            if running.poll() is None:
+                running.send_signal(signal.SIGTERM)
 
     previous = signal.signal(signal.SIGTERM, forward)
     try:
-        codes = []
-        for process in processes:
-            while True:
-                try:
-                    codes.append(process.wait())
-                    break
-                except KeyboardInterrupt:
-                    continue
-        return codes
+        while True:
+            try:
+                return process.wait()
+            except KeyboardInterrupt:
+                continue
     finally:
         signal.signal(signal.SIGTERM, previous)
 
