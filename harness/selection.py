@@ -30,6 +30,7 @@ class Selection:
     selected: list[str] = field(default_factory=list)
     deselected: list[str] = field(default_factory=list)
     errors: str = ""
+    node_shutdown: list[str] = field(default_factory=list)  # the selected ones marked node_shutdown
 
     def probe_names(self, limit: int = 5) -> list[str]:
         """A few probe names (test functions, without parameters), for a message."""
@@ -58,7 +59,13 @@ def select(expression: str, run_dir: str, timeout: float = 120, extra: Sequence[
         found: dict[str, Any] = json.loads(out.read_text()) if out.is_file() else {"exit_code": proc.returncode}
     lines = [line.strip() for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
     errors = "\n".join(line for line in lines if line.startswith("ERROR")) or "\n".join(lines[-5:])
-    return Selection(int(found["exit_code"]), found.get("selected", []), found.get("deselected", []), errors)
+    return Selection(
+        int(found["exit_code"]),
+        found.get("selected", []),
+        found.get("deselected", []),
+        errors,
+        found.get("node_shutdown", []),
+    )
 
 
 class _Names:
@@ -67,12 +74,14 @@ class _Names:
     def __init__(self) -> None:
         self.selected: list[str] = []
         self.deselected: list[str] = []
+        self.node_shutdown: list[str] = []
 
     def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
         self.deselected += [item.nodeid for item in items]
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.selected = [item.nodeid for item in session.items]
+        self.node_shutdown = [item.nodeid for item in session.items if item.get_closest_marker("node_shutdown")]
 
 
 def main(argv: Sequence[str]) -> int:
@@ -81,7 +90,12 @@ def main(argv: Sequence[str]) -> int:
 
     names = _Names()
     code = pytest.main([*argv[1:], "--collect-only", "-q"], plugins=[names])
-    result: dict[str, Any] = {"exit_code": int(code), "selected": names.selected, "deselected": names.deselected}
+    result: dict[str, Any] = {
+        "exit_code": int(code),
+        "selected": names.selected,
+        "deselected": names.deselected,
+        "node_shutdown": names.node_shutdown,
+    }
     Path(argv[0]).write_text(json.dumps(result))
     return 0
 

@@ -353,7 +353,7 @@ def test_the_cli_plans_from_the_selected_probes_and_writes_the_schedule(
 
     def select(expression: str, run_dir: str, timeout: float = 120, extra: Any = ()) -> Any:
         asked.append((expression, list(extra)))
-        return selection.Selection(0, items("a", "b", "c"))
+        return selection.Selection(0, [*items("a", "b", "c"), "probes/g.py::gns"], node_shutdown=["probes/g.py::gns"])
 
     monkeypatch.setattr(selection, "select", select)
     clusters: list[str] = []
@@ -364,10 +364,11 @@ def test_the_cli_plans_from_the_selected_probes_and_writes_the_schedule(
 
     monkeypatch.setattr(schedule, "known_durations", known)
     args = argparse.Namespace(probe="x", run_dir=str(tmp_path), repeat=2, parallel="auto")
-    plan, written = probe_command.plan_workers(args, tmp_path, "local", "1.37.0")
+    plan, written, with_shutdown_probes = probe_command.plan_workers(args, tmp_path, "local", "1.37.0")
     assert clusters == ["local 1.37"]  # durations measured on local clusters of that minor count first
-    assert asked == [("x", ["-m", "not node_shutdown", "--repeat", "2"])]
-    assert plan.workers == 2 and written == tmp_path / "schedule.json"
+    assert asked == [("x", ["--repeat", "2"])]  # one collection: the node-shutdown probes are said apart
+    assert plan.workers == 2 and written == tmp_path / "schedule.json" and with_shutdown_probes
+    assert "probes/g.py::gns" not in {item for share in plan.shares for item in share}  # they run on their own
     saved = json.loads(written.read_text())
     assert saved["durations_s"] == durations(a=60, b=30, c=25) and saved["plan"]["workers"] == 2
     assert schedule.read_durations(written) == durations(a=60, b=30, c=25)

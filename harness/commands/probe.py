@@ -231,7 +231,7 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
     run = Run.start(Path(args.run_dir))
     run.write_provenance(parallel=args.parallel)
     cluster_kind, version = ("kind", image.kubernetes.text) if image is not None else ("local", args.version)
-    plan, schedule_file = plan_workers(args, run.directory, cluster_kind, version)
+    plan, schedule_file, with_shutdown_probes = plan_workers(args, run.directory, cluster_kind, version)
     print(f"PARALLEL={args.parallel}: {plan.why()}", flush=True)
     provider: ClusterProvider
     if image is None:
@@ -248,7 +248,7 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
     # The node-shutdown probes (kind only) need their own cluster, which their own pytest makes (the fixtures'
     # kind mode, harness/node_shutdown.py): started first, so that it comes up beside this one and its probes
     # run while the others do; their output goes to a log, whose end is printed after.
-    shutdown = _start_shutdown_probes(args, run) if image is not None else None
+    shutdown = _start_shutdown_probes(args, run) if image is not None and with_shutdown_probes else None
     code = 1
     if shutdown is not None and not any(plan.shares):  # PROBE chose only node-shutdown probes: no cluster here
         try:
@@ -334,15 +334,16 @@ def _shutdown_probes_ended(shutdown: tuple[subprocess.Popen[bytes], Path], code:
 
 def plan_workers(
     args: argparse.Namespace, directory: Path, cluster: str, version: str = ""
-) -> tuple[schedule.Plan, Path]:
-    """The probes this run selects (collected in a child pytest, about a second), planned longest first on
+) -> tuple[schedule.Plan, Path, bool]:
+    """The probes this run selects (collected in a child pytest, about a second; the node-shutdown ones, which
+    run on their own cluster, are left out and said apart), planned longest first on
     PARALLEL workers or, with auto, on as few as finish about when the longest probe does; the durations and
     the plan go to <run>/schedule.json, which the pytest-xdist controller hands out from. `cluster` (kind,
     local) and `version`: whose durations count first (harness/schedule.py)."""
     from harness import schedule  # with pytest-xdist's scheduler, hence pytest: only for a parallel run
 
-    extra = ["-m", "not node_shutdown", *(["--repeat", str(args.repeat)] if args.repeat > 1 else [])]
-    items = selection.select(args.probe, args.run_dir, extra=extra).selected
+    chosen = selection.select(args.probe, args.run_dir, extra=["--repeat", str(args.repeat)] if args.repeat > 1 else [])
+    items = [item for item in chosen.selected if item not in chosen.node_shutdown]  # those run on their own cluster
     recordings = [path for family in families() for path in family.recordings.glob("*.json")]
     minor = KubeVersion.parse(version).minor if version else ""
     known = schedule.known_durations(recordings, Path(args.run_dir), cluster, minor)
@@ -351,7 +352,7 @@ def plan_workers(
     else:
         plan = schedule.plan_for(items, known, args.parallel)
     schedule.write_schedule(directory / "schedule.json", known, plan)
-    return plan, directory / "schedule.json"
+    return plan, directory / "schedule.json", bool(chosen.node_shutdown)
 
 
 def _own_junit(argv: list[str], part: str) -> list[str]:
