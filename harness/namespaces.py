@@ -6,6 +6,7 @@ client's models, so objects from older servers cannot fail the client's validati
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -144,12 +145,17 @@ def _namespace_gone(core: client.CoreV1Api, name: str, timeout_s: float) -> bool
             raise
         return False
 
-    if gone():
-        return True
-    watch_until(
-        core.list_namespace,
-        lambda event_type, _o: event_type == "DELETED",
-        timeout_s,
-        field_selector=f"metadata.name={name}",
-    )
-    return gone()
+    # Watched in slices, each after a fresh look: a watch that had to start again (harness/transport.py
+    # watch_until) would not see a DELETED that fell between its two watches.
+    deadline = time.monotonic() + timeout_s
+    while not gone():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        watch_until(
+            core.list_namespace,
+            lambda event_type, _o: event_type == "DELETED",
+            min(left, 10.0),
+            field_selector=f"metadata.name={name}",
+        )
+    return True
