@@ -6,7 +6,7 @@ durations measured before, so that the run takes about as long as its longest pr
   PlannedScheduling), and of what the live recordings of every family (probes/<family>/recordings/: first
   call to last answer) and
   earlier runs' probe records (`runs/*/probes/*.json`, `duration_s`) say plus NAMESPACE_S, which they leave
-  out; measured on the kind of cluster the run makes (kind or local) where there is such a measurement. The
+  out; measured on the kind of cluster (kind or local) and the minor the run makes where there are such. The
   longest, not the latest: a run whose probes were skipped in a second must not plan the next one.
   A probe with no known duration counts as the longest.
 - Order and packing: longest first; each probe in that order goes to the worker with the least planned work
