@@ -21,6 +21,7 @@ and signs), teardown.py (removing all of it, also from another process).
 from __future__ import annotations
 
 import json
+import os
 import platform
 import subprocess
 import time
@@ -76,6 +77,14 @@ PROBE_IMAGE_NAMES = (
 
 
 LOCAL_PROBE_IMAGE = "docker.io/plp-local/busybox:debian"
+
+
+def write_cluster_record(state: Path, record: dict[str, Any]) -> None:
+    """cluster.json replaced whole, so that another process reading it (teardown, the API server's restart in
+    harness/local/disruption.py) never sees half of it."""
+    temporary = state / "cluster.json.new"
+    temporary.write_text(json.dumps(record, indent=1) + "\n")
+    os.replace(temporary, state / "cluster.json")
 
 
 @dataclass
@@ -140,7 +149,7 @@ class LocalCluster:
             raise
 
     def _save(self) -> None:
-        (self.state / "cluster.json").write_text(json.dumps(self.record, indent=1) + "\n")
+        write_cluster_record(self.state, self.record)
 
     def _spawn(self, component: str, argv: list[str], env: dict[str, str] | None = None) -> int:
         log = self.logs / f"{component}.log"

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import subprocess
 import threading
 import time
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import LocalClusterError
+from harness.local.cluster import write_cluster_record
 from harness.local.processes import https_ok, log_tail, stop_process, tls_client_context
 
 JsonDict = dict[str, Any]
@@ -59,13 +59,6 @@ def compact_etcd(port: int, etcd_pki: Path) -> int:
     return revision
 
 
-def _write_record(state: Path, record: JsonDict) -> None:
-    """cluster.json replaced whole (a reader never sees half of it)."""
-    temporary = state / "cluster.json.new"
-    temporary.write_text(json.dumps(record, indent=1) + "\n")
-    os.replace(temporary, state / "cluster.json")
-
-
 def restart_apiserver(state: Path, ready_timeout_s: float = READY_TIMEOUT_S) -> JsonDict:
     """Compact etcd, stop the API server and start it again with the arguments it was started with; return
     what was done (for the recordings' origin). Raises LocalClusterError when the new one is not ready."""
@@ -88,7 +81,7 @@ def restart_apiserver(state: Path, ready_timeout_s: float = READY_TIMEOUT_S) -> 
             argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
     record["pids"]["kube-apiserver"] = process.pid
-    _write_record(state, record)
+    write_cluster_record(state, record)
     readyz = f"https://{record['node_ip']}:{ports['apiserver']}/readyz"
     deadline = time.monotonic() + ready_timeout_s
     while not https_ok(readyz, pki / "ca.crt", pki / "admin.crt", pki / "admin.key"):
