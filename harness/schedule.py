@@ -21,13 +21,15 @@ durations measured before, so that the run takes about as long as its longest pr
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from xdist.scheduler import LoadScheduling  # type: ignore[import-untyped]
+
+from harness.transport import Recording
+from harness.versions import KubeVersion, VersionError
 
 SLACK_S = 5.0  # how much later than the longest probe the planned run may end
 UNKNOWN_S = 60.0  # a probe's planned time when no probe has a known duration
@@ -77,12 +79,10 @@ def known_durations(recordings: Iterable[Path], run_dir: Path, cluster: str = ""
             kept = seen.setdefault(probe, {})
             kept[closeness] = max(kept.get(closeness, 0.0), round(seconds + extra, 1))
 
-    for path in sorted(recordings):
-        for data in _json_files([path]):
-            on_version = RECORDED_VERSION.search(path.name)
-            version = on_version.group(1) if on_version else None
-            origin = data.get("origin") or {}
-            note(data.get("probe"), recording_duration(data), origin.get("cluster"), version, NAMESPACE_S)
+    for data in _json_files(sorted(recordings)):
+        origin = data.get("origin") or {}
+        version = _recorded_version(data)
+        note(data.get("probe"), recording_duration(data), origin.get("cluster"), version, NAMESPACE_S)
     for data in _json_files(sorted(run_dir.glob("*/probes/*.json"))):
         if data.get("transport") == "live" and isinstance(data.get("duration_s"), int | float):
             measured_on = (data.get("provenance") or {}).get("cluster")
@@ -98,13 +98,19 @@ def known_durations(recordings: Iterable[Path], run_dir: Path, cluster: str = ""
     return {probe: kept[max(kept)] for probe, kept in seen.items()}
 
 
-# A recording's file name says the server version it was made on: <probe>--v1.37.0-live-local.json
-RECORDED_VERSION = re.compile(r"--(v\d+\.\d+\.\d+\S*?)-live")
+def _recorded_version(data: Mapping[str, Any]) -> str | None:
+    """The server version a recording's server_version call answered (Recording.server_git_version)."""
+    try:
+        return Recording(data["probe"], data["origin"], data["interactions"]).server_git_version()
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _minor_of(version: str) -> str:
-    parts = version.lstrip("v").split(".")
-    return ".".join(parts[:2]) if len(parts) >= 2 else ""
+    try:
+        return KubeVersion.parse(version).minor
+    except VersionError:
+        return ""
 
 
 def _json_files(paths: Iterable[Path]) -> Iterable[dict[str, Any]]:

@@ -173,6 +173,7 @@ def test_a_run_is_planned_from_its_own_minor_where_that_was_measured(tmp_path: P
     for version, seconds in (("v1.24.17", 90.0), ("v1.37.0", 29.0)):
         data = recording("t.py::sts", "live", 0.0, seconds)
         data["origin"]["cluster"] = "local"
+        data["interactions"][0]["response"] = {"gitVersion": version}  # what the server said it was
         write(recordings / "f" / f"sts--{version}-live-local.json", data)
     ns = schedule.NAMESPACE_S
     found = known_durations(recordings.glob("*/*.json"), tmp_path / "runs", "local", "1.37")
