@@ -96,27 +96,18 @@ def leftovers(before: dict[str, Any], after: dict[str, Any], session: int) -> di
 
 def unfinished_builds(before: dict[str, Any], after: dict[str, Any], session: int) -> list[str]:
     """Builds the command left without their build.json (none being made by another session now)."""
-    building_elsewhere = {
-        _cwd_name(pid)
-        for pid, (sid, _) in after["processes"].items()
-        if sid != session and _cwd_under(pid, paths.TOOLS / "kubernetes")
-    }
+    builds = paths.TOOLS / "kubernetes"
+    working_in = [_cwd(pid) for pid, (sid, _) in after["processes"].items() if sid != session]
+    building_elsewhere = {cwd.name for cwd in working_in if cwd is not None and cwd.parent == builds}
     return sorted(after["builds_without_record"] - before["builds_without_record"] - building_elsewhere)
 
 
-def _cwd_under(pid: int, directory: Path) -> bool:
-    """Whether process `pid` works in a folder under `directory` (a build another session is making)."""
+def _cwd(pid: int) -> Path | None:
+    """The folder process `pid` works in (a build's, for one another session is making); None when gone."""
     try:
-        return Path(os.readlink(f"/proc/{pid}/cwd")).parent == directory
+        return Path(os.readlink(f"/proc/{pid}/cwd"))
     except OSError:
-        return False
-
-
-def _cwd_name(pid: int) -> str:
-    try:
-        return Path(os.readlink(f"/proc/{pid}/cwd")).name
-    except OSError:
-        return ""
+        return None
 
 
 def main() -> int:
