@@ -19,11 +19,11 @@ from harness.commands.refusal import (
     BAD,
     BAD_INPUT,
     EXIT_CODES,
-    INTERRUPTED,
     Interrupted,
     refuse,
 )
 from harness.commands.version_axis import run_bisect_command, run_matrix_command
+from harness.errors import INTERRUPTED
 from harness.inputs import BadInput, count, seconds
 from harness.versions import known_versions
 

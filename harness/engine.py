@@ -19,12 +19,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness import paths
-from harness.errors import PrerequisiteMissing
+from harness.errors import INTERRUPTED, PrerequisiteMissing
 from harness.process import Runner, run_command
 
 CAP_SYS_RESOURCE = 24
 PREREQUISITE_MISSING = 3  # harness/commands/refusal.py's exit code for this class of refusal
-INTERRUPTED = 130  # Ctrl-C, as harness/commands/refusal.py
 RUNTIME_NAME = "plp-runc"
 WRAPPER = Path(__file__).resolve().parent / "runc_without_sys_resource.py"
 ENGINE_DIR = paths.ENGINE

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+# The exit code of every front door (make's commands, the engine, pytest through the suite's plugin) that Ctrl-C
+# or SIGTERM stopped: 128 + SIGINT, as a shell reports a process Ctrl-C ended.
+INTERRUPTED = 130
+
 
 class PrerequisiteMissing(RuntimeError):
     """Something the run needs on this host is not usable (Docker, kind, Go, root ...): what to install or start."""

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from harness import inputs
+from harness.errors import INTERRUPTED
 from harness.inputs import BadInput
 from harness.probe import ClaimsUndecided, Probe
 from harness.run import Run, new_run_id
@@ -49,7 +50,6 @@ IMAGE = pytest.StashKey[NodeImage]()
 RECORDINGS = pytest.StashKey[dict[str, list[Path]]]()  # --replay: recording files by the probe they are of
 DURATIONS = pytest.StashKey[dict[str, float]]()  # --schedule: seconds per probe id (harness/schedule.py)
 INTERRUPTED_LINE = pytest.StashKey[str]()  # said last, after pytest's own summary
-INTERRUPTED_EXIT = 130  # 128 + SIGINT, as every other interrupt of the suite (harness/commands/refusal.py)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -318,7 +318,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         run.finish(status)
         if status == "interrupted":
             session.config.stash[INTERRUPTED_LINE] = _interrupted_line(run)
-            session.exitstatus = INTERRUPTED_EXIT
+            session.exitstatus = INTERRUPTED
 
 
 def _interrupted_line(run: Run) -> str:

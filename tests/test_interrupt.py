@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from harness import cli, engine
-from harness.commands import housekeeping, refusal
+from harness.commands import housekeeping
 from harness.commands import probe as probe_command
+from harness.errors import INTERRUPTED
 from harness.local import build as build_module
 from harness.local import cluster as local
 from harness.local.teardown import StopReport
@@ -139,7 +140,7 @@ def test_ctrl_c_during_a_kubernetes_build_exits_130_with_one_line_and_stops_go(t
         time.sleep(0.1)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
-    assert process.returncode == refusal.INTERRUPTED, err
+    assert process.returncode == INTERRUPTED, err
     assert err.strip().splitlines() == [
         "interrupted: stopped the Kubernetes v1.27.3 build: its go processes were stopped and its unfinished "
         "binaries removed (the Go caches stay)"
@@ -157,7 +158,7 @@ def test_ctrl_c_before_anything_started_still_says_so_in_one_line(
         raise KeyboardInterrupt
 
     monkeypatch.setattr(probe_command, "check_probe_input", interrupted)
-    assert cli.main(["probe", "--version", "1.27"]) == refusal.INTERRUPTED
+    assert cli.main(["probe", "--version", "1.27"]) == INTERRUPTED
     assert capsys.readouterr().err == "interrupted: stopped before any cluster, build or download had started\n"
 
 
@@ -187,7 +188,7 @@ def test_ctrl_c_during_make_node_image_exits_130_naming_the_image(
         raise KeyboardInterrupt
 
     monkeypatch.setattr(housekeeping, "build_node_images", build)
-    assert cli.main(["node-image", "--version", "1.27.3", "--source", "modules"]) == refusal.INTERRUPTED
+    assert cli.main(["node-image", "--version", "1.27.3", "--source", "modules"]) == INTERRUPTED
     err = capsys.readouterr().err
     assert err.startswith("interrupted: stopped building node image plp-node:v1.27.3: its unfinished work")
     assert len(err.splitlines()) == 1
@@ -231,7 +232,7 @@ def test_ctrl_c_while_the_engine_starts_stops_its_dockerd(
     assert not Path(f"/proc/{started[0]}").exists()
     assert "--iptables=false" in argvs[0]  # the host's FORWARD policy is not the engine's to change
     monkeypatch.setattr(engine, "start_engine", lambda: (_ for _ in ()).throw(interrupt.value))
-    assert engine.main(["start"]) == engine.INTERRUPTED
+    assert engine.main(["start"]) == INTERRUPTED
     said = capsys.readouterr().err
     assert said == f"interrupted: stopped starting the suite's engine (dockerd pid {started[0]} stopped)\n"
 

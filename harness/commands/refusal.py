@@ -38,8 +38,6 @@ exit codes (make turns every non-zero one into 2: the error line says which it w
   130  interrupted (Ctrl-C) in the harness itself: one line says what was stopped ('interrupted: stopped ...')
   other: pytest's own, for a probe run that started (2 interrupted, 4 pytest usage error)"""
 
-INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a process Ctrl-C ended
-
 
 class Interrupted(Exception):
     """Ctrl-C during a step: what that step was and what stopping it undid, for the one line main() says."""
