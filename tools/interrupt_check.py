@@ -45,7 +45,7 @@ def _lines(command: list[str]) -> list[str]:
 def _processes() -> dict[int, tuple[int, str]]:
     """pid -> (session, command line) of every process."""
     found = {}
-    for line in _lines(["ps", "-eo", "pid=,sid=,args="]):
+    for line in _lines(["ps", "-ww", "-eo", "pid=,sid=,args="]):
         pid, sid, args = line.split(None, 2) if len(line.split(None, 2)) == 3 else (*line.split(), "")
         found[int(pid)] = (int(sid), args)
     return found
