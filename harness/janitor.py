@@ -24,7 +24,7 @@ from harness.run import SUITE_LABEL
 from harness.transport import raw_call
 
 if TYPE_CHECKING:
-    from kubernetes import client
+    from harness.kubeapi import KubeApi
 
 CLUSTER_PREFIX = "plp-"
 
@@ -77,7 +77,7 @@ def clean_kind_clusters(report: JanitorReport, kind_bin: str = "kind", runner: R
             report.errors.append(f"kind delete cluster --name {name}: {deleted.output}")
 
 
-def clean_namespaces(report: JanitorReport, core: client.CoreV1Api) -> None:
+def clean_namespaces(report: JanitorReport, core: KubeApi) -> None:
     for namespace in raw_call(core.list_namespace, label_selector=f"{SUITE_LABEL}=true").get("items") or []:
         report.namespaces.append(cleanup_probe_namespace(core, namespace["metadata"]["name"]))
 

@@ -19,10 +19,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from harness.errors import ClusterFailed, LocalClusterError
 from harness.kind import KindCluster, list_node_containers, parse_kind_version
+from harness.kubeapi import KubeApi
 from harness.local.build import Build
 from harness.local.cluster import LocalCluster
 from harness.local.containerd import local_node_lister
@@ -31,9 +32,6 @@ from harness.manifest_check import images_in_manifests
 from harness.process import InterruptedUndo
 from harness.transport import JsonDict, LiveTransport, raw_call, watch_until
 from harness.versions import NodeImage
-
-if TYPE_CHECKING:  # the Kubernetes client is imported where it is used (harness/transport.py says why)
-    from kubernetes import client
 
 Note = Callable[..., None]
 NodeLister = Callable[[str], list[JsonDict]]
@@ -93,7 +91,7 @@ class ClusterProvider(Protocol):
         """Make the cluster; raise ClusterFailed with what went wrong (the provider cleans up its half)."""
         ...
 
-    def wait_ready(self, core: client.CoreV1Api, logs_dir: Path) -> list[str]:
+    def wait_ready(self, core: KubeApi, logs_dir: Path) -> list[str]:
         """Wait until every node is Ready (its names); raise ClusterFailed with what was last seen and where the
         logs are."""
         ...
@@ -133,7 +131,7 @@ class NodesNotReady(RuntimeError):
     """The nodes did not all become Ready in time; says what was last seen."""
 
 
-def wait_nodes_ready(core: client.CoreV1Api, timeout_s: float = 180) -> list[str]:
+def wait_nodes_ready(core: KubeApi, timeout_s: float = 180) -> list[str]:
     """Wait until every node reports Ready=True (kind's --wait exits 0 even when it times out); their names."""
 
     def states() -> dict[str, str]:
@@ -161,7 +159,7 @@ class LiveTarget:
     """A cluster probes run on: its transport, a core client for the fixtures, and the recordings' origin."""
 
     transport: LiveTransport
-    core: client.CoreV1Api
+    core: KubeApi
     origin: dict[str, Any]
     apiserver_restart: ApiserverRestart | None = None
     goes_with_the_run: bool = False  # see ClusterProvider.goes_with_the_run
@@ -216,7 +214,7 @@ class KindProvider:
     def create(self, logs_dir: Path) -> None:
         self.cluster.create(logs_dir=logs_dir)
 
-    def wait_ready(self, core: client.CoreV1Api, logs_dir: Path) -> list[str]:
+    def wait_ready(self, core: KubeApi, logs_dir: Path) -> list[str]:
         return self.cluster.wait_ready(lambda: wait_nodes_ready(core), logs_dir)
 
     def prepare(self, nodes: list[str]) -> dict[str, Any]:
@@ -304,7 +302,7 @@ class LocalProvider:
         except (LocalClusterError, OSError) as err:
             raise ClusterFailed(f"the local cluster {self.name} did not come up: {err}") from err
 
-    def wait_ready(self, core: client.CoreV1Api, logs_dir: Path) -> list[str]:
+    def wait_ready(self, core: KubeApi, logs_dir: Path) -> list[str]:
         try:
             return wait_nodes_ready(core, timeout_s=120)
         except (TimeoutError, RuntimeError) as err:
@@ -406,7 +404,7 @@ class ExistingProvider:
     def create(self, logs_dir: Path) -> None:
         """Nothing to make: the cluster exists."""
 
-    def wait_ready(self, core: client.CoreV1Api, logs_dir: Path) -> list[str]:
+    def wait_ready(self, core: KubeApi, logs_dir: Path) -> list[str]:
         return []  # not the suite's to wait for (its nodes may not even be readable)
 
     def prepare(self, nodes: list[str]) -> dict[str, Any]:
@@ -463,14 +461,14 @@ def cluster_life(
     """Create the provider's cluster, wait for it, yield it, and remove it unless `keep` (see module docstring);
     when `failed()` says a probe failed, its component logs are kept first (a kind cluster's go with it: seen,
     a kubelet's ContainerStatusUnknown on kind v1.26.6 whose kubelet log was gone with the cluster)."""
-    from kubernetes import client, config
+    from kubernetes import config
 
     note(**provider.facts())
     started = time.monotonic()
     try:
         provider.create(logs_dir)
         api = config.new_client_from_config(config_file=str(provider.kubeconfig), context=provider.context)
-        core = client.CoreV1Api(api)
+        core = KubeApi(api)
         nodes = provider.wait_ready(core, logs_dir)
         if provider.created:  # from create to every node Ready: said of the clusters made here only
             note(cluster_ready_after_s=round(time.monotonic() - started, 1))

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from harness.run import PROBE_FINALIZER, RUN_LABEL, SUITE_LABEL
 from harness.transport import api_retry, raw_call, watch_until
 
-if TYPE_CHECKING:  # the Kubernetes client is imported where it is used (harness/transport.py says why)
-    from kubernetes import client
+if TYPE_CHECKING:
+    from harness.kubeapi import KubeApi
 
 
 class NotReady(RuntimeError):
@@ -22,7 +22,7 @@ class NotReady(RuntimeError):
 
 
 @api_retry
-def create_probe_namespace(core: client.CoreV1Api, name: str, run_id: str, timeout_s: float = 60) -> None:
+def create_probe_namespace(core: KubeApi, name: str, run_id: str, timeout_s: float = 60) -> None:
     """Create a labelled namespace and wait for its default ServiceAccount (pods are refused before it)."""
     from kubernetes.client.exceptions import ApiException
 
@@ -52,9 +52,7 @@ class CleanupReport:
     errors: list[str] = field(default_factory=list)
 
 
-def cleanup_probe_namespace(
-    core: client.CoreV1Api, name: str, timeout_s: float = 120, wait: bool = True
-) -> CleanupReport:
+def cleanup_probe_namespace(core: KubeApi, name: str, timeout_s: float = 120, wait: bool = True) -> CleanupReport:
     """Remove the suite's finalizer from the namespace's pods, delete the namespace and (grace 0) its pods, and
     with `wait` wait until it is gone.
 
@@ -112,7 +110,7 @@ def cleanup_probe_namespace(
 
 
 @api_retry
-def remove_probe_finalizer(core: client.CoreV1Api, namespace: str, pod: str, finalizers: list[str]) -> None:
+def remove_probe_finalizer(core: KubeApi, namespace: str, pod: str, finalizers: list[str]) -> None:
     from kubernetes.client.exceptions import ApiException
 
     remaining = [f for f in finalizers if f != PROBE_FINALIZER]
@@ -133,7 +131,7 @@ def remove_probe_finalizer(core: client.CoreV1Api, namespace: str, pod: str, fin
         raise
 
 
-def _namespace_gone(core: client.CoreV1Api, name: str, timeout_s: float) -> bool:
+def _namespace_gone(core: KubeApi, name: str, timeout_s: float) -> bool:
     from kubernetes.client.exceptions import ApiException
 
     def gone() -> bool:

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from tenacity import retry, retry_if_exception, stop_after_attempt, stop_after_delay, wait_exponential
 
+from harness.kubeapi import APPS, BATCH, CORE, DISCOVERY, KindCalls, KubeApi
+
 if TYPE_CHECKING:
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
@@ -36,6 +38,19 @@ JsonDict = dict[str, Any]
 RECORDING_FORMAT = "pod-lifecycle-probes/recording/v1"
 # Calls that act on the cluster: their start is the instant the action happened (also when replayed).
 ACTIONS = frozenset({"create", "delete", "patch", "evict", "node_shutdown"})
+
+# Each kind the probes use: its API group's path and resource (harness/kubeapi.py); patched: the StatefulSet only.
+KIND_RESOURCES = {
+    "Pod": (CORE, "pods"),
+    "Service": (CORE, "services"),
+    "Endpoints": (CORE, "endpoints"),
+    "Job": (BATCH, "jobs"),
+    "Deployment": (APPS, "deployments"),
+    "StatefulSet": (APPS, "statefulsets"),
+    "DaemonSet": (APPS, "daemonsets"),
+    "EndpointSlice": (DISCOVERY, "endpointslices"),
+}
+PATCHED_KINDS = frozenset({"StatefulSet"})
 
 # Transient API failures worth retrying (k/k test/e2e/framework/get.go retries the same family:
 # timeouts, 429 Too Many Requests, 5xx); everything else is an answer and is raised at once.
@@ -191,17 +206,6 @@ def _rejected(err: ApiException) -> Rejected:
     return Rejected(int(err.status or 0), message)
 
 
-@dataclass(frozen=True)
-class _KindApi:
-    """The typed client calls behind one kind of object."""
-
-    create: Callable[..., Any]
-    read: Callable[..., Any]
-    delete: Callable[..., Any]
-    list: Callable[..., Any]
-    patch: Callable[..., Any] | None = None
-
-
 class LiveTransport(Transport):
     """The Kubernetes API through the official client, and the kind node through `node_lister`."""
 
@@ -211,16 +215,14 @@ class LiveTransport(Transport):
         node_lister: Callable[[str], list[JsonDict]] | None,
         node_shutdown: Callable[[str, bool], JsonDict] | None = None,
     ) -> None:
-        from kubernetes import client
-
         self.api_client = api_client
-        self.core = client.CoreV1Api(api_client)
+        self.core = KubeApi(api_client)
         self.node_access = node_lister is not None
         self._node_lister = node_lister
         self._node_shutdown = node_shutdown
         self._origin = time.monotonic()
         self._last_started = 0.0
-        self._kinds: dict[str, _KindApi] = {}
+        self._kinds: dict[str, KindCalls] = {}
 
     def now(self) -> float:
         return time.monotonic() - self._origin
@@ -231,58 +233,21 @@ class LiveTransport(Transport):
     def last_call_started(self) -> float:
         return self._last_started
 
-    def _kind(self, kind: str) -> _KindApi:
+    def _kind(self, kind: str) -> KindCalls:
         if kind not in self._kinds:
             self._kinds[kind] = self._kind_api(kind)
         return self._kinds[kind]
 
-    def _kind_api(self, kind: str) -> _KindApi:
-        """Each kind's calls by name, so mypy checks every one against the client. The API groups beyond the core
-        one are made when a probe first uses one of their kinds: loading each of the client's API modules takes a
-        few tenths of a second, and most probes use pods alone. discovery.k8s.io/v1 is served from 1.21, older
-        servers answer 404 (see list_objects)."""
-        from kubernetes import client
-
-        core = self.core
-        # fmt: off
-        if kind == "Pod":
-            return _KindApi(core.create_namespaced_pod, core.read_namespaced_pod,
-                            core.delete_namespaced_pod, core.list_namespaced_pod)
-        if kind == "Service":
-            return _KindApi(core.create_namespaced_service, core.read_namespaced_service,
-                            core.delete_namespaced_service, core.list_namespaced_service)
-        if kind == "Endpoints":
-            return _KindApi(core.create_namespaced_endpoints, core.read_namespaced_endpoints,
-                            core.delete_namespaced_endpoints, core.list_namespaced_endpoints)
-        if kind == "Job":
-            batch = client.BatchV1Api(self.api_client)
-            return _KindApi(batch.create_namespaced_job, batch.read_namespaced_job,
-                            batch.delete_namespaced_job, batch.list_namespaced_job)
-        if kind == "Deployment":
-            apps = client.AppsV1Api(self.api_client)
-            return _KindApi(apps.create_namespaced_deployment, apps.read_namespaced_deployment,
-                            apps.delete_namespaced_deployment, apps.list_namespaced_deployment)
-        if kind == "StatefulSet":
-            apps = client.AppsV1Api(self.api_client)
-            return _KindApi(apps.create_namespaced_stateful_set, apps.read_namespaced_stateful_set,
-                            apps.delete_namespaced_stateful_set, apps.list_namespaced_stateful_set,
-                            apps.patch_namespaced_stateful_set)
-        if kind == "DaemonSet":
-            apps = client.AppsV1Api(self.api_client)
-            return _KindApi(apps.create_namespaced_daemon_set, apps.read_namespaced_daemon_set,
-                            apps.delete_namespaced_daemon_set, apps.list_namespaced_daemon_set)
-        if kind == "EndpointSlice":
-            discovery = client.DiscoveryV1Api(self.api_client)
-            return _KindApi(discovery.create_namespaced_endpoint_slice, discovery.read_namespaced_endpoint_slice,
-                            discovery.delete_namespaced_endpoint_slice, discovery.list_namespaced_endpoint_slice)
-        # fmt: on
-        raise ValueError(f"the live transport does not handle {kind} objects yet")
+    def _kind_api(self, kind: str) -> KindCalls:
+        """Each kind's calls, by its API group and resource (harness/kubeapi.py). discovery.k8s.io/v1 is served from
+        1.21; older servers answer 404 (see list_objects)."""
+        if kind not in KIND_RESOURCES:
+            raise ValueError(f"the live transport does not handle {kind} objects yet")
+        return self.core.kind(*KIND_RESOURCES[kind])
 
     @api_retry
     def server_version(self) -> JsonDict:
-        from kubernetes import client
-
-        return raw_call(client.VersionApi(self.api_client).get_code)
+        return raw_call(self.core.get_code)
 
     def wall_clock(self) -> float:
         return time.time()
@@ -316,9 +281,7 @@ class LiveTransport(Transport):
 
     @api_retry
     def delete(self, kind: str, namespace: str, name: str, grace_period_seconds: int | None = None) -> JsonDict:
-        from kubernetes import client
-
-        options = client.V1DeleteOptions(grace_period_seconds=grace_period_seconds)
+        options = {} if grace_period_seconds is None else {"gracePeriodSeconds": grace_period_seconds}
         self._last_started = self.now()
         return raw_call(self._kind(kind).delete, name, namespace, body=options)
 
@@ -335,9 +298,9 @@ class LiveTransport(Transport):
 
     @api_retry
     def patch(self, kind: str, namespace: str, name: str, patch: JsonDict) -> JsonDict:
-        patch_fn = self._kind(kind).patch
-        if patch_fn is None:
+        if kind not in PATCHED_KINDS:
             raise ValueError(f"the live transport does not patch {kind} objects yet")
+        patch_fn = self._kind(kind).patch
         self._last_started = self.now()
         # The generated client would send a dict as application/json-patch+json (its first JSON patch
         # type); a merge patch has to be named.

@@ -1,6 +1,7 @@
 """The live transport through the official client, against a stand-in API server on 127.0.0.1.
 
-What is real here: the kubernetes client, its HTTP requests and watch-stream parsing, and LiveTransport.
+What is real here: the kubernetes client's ApiClient (configuration, TLS-less HTTP, connection pool), the
+requests harness/kubeapi.py builds with it, the watch-stream parsing, and LiveTransport.
 What is stood in: the API server (tests/fake_apiserver.py), which only answers the requests made here.
 """
 
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from harness.kubeapi import KubeApi, query_name
 from harness.transport import LiveTransport, Rejected
 from tests.doubles import pod
 from tests.fake_apiserver import Script, fake_apiserver
@@ -103,7 +105,7 @@ def test_cluster_setup_and_cleanup_through_the_real_client(script: Script) -> No
     from harness.run import PROBE_FINALIZER, SUITE_LABEL
 
     with fake_apiserver(script) as url:
-        core = client.CoreV1Api(client.ApiClient(client.Configuration(host=url)))
+        core = KubeApi(client.ApiClient(client.Configuration(host=url)))
         assert wait_nodes_ready(core, timeout_s=5) == ["kind-control-plane"]
         create_probe_namespace(core, "plp-x-1234", "run-1")
         (created,) = [b for m, p, _, b in script.requests if (m, p) == ("POST", "/api/v1/namespaces")]
@@ -243,3 +245,51 @@ def test_connection_refused_is_retried_then_raised(monkeypatch: pytest.MonkeyPat
     with pytest.raises((urllib3.exceptions.HTTPError, ConnectionError)):
         transport.server_version()
     assert LiveTransport.server_version.retry.statistics["attempt_number"] == 6
+
+
+def test_query_parameters_are_named_as_the_api_names_them() -> None:
+    assert [query_name(a) for a in ("field_selector", "timeout_seconds", "_continue", "watch")] == [
+        "fieldSelector",
+        "timeoutSeconds",
+        "continue",
+        "watch",
+    ]
+
+
+# A live run's calls, every kind and group: what a pytest-xdist worker does at its first probe.
+EVERY_GROUP = """
+import sys
+from kubernetes import client
+from harness.lifecycle import wait_nodes_ready
+from harness.namespaces import create_probe_namespace
+from harness.transport import LiveTransport
+from tests.fake_apiserver import Script, fake_apiserver
+
+with fake_apiserver(Script()) as url:
+    api = client.ApiClient(client.Configuration(host=url))
+    transport = LiveTransport(api, node_lister=None)
+    transport.server_version()
+    wait_nodes_ready(transport.core, timeout_s=5)
+    create_probe_namespace(transport.core, "plp-x-1234", "run-1")
+    for kind in ("Pod", "Service", "Endpoints", "Job", "Deployment", "StatefulSet", "DaemonSet", "EndpointSlice"):
+        transport.list_objects(kind, "plp-x-1234")
+print(sorted(m for m in sys.modules if m.startswith("kubernetes.client.api.")))
+"""
+
+
+def test_live_calls_load_none_of_the_clients_generated_api_modules() -> None:
+    """Importing CoreV1Api costs about 1.2 s of CPU per process (client 37.x), paid by every pytest-xdist worker at
+    once (harness/kubeapi.py); the suite's calls go through ApiClient alone."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    done = subprocess.run(
+        [sys.executable, "-c", EVERY_GROUP],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout

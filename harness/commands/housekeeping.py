@@ -60,12 +60,14 @@ def run_clean_command(args: argparse.Namespace) -> int:
             print(f"local clusters under {local_host.DEFAULT_ROOT} need root to stop: run make clean as root")
     if args.kubeconfig:
         import urllib3
-        from kubernetes import client, config
+        from kubernetes import config
         from kubernetes.client.exceptions import ApiException
+
+        from harness.kubeapi import KubeApi
 
         try:
             api = config.new_client_from_config(config_file=args.kubeconfig, context=args.context)
-            janitor.clean_namespaces(report, client.CoreV1Api(api))
+            janitor.clean_namespaces(report, KubeApi(api))
         except (config.ConfigException, ApiException, urllib3.exceptions.HTTPError, OSError, ValueError) as err:
             report.errors.append(f"cannot clean namespaces on context {args.context!r} of {args.kubeconfig}: {err}")
     print(report.render())
