@@ -7,6 +7,7 @@ every request so tests can check what the official client actually sent.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Iterator
@@ -120,9 +121,17 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
                 if lines and lines[0] == AFTER_DELETE:  # hold this stream until the pod is deleted
                     script.deleted.wait(20)
                     lines = lines[1:]
-                # Nothing scripted: an idle watch, held (as the API server does) until its timeout, or until the
-                # stand-in goes away (and the client most likely with it): then it just ends.
-                elif not lines and script.stopping.wait(float(query.get("timeoutSeconds", ["30"])[0])):
+                # Nothing scripted: an idle watch. As the API server does, its headers go at once and its chunked
+                # body is held until the watch's timeout, the client leaving, or the stand-in going away.
+                elif not lines:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    self.wfile.flush()
+                    script.stopping.wait(float(query.get("timeoutSeconds", ["30"])[0]))
+                    with contextlib.suppress(OSError):
+                        self.wfile.write(b"0\r\n\r\n")
                     return
                 data = "".join(json.dumps(line) + "\n" for line in lines).encode()
                 self.send_response(200)

@@ -293,3 +293,19 @@ def test_live_calls_load_none_of_the_clients_generated_api_modules() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_closing_a_watch_waiting_for_its_next_event_returns_at_once(transport: LiveTransport, script: Script) -> None:
+    """The API server sends a watch's headers at once and its events when they happen; closing the watch between
+    two events must not wait for the next one (live on v1.37.0: a Job probe's teardown waited 22 s in close)."""
+    import time
+
+    handle = transport.watch("Pod", "ns", "running-pod", "20")  # nothing scripted: the stand-in holds it 30 s
+    deadline = time.monotonic() + 5
+    while not any(m == "GET" and q.get("watch") == ["true"] for m, _, q, _ in script.requests):
+        assert time.monotonic() < deadline, "the watch request never reached the stand-in"
+        time.sleep(0.02)
+    time.sleep(0.3)  # the reading thread is now blocked on the held body
+    started = time.monotonic()
+    handle.close()
+    assert time.monotonic() - started < 2
