@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from harness import inputs, paths
+from harness.cluster_gate import READY, wait_at_gate
 from harness.errors import ClusterFailed, PrerequisiteMissing
 from harness.families import Family, FamilyError, family, family_of
 from harness.inputs import BadInput
@@ -44,6 +45,9 @@ from harness.pytest_plugin import (
 from harness.run import Run, safe_name
 from harness.transport import Recording, RecordingMismatch, RecordingTransport, ReplayTransport
 from harness.versions import KubeVersion, VersionError
+
+# How long a worker waits for make probe PARALLEL's cluster: a kind cluster and its image preload took 40-60 s here.
+GATE_TIMEOUT_S = 600.0
 
 
 def _junit_properties(request: pytest.FixtureRequest, probe: Probe) -> None:
@@ -147,6 +151,8 @@ def _cluster(pytestconfig: pytest.Config, run: Run, shutdown: bool, failed: Call
 def _provider(pytestconfig: pytest.Config, run: Run, shutdown: bool, note: Any) -> ClusterProvider:
     """The provider the options ask for; skips (with the reason) when none was asked for or none can run."""
     if kubeconfig := pytestconfig.getoption("--kubeconfig"):
+        if gate := pytestconfig.getoption("--cluster-gate"):
+            _wait_for_the_cluster(Path(gate))
         local_state = pytestconfig.getoption("--local-state")
         return ExistingProvider.from_kubeconfig(
             Path(kubeconfig),
@@ -186,6 +192,16 @@ def _provider(pytestconfig: pytest.Config, run: Run, shutdown: bool, note: Any) 
         provider.node_shutdown = announce_shutdown
         note(derived_node_image=cluster.image, derived_image_note=built)
     return provider
+
+
+def _wait_for_the_cluster(gate: Path) -> None:
+    """make probe PARALLEL started this worker while it made the cluster: wait until it says it is ready."""
+    try:
+        outcome = wait_at_gate(gate, GATE_TIMEOUT_S)
+    except TimeoutError as err:
+        pytest.fail(str(err), pytrace=False)
+    if outcome != READY:
+        pytest.fail(f"no cluster to run on: {outcome or 'make probe stopped before it was ready'}", pytrace=False)
 
 
 def _build_or_skip(version: str) -> Build:

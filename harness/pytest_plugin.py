@@ -84,6 +84,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="the --kubeconfig cluster is a local cluster of the suite: read its node through the containerd in DIR",
     )
+    group.addoption(
+        "--cluster-gate",
+        metavar="FILE",
+        help="wait until the process making the --kubeconfig cluster opens this gate (make probe PARALLEL's workers)",
+    )
     group.addoption("--run-id", help="share this run's directory (the parallel workers of one make probe)")
     group.addoption(
         "--replay", metavar="PATH", help="run the probes on recordings (a directory or one file) instead of a cluster"

@@ -1,14 +1,14 @@
 """PARALLEL=auto: how many pytest-xdist workers a run needs and which probes each runs, planned from the
 durations measured before, so that the run takes about as long as its longest probe.
 
-- Durations: per probe, the longest of what a pytest-xdist worker measured for its whole item (namespace,
-  probe, cleanup) in earlier planned runs (`runs/*/schedule.json`, `measured_s`, written by
-  PlannedScheduling), and of what the live recordings of every family (probes/<family>/recordings/: first
-  call to last answer) and
-  earlier runs' probe records (`runs/*/probes/*.json`, `duration_s`) say plus NAMESPACE_S, which they leave
-  out; measured on the kind of cluster (kind or local) and the minor the run makes where there are such. The
-  longest, not the latest: a run whose probes were skipped in a second must not plan the next one.
-  A probe with no known duration counts as the longest.
+- Durations: per probe, the longest of its LATEST (3) most recent measurements: what a pytest-xdist worker
+  measured for its whole item (namespace, probe, cleanup) in earlier planned runs (`runs/*/schedule.json`,
+  `measured_s`, written by PlannedScheduling), and what the live recordings of every family
+  (probes/<family>/recordings/: first call to last answer) and earlier runs' probe records
+  (`runs/*/probes/*.json`, `duration_s`) say plus NAMESPACE_S, which they leave out; measured on the kind of
+  cluster (kind or local) and the minor the run makes where there are such. The latest, so that a probe
+  made faster is planned as it is now; the longest of several, so that one run whose probes were skipped in
+  a second does not plan the next. A probe with no known duration counts as the longest.
 - Order and packing: longest first; each probe in that order goes to the worker with the least planned work
   (longest-processing-time-first, LPT).
 - Worker count: the fewest whose packing ends within the longest probe plus SLACK_S, so that no long probe
@@ -31,6 +31,7 @@ from xdist.scheduler import LoadScheduling  # type: ignore[import-untyped]
 from harness.transport import Recording
 from harness.versions import KubeVersion, VersionError
 
+LATEST = 3  # a probe's duration: the longest of its 3 most recent measurements (known_durations says why)
 SLACK_S = 5.0  # how much later than the longest probe the planned run may end
 UNKNOWN_S = 60.0  # a probe's planned time when no probe has a known duration
 # A probe's own namespace, made before its recording starts and deleted (waited for) after its record is
@@ -61,41 +62,57 @@ def recording_duration(recording: Mapping[str, Any]) -> float | None:
 
 
 def known_durations(recordings: Iterable[Path], run_dir: Path, cluster: str = "", minor: str = "") -> dict[str, float]:
-    """The longest seconds seen per probe id: items measured whole by earlier planned runs, live recordings
-    and live probe records (these two plus NAMESPACE_S).
+    """Seconds per probe id: the longest of its LATEST most recent measurements, from items measured whole by
+    earlier planned runs, live recordings and live probe records (these two plus NAMESPACE_S).
+
+    The latest, so that a probe that became faster is planned as it is now (live on v1.37.0: once closing a
+    watch stopped waiting for its next event, the phase probes went from 28 s to 4-13 s, but plans from the
+    longest ever kept 14 workers where 10 would do, and each worker costs ~0.7 s of CPU to start); the longest
+    of several, so that one run whose probes were skipped in a second does not plan the next.
 
     With `cluster` (kind, local) and `minor` (1.37): for each probe, only the measurements closest to the run:
     on that kind of cluster and minor, else on that kind of cluster, else anywhere. A probe's time depends on
     both: the StatefulSet probe took 96 s on kind and 59 s on a local v1.37.0 (planned from kind's, a local run
     got 17 workers for a 100 s makespan), and on local clusters 89-91 s on 1.21-1.24 but 29 s on 1.37.0.
     """
-    seen: dict[str, dict[int, float]] = {}  # probe -> {closeness (2 same cluster and minor, 1, 0): longest s}
+    # probe -> {closeness (2 same cluster and minor, 1, 0): [(when, seconds)]}; `when` an ISO instant in UTC
+    seen: dict[str, dict[int, list[tuple[str, float]]]] = {}
 
-    def note(probe: object, seconds: float | None, measured_on: object, version: object, extra: float = 0.0) -> None:
+    def note(
+        probe: object, seconds: float | None, measured_on: object, version: object, when: object, extra: float = 0.0
+    ) -> None:
         if isinstance(probe, str) and seconds is not None and seconds > 0:
             same_cluster = bool(cluster) and isinstance(measured_on, str) and measured_on.split()[0:1] == [cluster]
             same_minor = bool(minor) and isinstance(version, str) and _minor_of(version) == minor
             closeness = 2 if same_cluster and same_minor else 1 if same_cluster else 0
-            kept = seen.setdefault(probe, {})
-            kept[closeness] = max(kept.get(closeness, 0.0), round(seconds + extra, 1))
+            measured = seen.setdefault(probe, {}).setdefault(closeness, [])
+            measured.append((when if isinstance(when, str) else "", round(seconds + extra, 1)))
 
     for data in _json_files(sorted(recordings)):
         origin = data.get("origin") or {}
         version = _recorded_version(data)
-        note(data.get("probe"), recording_duration(data), origin.get("cluster"), version, NAMESPACE_S)
+        when = origin.get("recorded_at")
+        note(data.get("probe"), recording_duration(data), origin.get("cluster"), version, when, NAMESPACE_S)
     for data in _json_files(sorted(run_dir.glob("*/probes/*.json"))):
         if data.get("transport") == "live" and isinstance(data.get("duration_s"), int | float):
             measured_on = (data.get("provenance") or {}).get("cluster")
             version = data.get("server_version")
-            note(data.get("probe"), float(data["duration_s"]), measured_on, version, NAMESPACE_S)
+            when = (data.get("recording_origin") or {}).get("recorded_at")
+            note(data.get("probe"), float(data["duration_s"]), measured_on, version, when, NAMESPACE_S)
     for path in sorted(run_dir.glob("*/schedule.json")):
         for data in _json_files([path]):
             run = next(iter(_json_files([path.with_name("run.json")])), {})
             version = (run.get("server_version") or {}).get("gitVersion")
             for item, seconds in (data.get("measured_s") or {}).items():
                 seconds_or_none = float(seconds) if isinstance(seconds, int | float) else None
-                note(probe_of(item), seconds_or_none, run.get("cluster"), version)
-    return {probe: kept[max(kept)] for probe, kept in seen.items()}
+                note(probe_of(item), seconds_or_none, run.get("cluster"), version, run.get("started"))
+    return {probe: _longest_of_latest(kept[max(kept)]) for probe, kept in seen.items()}
+
+
+def _longest_of_latest(measured: list[tuple[str, float]]) -> float:
+    """The longest of the LATEST most recent (when, seconds); those without a time count as the oldest."""
+    latest = sorted(measured, key=lambda pair: pair[0])[-LATEST:]
+    return max(seconds for _, seconds in latest)
 
 
 def _recorded_version(data: Mapping[str, Any]) -> str | None:

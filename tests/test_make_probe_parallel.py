@@ -49,6 +49,8 @@ def test_parallel_probes_share_one_cluster_that_the_cli_creates_and_deletes(para
         "probes/phase_after_deletion/test_phase_after_deletion.py::test_always_pod_ignoring_sigterm"
     ]
     assert provenance["status"] == "passed"
+    # its workers were started with the gate, which the CLI opened once the cluster was ready (harness/cluster_gate.py)
+    assert "--cluster-gate" in stdout and (run_dir / "cluster-gate").read_text() == "ready"
     record = json.loads(next((run_dir / "probes").iterdir()).read_text())
     assert {v["claim"]: v["status"] for v in record["verdicts"]}["container-stopped-on-node"] == "pass"
 

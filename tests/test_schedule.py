@@ -375,3 +375,15 @@ def test_the_cli_plans_from_the_selected_probes_and_writes_the_schedule(
     assert schedule.read_durations(written) == durations(a=60, b=30, c=25)
     args.parallel = 3
     assert probe_command.plan_workers(args, tmp_path, "kind")[0].workers == 3
+
+
+def test_a_probe_is_planned_from_its_three_latest_measurements(tmp_path: Path) -> None:
+    """Live on v1.37.0: once closing a watch no longer waited for its next event, the phase probes went from
+    28 s to 4-13 s; planned from the longest ever, runs kept 14 workers where 10 would do."""
+    runs = tmp_path / "runs"
+    history = [("2026-11-26T10:00:00+00:00", 28.0), ("2026-11-26T11:00:00+00:00", 9.0)]
+    history += [("2026-11-26T12:00:00+00:00", 0.4), ("2026-11-26T13:00:00+00:00", 8.0)]  # 0.4: skipped at once
+    for index, (started, seconds) in enumerate(history):
+        write(runs / f"r{index}" / "schedule.json", {"durations_s": {}, "measured_s": {"probes/t.py::a": seconds}})
+        write(runs / f"r{index}" / "run.json", {"cluster": "local", "started": started})
+    assert known_durations([], runs, "local") == {"t.py::a": 9.0}  # not 28 (older than the 3 latest), not 0.4

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness import inputs, paths, selection
+from harness.cluster_gate import READY, ClusterGate
 from harness.commands.refusal import (
     BAD,
     MISSING,
@@ -257,6 +258,15 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
         finally:
             run.finish("passed" if code == 0 else "failed")
         return code
+    # The probes' pytest starts now: its workers start (about 0.7 s of CPU each) while the cluster is made, and wait
+    # at the gate until it is ready (harness/cluster_gate.py).
+    gate = ClusterGate(run.directory / "cluster-gate")
+    target = ["--kubeconfig", str(provider.kubeconfig), "--context", context, *node_access]
+    target += ["--cluster-gate", str(gate.path)]
+    planned = ["-n", str(plan.workers), "--schedule", str(schedule_file)]
+    command = pytest_argv(args, [*target, "--run-id", run.run_id, *planned, "-m", "not node_shutdown"])
+    print("+ " + " ".join(command), flush=True)
+    probes = subprocess.Popen(command)
     try:
 
         def stopped() -> str:
@@ -277,14 +287,11 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
                 provider, run.write_provenance, args.keep_cluster, run.directory / "kind-logs", lambda: code != 0
             ),
         ):
+            gate.open(READY)
+            startup = time.monotonic() - started
             if "preloaded" in run.provenance:
                 print("images: " + "; ".join(f"{i}: {said}" for i, said in run.provenance["preloaded"].items()))
-            startup = time.monotonic() - started
-            target = ["--kubeconfig", str(provider.kubeconfig), "--context", context, *node_access]
-            planned = ["-n", str(plan.workers), "--schedule", str(schedule_file)]
-            command = pytest_argv(args, [*target, "--run-id", run.run_id, *planned, "-m", "not node_shutdown"])
-            print("+ " + " ".join(command), flush=True)
-            code = _wait_for(subprocess.Popen(command), *([shutdown[0]] if shutdown else []))
+            code = _wait_for(probes, *([shutdown[0]] if shutdown else []))
             if shutdown is not None:
                 code = _shutdown_probes_ended(shutdown, code)
             timing: dict[str, float | str] = {
@@ -300,8 +307,13 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
                 f"{plan.workers} workers, planned {plan.makespan_s:.0f}s"
             )
     except ClusterFailed as err:
+        gate.open(f"the cluster failed: {err}")
         print(f"error: {err}", file=sys.stderr)
     finally:
+        gate.open("the run stopped before its cluster was ready")  # (nothing when it was opened already)
+        if probes.poll() is None:  # the cluster failed or was never made: its probes have nothing to run on
+            probes.terminate()
+            _wait_for(probes)
         if shutdown is not None and shutdown[0].returncode is None:  # this cluster failed: theirs goes on
             code = _shutdown_probes_ended(shutdown, code)
         if run.provenance.get("cluster_kept"):
