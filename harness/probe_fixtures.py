@@ -153,6 +153,10 @@ def _provider(pytestconfig: pytest.Config, run: Run, shutdown: bool, note: Any) 
     if kubeconfig := pytestconfig.getoption("--kubeconfig"):
         if gate := pytestconfig.getoption("--cluster-gate"):
             _wait_for_the_cluster(Path(gate))
+            try:
+                inputs.check_existing_cluster(kubeconfig, pytestconfig.getoption("--context"))
+            except BadInput as err:
+                pytest.fail(str(err), pytrace=False)
         local_state = pytestconfig.getoption("--local-state")
         return ExistingProvider.from_kubeconfig(
             Path(kubeconfig),

@@ -146,7 +146,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _check_inputs(config: pytest.Config) -> None:
     """The options' checks shared with `make probe` (harness/inputs.py), and the plugin's own; raises BadInput."""
-    inputs.check_existing_cluster(config.getoption("--kubeconfig"), config.getoption("--context"))
+    if not config.getoption("--cluster-gate"):  # else the kubeconfig is written behind the gate: checked after it
+        inputs.check_existing_cluster(config.getoption("--kubeconfig"), config.getoption("--context"))
     if config.getoption("--repeat") is None:
         try:
             config.option.repeat = _repeat_count(os.environ.get("REPEAT") or "1")
