@@ -5,6 +5,7 @@ or an existing one; with PARALLEL, on one cluster this process makes and removes
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -259,14 +260,16 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
             run.finish("passed" if code == 0 else "failed")
         return code
     # The probes' pytest starts now: its workers start (about 0.7 s of CPU each) while the cluster is made, and wait
-    # at the gate until it is ready (harness/cluster_gate.py).
+    # at the gate until it is ready (harness/cluster_gate.py). It runs in a session of its own, so that a Ctrl-C
+    # reaches it through this process (_wait_for, _stop_probes) and never a worker still starting up, which would
+    # print a traceback (seen live: Ctrl-C 5 s into a local start-up).
     gate = ClusterGate(run.directory / "cluster-gate")
     target = ["--kubeconfig", str(provider.kubeconfig), "--context", context, *node_access]
     target += ["--cluster-gate", str(gate.path)]
     planned = ["-n", str(plan.workers), "--schedule", str(schedule_file)]
     command = pytest_argv(args, [*target, "--run-id", run.run_id, *planned, "-m", "not node_shutdown"])
     print("+ " + " ".join(command), flush=True)
-    probes = subprocess.Popen(command)
+    probes = subprocess.Popen(command, start_new_session=True)
     try:
 
         def stopped() -> str:
@@ -307,13 +310,9 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
                 f"{plan.workers} workers, planned {plan.makespan_s:.0f}s"
             )
     except ClusterFailed as err:
-        gate.open(f"the cluster failed: {err}")
         print(f"error: {err}", file=sys.stderr)
     finally:
-        gate.open("the run stopped before its cluster was ready")  # (nothing when it was opened already)
-        if probes.poll() is None:  # the cluster failed or was never made: its probes have nothing to run on
-            probes.terminate()
-            _wait_for(probes)
+        _stop_probes(probes, gate)
         if shutdown is not None and shutdown[0].returncode is None:  # this cluster failed: theirs goes on
             code = _shutdown_probes_ended(shutdown, code)
         if run.provenance.get("cluster_kept"):
@@ -372,9 +371,24 @@ def _own_junit(argv: list[str], part: str) -> list[str]:
     return [f"{a.removesuffix('.xml')}-{part}.xml" if a.startswith("--junitxml=") else a for a in argv]
 
 
+def _stop_probes(probes: subprocess.Popen[bytes], gate: ClusterGate) -> None:
+    """The probes' pytest once this process is done with the cluster: ended, or ended now.
+
+    Before the gate opened (the cluster failed, or Ctrl-C while it was made) no probe has touched the cluster, so
+    the probes' process group is killed: quietly, where a SIGINT would make a worker still starting up print a
+    traceback. After it opened, a run still going (this process stopped outside _wait_for) gets the Ctrl-C, so
+    that its probes clean up after themselves."""
+    if probes.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(probes.pid, signal.SIGINT if gate.is_open else signal.SIGKILL)
+    gate.open("the run stopped before its cluster was ready")  # (nothing when it was opened already)
+    _wait_for(probes)
+
+
 def _wait_for(process: subprocess.Popen[bytes], *beside: subprocess.Popen[bytes]) -> int:
-    """Wait for a pytest run to end, through Ctrl-C (it got the signal too), forwarding SIGTERM to it and to the
-    runs `beside` it (the node-shutdown probes' pytest, which runs at the same time); its exit code."""
+    """Wait for a pytest run to end, through Ctrl-C, forwarding SIGTERM to it and to the runs `beside` it (the
+    node-shutdown probes' pytest, which runs at the same time); its exit code. A run in a session of its own gets
+    the Ctrl-C (SIGINT to its process group) from here; the others got it from the terminal, as this one did."""
 
     def forward(signum: int, frame: object) -> None:
         for running in (process, *beside):
@@ -387,6 +401,10 @@ def _wait_for(process: subprocess.Popen[bytes], *beside: subprocess.Popen[bytes]
             try:
                 return process.wait()
             except KeyboardInterrupt:
+                for running in (process, *beside):
+                    with contextlib.suppress(ProcessLookupError):
+                        if running.poll() is None and os.getpgid(running.pid) != os.getpgrp():
+                            os.killpg(running.pid, signal.SIGINT)
                 continue
     finally:
         signal.signal(signal.SIGTERM, previous)
