@@ -607,3 +607,17 @@ def test_the_go_release_of_a_tag_is_read_where_its_tree_names_it(tmp_path: Path)
     assert build_module.upstream_go_version(tmp_path) == "1.16.6"
     (tmp_path / ".go-version").write_text("1.20.5\n")  # 1.27 on
     assert build_module.upstream_go_version(tmp_path) == "1.20.5"
+
+
+def test_a_mount_listed_by_its_real_path_is_found_through_a_symlinked_prefix(tmp_path: Path) -> None:
+    """/var/run/netns is /run/netns, and the kernel lists a pod's network namespace under the latter: matched by the
+    given path only, the namespaces of pods still there at teardown were never unmounted (10 left on this host)."""
+    from harness.local.teardown import _mounts_under
+
+    (tmp_path / "run" / "netns").mkdir(parents=True)
+    (tmp_path / "var-run").symlink_to(tmp_path / "run")
+    netns = tmp_path / "var-run" / "netns" / "cni-1"
+    netns.touch()
+    mounts = f"nsfs {tmp_path}/run/netns/cni-1 nsfs rw 0 0\nproc /proc proc rw 0 0\n"
+    assert _mounts_under([netns], mounts) == [f"{tmp_path}/run/netns/cni-1"]
+    assert _mounts_under([tmp_path / "elsewhere"], mounts) == []

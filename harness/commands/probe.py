@@ -388,7 +388,9 @@ def _stop_probes(probes: subprocess.Popen[bytes], gate: ClusterGate) -> None:
 def _wait_for(process: subprocess.Popen[bytes], *beside: subprocess.Popen[bytes]) -> int:
     """Wait for a pytest run to end, through Ctrl-C, forwarding SIGTERM to it and to the runs `beside` it (the
     node-shutdown probes' pytest, which runs at the same time); its exit code. A run in a session of its own gets
-    the Ctrl-C (SIGINT to its process group) from here; the others got it from the terminal, as this one did."""
+    the Ctrl-C (SIGINT to its process group) from here; the others got it from the terminal, as this one did.
+    After a Ctrl-C, once the run has ended (its probes cleaned up), KeyboardInterrupt is raised here, so that the
+    command stops as interrupted (130, one line) rather than reporting the run's own exit code."""
 
     def forward(signum: int, frame: object) -> None:
         for running in (process, *beside):
@@ -396,11 +398,18 @@ def _wait_for(process: subprocess.Popen[bytes], *beside: subprocess.Popen[bytes]
                 running.send_signal(signal.SIGTERM)
 
     previous = signal.signal(signal.SIGTERM, forward)
+    interrupted = False
     try:
         while True:
             try:
-                return process.wait()
+                code = process.wait()
+                if interrupted:
+                    raise KeyboardInterrupt
+                return code
             except KeyboardInterrupt:
+                if process.poll() is not None:
+                    raise
+                interrupted = True
                 for running in (process, *beside):
                     with contextlib.suppress(ProcessLookupError):
                         if running.poll() is None and os.getpgid(running.pid) != os.getpgrp():
