@@ -224,7 +224,6 @@ class LiveTransport(Transport):
         self._node_shutdown = node_shutdown
         self._origin = time.monotonic()
         self._last_started = 0.0
-        self._kinds: dict[str, KindCalls] = {}
 
     def now(self) -> float:
         return time.monotonic() - self._origin
@@ -236,11 +235,6 @@ class LiveTransport(Transport):
         return self._last_started
 
     def _kind(self, kind: str) -> KindCalls:
-        if kind not in self._kinds:
-            self._kinds[kind] = self._kind_api(kind)
-        return self._kinds[kind]
-
-    def _kind_api(self, kind: str) -> KindCalls:
         """Each kind's calls, by its API group and resource (harness/kubeapi.py). discovery.k8s.io/v1 is served from
         1.21; older servers answer 404 (see list_objects)."""
         if kind not in KIND_RESOURCES:
