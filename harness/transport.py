@@ -217,8 +217,7 @@ class LiveTransport(Transport):
         node_lister: Callable[[str], list[JsonDict]] | None,
         node_shutdown: Callable[[str, bool], JsonDict] | None = None,
     ) -> None:
-        self.api_client = api_client
-        self.core = KubeApi(api_client)
+        self.core = KubeApi(api_client)  # every API call, not only the core group's (harness/kubeapi.py)
         self.node_access = node_lister is not None
         self._node_lister = node_lister
         self._node_shutdown = node_shutdown
