@@ -25,6 +25,7 @@ from harness.commands.refusal import (
 from harness.commands.version_axis import run_bisect_command, run_matrix_command
 from harness.errors import INTERRUPTED
 from harness.inputs import BadInput, count, seconds
+from harness.process import sigterm_as_interrupt
 from harness.versions import known_versions
 
 
@@ -171,7 +172,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str]) -> int:
-    """Run one command; Ctrl-C ends it with one line saying what was stopped and exit code 130."""
+    """Run one command; Ctrl-C or SIGTERM ends it with one line saying what was stopped and exit code 130."""
+    sigterm_as_interrupt()
     try:
         return run_command(argv)
     except Interrupted as interrupted:

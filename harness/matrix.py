@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.process import run_through_interrupt
 from harness.versions import KubeVersion, known_images, resolve_image
 
 EXIT_MEANING = {0: "passed", 1: "failed", 2: "interrupted or bad input", 3: "prerequisite missing", 5: "no probe ran"}
@@ -59,10 +60,9 @@ def run_version_process(version: str, base: Path, extra: Sequence[str] = ()) -> 
     run_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with (base / f"{version}.log").open("w") as log:
-        code = subprocess.call(
+        code = run_through_interrupt(
             [sys.executable, "-m", "harness", "probe", "--version", version, "--", "--run-dir", str(run_dir), *extra],
-            stdout=log,
-            stderr=subprocess.STDOUT,
+            log,
         )
     probes, cluster_error = summarize_run(run_dir)
     status = "cluster did not come up" if cluster_error else EXIT_MEANING.get(code, f"exit {code}")
@@ -255,7 +255,7 @@ def run_local_version(
     result.substitutions = dict(record.get("staging_substitutions") or {})
     overlapping = builder.building
     with (base / f"{planned.release}.log").open("w") as log:
-        code = subprocess.call(probe_argv(planned.release, run_dir), stdout=log, stderr=subprocess.STDOUT)
+        code = run_through_interrupt(probe_argv(planned.release, run_dir), log)
     result.build_during_probes = overlapping or builder.building
     result.exit_code = code
     result.probes, cluster_error = summarize_run(run_dir)

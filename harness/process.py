@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import IO
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,7 @@ def run_to_the_end(argv: Sequence[str], timeout: float) -> Completed:
                 stdout, stderr = process.communicate(timeout=max(deadline - time.monotonic(), 0.1))
                 result = Completed(tuple(argv), process.returncode, stdout, stderr)
                 break
-            except KeyboardInterrupt:  # a SIGTERM the pytest plugin turns into one
+            except KeyboardInterrupt:  # a SIGTERM, turned into one (sigterm_as_interrupt)
                 interrupted.append(signal.SIGTERM)
             except subprocess.TimeoutExpired:
                 process.kill()
@@ -91,3 +94,61 @@ def run_to_the_end(argv: Sequence[str], timeout: float) -> Completed:
     if interrupted:
         raise InterruptedUndo(result)
     return result
+
+
+def wait_through_interrupt(process: subprocess.Popen[bytes], *beside: subprocess.Popen[bytes]) -> int:
+    """Wait for a child harness or pytest run to end on its own, even through Ctrl-C or SIGTERM; its exit code.
+
+    A child that cleans up when stopped (removes its cluster, its namespaces) must be let finish: Python's own
+    `subprocess.call`/`run` kill the child 0.25 s after a Ctrl-C, which would leave a cluster behind. Here a
+    SIGTERM to this process is passed on to the child and to the runs `beside` it (started beside it, such as the
+    node-shutdown probes' pytest); a Ctrl-C reached a child in this process group from the terminal as it reached
+    this process, and one in a session of its own gets it from here. Once the child has ended after either,
+    KeyboardInterrupt is raised, so that the caller stops as interrupted (130, one line) instead of going on.
+    """
+    stopped: list[int] = []
+
+    def forward(signum: int, frame: object) -> None:
+        stopped.append(signum)
+        for running in (process, *beside):
+            if running.poll() is None:
+                running.send_signal(signal.SIGTERM)
+
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, forward) if in_main else None
+    try:
+        while True:
+            try:
+                code = process.wait()
+                if stopped:
+                    raise KeyboardInterrupt
+                return code
+            except KeyboardInterrupt:
+                if process.poll() is not None:
+                    raise
+                stopped.append(signal.SIGINT)
+                for running in (process, *beside):
+                    with contextlib.suppress(ProcessLookupError):
+                        if running.poll() is None and os.getpgid(running.pid) != os.getpgrp():
+                            os.killpg(running.pid, signal.SIGINT)
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def run_through_interrupt(argv: Sequence[str], stdout: IO[str] | None = None) -> int:
+    """Run a child harness command (one version of a matrix or a bisection) to its end, through Ctrl-C and
+    SIGTERM as wait_through_interrupt says; its exit code. Its output goes to `stdout` (stderr with it) if given."""
+    stderr = subprocess.STDOUT if stdout is not None else None
+    return wait_through_interrupt(subprocess.Popen(list(argv), stdout=stdout, stderr=stderr))
+
+
+def sigterm_as_interrupt() -> None:
+    """Make SIGTERM (what CI and `kill` send) take the same path as Ctrl-C: KeyboardInterrupt, so that every
+    cleanup written for Ctrl-C (clusters, builds, engines) runs for it too. Main thread only."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"received signal {signum}")

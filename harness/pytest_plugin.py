@@ -17,9 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
-import threading
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,7 @@ from harness import inputs
 from harness.errors import INTERRUPTED
 from harness.inputs import BadInput
 from harness.probe import ClaimsUndecided, Probe
+from harness.process import sigterm_as_interrupt
 from harness.run import Run, new_run_id
 from harness.schedule import PlannedScheduling, longest_first, read_durations
 from harness.spread import render as render_spread
@@ -137,11 +136,10 @@ def pytest_configure(config: pytest.Config) -> None:
         _check_inputs(config)
     except BadInput as err:
         raise pytest.UsageError(str(err)) from err
-    if threading.current_thread() is threading.main_thread():
-        # CI cancels with SIGTERM: turn it into the same path as Ctrl-C, so fixture teardown (finalizer
-        # removal, namespace and cluster deletion) still runs. pytest-timeout uses the signal method for
-        # the same reason (its thread method exits without teardown).
-        signal.signal(signal.SIGTERM, _interrupt)
+    # CI cancels with SIGTERM: turned into the same path as Ctrl-C, so fixture teardown (finalizer removal,
+    # namespace and cluster deletion) still runs. pytest-timeout uses the signal method for the same reason (its
+    # thread method exits without teardown).
+    sigterm_as_interrupt()
 
 
 def _check_inputs(config: pytest.Config) -> None:
@@ -175,10 +173,6 @@ def _check_inputs(config: pytest.Config) -> None:
     version, image = config.getoption("--kind-version"), config.getoption("--kind-image")
     if version or image:
         config.stash[IMAGE] = inputs.kind_image(version, image)
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt(f"received signal {signum}")
 
 
 # ------------------------------------------------------------------------------------ collection

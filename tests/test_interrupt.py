@@ -119,7 +119,11 @@ fi
 """
 
 
-def test_ctrl_c_during_a_kubernetes_build_exits_130_with_one_line_and_stops_go(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_or_sigterm_during_a_kubernetes_build_exits_130_with_one_line_and_stops_go(
+    tmp_path: Path, stop: signal.Signals
+) -> None:
+    """SIGTERM (CI, `kill`) to the harness alone takes Ctrl-C's path (harness/process.py sigterm_as_interrupt)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "go").write_text(STAND_IN_GO)
@@ -138,7 +142,7 @@ def test_ctrl_c_during_a_kubernetes_build_exits_130_with_one_line_and_stops_go(t
     while not pid_file.with_name("go.pid.child").is_file() and process.poll() is None:
         assert time.monotonic() < deadline, "the stand-in go build never started"
         time.sleep(0.1)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(stop)
     _, err = process.communicate(timeout=60)
     assert process.returncode == INTERRUPTED, err
     assert err.strip().splitlines() == [
@@ -256,3 +260,61 @@ def test_an_interrupted_local_cluster_start_stops_what_it_started(
     with pytest.raises(KeyboardInterrupt):
         cluster.start()
     assert stopped == ["plp-t"] and not cluster.started
+
+
+VERSION_RUN = textwrap.dedent(
+    """
+    # stands in for one version's `harness probe`: on SIGINT or SIGTERM it takes 1 s to clean up (a cluster's
+    # removal), then writes what stopped it
+    import signal, sys, time
+    from pathlib import Path
+
+    out = Path(sys.argv[1])
+    got = []
+    signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+    signal.signal(signal.SIGTERM, lambda signum, frame: got.append(signum))
+    out.with_suffix(".started").write_text("")
+    while not got:
+        time.sleep(0.05)
+    time.sleep(1)
+    out.write_text(" ".join(signal.Signals(s).name for s in got))
+    sys.exit(130)
+    """
+)
+
+MATRIX = textwrap.dedent(
+    """
+    # stands in for `make matrix`: one version run through harness/process.py, then the next, unless stopped
+    import sys
+    from harness.process import run_through_interrupt, sigterm_as_interrupt
+
+    sigterm_as_interrupt()
+    try:
+        for out in sys.argv[2:]:
+            run_through_interrupt([sys.executable, "-c", sys.argv[1], out])
+    except KeyboardInterrupt:
+        sys.exit(130)
+    """
+)
+
+
+@pytest.mark.parametrize("stop", ["ctrl-c", "sigterm"])
+def test_a_stopped_matrix_lets_its_running_version_clean_up_and_starts_no_other(tmp_path: Path, stop: str) -> None:
+    """Ctrl-C (the terminal's SIGINT to the whole group) or SIGTERM to the matrix alone: the version running gets
+    the signal once, finishes its cleanup (Python's subprocess.call would kill it 0.25 s after a Ctrl-C, leaving its
+    cluster), and the matrix then stops as interrupted without starting the next version."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    matrix = subprocess.Popen(
+        [sys.executable, "-c", MATRIX, VERSION_RUN, str(first), str(second)], cwd=REPO, start_new_session=True
+    )
+    deadline = time.monotonic() + 60
+    while not first.with_suffix(".started").exists():
+        assert matrix.poll() is None and time.monotonic() < deadline, "the stand-in version run never started"
+        time.sleep(0.05)
+    if stop == "ctrl-c":
+        os.killpg(matrix.pid, signal.SIGINT)
+    else:
+        matrix.send_signal(signal.SIGTERM)
+    assert matrix.wait(timeout=60) == INTERRUPTED
+    assert first.read_text() == ("SIGINT" if stop == "ctrl-c" else "SIGTERM")
+    assert not second.with_suffix(".started").exists()

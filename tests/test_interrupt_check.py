@@ -31,11 +31,12 @@ LEAKY = CLEAN.replace(
 )
 
 
-def check(program: str) -> tuple[int, dict[str, object]]:
+def check(program: str, *options: str) -> tuple[int, dict[str, object]]:
     done = subprocess.run(
         [
             sys.executable,
             str(TOOL),
+            *options,
             "--at",
             "starting etcd",
             "--settle",
@@ -72,3 +73,12 @@ def test_a_process_left_running_is_named_and_fails_the_check() -> None:
     for line in left["processes"]:  # this test's own child, stopped here by its PID, as the check only looks
         if CHILD_MARKER in line:  # (never another session's: a live run's processes are listed too)
             subprocess.run(["kill", line.split()[0]], check=False)
+
+
+def test_sigterm_goes_to_the_command_alone_when_asked() -> None:
+    """--signal TERM: the command's process gets SIGTERM (as from kill or CI); it stops as it does on Ctrl-C."""
+    on_sigterm = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+    on_sigterm += "def stop(signum, frame):\n    raise KeyboardInterrupt\nsignal.signal(signal.SIGTERM, stop)\n"
+    _, result = check(on_sigterm + CLEAN, "--signal", "TERM")
+    assert result["signal"] == "SIGTERM" and result["exit_code"] == 130, result
+    assert result["printed_after_interrupt"] == ["stopped: the cluster"]

@@ -5,7 +5,8 @@
 
 The command starts in a session of its own with SIGINT at its default (a shell's background job would ignore
 it); when a line of its output matches --at (a regular expression), or --after seconds have passed, the whole
-session gets SIGINT, as Ctrl-C sends it to a terminal's foreground group. Then, once the command has ended
+session gets SIGINT, as Ctrl-C sends it to a terminal's foreground group (or, with --signal TERM, the command's
+process alone gets SIGTERM, as from `kill` or a CI runner). Then, once the command has ended
 (bounded by --timeout) and a few seconds more have passed, it prints one JSON object: the exit code, the last
 lines it printed, whether a traceback appeared, and every leftover it finds that was not there before:
 processes of its session, processes naming a suite cluster or the local clusters' state, mounts, network
@@ -112,11 +113,17 @@ def _cwd(pid: int) -> Path | None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--at", default="", help="send SIGINT when a line of output matches this expression")
+    parser.add_argument("--at", default="", help="send the signal when a line of output matches this expression")
     parser.add_argument("--delay", type=float, default=0.0, help="with --at: this many seconds after that line")
     parser.add_argument("--after", type=float, default=0.0, help="or this many seconds after the start")
     parser.add_argument("--timeout", type=float, default=300.0, help="how long the command may take to end")
     parser.add_argument("--settle", type=float, default=5.0, help="seconds to wait before looking")
+    parser.add_argument(
+        "--signal",
+        choices=("INT", "TERM"),
+        default="INT",
+        help="INT: SIGINT to the whole session, as Ctrl-C; TERM: SIGTERM to the command's process alone, as kill",
+    )
     parser.add_argument("command", nargs="+")
     args = parser.parse_args()
     if not args.at and not args.after:
@@ -132,13 +139,16 @@ def main() -> int:
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     output: list[str] = []
-    sent: list[float] = []  # when SIGINT went, and how many lines had been printed by then
+    sent: list[float] = []  # when the signal went, and how many lines had been printed by then
     matched: list[str] = []
 
     def interrupt() -> None:
         if not sent and process.poll() is None:
             sent.extend((round(time.monotonic() - started, 1), len(output)))
-            os.killpg(process.pid, signal.SIGINT)
+            if args.signal == "TERM":
+                process.send_signal(signal.SIGTERM)
+            else:
+                os.killpg(process.pid, signal.SIGINT)
 
     timer = threading.Timer(args.after, interrupt) if args.after else None
     if timer:
@@ -160,6 +170,7 @@ def main() -> int:
     time.sleep(args.settle)
     result = {
         "command": " ".join(args.command),
+        "signal": f"SIG{args.signal}",
         "interrupted_at_s": sent[0] if sent else None,
         "ended_at_s": ended,
         "exit_code": code,

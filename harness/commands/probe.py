@@ -44,6 +44,7 @@ from harness.local.build import (
     existing_build,
     resolve_module,
 )
+from harness.process import wait_through_interrupt
 from harness.run import Run
 from harness.versions import KubeVersion, NodeImage
 
@@ -261,8 +262,8 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
         return code
     # The probes' pytest starts now: its workers start (about 0.7 s of CPU each) while the cluster is made, and wait
     # at the gate until it is ready (harness/cluster_gate.py). It runs in a session of its own, so that a Ctrl-C
-    # reaches it through this process (_wait_for, _stop_probes) and never a worker still starting up, which would
-    # print a traceback (seen live: Ctrl-C 5 s into a local start-up).
+    # reaches it through this process (wait_through_interrupt, _stop_probes) and never a worker still starting up,
+    # which would print a traceback (seen live: Ctrl-C 5 s into a local start-up).
     gate = ClusterGate(run.directory / "cluster-gate")
     target = ["--kubeconfig", str(provider.kubeconfig), "--context", context, *node_access]
     target += ["--cluster-gate", str(gate.path)]
@@ -294,7 +295,7 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
             startup = time.monotonic() - started
             if "preloaded" in run.provenance:
                 print("images: " + "; ".join(f"{i}: {said}" for i, said in run.provenance["preloaded"].items()))
-            code = _wait_for(probes, *([shutdown[0]] if shutdown else []))
+            code = wait_through_interrupt(probes, *([shutdown[0]] if shutdown else []))
             if shutdown is not None:
                 code = _shutdown_probes_ended(shutdown, code)
             timing: dict[str, float | str] = {
@@ -334,7 +335,7 @@ def _start_shutdown_probes(args: argparse.Namespace, run: Run) -> tuple[subproce
 def _shutdown_probes_ended(shutdown: tuple[subprocess.Popen[bytes], Path], code: int) -> int:
     """Wait for the node-shutdown probes, show the end of their log; the run's exit code with theirs."""
     process, log = shutdown
-    shutdown_code = _wait_for(process)
+    shutdown_code = wait_through_interrupt(process)
     if shutdown_code != NO_TESTS_COLLECTED:  # PROBE chose none of them: nothing to show
         print(f"node-shutdown probes (exit {shutdown_code}), from {log}:")
         print("\n".join(log.read_text(errors="replace").splitlines()[-6:]), flush=True)
@@ -376,47 +377,13 @@ def _stop_probes(probes: subprocess.Popen[bytes], gate: ClusterGate) -> None:
 
     Before the gate opened (the cluster failed, or Ctrl-C while it was made) no probe has touched the cluster, so
     the probes' process group is killed: quietly, where a SIGINT would make a worker still starting up print a
-    traceback. After it opened, a run still going (this process stopped outside _wait_for) gets the Ctrl-C, so
-    that its probes clean up after themselves."""
+    traceback. After it opened, a run still going (this process stopped outside wait_through_interrupt) gets the
+    Ctrl-C, so that its probes clean up after themselves."""
     if probes.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(probes.pid, signal.SIGINT if gate.is_open else signal.SIGKILL)
     gate.open("the run stopped before its cluster was ready")  # (nothing when it was opened already)
-    _wait_for(probes)
-
-
-def _wait_for(process: subprocess.Popen[bytes], *beside: subprocess.Popen[bytes]) -> int:
-    """Wait for a pytest run to end, through Ctrl-C, forwarding SIGTERM to it and to the runs `beside` it (the
-    node-shutdown probes' pytest, which runs at the same time); its exit code. A run in a session of its own gets
-    the Ctrl-C (SIGINT to its process group) from here; the others got it from the terminal, as this one did.
-    After a Ctrl-C, once the run has ended (its probes cleaned up), KeyboardInterrupt is raised here, so that the
-    command stops as interrupted (130, one line) rather than reporting the run's own exit code."""
-
-    def forward(signum: int, frame: object) -> None:
-        for running in (process, *beside):
-            if running.poll() is None:
-                running.send_signal(signal.SIGTERM)
-
-    previous = signal.signal(signal.SIGTERM, forward)
-    interrupted = False
-    try:
-        while True:
-            try:
-                code = process.wait()
-                if interrupted:
-                    raise KeyboardInterrupt
-                return code
-            except KeyboardInterrupt:
-                if process.poll() is not None:
-                    raise
-                interrupted = True
-                for running in (process, *beside):
-                    with contextlib.suppress(ProcessLookupError):
-                        if running.poll() is None and os.getpgid(running.pid) != os.getpgrp():
-                            os.killpg(running.pid, signal.SIGINT)
-                continue
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    wait_through_interrupt(probes)
 
 
 def probe_timing(run_dir: Path, wall_s: float, startup_s: float) -> dict[str, float]:

@@ -8,7 +8,6 @@ import argparse
 import dataclasses
 import json
 import platform
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime
@@ -36,6 +35,7 @@ from harness.local.build import (
     resolve_module,
 )
 from harness.nodeimage import release as node_image_release
+from harness.process import run_through_interrupt
 from harness.run import new_run_id, safe_name, suite_version
 from harness.versions import KubeVersion, VersionError, known_images
 
@@ -144,7 +144,7 @@ def run_bisect_command(args: argparse.Namespace) -> int:
         run_dir = directory / version
         command = [sys.executable, "-m", "harness", "probe", *where, "--probe", args.probe, "--run-dir", str(run_dir)]
         print("+ " + " ".join(command), flush=True)
-        code = subprocess.run(command, check=False).returncode
+        code = run_through_interrupt(command)
         records = sorted(run_dir.glob("*/run.json"))
         return bisect_module.outcome_of_run(code, records[-1] if records else run_dir / "run.json")
 
@@ -209,7 +209,7 @@ def run_local_bisect_command(args: argparse.Namespace) -> int:
         command += ["--probe", args.probe, "--run-dir", str(run_dir)]
         print("+ " + " ".join(command), flush=True)
         with (directory / f"{name}.log").open("w") as log:
-            subprocess.run(command, check=False, stdout=log, stderr=subprocess.STDOUT)
+            run_through_interrupt(command, log)
         seen.run_dir = str(run_dir)
         seen.observed, seen.verdicts = bisect_module.claim_observations(run_dir, args.claim)
         for run_json in sorted(run_dir.glob("*/run.json")):
