@@ -24,7 +24,7 @@ from harness.commands.refusal import (
 )
 from harness.commands.version_axis import run_bisect_command, run_matrix_command
 from harness.errors import INTERRUPTED
-from harness.inputs import BadInput, count, seconds
+from harness.inputs import SHARED_OPTIONS, BadInput, count
 from harness.process import sigterm_as_interrupt
 from harness.versions import known_versions
 
@@ -71,12 +71,6 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     )
     probe.add_argument("--probe", default="", help="run only the probes matching this name or pytest -k expression")
     probe.add_argument(
-        "--keep-cluster",
-        action="store_true",
-        help="do not delete the cluster afterwards, nor the namespace of a probe that failed",
-    )
-    probe.add_argument("--repeat", type=count("REPEAT"), default=1, help="run each probe N times and report the spread")
-    probe.add_argument(
         "--parallel",
         type=parallel_count,
         default="",
@@ -84,22 +78,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "durations say (harness/schedule.py); default: auto for --cluster local, 1 otherwise",
     )
     probe.add_argument(
-        "--restart-apiserver-after",
-        type=seconds("RESTART_APISERVER_AFTER"),
-        default=None,
-        help="local cluster: this many seconds into each probe, compact etcd and restart the API server (a real "
-        "watch gap: the probe's watches must re-list)",
-    )
-    probe.add_argument("--run-dir", default=str(paths.RUNS), help="where run records go (default: runs/)")
-    probe.add_argument("--kubeconfig", default="", help="probe an existing cluster from this kubeconfig instead")
-    probe.add_argument("--context", default="", help="context in --kubeconfig")
-    probe.add_argument("--kind-bin", default="kind", help="the kind executable")
-    probe.add_argument(
         "--cluster",
         choices=("kind", "local"),
         default="kind",
         help="where a new cluster runs: kind (Docker) or local (built from Go modules, run as processes here; root)",
     )
+    for option in SHARED_OPTIONS:  # declared once for pytest too, to which they are passed on
+        option.declare(probe.add_argument, {"--kubeconfig": "", "--context": "", "--repeat": 1})
     probe.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     command("versions", "list the Kubernetes versions with a pinned node image")
     clean = command("clean", "remove the suite's leftovers: its kind clusters and labelled namespaces")

@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 from harness.kubeconfig import kubeconfig_problem
 from harness.local.build import release_text
 from harness.manifest_check import check_manifests
+from harness.paths import RUNS
 from harness.versions import KubeVersion, NodeImage, VersionError, resolve_image
+
+N = TypeVar("N", int, float)
 
 
 class BadInput(ValueError):
@@ -24,32 +29,65 @@ class BadInput(ValueError):
 
 def count(variable: str) -> Callable[[str], int]:
     """An argparse type for a count of 1 or more; the message names the make variable too."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = 0
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"{variable} must be a whole number of 1 or more, not {text!r}")
-        return value
-
-    return parse
+    return _number(variable, int, lambda value: value >= 1, "a whole number of 1 or more")
 
 
 def seconds(variable: str) -> Callable[[str], float]:
     """An argparse type for a number of seconds above 0; the message names the make variable too."""
+    return _number(variable, float, lambda value: 0 < value < 3600, "a number of seconds above 0")
 
-    def parse(text: str) -> float:
+
+def _number(variable: str, kind: Callable[[str], N], fits: Callable[[N], bool], what: str) -> Callable[[str], N]:
+    def parse(text: str) -> N:
         try:
-            value = float(text)
+            value = kind(text)
         except ValueError:
-            value = 0.0
-        if not 0 < value < 3600:
-            raise argparse.ArgumentTypeError(f"{variable} must be a number of seconds above 0, not {text!r}")
+            raise argparse.ArgumentTypeError(f"{variable} must be {what}, not {text!r}") from None
+        if not fits(value):
+            raise argparse.ArgumentTypeError(f"{variable} must be {what}, not {text!r}")
         return value
 
     return parse
+
+
+@dataclass(frozen=True)
+class SharedOption:
+    """An option both front doors take, declared once: `make probe` (harness/cli.py) passes it on to pytest
+    (harness/pytest_plugin.py) under the same name (harness/commands/probe.py pytest_argv)."""
+
+    flag: str
+    help: str
+    settings: Mapping[str, Any] = field(default_factory=dict)  # argparse's: metavar, type, action, default
+
+    def declare(self, add: Callable[..., object], defaults: Mapping[str, object]) -> None:
+        """Declare it with `add` (argparse's add_argument, pytest's addoption); a front door's own default for it
+        in `defaults`, by flag."""
+        own = {"default": defaults[self.flag]} if self.flag in defaults else {}
+        add(self.flag, help=self.help, **{**self.settings, **own})
+
+
+SHARED_OPTIONS = (
+    SharedOption("--kubeconfig", "probe an existing cluster from this kubeconfig (never written)", {"metavar": "FILE"}),
+    SharedOption("--context", "context in --kubeconfig", {"metavar": "NAME"}),
+    SharedOption("--kind-bin", "the kind executable (default: kind on PATH)", {"default": "kind"}),
+    SharedOption(
+        "--keep-cluster",
+        "keep the cluster this run creates, and the namespace of every probe that failed (also KEEP=1)",
+        {"action": "store_true"},
+    ),
+    SharedOption("--run-dir", "where run records and evidence go (default: runs/)", {"default": str(RUNS)}),
+    SharedOption(
+        "--repeat",
+        "run each live probe N times and report the spread of every measured interval (also REPEAT=N)",
+        {"metavar": "N", "type": count("REPEAT")},
+    ),
+    SharedOption(
+        "--restart-apiserver-after",
+        "local cluster: this many seconds into each probe, compact etcd and restart the API server, so that the "
+        "probe's watches must re-list (a real watch gap, harness/local/disruption.py)",
+        {"metavar": "SECONDS", "type": seconds("RESTART_APISERVER_AFTER")},
+    ),
+)
 
 
 def check_apiserver_restart(after_s: float | None, local_cluster: bool) -> None:

@@ -53,21 +53,12 @@ INTERRUPTED_LINE = pytest.StashKey[str]()  # said last, after pytest's own summa
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("pod-lifecycle-probes", "pod-lifecycle probes")
+    for option in inputs.SHARED_OPTIONS:  # make probe's too (harness/inputs.py)
+        option.declare(group.addoption, {"--keep-cluster": os.environ.get("KEEP") == "1", "--repeat": None})
     group.addoption(
         "--kind-version", metavar="VERSION", help="Kubernetes version for a new kind cluster: 1.27 or 1.27.3"
     )
     group.addoption("--kind-image", metavar="IMAGE", help="node image to use instead of the pinned one for VERSION")
-    group.addoption("--kind-bin", default="kind", help="the kind executable (default: kind on PATH)")
-    group.addoption(
-        "--keep-cluster",
-        action="store_true",
-        default=os.environ.get("KEEP") == "1",
-        help="keep the cluster this run creates, and the namespace of every probe that failed (also KEEP=1)",
-    )
-    group.addoption(
-        "--kubeconfig", metavar="FILE", help="probe an existing cluster from this kubeconfig (never written)"
-    )
-    group.addoption("--context", metavar="NAME", help="context in --kubeconfig")
     group.addoption(
         "--kind-nodes",
         action="store_true",
@@ -91,21 +82,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--run-id", help="share this run's directory (the parallel workers of one make probe)")
     group.addoption(
         "--replay", metavar="PATH", help="run the probes on recordings (a directory or one file) instead of a cluster"
-    )
-    group.addoption("--run-dir", default=str(REPO / "runs"), help="where run records and evidence go (default: runs/)")
-    group.addoption(
-        "--repeat",
-        type=_repeat_count,
-        default=None,
-        help="run each live probe N times and report the spread of every measured interval (also REPEAT=N)",
-    )
-    group.addoption(
-        "--restart-apiserver-after",
-        metavar="SECONDS",
-        type=inputs.seconds("--restart-apiserver-after (RESTART_APISERVER_AFTER)"),
-        default=None,
-        help="local cluster: this many seconds into each probe, compact etcd and restart the API server, so that "
-        "the probe's watches must re-list (a real watch gap, harness/local/disruption.py)",
     )
     group.addoption(
         "--schedule",

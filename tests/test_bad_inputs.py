@@ -162,7 +162,7 @@ HARNESS: dict[str, Bad] = {
 
 # pytest probes ... (plain pytest, the README's other way in): pytest's usage errors, exit 4
 PYTEST: dict[str, Bad] = {
-    "pytest-repeat-zero": Bad(("--repeat", "0"), 4, "--repeat (REPEAT) must be a whole number of 1 or more"),
+    "pytest-repeat-zero": Bad(("--repeat", "0"), 4, "argument --repeat: REPEAT must be a whole number of 1 or more"),
     "pytest-REPEAT-word": Bad(
         (), 4, "--repeat (REPEAT) must be a whole number of 1 or more, not 'abc'", {"REPEAT": "abc"}
     ),
