@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,7 @@ def test_an_interrupted_build_leaves_no_binaries_and_is_not_reused(
 ) -> None:
     stand_in_build_steps(monkeypatch, tmp_path)
 
-    def go(step: list[str], directory: Path, env: Any, out: Any) -> int:
+    def go(step: list[str], directory: Path, env: Any, out: Any, stop: Any = None) -> int:
         if step[:2] == ["go", "build"]:  # half the binaries written, then Ctrl-C
             (directory / "bin").mkdir(exist_ok=True)
             (directory / "bin" / "kube-apiserver").write_bytes(b"\x7fELF")
@@ -64,6 +65,22 @@ def test_an_interrupted_build_leaves_no_binaries_and_is_not_reused(
     directory = tools / "kubernetes" / "v1.27.3"
     assert not (directory / "bin").exists() and not (directory / "build.json").exists()
     assert build_module.existing_build("1.27.3", tools) is None
+
+
+def test_a_background_build_step_ends_when_its_command_is_stopped(tmp_path: Path) -> None:
+    """make matrix builds ahead on a thread no Ctrl-C reaches, its go in a session of its own: once the matrix is
+    interrupted it sets `stop`, and the running step's whole process group is killed (else the matrix would wait
+    for the build to finish before it could exit)."""
+    stop = threading.Event()
+    pid_file = tmp_path / "child.pid"
+    step = ["sh", "-c", f"sleep 300 & echo $! > {pid_file}; wait"]
+    threading.Timer(0.5, stop.set).start()
+    started = time.monotonic()
+    with (tmp_path / "build.log").open("w") as out, pytest.raises(build_module.BuildStopped):
+        build_module._run_logged(step, tmp_path, dict(os.environ), out, stop)
+    assert time.monotonic() - started < 5
+    child = int(pid_file.read_text())
+    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split(") ")[1][:1]
 
 
 def test_binaries_without_build_json_are_not_a_build(tmp_path: Path) -> None:

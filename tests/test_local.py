@@ -537,7 +537,7 @@ def _stand_in_build(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, source: Pat
     monkeypatch.setattr(build_module, "module_dirs", lambda pairs, env, cwd: {m: twins[m] for m, _ in pairs})
     monkeypatch.setattr(build_module, "_module_version", lambda module, env, cwd: "v0.0.0-20211110012726-3cc51fd1e909")
 
-    def run(command: list[str], cwd: Path, env: Any, out: Any) -> int:
+    def run(command: list[str], cwd: Path, env: Any, out: Any, stop: Any = None) -> int:
         commands.append(command)
         if command[0].endswith("/openapi-gen"):
             base = Path(command[command.index("--output-base") + 1])

@@ -9,6 +9,7 @@ import dataclasses
 import json
 import platform
 import sys
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -89,11 +90,13 @@ def run_local_matrix_command(args: argparse.Namespace) -> int:
         flush=True,
     )
 
+    stop_builds = threading.Event()
+
     def build_release(release: str) -> Any:
         found = existing_build(release)
         if found is not None:
             return dataclasses.replace(found, record={**found.record, "reused": True})
-        return build_kubernetes(release, log_progress=False)
+        return build_kubernetes(release, log_progress=False, stop=stop_builds)
 
     def probe_argv(release: str, run_dir: Path) -> list[str]:
         argv = [sys.executable, "-m", "harness", "probe", "--version", release, "--cluster", "local"]
@@ -105,6 +108,9 @@ def run_local_matrix_command(args: argparse.Namespace) -> int:
     try:
         results = matrix.run_local_matrix(plan, builder, base, probe_argv, TOOLS, not args.no_overlap)
     finally:
+        # (after an interrupt, a build ahead would otherwise run to its end before this process could exit: no
+        # Ctrl-C reaches its go processes, which run in a session of their own)
+        stop_builds.set()
         builder.shutdown()
     wall = time.monotonic() - started
     print(matrix.render_local(results, wall))

@@ -27,6 +27,7 @@ import re
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -62,6 +63,10 @@ OLDEST_BUILT_HERE = KubeVersion.parse("1.21.0-alpha.0")
 
 class BuildError(RuntimeError):
     """The binaries could not be built; the message says why (the proxy's answer, or the log's last lines)."""
+
+
+class BuildStopped(BuildError):
+    """A background build stopped because the command that asked for it was interrupted (make matrix)."""
 
 
 @dataclass(frozen=True)
@@ -307,14 +312,22 @@ def ldflags(version: str, commit: str, built_at: str) -> str:
     return " ".join(flags)
 
 
-def _run_logged(command: list[str], cwd: Path, env: Mapping[str, str], out: IO[str]) -> int:
+def _run_logged(
+    command: list[str], cwd: Path, env: Mapping[str, str], out: IO[str], stop: threading.Event | None = None
+) -> int:
     """One build step (go, or a generator it built) with its output in build.log, in its own process group,
-    which is killed whole when this process is interrupted; its exit code."""
+    which is killed whole when this process is interrupted or, for a build on a background thread (which no
+    Ctrl-C reaches), when `stop` is set: then BuildStopped is raised. Its exit code."""
     process = subprocess.Popen(
         command, cwd=cwd, env=dict(env), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
     )
     try:
-        return process.wait()
+        while True:
+            try:
+                return process.wait(timeout=None if stop is None else 0.5)
+            except subprocess.TimeoutExpired:
+                if stop is not None and stop.is_set():
+                    raise BuildStopped(f"stopped: {' '.join(command[:2])} was stopped with the command") from None
     except BaseException:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
@@ -416,19 +429,21 @@ def resolve_module(version: str, tools: Path = TOOLS) -> dict[str, Any]:
     return download_module("k8s.io/kubernetes", text, go_environment(tools), tools / "go")
 
 
-def build_kubernetes(version: str, tools: Path = TOOLS, log_progress: bool = True) -> Build:
+def build_kubernetes(
+    version: str, tools: Path = TOOLS, log_progress: bool = True, stop: threading.Event | None = None
+) -> Build:
     """Build (or reuse) the components of one release under .tools/kubernetes/vX.Y.Z/.
 
-    A build that does not finish (a failure, Ctrl-C) stops its go processes and leaves no binaries and no
-    build.json, so no later run takes it for a finished one; the module and build caches stay (Go's own,
-    safe to reuse).
+    A build that does not finish (a failure, Ctrl-C, `stop` set for a build on a background thread: its next or
+    running build step then ends) stops its go processes and leaves no binaries and no build.json, so no later
+    run takes it for a finished one; the module and build caches stay (Go's own, safe to reuse).
     """
     found = existing_build(version, tools)
     if found is not None:
         return found
     directory = tools / "kubernetes" / release_text(version)
     try:
-        return _build(version, tools, log_progress)
+        return _build(version, tools, log_progress, stop)
     except BaseException:
         shutil.rmtree(directory / "bin", ignore_errors=True)
         (directory / "build.json").unlink(missing_ok=True)
@@ -452,7 +467,7 @@ def keep_one_minors_build_cache(tools: Path, minor: str) -> list[str]:
     return removed
 
 
-def _build(version: str, tools: Path, log_progress: bool) -> Build:
+def _build(version: str, tools: Path, log_progress: bool, stop: threading.Event | None) -> Build:
     check_go()
     keep_one_minors_build_cache(tools, KubeVersion.parse(version).minor)
     text = release_text(version)
@@ -485,7 +500,7 @@ def _build(version: str, tools: Path, log_progress: bool) -> Build:
             nonlocal env, checksum_db
             out.write("+ " + " ".join(command) + "\n")
             out.flush()
-            done = _run_logged(command, directory, env, out)
+            done = _run_logged(command, directory, env, out, stop)
             if done != 0 and "verifying " in log.read_text() and "sumdb" in log.read_text():
                 # The proxy's checksum database does not know some published staging tags (seen for
                 # k8s.io/*@v0.26.6): build again without it for k8s.io/*, and say so in build.json.
@@ -493,7 +508,7 @@ def _build(version: str, tools: Path, log_progress: bool) -> Build:
                 env = {**env, "GONOSUMDB": "k8s.io"}
                 out.write(f"+ retry with GONOSUMDB=k8s.io: {checksum_db}\n")
                 out.flush()
-                done = _run_logged(command, directory, env, out)
+                done = _run_logged(command, directory, env, out, stop)
             if done != 0:
                 tail = "\n".join(log.read_text().splitlines()[-20:])
                 what = " ".join(command[:2]) if command[0] == "go" else Path(command[0]).name
