@@ -85,6 +85,31 @@ def test_the_local_matrix_goes_on_past_a_failed_build_and_says_where_it_is(tmp_p
     assert "substituted: k8s.io/kube-proxy v0.25.15" in table and table.splitlines()[-1].startswith("total wall 5m00s")
 
 
+def test_the_local_matrix_measures_the_disk_again_only_after_a_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """du over .tools took 5-20 s a version; only a build changes what it measures."""
+    measured: list[Path] = []
+
+    def disk_gb(path: Path) -> float:
+        measured.append(path)
+        return 40.0 + len(measured)
+
+    monkeypatch.setattr(matrix, "disk_gb", disk_gb)
+    built = {"1.21.14", "1.22.17", "1.24.17"}  # 1.23.17 is built here
+
+    def build(release: str) -> Any:
+        built.add(release)
+        return type("Built", (), {"record": {"reused": release != "1.23.17"}})()
+
+    plan = [matrix.PlannedVersion(v, v) for v in ("1.21.14", "1.22.17", "1.23.17", "1.24.17")]
+    builder = matrix.Builder(build, is_built=lambda release: release in built)
+    results = matrix.run_local_matrix(plan, builder, tmp_path / "m", lambda r, d: ["true"], tmp_path, False, print)
+    builder.shutdown()
+    # measured after the first version and after 1.23.17's build; 1.22.17 and 1.24.17 say the last figure
+    assert [r.disk_tools_gb for r in results] == [41.0, 41.0, 42.0, 42.0] and len(measured) == 2
+
+
 def test_candidates_follow_the_line_bad_was_cut_from() -> None:
     assert release_candidates("1.25.9", "1.25.12") == ["1.25.9", "1.25.10", "1.25.11", "1.25.12"]
     # Across a minor: GOOD's later patches are another branch; BAD's x.y.0 pre-releases only when asked.
