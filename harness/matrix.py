@@ -303,6 +303,16 @@ def run_local_matrix(
     return results
 
 
+def stopped_line(base: Path, building: Sequence[str]) -> str:
+    """What an interrupted local matrix stopped: the version that was running, as its own last line says (it
+    ran to the end of its cleanup), and the build ahead, if one was running."""
+    logs = sorted(base.glob("*.log"), key=lambda path: path.stat().st_mtime)
+    said = [line for line in logs[-1].read_text(errors="replace").splitlines() if line.strip()] if logs else []
+    version = f"v{logs[-1].stem}: {said[-1].removeprefix('interrupted: ')}" if said else "no version had started"
+    build = f"; the build of v{building[0]} ahead was stopped (no binaries left)" if building and building[0] else ""
+    return f"the matrix under {base} ({version}{build})"
+
+
 def render_local(results: Sequence[LocalVersionResult], wall_s: float) -> str:
     """The matrix's figures: per version build / start-up / probes, and the total."""
     lines = [f"{'release':<14} {'status':<24} {'build':>8} {'start-up':>9} {'probes':>8}  passed  note"]

@@ -6,6 +6,7 @@ Stood in: builds, probe runs and the proxy (functions). Real: the plan, the sear
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -298,3 +299,19 @@ def test_intervals_are_classified_by_the_end_they_lie_near() -> None:
     oracle = ClaimOracle("termination.prestop-overrun.sigterm-to-kill", observe, lambda _: None)
     oracle.learn_ends("1.28.0-alpha.2", "1.28.0-alpha.3")  # repeated intervals: their median is the value
     assert (oracle.good_value, oracle.bad_value) == (10.02, 2.025)
+
+
+def test_an_interrupted_matrix_says_what_its_running_version_and_build_ahead_became(tmp_path: Path) -> None:
+    """Seen live: Ctrl-C 40 s into a local matrix said "stopped before any cluster, build or download had started"
+    while a version's cluster had just been removed and a build ahead stopped."""
+    (tmp_path / "1.36.4.log").write_text("26 passed\n")
+    (tmp_path / "1.37.0.log").write_text(
+        "...\ninterrupted: stopped the run on local cluster plp-1-37-5a23: the cluster was stopped and removed\n\n"
+    )
+    os.utime(tmp_path / "1.36.4.log", (1, 1))  # the older log
+    assert matrix.stopped_line(tmp_path, ["1.28.0-alpha.3"]) == (
+        f"the matrix under {tmp_path} (v1.37.0: stopped the run on local cluster plp-1-37-5a23: the cluster was "
+        "stopped and removed; the build of v1.28.0-alpha.3 ahead was stopped (no binaries left))"
+    )
+    nothing = tmp_path / "none"
+    assert matrix.stopped_line(nothing, [""]) == f"the matrix under {nothing} (no version had started)"

@@ -25,6 +25,7 @@ from harness.commands.refusal import (
     missing_arguments,
     refuse,
     selection_problem,
+    stopping,
 )
 from harness.expectations import all_claim_ids
 from harness.local.build import (
@@ -105,12 +106,17 @@ def run_local_matrix_command(args: argparse.Namespace) -> int:
 
     started = time.monotonic()
     builder = matrix.Builder(build_release, is_built=lambda release: existing_build(release) is not None)
+    stopped_build: list[str] = []
     try:
-        results = matrix.run_local_matrix(plan, builder, base, probe_argv, TOOLS, not args.no_overlap)
+        with stopping(lambda: matrix.stopped_line(base, stopped_build)):
+            try:
+                results = matrix.run_local_matrix(plan, builder, base, probe_argv, TOOLS, not args.no_overlap)
+            finally:
+                # (after an interrupt, a build ahead would otherwise run to its end before this process could exit:
+                # no Ctrl-C reaches its go processes, which run in a session of their own)
+                stopped_build.append(builder.building)
+                stop_builds.set()
     finally:
-        # (after an interrupt, a build ahead would otherwise run to its end before this process could exit: no
-        # Ctrl-C reaches its go processes, which run in a session of their own)
-        stop_builds.set()
         builder.shutdown()
     wall = time.monotonic() - started
     print(matrix.render_local(results, wall))
