@@ -315,3 +315,16 @@ def test_an_interrupted_matrix_says_what_its_running_version_and_build_ahead_bec
     )
     nothing = tmp_path / "none"
     assert matrix.stopped_line(nothing, [""]) == f"the matrix under {nothing} (no version had started)"
+
+
+def test_a_release_that_cannot_be_built_says_which_step_failed_and_why() -> None:
+    from harness.commands.version_axis import build_failure
+    from harness.local.build import BuildError
+
+    log_tail = "go: finding module\n.../apiserver.go:32:2: module k8s.io/apiserver found, but does not contain it"
+    err = BuildError(f"building Kubernetes v1.28.0-alpha.3 failed (go build); last lines of build.log:\n{log_tail}\n")
+    assert build_failure(err) == (
+        "could not be built: building Kubernetes v1.28.0-alpha.3 failed (go build); last lines of build.log: ... "
+        ".../apiserver.go:32:2: module k8s.io/apiserver found, but does not contain it"
+    )
+    assert build_failure(BuildError("the proxy refused it")) == "could not be built: the proxy refused it"

@@ -128,6 +128,14 @@ def run_local_matrix_command(args: argparse.Namespace) -> int:
     return 0 if all(r.status == "passed" for r in results) else 1
 
 
+def build_failure(err: Exception) -> str:
+    """Why a release could not be built, in one line: the step that failed (the error's first line) and why (a build
+    log's last line; seen: "module k8s.io/apiserver ... does not contain package k8s.io/apiserver/pkg/reconcilers"
+    for v1.28.0-alpha.3, whose kube-aggregator twin the proxy serves at no 0.28 pre-release)."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()] or ["(no message)"]
+    return "could not be built: " + " ... ".join(dict.fromkeys([lines[0][:300], lines[-1][:300]]))
+
+
 def run_bisect_command(args: argparse.Namespace) -> int:
     """Each candidate version is one `python -m harness probe` run (its own cluster); see harness/bisect.py."""
     if problem := missing_arguments(args, {"probe": "PROBE", "good": "GOOD", "bad": "BAD"}):
@@ -211,7 +219,7 @@ def run_local_bisect_command(args: argparse.Namespace) -> int:
         try:
             build = existing_build(version) or build_kubernetes(version)
         except (BuildError, VersionError) as err:
-            seen.why = "could not be built: " + str(err).splitlines()[0][:300]
+            seen.why = build_failure(err)
             return seen
         seen.build = {k: build.record.get(k) for k in ("version", "commit", "toolchain", "duration_s")}
         seen.build["staging_substitutions"] = build.record.get("staging_substitutions") or {}
