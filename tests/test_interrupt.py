@@ -281,7 +281,7 @@ def test_an_interrupted_local_cluster_start_stops_what_it_started(
 
 VERSION_RUN = textwrap.dedent(
     """
-    # stands in for one version's `harness probe`: on SIGINT or SIGTERM it takes 1 s to clean up (a cluster's
+    # stands in for one version's `harness probe`: on SIGINT or SIGTERM it takes 0.5 s to clean up (a cluster's
     # removal), then writes what stopped it
     import signal, sys, time
     from pathlib import Path
@@ -293,7 +293,7 @@ VERSION_RUN = textwrap.dedent(
     out.with_suffix(".started").write_text("")
     while not got:
         time.sleep(0.05)
-    time.sleep(1)
+    time.sleep(0.5)
     out.write_text(" ".join(signal.Signals(s).name for s in got))
     sys.exit(130)
     """
