@@ -86,7 +86,7 @@ def test_a_background_build_step_ends_when_its_command_is_stopped(tmp_path: Path
 def test_binaries_without_build_json_are_not_a_build(tmp_path: Path) -> None:
     directory = tmp_path / "kubernetes" / "v1.27.3" / "bin"
     directory.mkdir(parents=True)
-    for component in build_module.COMPONENTS:
+    for component in build_module.NODE_IMAGE_COMPONENTS:
         (directory / component).write_bytes(b"\x7fELF")
     assert build_module.existing_build("1.27.3", tmp_path) is None
     (directory.parent / "build.json.partial").write_text("{}")

@@ -123,7 +123,7 @@ def test_no_toolchain_of_that_minor_is_an_error_with_the_proxys_answer(
 def test_an_existing_build_is_reused_without_go(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     directory = tmp_path / "kubernetes" / "v1.27.3"
     (directory / "bin").mkdir(parents=True)
-    for component in build_module.COMPONENTS:
+    for component in build_module.NODE_IMAGE_COMPONENTS:
         (directory / "bin" / component).write_text("")
     (directory / "build.json").write_text(json.dumps({"version": "v1.27.3", "toolchain": "go1.20.14"}))
     monkeypatch.setattr(build_module, "check_go", lambda: pytest.fail("go must not be asked"))
@@ -544,12 +544,48 @@ def _stand_in_build(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, source: Pat
             _write(base / "k8s.io/kubernetes/pkg/generated/openapi/zz_generated.openapi.go", "package openapi\n")
             _write(Path(command[command.index("-r") + 1]), "API rule violation: names_match,x\n")
         elif command[:2] == ["go", "build"] and "bin/" in command:
-            for component in build_module.COMPONENTS:
-                _write(cwd / "bin" / component, "")
+            for package in command[command.index("bin/") + 1 :]:
+                if package == "k8s.io/kubernetes/cmd/kubeadm" and os.environ.get("PLP_TEST_KUBEADM_FAILS"):
+                    return 1
+                _write(cwd / "bin" / package.rsplit("/", 1)[1], "")
         return 0
 
     monkeypatch.setattr(build_module, "_run_logged", run)
     return commands
+
+
+def test_a_local_build_has_the_local_components_and_a_node_image_adds_its_own(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A local cluster needs four components; kubectl, kubeadm and kube-proxy (288 more packages, three large
+    links) are built only when a node image first asks for them, added to the release's build."""
+    source = _stand_in_tag(tmp_path / "mod", with_openapi=True)
+    commands = _stand_in_build(monkeypatch, tmp_path, source)
+    tools = tmp_path / "tools"
+    local = build_module.build_kubernetes("1.24.17", tools=tools, log_progress=False)
+    assert local.record["components"] == list(build_module.LOCAL_COMPONENTS)
+    assert [c.rsplit("/", 1)[1] for c in commands[-1][commands[-1].index("bin/") + 1 :]] == list(
+        build_module.LOCAL_COMPONENTS
+    )
+    assert build_module.existing_build("1.24.17", tools, build_module.NODE_IMAGE_COMPONENTS) is None
+    # a failed addition keeps the build it was added to
+    monkeypatch.setenv("PLP_TEST_KUBEADM_FAILS", "1")
+    with pytest.raises(build_module.BuildError):
+        build_module.build_kubernetes("1.24.17", tools=tools, log_progress=False, components=("kubeadm",))
+    assert build_module.existing_build("1.24.17", tools) is not None
+    assert not (local.directory / "bin" / "kubeadm").exists()
+    monkeypatch.delenv("PLP_TEST_KUBEADM_FAILS")
+    commands.clear()
+    node = build_module.build_kubernetes(
+        "1.24.17", tools=tools, log_progress=False, components=build_module.NODE_IMAGE_COMPONENTS
+    )
+    built = [c for c in commands if c[:2] == ["go", "build"]]
+    added = ["kubectl", "kubeadm", "kube-proxy"]
+    assert len(built) == 1 and built[0][-3:] == [f"k8s.io/kubernetes/cmd/{c}" for c in added]
+    assert node.record["components"] == list(build_module.NODE_IMAGE_COMPONENTS)
+    assert node.record["built_at"] == local.record["built_at"]  # the first build's record, with the addition said
+    assert [a["components"] for a in node.record["added"]] == [added]
+    assert build_module.existing_build("1.24.17", tools, build_module.NODE_IMAGE_COMPONENTS) is not None
 
 
 def test_a_tag_without_the_file_is_built_from_a_copy_with_it_and_says_so(

@@ -29,7 +29,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,16 +42,11 @@ from harness.local import openapi
 from harness.versions import KubeVersion, VersionError, check_supported
 
 TOOLS = paths.TOOLS
-# The local cluster runs the first five; a kind node image also needs kubeadm (in the node) and kube-proxy.
-COMPONENTS = (
-    "kube-apiserver",
-    "kube-controller-manager",
-    "kube-scheduler",
-    "kubelet",
-    "kubectl",
-    "kubeadm",
-    "kube-proxy",
-)
+# What a local cluster runs; a kind node image also holds kubectl, kubeadm and kube-proxy, built when one is first
+# asked for (a release's build grows by them). Those three add 288 of 2536 packages (cmd/kubectl 192, kubeadm 164,
+# kube-proxy 27 of their own; `go list -deps` at v1.35.8) and three large links to every build.
+LOCAL_COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet")
+NODE_IMAGE_COMPONENTS = (*LOCAL_COMPONENTS, "kubectl", "kubeadm", "kube-proxy")
 _STAMPED_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
 # A replace line of k8s.io/kubernetes's go.mod: `k8s.io/api => ./staging/src/k8s.io/api` (in a block or not).
 _REPLACE = re.compile(r"^[ \t]*(?:replace[ \t]+)?(\S+)(?:[ \t]+v\S+)?[ \t]+=>[ \t]+(\S+)(?:[ \t]+(\S+))?[ \t]*$", re.M)
@@ -402,10 +397,11 @@ def _module_version(module: str, env: Mapping[str, str], cwd: Path) -> str:
     return str((info.get("Replace") or {}).get("Version") or info.get("Version") or "unknown")
 
 
-def existing_build(version: str, tools: Path = TOOLS) -> Build | None:
+def existing_build(version: str, tools: Path = TOOLS, components: Sequence[str] = LOCAL_COMPONENTS) -> Build | None:
+    """The finished build of a release with these components, or None (build.json is written last, by rename)."""
     directory = tools / "kubernetes" / release_text(version)
     record = directory / "build.json"
-    if not record.is_file() or not all((directory / "bin" / c).is_file() for c in COMPONENTS):
+    if not record.is_file() or not all((directory / "bin" / c).is_file() for c in components):
         return None
     return Build(release_text(version), directory, json.loads(record.read_text()))
 
@@ -430,23 +426,35 @@ def resolve_module(version: str, tools: Path = TOOLS) -> dict[str, Any]:
 
 
 def build_kubernetes(
-    version: str, tools: Path = TOOLS, log_progress: bool = True, stop: threading.Event | None = None
+    version: str,
+    tools: Path = TOOLS,
+    log_progress: bool = True,
+    stop: threading.Event | None = None,
+    components: Sequence[str] = LOCAL_COMPONENTS,
 ) -> Build:
-    """Build (or reuse) the components of one release under .tools/kubernetes/vX.Y.Z/.
+    """Build (or reuse) these components of one release under .tools/kubernetes/vX.Y.Z/; a finished build of the
+    release that lacks some of them gets just those added (its build.json says when).
 
     A build that does not finish (a failure, Ctrl-C, `stop` set for a build on a background thread: its next or
     running build step then ends) stops its go processes and leaves no binaries and no build.json, so no later
-    run takes it for a finished one; the module and build caches stay (Go's own, safe to reuse).
+    run takes it for a finished one (a build being added to keeps its own binaries and record); the module and
+    build caches stay (Go's own, safe to reuse).
     """
-    found = existing_build(version, tools)
+    found = existing_build(version, tools, components)
     if found is not None:
         return found
     directory = tools / "kubernetes" / release_text(version)
+    before = existing_build(version, tools, ())
+    missing = [c for c in components if before is None or not before.binary(c).is_file()]
     try:
-        return _build(version, tools, log_progress, stop)
+        return _build(version, tools, log_progress, stop, missing, before.record if before else None)
     except BaseException:
-        shutil.rmtree(directory / "bin", ignore_errors=True)
-        (directory / "build.json").unlink(missing_ok=True)
+        if before is None:
+            shutil.rmtree(directory / "bin", ignore_errors=True)
+            (directory / "build.json").unlink(missing_ok=True)
+        else:
+            for component in missing:
+                (directory / "bin" / component).unlink(missing_ok=True)
         raise
 
 
@@ -467,7 +475,14 @@ def keep_one_minors_build_cache(tools: Path, minor: str) -> list[str]:
     return removed
 
 
-def _build(version: str, tools: Path, log_progress: bool, stop: threading.Event | None) -> Build:
+def _build(
+    version: str,
+    tools: Path,
+    log_progress: bool,
+    stop: threading.Event | None,
+    components: Sequence[str],
+    before: dict[str, Any] | None,
+) -> Build:
     check_go()
     keep_one_minors_build_cache(tools, KubeVersion.parse(version).minor)
     text = release_text(version)
@@ -493,7 +508,7 @@ def _build(version: str, tools: Path, log_progress: bool, stop: threading.Event 
         staging_modules(kubernetes_go_mod), staged, lambda pairs: served_modules(pairs, env, directory)
     )
     generated: dict[str, str] = {}
-    with log.open("w") as out:
+    with log.open("a" if before is not None else "w") as out:  # (an addition keeps the first build's log)
 
         def run(command: list[str]) -> None:
             """One step, logged; a checksum-database refusal retried once without it for k8s.io/*."""
@@ -522,7 +537,7 @@ def _build(version: str, tools: Path, log_progress: bool, stop: threading.Event 
         if openapi.lacks_openapi(source):
             generated = _generate_openapi(source, directory, versions, env, run)
         built_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        packages = [f"k8s.io/kubernetes/cmd/{c}" for c in COMPONENTS]
+        packages = [f"k8s.io/kubernetes/cmd/{c}" for c in components]
         if log_progress:
             print(f"building Kubernetes {text} with {toolchain} (log: {log}); this takes a while", flush=True)
         run(["go", "build", "-trimpath", "-ldflags", ldflags(text, commit, built_at), "-o", "bin/", *packages])
@@ -541,9 +556,16 @@ def _build(version: str, tools: Path, log_progress: bool, stop: threading.Event 
         "built_at": built_at,
         "duration_s": round(time.monotonic() - started, 1),
         "host_go": check_go(),
-        "components": list(COMPONENTS),
+        "components": list(components),
         "how": "go build of k8s.io/kubernetes@" + text + " from the Go module proxy (harness/local/build.py)",
     }
+    if before is not None:  # components added to a finished build: its record, and when these were added
+        added = {k: record[k] for k in ("built_at", "duration_s", "toolchain", "staging_substitutions")}
+        record = {
+            **before,
+            "components": [*before.get("components", []), *components],
+            "added": [*before.get("added", []), {"components": list(components), **added}],
+        }
     partial = directory / "build.json.partial"  # renamed when whole: existing_build() trusts build.json
     partial.write_text(json.dumps(record, indent=1) + "\n")
     partial.replace(directory / "build.json")

@@ -334,10 +334,10 @@ def build_node_images(
     run_step: Run = run,
 ) -> list[str]:
     """Build plp-node:v<version> and its shutdown-capable sibling from Go modules (each reused if present)."""
-    from harness.local.build import build_kubernetes
+    from harness.local.build import NODE_IMAGE_COMPONENTS, build_kubernetes
     from harness.nodeimage.crictl import build_crictl, crictl_record
 
-    build = build_kubernetes(version)
+    build = build_kubernetes(version, components=NODE_IMAGE_COMPONENTS)
     tag = paths.node_image_tag(build.version)
     tags = [tag, paths.shutdown_image_tag(tag)]
     missing = [t for t in tags if subprocess.run(["docker", "image", "inspect", t], capture_output=True).returncode]
