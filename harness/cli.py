@@ -28,6 +28,8 @@ from harness.inputs import SHARED_OPTIONS, BadInput, count
 from harness.process import sigterm_as_interrupt
 from harness.versions import known_versions
 
+CLUSTER_KINDS = ("kind", "local")
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse, refusing a bad argument like every other bad input: `error: bad input: ...`, exit 2."""
@@ -48,6 +50,11 @@ def parallel_count(text: str) -> int | str:
         raise argparse.ArgumentTypeError(
             f"PARALLEL must be a whole number of 1 or more or auto, not {text!r}"
         ) from None
+
+
+def cluster_option(parser: argparse.ArgumentParser, help_text: str, default: str | None = "kind") -> None:
+    """CLUSTER (--cluster): the two kinds of cluster the suite makes, as every command that takes it names them."""
+    parser.add_argument("--cluster", choices=CLUSTER_KINDS, default=default, help=help_text)
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -77,11 +84,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         help="run N probes at a time in one new cluster (pytest-xdist workers); auto: as many as the probes' known "
         "durations say (harness/schedule.py); default: auto for --cluster local, 1 otherwise",
     )
-    probe.add_argument(
-        "--cluster",
-        choices=("kind", "local"),
-        default="kind",
-        help="where a new cluster runs: kind (Docker) or local (built from Go modules, run as processes here; root)",
+    cluster_option(
+        probe, "where a new cluster runs: kind (Docker) or local (built from Go modules, run as processes here; root)"
     )
     for option in SHARED_OPTIONS:  # declared once for pytest too, to which they are passed on
         option.declare(probe.add_argument, {"--kubeconfig": "", "--context": "", "--repeat": 1})
@@ -91,9 +95,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     clean.add_argument("--kubeconfig", default="", help="also clean the suite's namespaces on this cluster")
     clean.add_argument("--context", default="", help="context in --kubeconfig")
     clean.add_argument("--kind-bin", default="kind", help="the kind executable")
-    clean.add_argument(
-        "--cluster", choices=("kind", "local"), default=None, help="only leftovers of this kind (default: both)"
-    )
+    cluster_option(clean, "only leftovers of this kind (default: both)", default=None)
     report = command("report", "the behaviour matrix of run records as Markdown and HTML")
     report.add_argument("runs", nargs="+", help="run directories (or record files) to read")
     report.add_argument(
@@ -114,9 +116,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     bisect_cmd.add_argument("--probe", required=True, help="the probe (name or pytest -k expression)")
     bisect_cmd.add_argument("--good", required=True, help="a release where the probe passes, e.g. 1.27.3")
     bisect_cmd.add_argument("--bad", required=True, help="a later release (same minor, or the next one) where it fails")
-    bisect_cmd.add_argument(
-        "--cluster", choices=("kind", "local"), default="kind", help="local: every release between built here"
-    )
+    cluster_option(bisect_cmd, "local: every release between built here")
     bisect_cmd.add_argument(
         "--claim", default="", help="local: bisect on this claim's observed value (GOOD's against BAD's)"
     )
@@ -143,9 +143,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     matrix.add_argument("--versions", default="", help="space-separated versions (default: every minor in the table)")
     matrix.add_argument("--jobs", type=count("JOBS"), default=2, help="how many kind clusters at a time")
     matrix.add_argument("--run-dir", default=str(paths.RUNS), help="where the matrix's run directories go")
-    matrix.add_argument(
-        "--cluster", choices=("kind", "local"), default="kind", help="kind, or local (built here; one at a time)"
-    )
+    cluster_option(matrix, "kind, or local (built here; one at a time)")
     matrix.add_argument(
         "--parallel", default="auto", help="local: probes at a time in each version's cluster (PARALLEL of make probe)"
     )
