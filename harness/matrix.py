@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.process import run_through_interrupt
+from harness.process import Terminated, run_through_interrupt, terminate_waited_children
 from harness.versions import KubeVersion, known_images, resolve_image
 
 EXIT_MEANING = {0: "passed", 1: "failed", 2: "interrupted or bad input", 3: "prerequisite missing", 5: "no probe ran"}
@@ -83,8 +83,19 @@ def run_matrix(versions: Sequence[str], jobs: int, run_one: Callable[[str], Vers
         except Exception as err:  # a crash of one version's runner is that version's result
             return VersionResult(version, "error", None, "", round(time.monotonic() - started, 1), detail=repr(err))
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(guarded, versions))
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    futures = [pool.submit(guarded, version) for version in versions]
+    try:
+        return [future.result() for future in futures]
+    except KeyboardInterrupt as stop:
+        # No version starts after a Ctrl-C or SIGTERM, and the running ones stop and clean up: a terminal's Ctrl-C
+        # reached them; a SIGTERM reached this process alone (before, the matrix then waited for them to run to
+        # their end).
+        if isinstance(stop, Terminated):
+            terminate_waited_children()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # the running versions' cleanup ends before this process
 
 
 def render(results: Sequence[VersionResult]) -> str:

@@ -107,6 +107,8 @@ def wait_through_interrupt(process: subprocess.Popen[bytes], *beside: subprocess
     KeyboardInterrupt is raised, so that the caller stops as interrupted (130, one line) instead of going on.
     """
     stopped: list[int] = []
+    with _WAITED_LOCK:
+        _WAITED.add(process)
 
     def forward(signum: int, frame: object) -> None:
         stopped.append(signum)
@@ -134,6 +136,24 @@ def wait_through_interrupt(process: subprocess.Popen[bytes], *beside: subprocess
     finally:
         if in_main:
             signal.signal(signal.SIGTERM, previous)
+        with _WAITED_LOCK:
+            _WAITED.discard(process)
+
+
+# The children wait_through_interrupt waits for, on any thread: a SIGTERM reaches only the main thread, which passes
+# it on to those of the other threads (terminate_waited_children).
+_WAITED: set[subprocess.Popen[bytes]] = set()
+_WAITED_LOCK = threading.Lock()
+
+
+def terminate_waited_children() -> None:
+    """SIGTERM to every child still waited for (a kind matrix waits for its versions on worker threads, where no
+    signal handler runs): what a SIGTERM to this process alone did not reach. Their waits go on to their end."""
+    with _WAITED_LOCK:
+        running = [process for process in _WAITED if process.poll() is None]
+    for process in running:
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGTERM)
 
 
 def run_through_interrupt(argv: Sequence[str], stdout: IO[str] | None = None) -> int:
@@ -150,5 +170,9 @@ def sigterm_as_interrupt() -> None:
         signal.signal(signal.SIGTERM, _raise_interrupt)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, on Ctrl-C's path: unlike a terminal's Ctrl-C, it reached this process alone, not its children."""
+
+
 def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt(f"received signal {signum}")
+    raise Terminated(f"received signal {signum}")

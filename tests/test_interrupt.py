@@ -335,3 +335,47 @@ def test_a_stopped_matrix_lets_its_running_version_clean_up_and_starts_no_other(
     assert matrix.wait(timeout=60) == INTERRUPTED
     assert first.read_text() == ("SIGINT" if stop == "ctrl-c" else "SIGTERM")
     assert not second.with_suffix(".started").exists()
+
+
+KIND_MATRIX = textwrap.dedent(
+    """
+    # stands in for `make matrix` on kind: versions two at a time on worker threads (harness/matrix.py run_matrix)
+    import sys
+    from harness import matrix
+    from harness.process import run_through_interrupt, sigterm_as_interrupt
+
+    def one(out):
+        code = run_through_interrupt([sys.executable, "-c", sys.argv[1], out])
+        return matrix.VersionResult(out, "stopped", code, "", 0.0)
+
+    sigterm_as_interrupt()
+    try:
+        matrix.run_matrix(sys.argv[2:], 2, one)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    """
+)
+
+
+@pytest.mark.parametrize("stop", ["ctrl-c", "sigterm"])
+def test_a_stopped_kind_matrix_lets_its_running_versions_clean_up_and_starts_no_other(
+    tmp_path: Path, stop: str
+) -> None:
+    """Versions run on worker threads, where no signal handler runs: a SIGTERM to the matrix is passed on to each
+    running version (before, it reached none of them, and the matrix waited for them to run to their end), and no
+    queued version starts."""
+    outs = [tmp_path / name for name in ("first", "second", "third")]
+    matrix = subprocess.Popen(
+        [sys.executable, "-c", KIND_MATRIX, VERSION_RUN, *map(str, outs)], cwd=REPO, start_new_session=True
+    )
+    deadline = time.monotonic() + 60
+    while not all(out.with_suffix(".started").exists() for out in outs[:2]):
+        assert matrix.poll() is None and time.monotonic() < deadline, "the stand-in version runs never started"
+        time.sleep(0.05)
+    if stop == "ctrl-c":
+        os.killpg(matrix.pid, signal.SIGINT)
+    else:
+        matrix.send_signal(signal.SIGTERM)
+    assert matrix.wait(timeout=60) == INTERRUPTED
+    assert [out.read_text() for out in outs[:2]] == ["SIGINT" if stop == "ctrl-c" else "SIGTERM"] * 2
+    assert not outs[2].with_suffix(".started").exists()
