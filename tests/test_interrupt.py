@@ -291,7 +291,8 @@ VERSION_RUN = textwrap.dedent(
     signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
     signal.signal(signal.SIGTERM, lambda signum, frame: got.append(signum))
     out.with_suffix(".started").write_text("")
-    while not got:
+    waited_until = time.monotonic() + 90  # bounded: a test that fails must not leave it running
+    while not got and time.monotonic() < waited_until:
         time.sleep(0.05)
     time.sleep(0.5)
     out.write_text(" ".join(signal.Signals(s).name for s in got))
