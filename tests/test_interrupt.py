@@ -322,20 +322,26 @@ def test_a_stopped_matrix_lets_its_running_version_clean_up_and_starts_no_other(
     the signal once, finishes its cleanup (Python's subprocess.call would kill it 0.25 s after a Ctrl-C, leaving its
     cluster), and the matrix then stops as interrupted without starting the next version."""
     first, second = tmp_path / "first", tmp_path / "second"
+    assert stop_a_matrix(MATRIX, [first, second], running=1, stop=stop) == INTERRUPTED
+    assert first.read_text() == ("SIGINT" if stop == "ctrl-c" else "SIGTERM")
+    assert not second.with_suffix(".started").exists()
+
+
+def stop_a_matrix(program: str, outs: list[Path], running: int, stop: str) -> int | None:
+    """Start a stand-in matrix over stand-in version runs writing to `outs`; once the first `running` have
+    started, stop it with Ctrl-C (SIGINT to its whole group, as a terminal) or SIGTERM to it alone; its exit code."""
     matrix = subprocess.Popen(
-        [sys.executable, "-c", MATRIX, VERSION_RUN, str(first), str(second)], cwd=REPO, start_new_session=True
+        [sys.executable, "-c", program, VERSION_RUN, *map(str, outs)], cwd=REPO, start_new_session=True
     )
     deadline = time.monotonic() + 60
-    while not first.with_suffix(".started").exists():
-        assert matrix.poll() is None and time.monotonic() < deadline, "the stand-in version run never started"
+    while not all(out.with_suffix(".started").exists() for out in outs[:running]):
+        assert matrix.poll() is None and time.monotonic() < deadline, "the stand-in version runs never started"
         time.sleep(0.05)
     if stop == "ctrl-c":
         os.killpg(matrix.pid, signal.SIGINT)
     else:
         matrix.send_signal(signal.SIGTERM)
-    assert matrix.wait(timeout=60) == INTERRUPTED
-    assert first.read_text() == ("SIGINT" if stop == "ctrl-c" else "SIGTERM")
-    assert not second.with_suffix(".started").exists()
+    return matrix.wait(timeout=60)
 
 
 KIND_MATRIX = textwrap.dedent(
@@ -366,17 +372,6 @@ def test_a_stopped_kind_matrix_lets_its_running_versions_clean_up_and_starts_no_
     running version (before, it reached none of them, and the matrix waited for them to run to their end), and no
     queued version starts."""
     outs = [tmp_path / name for name in ("first", "second", "third")]
-    matrix = subprocess.Popen(
-        [sys.executable, "-c", KIND_MATRIX, VERSION_RUN, *map(str, outs)], cwd=REPO, start_new_session=True
-    )
-    deadline = time.monotonic() + 60
-    while not all(out.with_suffix(".started").exists() for out in outs[:2]):
-        assert matrix.poll() is None and time.monotonic() < deadline, "the stand-in version runs never started"
-        time.sleep(0.05)
-    if stop == "ctrl-c":
-        os.killpg(matrix.pid, signal.SIGINT)
-    else:
-        matrix.send_signal(signal.SIGTERM)
-    assert matrix.wait(timeout=60) == INTERRUPTED
+    assert stop_a_matrix(KIND_MATRIX, outs, running=2, stop=stop) == INTERRUPTED
     assert [out.read_text() for out in outs[:2]] == ["SIGINT" if stop == "ctrl-c" else "SIGTERM"] * 2
     assert not outs[2].with_suffix(".started").exists()
