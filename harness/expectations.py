@@ -7,7 +7,7 @@ source files) that justify it. The version is the one the API server reports, ne
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -26,19 +26,27 @@ class ExpectationError(ValueError):
 
 @dataclass(frozen=True)
 class Expectation:
+    """What a claim observes on a range of versions: a value, a measurement between two bounds, or one of
+    several of those (`one_of`: releases where a race of their own decides which; the note says which race)."""
+
     versions: str
     value: Any = None
     between: tuple[float, float] | None = None
     sources: tuple[str, ...] = ()
     note: str | None = None
+    one_of: tuple[Expectation, ...] = ()
 
     def matches(self, observed: Any) -> bool:
+        if self.one_of:
+            return any(alternative.matches(observed) for alternative in self.one_of)
         if self.between is not None:
             low, high = self.between
             return isinstance(observed, int | float) and not isinstance(observed, bool) and low <= observed <= high
         return bool(observed == self.value)
 
     def describe(self) -> str:
+        if self.one_of:
+            return "one of " + " / ".join(alternative.describe() for alternative in self.one_of)
         if self.between is not None:
             return f"between {self.between[0]} and {self.between[1]}"
         return repr(self.value)
@@ -88,10 +96,16 @@ class Verdict:
                 "between": self.expected.between,
                 "sources": list(self.expected.sources),
                 "note": self.expected.note,
+                **({"one_of": [outcome_json(a) for a in self.expected.one_of]} if self.expected.one_of else {}),
             },
             "message": self.message,
             **({"detail": self.detail} if self.detail else {}),
         }
+
+
+def outcome_json(expectation: Expectation) -> dict[str, Any]:
+    """One allowed outcome as run records and the report hold it."""
+    return {"value": expectation.value, "between": expectation.between}
 
 
 def evaluate(
@@ -121,6 +135,8 @@ def gap_could_explain(expected: Expectation, observed: Any) -> bool:
     single value (a phase, a condition, a duration, a yes/no) may come from before or after the hidden
     change, so a gap can explain any mismatch of it.
     """
+    if expected.one_of:
+        return any(gap_could_explain(alternative, observed) for alternative in expected.one_of)
     if expected.between is None and isinstance(expected.value, list) and isinstance(observed, list):
         remaining = iter(expected.value)
         return all(any(state == wanted for wanted in remaining) for state in observed)
@@ -175,18 +191,20 @@ def load_claims(family: str, root: Path | None = None) -> dict[str, Claim]:
         expectations = []
         for entry in body["expect"]:
             version_range(entry["versions"])  # fail at load on a malformed range
-            between = entry.get("between")
-            if ("value" in entry) == (between is not None):
-                raise ExpectationError(f"{path}: {claim_id}: each expectation needs exactly one of value / between")
+            where = f"{path}: {claim_id}: expectation for {entry['versions']}"
             if not entry.get("sources"):
-                raise ExpectationError(f"{path}: {claim_id}: expectation for {entry['versions']} cites no source")
+                raise ExpectationError(f"{where} cites no source")
+            alternatives = entry.get("one_of") or []
+            if "one_of" in entry and (len(alternatives) < 2 or not entry.get("note")):
+                raise ExpectationError(f"{where}: one_of needs two outcomes or more and a note saying what decides")
+            outcome = _outcome(entry, where, allowed=("value", "between", "one_of"))
             expectations.append(
-                Expectation(
+                replace(
+                    outcome,
                     versions=entry["versions"],
-                    value=entry.get("value"),
-                    between=(float(between[0]), float(between[1])) if between is not None else None,
                     sources=tuple(entry["sources"]),
                     note=entry.get("note"),
+                    one_of=tuple(_outcome(a, where, allowed=("value", "between")) for a in alternatives),
                 )
             )
         claims[claim_id] = Claim(
@@ -197,6 +215,21 @@ def load_claims(family: str, root: Path | None = None) -> dict[str, Claim]:
             expectations=tuple(expectations),
         )
     return claims
+
+
+def _outcome(entry: dict[str, Any], where: str, allowed: tuple[str, ...]) -> Expectation:
+    """The value or bounds of one expectation entry (or of one outcome of its one_of), checked."""
+    given = [key for key in allowed if key in entry]
+    if len(given) != 1:
+        raise ExpectationError(f"{where}: needs exactly one of {' / '.join(allowed)}, has {given or 'none'}")
+    between = entry.get("between")
+    if between is not None and (not isinstance(between, list) or len(between) != 2):
+        raise ExpectationError(f"{where}: between needs [low, high], has {between!r}")
+    return Expectation(
+        versions="",
+        value=entry.get("value"),
+        between=(float(between[0]), float(between[1])) if between is not None else None,
+    )
 
 
 def all_claim_ids() -> set[str]:

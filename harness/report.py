@@ -29,7 +29,17 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup, escape
 
 from harness import families, timeline_svg
-from harness.expectations import FAIL, NOT_OBSERVABLE, PASS, UNDECIDED, Claim, Expectation, evaluate, load_claims
+from harness.expectations import (
+    FAIL,
+    NOT_OBSERVABLE,
+    PASS,
+    UNDECIDED,
+    Claim,
+    Expectation,
+    evaluate,
+    load_claims,
+    outcome_json,
+)
 from harness.run import safe_name
 from harness.versions import KubeVersion
 
@@ -230,8 +240,7 @@ class Matrix:
             return Side(version, cell.observed, cell.origin, cell.status, expectation)
         if expectation is None:
             return None
-        value = list(expectation.between) if expectation.between is not None else expectation.value
-        return Side(version, value, "expected", None, expectation)
+        return Side(version, expected_value(expectation), "expected", None, expectation)
 
     def changes(self) -> list[tuple[str, str, list[Change]]]:
         """For each pair of consecutive versions, the claims whose value (observed or expected) differs.
@@ -257,7 +266,9 @@ class Matrix:
                     continue
                 old, new = was.expectation, now.expectation
                 expected_changed = (
-                    old is not None and new is not None and (old.value, old.between) != (new.value, new.between)
+                    old is not None
+                    and new is not None
+                    and (old.value, old.between, old.one_of) != (new.value, new.between, new.one_of)
                 )
                 cited = new.sources if expected_changed and new else ()
                 prs = pull_requests(cited) or (pull_requests(old.sources) if expected_changed and old else [])
@@ -316,9 +327,19 @@ def _basis_rank(side: Side) -> int:
     return ORIGIN_RANK.get(side.basis, len(ORIGIN_RANK))
 
 
+def expected_value(expectation: Expectation) -> Any:
+    """What an expectation says, as a value: the bounds of a range; each outcome of a one_of."""
+    if expectation.one_of:
+        return {"one of": [expected_value(alternative) for alternative in expectation.one_of]}
+    return list(expectation.between) if expectation.between is not None else expectation.value
+
+
 def _behaviour(side: Side) -> str:
-    """What a side says about behaviour: a measured value inside its expected range counts as that range."""
+    """What a side says about behaviour: a measured value inside its expected range counts as that range (the
+    outcome of a one_of it matches counts as that outcome)."""
     e = side.expectation
+    if e is not None and e.one_of and side.basis != "expected":
+        e = next((outcome for outcome in e.one_of if outcome.matches(side.value)), None)
     if e is not None and e.between is not None and (side.basis == "expected" or e.matches(side.value)):
         return json.dumps(["between", list(e.between)])
     return json.dumps(["value", side.value], sort_keys=True)
@@ -615,8 +636,14 @@ def expected_text(expectation: Expectation | JsonDict | None) -> str:
     """An expectation's value as a cell shows it (a range as 'low–high')."""
     if expectation is None:
         return "no expectation"
-    between = expectation.between if isinstance(expectation, Expectation) else expectation.get("between")
-    value = expectation.value if isinstance(expectation, Expectation) else expectation.get("value")
+    if isinstance(expectation, Expectation):
+        outcomes: list[Expectation | JsonDict] = list(expectation.one_of)
+        between, value = expectation.between, expectation.value
+    else:
+        outcomes = list(expectation.get("one_of") or [])
+        between, value = expectation.get("between"), expectation.get("value")
+    if outcomes:
+        return " or ".join(expected_text(outcome) for outcome in outcomes)
     return f"{between[0]:g} to {between[1]:g}" if between is not None else short(value)
 
 
@@ -624,8 +651,9 @@ def side_text(side: Side) -> str:
     """A change's end: the value, an observed measurement with the range it lies in."""
     if side.basis == "expected":
         return expected_text(side.expectation)
-    if side.expectation is not None and side.expectation.between is not None:
-        where = "in" if side.expectation.matches(side.value) else "expected"
+    e = side.expectation
+    if e is not None and (e.between is not None or e.one_of):
+        where = "in" if e.matches(side.value) else "expected"
         return f"{short(side.value)} ({where} {expected_text(side.expectation)})"
     return short(side.value)
 
@@ -647,7 +675,14 @@ def _page_data(matrix: Matrix) -> JsonDict:
             "observable": claim.observable,
             "document": document_label(claim.document),
             "expectations": [
-                {"versions": e.versions, "value": e.value, "between": e.between, "sources": e.sources, "note": e.note}
+                {
+                    "versions": e.versions,
+                    "value": e.value,
+                    "between": e.between,
+                    "sources": e.sources,
+                    "note": e.note,
+                    **({"one_of": [outcome_json(a) for a in e.one_of]} if e.one_of else {}),
+                }
                 for e in claim.expectations
             ],
         }

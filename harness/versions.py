@@ -55,18 +55,24 @@ class KubeVersion:
         return f"{self.version.major}.{self.version.minor}"
 
     def satisfies(self, specifier: str) -> bool:
-        """True when this version is in a range such as "<1.27.0-alpha.3" or ">=1.27.0-alpha.3,<1.30"."""
-        return version_range(specifier).contains(self.version, prereleases=True)
+        """True when this version is in a range such as "<1.27.0-alpha.3", ">=1.27.0-alpha.3,<1.30", or in
+        either of two ranges joined by "||" (">=1.19,<1.22.12 || >=1.23.0-alpha.0,<1.23.9": the patches of
+        several minors before a cherry-picked fix)."""
+        return any(part.contains(self.version, prereleases=True) for part in version_range(specifier))
 
     def __str__(self) -> str:
         return self.text
 
 
 @cache
-def version_range(specifier: str) -> SpecifierSet:
-    """Parse a version range written with Kubernetes pre-release spellings (1.27.0-alpha.3)."""
+def version_range(specifier: str) -> tuple[SpecifierSet, ...]:
+    """Parse a version range written with Kubernetes pre-release spellings (1.27.0-alpha.3): one range, or
+    several joined by "||" (a version is in it when it is in any of them)."""
+    parts = [part.strip() for part in specifier.split("||")]
     try:
-        return SpecifierSet(specifier)
+        if not all(parts):
+            raise InvalidSpecifier(specifier)
+        return tuple(SpecifierSet(part) for part in parts)
     except InvalidSpecifier as err:
         raise VersionError(f"not a version range: {specifier!r}") from err
 

@@ -64,3 +64,19 @@ def test_a_run_that_restarted_the_api_server_on_purpose_is_adopted_beside_the_pl
     said = adopt(run, families=tmp_path / "probes")
     name = "pod_deadline--v1.27.3-live-local-apiserver-restarted.json"
     assert said == [f"adopted probes/active_deadline/recordings/{name}"]
+
+
+def test_a_recording_of_a_version_already_adopted_gets_the_next_free_name_and_replaces_nothing(tmp_path: Path) -> None:
+    families = tmp_path / "probes"
+    recordings = families / "active_deadline" / "recordings"
+    recordings.mkdir(parents=True)
+    earlier = recordings / "pod_deadline--v1.27.3-live-local.json"
+    earlier.write_text('{"an": "earlier run"}')
+    (recordings / "pod_deadline--v1.27.3-live-local-2.json").write_text('{"another": "run"}')
+    run = live_run(tmp_path, "passed")
+    said = adopt(run, families=families)
+    assert earlier.read_text() == '{"an": "earlier run"}'
+    third = recordings / "pod_deadline--v1.27.3-live-local-3.json"
+    assert third.read_bytes() == (run / "recordings" / "test-pod-deadline.json").read_bytes()
+    assert said == [f"adopted {third.relative_to(tmp_path)}"]
+    assert adopt(run, families=families) == [f"already adopted as {third.relative_to(tmp_path)}"]

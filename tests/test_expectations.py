@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from harness.expectations import (
@@ -132,3 +135,86 @@ def test_a_gap_hides_states_but_cannot_add_or_reorder_them() -> None:
     assert evaluate(PHASES, v1_27, ["Failed", "Running"], gaps=gap).status == FAIL  # out of order
     one_value = Claim("phase", "c", "the phase", "d", (Expectation(">=1.0", value="Failed", sources=("s",)),))
     assert evaluate(one_value, v1_27, "Running", gaps=gap).status == UNDECIDED  # seen before the hidden change
+
+
+RACY = Expectation(
+    "<1.22.12",
+    one_of=(Expectation("", value=[True]), Expectation("", value=[False])),
+    sources=("k/k#110294",),
+    note="a race of these releases decides",
+)
+
+
+def test_a_one_of_expectation_passes_any_of_its_outcomes_and_nothing_else() -> None:
+    claim = Claim("retries", "retry deleted", "for each retry, deleted", "doc", (RACY,))
+    version = KubeVersion.parse("v1.21.14")
+    assert evaluate(claim, version, [True]).status == PASS
+    assert evaluate(claim, version, [False]).status == PASS
+    failed = evaluate(claim, version, [])
+    assert failed.status == FAIL
+    assert "expected one of [True] / [False]" in failed.message
+    assert failed.to_json()["expected"]["one_of"] == [
+        {"value": [True], "between": None},
+        {"value": [False], "between": None},
+    ]
+
+
+def test_a_one_of_mixes_values_and_ranges_and_a_gap_explains_what_any_outcome_could() -> None:
+    late = Expectation("<1.22.12", one_of=(Expectation("", between=(-1, 3)), Expectation("", between=(10, 20))))
+    assert late.matches(2) and late.matches(13) and not late.matches(6)
+    assert late.describe() == "one of between -1 and 3 / between 10 and 20"
+    sequence = Expectation("<1.27", one_of=(Expectation("", value=["Running"]), Expectation("", value=["A", "B"])))
+    claim = Claim("c", "c", "c", "doc", (sequence,))
+    assert evaluate(claim, KubeVersion.parse("v1.26.7"), ["B"], gaps=["watch down 2 s"]).status == UNDECIDED
+    assert evaluate(claim, KubeVersion.parse("v1.26.7"), ["C"], gaps=["watch down 2 s"]).status == FAIL
+
+
+def write_family(root: Path, expect: str) -> None:
+    folder = root / "fam"
+    folder.mkdir(parents=True)
+    (folder / "family.yaml").write_text("title: t\norder: 1\ndocument: shared/seeds/x.txt\n")
+    (folder / "expectations.yaml").write_text(
+        "document: shared/seeds/x.txt\nclaims:\n  c:\n    claim: c\n    observable: o\n    expect:\n" + expect
+    )
+
+
+def test_a_one_of_is_read_from_the_family_data(tmp_path: Path) -> None:
+    write_family(
+        tmp_path,
+        '      - versions: "<1.22.12 || >=1.23.0-alpha.0,<1.23.9"\n'
+        "        one_of: [{value: [true]}, {between: [10, 20]}]\n"
+        "        note: a race\n"
+        "        sources: [k/k#110294]\n"
+        '      - versions: ">=1.22.12,<1.23.0-alpha.0 || >=1.23.9"\n'
+        "        value: [true]\n"
+        "        sources: [k/k#110543]\n",
+    )
+    claim = load_claims("fam", tmp_path)["c"]
+    racy = claim.expectation_for(KubeVersion.parse("v1.23.8"))
+    assert racy.one_of == (Expectation("", value=[True]), Expectation("", between=(10.0, 20.0)))
+    assert claim.expectation_for(KubeVersion.parse("v1.22.12")).value == [True]
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ("one_of: [{value: 1}, {value: 2}]\n        sources: [s]", "one_of needs two outcomes or more and a note"),
+        ("one_of: [{value: 1}]\n        note: n\n        sources: [s]", "one_of needs two outcomes or more"),
+        ("one_of: [{value: 1}, {}]\n        note: n\n        sources: [s]", "needs exactly one of value / between"),
+        ("value: 1\n        between: [1, 2]\n        sources: [s]", "needs exactly one of value / between / one_of"),
+        ("between: [1]\n        sources: [s]", "between needs [low, high]"),
+    ],
+)
+def test_a_malformed_one_of_or_range_is_refused_at_load(tmp_path: Path, entry: str, problem: str) -> None:
+    write_family(tmp_path, f'      - versions: ">=1.19"\n        {entry}\n')
+    with pytest.raises(ExpectationError, match=re.escape(problem)):
+        load_claims("fam", tmp_path)
+
+
+@pytest.mark.parametrize("claim_id", ["job-retry.retries-deleted", "job-retry.containers-left-on-node"])
+def test_the_job_deadline_claims_allow_either_outcome_exactly_on_releases_without_k_k_110294(claim_id: str) -> None:
+    claim = load_claims("active_deadline")[claim_id]
+    unfixed = ["1.21.14", "1.22.11", "1.23.0-alpha.1", "1.23.8", "1.24.0", "1.24.2", "1.25.0-alpha.0"]
+    fixed = ["1.22.12", "1.22.17", "1.23.9", "1.24.3", "1.25.0-alpha.1", "1.26.7", "1.37.0"]
+    assert all(claim.expectation_for(KubeVersion.parse(v)).one_of for v in unfixed)
+    assert not any(claim.expectation_for(KubeVersion.parse(v)).one_of for v in fixed)

@@ -17,7 +17,19 @@ import pytest
 from harness import report, timeline_svg
 from harness.expectations import Claim, Expectation, load_claims
 from harness.families import all_recordings
-from harness.report import Matrix, build_matrix, load_records, render_html, render_markdown, write_report
+from harness.report import (
+    Matrix,
+    Side,
+    _behaviour,
+    build_matrix,
+    expected_text,
+    expected_value,
+    load_records,
+    render_html,
+    render_markdown,
+    side_text,
+    write_report,
+)
 from harness.run import safe_name
 from harness.transport import Recording
 from harness.versions import KubeVersion
@@ -879,3 +891,24 @@ def test_what_changed_keeps_undecided_apart_from_disagreements() -> None:
     assert (change.undecided, change.disagrees, change.agrees) == (False, True, False)
     assert "**❌ 1 disagrees**" in render_markdown(failed)
     assert "✗ 1 disagrees" in render_html(failed)
+
+
+def test_a_one_of_expectation_shows_its_outcomes_and_a_value_counts_as_the_outcome_it_matches() -> None:
+    racy = Expectation(
+        "<1.22.12", one_of=(Expectation("", value=[True]), Expectation("", value=[False])), sources=("s",), note="n"
+    )
+    fixed = Expectation(">=1.22.12", value=[True], sources=("s",))
+    assert expected_text(racy) == "true or false"
+    assert expected_text({"one_of": [{"value": None, "between": [-1, 3]}, {"value": [False]}]}) == "-1 to 3 or false"
+    assert expected_value(racy) == {"one of": [[True], [False]]}
+    assert side_text(Side("v1.21.14", [False], "live", "pass", racy)) == "false (in true or false)"
+    # observed [True] before and after the fix: the same behaviour; [False] before it: a change
+    assert _behaviour(Side("v1.21.14", [True], "live", "pass", racy)) == _behaviour(
+        Side("v1.22.17", [True], "live", "pass", fixed)
+    )
+    assert _behaviour(Side("v1.21.14", [False], "live", "pass", racy)) != _behaviour(
+        Side("v1.22.17", [True], "live", "pass", fixed)
+    )
+    assert _behaviour(Side("v1.21.14", expected_value(racy), "expected", None, racy)) != _behaviour(
+        Side("v1.22.17", [True], "expected", None, fixed)
+    )

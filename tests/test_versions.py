@@ -7,7 +7,15 @@ import re
 import pytest
 
 from harness.manifests import load_manifest, manifest_files
-from harness.versions import KubeVersion, NodeImage, VersionError, known_images, known_versions, resolve_image
+from harness.versions import (
+    KubeVersion,
+    NodeImage,
+    VersionError,
+    known_images,
+    known_versions,
+    resolve_image,
+    version_range,
+)
 
 
 @pytest.mark.parametrize(
@@ -111,3 +119,17 @@ def test_every_image_the_probes_run_is_pinned_by_digest() -> None:
         spec = spec.get("template", {}).get("spec", spec)  # a Job: its pod template
         for container in spec.get("containers", []) + spec.get("initContainers", []):
             assert re.search(r"@sha256:[0-9a-f]{64}$", container["image"]), f"{name}: {container['image']}"
+
+
+def test_ranges_joined_by_a_double_bar_hold_a_version_in_any_of_them() -> None:
+    unfixed = ">=1.19,<1.22.12 || >=1.23.0-alpha.0,<1.23.9"
+    assert KubeVersion.parse("v1.22.11").satisfies(unfixed)
+    assert KubeVersion.parse("v1.23.0-rc.1").satisfies(unfixed)
+    assert not KubeVersion.parse("v1.22.12").satisfies(unfixed)
+    assert not KubeVersion.parse("v1.23.9").satisfies(unfixed)
+
+
+@pytest.mark.parametrize("text", [">=1.19 ||", "|| <1.20", ">=1.19 || nonsense"])
+def test_a_union_with_an_empty_or_malformed_part_is_refused(text: str) -> None:
+    with pytest.raises(VersionError, match="not a version range"):
+        version_range(text)

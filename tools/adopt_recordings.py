@@ -3,7 +3,8 @@
 Each recording of a passing probe is copied, unchanged (a live recording is evidence: never edited), into
 `probes/<family>/recordings/<probe>--<server version>-live-<cluster>.json` (`…-apiserver-restarted.json` when the
 run restarted the API server mid-probe on purpose, RESTART_APISERVER_AFTER), beside the family's other live
-recordings (every recording there is live). Recordings of failing probes are not adopted unless `--failing` is
+recordings (every recording there is live); a name already taken by another recording gets the next free
+`-N` (one adopted is never replaced). Recordings of failing probes are not adopted unless `--failing` is
 given (a failing live recording is a finding to resolve first, not a test to keep green).
 """
 
@@ -55,10 +56,26 @@ def adopt(run_dir: Path, include_failing: bool = False, families: Path = REPO / 
             "-apiserver-restarted" if any("apiserver_pid_after" in d for d in origin.get("disruptions", [])) else ""
         )
         target = recordings / f"{probe}--{version}-live-{cluster}{disrupted}{repeat and '-' + repeat}.json"
+        taken = taken_names(target)
+        same = next((t for t in taken if t.read_bytes() == path.read_bytes()), None)
+        if same is not None:
+            said.append(f"already adopted as {same.relative_to(families.parent)}")
+            continue
+        target = target.with_name(f"{target.stem}-{len(taken) + 1}.json") if taken else target
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, target)
         said.append(f"adopted {target.relative_to(families.parent)}")
     return said
+
+
+def taken_names(target: Path) -> list[Path]:
+    """The target and its `<stem>-N.json` (N from 2) that exist, in order: an adopted recording is never replaced."""
+    taken: list[Path] = []
+    candidate = target
+    while candidate.exists():
+        taken.append(candidate)
+        candidate = target.with_name(f"{target.stem}-{len(taken) + 1}.json")
+    return taken
 
 
 def main(argv: list[str]) -> int:
