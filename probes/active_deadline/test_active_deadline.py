@@ -301,7 +301,7 @@ def test_job_deadline_during_retry(probe: Probe) -> None:
     Job's deadline passes and is deleted; one of the Job's containers remains on the node.
 
     Before 1.27 the job controller creates the first retry as soon as the first pod failed (its back-off came
-    from the queue's requeue count, 0 for the first failure; from 1.27 the back-off record gives it 10 s), so
+    from the queue's requeue count, 0 for the first failure; k/k#114516 in v1.27.0-alpha.1 gives it 10 s), so
     on a quick node the retry reaches its own deadline before the Job's: then no retry was active at the Job's
     deadline, and the two claims about it are not observable (said with the instants).
     """
