@@ -165,8 +165,42 @@ class LiveTarget:
     goes_with_the_run: bool = False  # see ClusterProvider.goes_with_the_run
 
 
+class MadeCluster(Protocol):
+    """What a cluster this run makes offers its provider (harness/kind.py KindCluster, harness/local LocalCluster)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def kubeconfig(self) -> Path: ...
+
+    def node_containers(self, node: str) -> list[JsonDict]: ...
+
+
+class MadeHere:
+    """A provider whose cluster this run makes, and removes when the run ends (unless kept): kind and local."""
+
+    cluster: MadeCluster
+
+    @property
+    def name(self) -> str:
+        return self.cluster.name
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.cluster.kubeconfig
+
+    @property
+    def node_lister(self) -> NodeLister:
+        return self.cluster.node_containers
+
+    @property
+    def goes_with_the_run(self) -> bool:
+        return True
+
+
 @dataclass
-class KindProvider:
+class KindProvider(MadeHere):
     """A kind cluster from a node image (harness/kind.py); the node-shutdown cluster passes a config."""
 
     cluster: KindCluster
@@ -185,16 +219,8 @@ class KindProvider:
         return cls(cluster, image.kind_release, version, kind_line, preload_images=images_in_manifests())
 
     @property
-    def name(self) -> str:
-        return self.cluster.name
-
-    @property
     def created(self) -> bool:
         return self.cluster.created
-
-    @property
-    def kubeconfig(self) -> Path:
-        return self.cluster.kubeconfig
 
     @property
     def context(self) -> str | None:
@@ -221,10 +247,6 @@ class KindProvider:
         return {"preloaded": self.cluster.preload(self.preload_images, nodes)}
 
     @property
-    def node_lister(self) -> NodeLister:
-        return self.cluster.node_containers
-
-    @property
     def apiserver_restart(self) -> None:
         return None  # the kind node's control plane is kubeadm's static pods, not the suite's processes
 
@@ -238,10 +260,6 @@ class KindProvider:
 
     def keep_logs(self, directory: Path) -> str:
         return self.cluster.export_logs(directory)  # kind export logs: each node's kubelet and containerd logs
-
-    @property
-    def goes_with_the_run(self) -> bool:
-        return True  # made here, removed when the run ends (unless kept)
 
     def kept(self) -> str:
         return (
@@ -259,7 +277,7 @@ class KindProvider:
 
 
 @dataclass
-class LocalProvider:
+class LocalProvider(MadeHere):
     """Kubernetes built from its Go modules, run as processes on this host (harness/local/)."""
 
     cluster: LocalCluster
@@ -271,16 +289,8 @@ class LocalProvider:
         return cls(LocalCluster(name=name, build=build, logs=logs))
 
     @property
-    def name(self) -> str:
-        return self.cluster.name
-
-    @property
     def created(self) -> bool:
         return self.cluster.started
-
-    @property
-    def kubeconfig(self) -> Path:
-        return self.cluster.kubeconfig
 
     @property
     def context(self) -> str | None:
@@ -315,10 +325,6 @@ class LocalProvider:
         return {"local": self.cluster.provenance()}
 
     @property
-    def node_lister(self) -> NodeLister:
-        return self.cluster.node_containers
-
-    @property
     def apiserver_restart(self) -> ApiserverRestart:
         return partial(restart_apiserver, self.cluster.state)
 
@@ -330,10 +336,6 @@ class LocalProvider:
 
     def keep_logs(self, directory: Path) -> str:
         return str(self.cluster.logs)  # every component writes its log there, and it stays with the run
-
-    @property
-    def goes_with_the_run(self) -> bool:
-        return True  # made here, removed when the run ends (unless kept)
 
     def kept(self) -> str:
         return (
