@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from html import escape
 from itertools import pairwise
-from typing import Any
+from typing import Any, NamedTuple
 
 JsonDict = dict[str, Any]
 
@@ -59,17 +59,15 @@ LEFT = 150  # the row labels
 RIGHT = 16
 
 
-@dataclass(frozen=True)
-class Mark:
-    """An instant worth drawing."""
+class Mark(NamedTuple):
+    """An instant worth drawing: when, its label, and its kind (which row and colour)."""
 
     t: float
     label: str
     kind: str
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(NamedTuple):
     """An interval worth drawing (the grace period, the preStop hook)."""
 
     start: float

@@ -183,6 +183,17 @@ def test_certificates_are_signed_by_the_clusters_ca_with_their_identities(tmp_pa
     assert oct((tmp_path / "kubelet.key").stat().st_mode & 0o777) == "0o600"
 
 
+def test_every_private_key_is_readable_by_its_owner_only_even_where_a_file_was_left(tmp_path: Path) -> None:
+    (tmp_path / "sa.key").write_text("left by an earlier cluster")
+    (tmp_path / "sa.key").chmod(0o644)
+    pki = Pki(tmp_path)
+    private, public = pki.service_account_keys()
+    keys = [pki.ca_key_file, private, pki.issue("admin", "kubernetes-admin")[1]]
+    assert [oct(key.stat().st_mode & 0o777) for key in keys] == ["0o600"] * 3
+    assert private.read_bytes().startswith(b"-----BEGIN") and public.read_bytes().startswith(b"-----BEGIN PUBLIC KEY")
+    assert pki.ca_key_file == tmp_path / "ca.key" and pki.ca_file == tmp_path / "ca.crt"
+
+
 def test_kubeconfigs_load_with_the_official_client(tmp_path: Path) -> None:
     pki = Pki(tmp_path)
     cert, key = pki.issue("admin", "kubernetes-admin", "system:masters")

@@ -11,7 +11,8 @@ from __future__ import annotations
 import base64
 import datetime
 import ipaddress
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -25,6 +26,14 @@ _VALIDITY = datetime.timedelta(days=30)
 
 def _key() -> rsa.RSAPrivateKey:
     return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Write a key that no one but its owner may read, from its first byte (no moment with the umask's mode)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)  # an existing file keeps its mode through O_CREAT
+    with os.fdopen(descriptor, "wb") as out:
+        out.write(data)
 
 
 def _pem_key(key: rsa.RSAPrivateKey) -> bytes:
@@ -43,6 +52,8 @@ class Pki:
     """A CA of one local cluster and the certificates it signs, written under `directory`."""
 
     directory: Path
+    ca_file: Path = field(init=False)
+    ca_key_file: Path = field(init=False)
 
     def __post_init__(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -61,17 +72,14 @@ class Pki:
             .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
             .sign(self._ca_key, hashes.SHA256())
         )
-        self.ca_file.write_bytes(self._ca.public_bytes(serialization.Encoding.PEM))
-        (self.directory / "ca.key").write_bytes(_pem_key(self._ca_key))
-        (self.directory / "ca.key").chmod(0o600)
+        self.ca_file, self.ca_key_file = self._write("ca", self._ca, self._ca_key)
 
-    @property
-    def ca_file(self) -> Path:
-        return self.directory / "ca.crt"
-
-    @property
-    def ca_key_file(self) -> Path:
-        return self.directory / "ca.key"
+    def _write(self, name: str, certificate: x509.Certificate, key: rsa.RSAPrivateKey) -> tuple[Path, Path]:
+        """`<name>.crt`, and `<name>.key` readable by its owner only."""
+        cert_file, key_file = self.directory / f"{name}.crt", self.directory / f"{name}.key"
+        cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+        _write_private(key_file, _pem_key(key))
+        return cert_file, key_file
 
     def issue(
         self,
@@ -105,19 +113,13 @@ class Pki:
             names: list[x509.GeneralName] = [x509.DNSName(d) for d in dns]
             names += [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
             builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
-        certificate = builder.sign(self._ca_key, hashes.SHA256())
-        cert_file, key_file = self.directory / f"{name}.crt", self.directory / f"{name}.key"
-        cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-        key_file.write_bytes(_pem_key(key))
-        key_file.chmod(0o600)
-        return cert_file, key_file
+        return self._write(name, builder.sign(self._ca_key, hashes.SHA256()), key)
 
     def service_account_keys(self) -> tuple[Path, Path]:
         """(private, public) key files that sign and verify service account tokens."""
         key = _key()
         private, public = self.directory / "sa.key", self.directory / "sa.pub"
-        private.write_bytes(_pem_key(key))
-        private.chmod(0o600)
+        _write_private(private, _pem_key(key))
         public.write_bytes(
             key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
         )
