@@ -34,6 +34,16 @@ def identity(meta: JsonDict) -> Identity:
     )
 
 
+def api_fields(view: object, *attributes: str) -> JsonDict:
+    """A view's attributes under their API names (deletion_timestamp -> deletionTimestamp): what a timeline keeps."""
+    return {_api_name(attribute): getattr(view, attribute) for attribute in attributes}
+
+
+def _api_name(attribute: str) -> str:
+    first, *rest = attribute.split("_")
+    return first + "".join(part.capitalize() for part in rest)
+
+
 @dataclass(frozen=True)
 class ContainerView:
     name: str
@@ -165,20 +175,9 @@ class PodView:
     def timeline_fields(self) -> JsonDict:
         """What the timeline keeps of each observed state."""
         return {
-            "phase": self.phase,
-            "reason": self.reason,
-            "deletionTimestamp": self.deletion_timestamp,
-            "deletionGracePeriodSeconds": self.deletion_grace_period_seconds,
-            "conditions": self.conditions,
+            **api_fields(self, "phase", "reason", "deletion_timestamp", "deletion_grace_period_seconds", "conditions"),
             "containers": [
-                {
-                    "name": c.name,
-                    "state": c.state,
-                    "exitCode": c.exit_code,
-                    "reason": c.reason,
-                    "finishedAt": c.finished_at,
-                    "containerID": c.container_id,
-                }
+                {**api_fields(c, "name", "state", "exit_code", "reason", "finished_at"), "containerID": c.container_id}
                 for c in self.containers
             ],
         }
@@ -241,13 +240,8 @@ class JobView:
         return f"active={self.active} succeeded={self.succeeded} failed={self.failed} {conditions}".rstrip()
 
     def timeline_fields(self) -> JsonDict:
-        return {
-            "active": self.active,
-            "succeeded": self.succeeded,
-            "failed": self.failed,
-            "terminating": self.terminating,
-            "conditions": {c.type: f"{c.status}/{c.reason}" for c in self.conditions},
-        }
+        conditions = {c.type: f"{c.status}/{c.reason}" for c in self.conditions}
+        return {**api_fields(self, "active", "succeeded", "failed", "terminating"), "conditions": conditions}
 
 
 @dataclass(frozen=True)
@@ -375,12 +369,5 @@ class StatefulSetView:
         )
 
     def timeline_fields(self) -> JsonDict:
-        return {
-            "observedGeneration": self.observed_generation,
-            "replicas": self.replicas,
-            "readyReplicas": self.ready_replicas,
-            "currentReplicas": self.current_replicas,
-            "updatedReplicas": self.updated_replicas,
-            "currentRevision": self.current_revision,
-            "updateRevision": self.update_revision,
-        }
+        counters = ("observed_generation", "replicas", "ready_replicas", "current_replicas", "updated_replicas")
+        return api_fields(self, *counters, "current_revision", "update_revision")

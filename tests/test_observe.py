@@ -17,7 +17,7 @@ from harness.observe import (
     order_of,
 )
 from harness.transport import WatchEvent
-from harness.views import PodView
+from harness.views import JobView, PodView
 from tests.doubles import ScriptedWatch, pod
 
 TERMINATED = {"terminated": {"exitCode": 137, "reason": "Error", "finishedAt": "2023-12-11T00:00:10Z"}}
@@ -275,3 +275,61 @@ def test_the_delete_instant_is_read_from_the_first_deletion_view() -> None:
     requested = delete_requested_at(deleted)
     assert requested is not None and requested.isoformat() == "2023-12-11T00:00:05+00:00"
     assert obs.latest.deletion_grace_period_seconds == 0  # what the old reading took: 14 s - 0 s
+
+
+def test_the_timeline_keeps_each_views_fields_under_their_api_names() -> None:
+    pod = PodView.from_object(
+        {
+            "metadata": {
+                "name": "p",
+                "namespace": "n",
+                "uid": "u",
+                "resourceVersion": "1",
+                "deletionTimestamp": "2026-11-26T00:00:00Z",
+                "deletionGracePeriodSeconds": 5,
+            },
+            "status": {
+                "phase": "Running",
+                "conditions": [{"type": "Ready", "status": "True"}],
+                "containerStatuses": [
+                    {
+                        "name": "main",
+                        "containerID": "containerd://c1",
+                        "state": {
+                            "terminated": {"exitCode": 137, "reason": "Error", "finishedAt": "2026-11-26T00:00:05Z"}
+                        },
+                    }
+                ],
+            },
+        }
+    )
+    assert pod.timeline_fields() == {
+        "phase": "Running",
+        "reason": None,
+        "deletionTimestamp": "2026-11-26T00:00:00Z",
+        "deletionGracePeriodSeconds": 5,
+        "conditions": {"Ready": "True"},
+        "containers": [
+            {
+                "name": "main",
+                "state": "terminated",
+                "exitCode": 137,
+                "reason": "Error",
+                "finishedAt": "2026-11-26T00:00:05Z",
+                "containerID": "containerd://c1",
+            }
+        ],
+    }
+    job = JobView.from_object(
+        {
+            "metadata": {"name": "j", "namespace": "n", "uid": "u", "resourceVersion": "1"},
+            "status": {"active": 1, "failed": 2, "conditions": [{"type": "Failed", "status": "True", "reason": "X"}]},
+        }
+    )
+    assert job.timeline_fields() == {
+        "active": 1,
+        "succeeded": 0,
+        "failed": 2,
+        "terminating": None,
+        "conditions": {"Failed": "True/X"},
+    }

@@ -181,6 +181,37 @@ func fail(err error) {
 	os.Exit(1)
 }
 
+// keep returns the items for which ok holds, in their order (never nil).
+func keep[T any](items []T, ok func(T) bool) []T {
+	kept := []T{}
+	for _, item := range items {
+		if ok(item) {
+			kept = append(kept, item)
+		}
+	}
+	return kept
+}
+
+// list prints a listing as cri-tools does: each item's ID with --quiet, the response as JSON with -o json,
+// else a table with the header and the rows of each item.
+func list[T any](o options, items []T, response proto.Message, id func(T) string, header string,
+	rows func(T) [][]string) {
+	switch {
+	case o.on("quiet"):
+		for _, item := range items {
+			fmt.Println(id(item))
+		}
+	case o.get("output", "") == "json":
+		fmt.Println(toJSON(response))
+	default:
+		var all [][]string
+		for _, item := range items {
+			all = append(all, rows(item)...)
+		}
+		table(header, all)
+	}
+}
+
 func table(header string, rows [][]string) {
 	w := tabwriter.NewWriter(os.Stdout, 20, 1, 3, ' ', 0)
 	fmt.Fprintln(w, header)
@@ -295,7 +326,6 @@ func main() {
 
 func run(ctx context.Context, command string, o options, runtime pb.RuntimeServiceClient,
 	images pb.ImageServiceClient) error {
-	output := o.get("output", "")
 	switch command {
 	case "version":
 		r, err := runtime.Version(ctx, &pb.VersionRequest{Version: "v1"})
@@ -321,22 +351,13 @@ func run(ctx context.Context, command string, o options, runtime pb.RuntimeServi
 			return err
 		}
 		sort.SliceStable(r.Images, func(i, j int) bool { return imageRef(r.Images[i]) < imageRef(r.Images[j]) })
-		switch {
-		case o.on("quiet"):
-			for _, image := range r.Images {
-				fmt.Println(image.Id)
-			}
-		case output == "json":
-			fmt.Println(toJSON(r))
-		default:
-			var rows [][]string
-			for _, image := range r.Images {
+		list(o, r.Images, r, func(image *pb.Image) string { return image.Id }, "IMAGE\tTAG\tIMAGE ID\tSIZE",
+			func(image *pb.Image) (rows [][]string) {
 				for _, pair := range repoTags(image) {
 					rows = append(rows, []string{pair[0], pair[1], truncate(image.Id, o), humanSize(image.Size_)})
 				}
-			}
-			table("IMAGE\tTAG\tIMAGE ID\tSIZE", rows)
-		}
+				return rows
+			})
 	case "inspecti", "inspect", "inspectp":
 		need(o, 1, "an ID or name")
 		for _, id := range o.args[1:] {
@@ -495,38 +516,29 @@ func containers(ctx context.Context, o options, runtime pb.RuntimeServiceClient)
 	if err != nil {
 		return err
 	}
-	list := []*pb.Container{}
-	for _, c := range r.Containers {
-		if c.Metadata != nil && matches(o.get("name", ""), c.Metadata.Name) {
-			list = append(list, c)
-		}
-	}
-	sort.SliceStable(list, func(i, j int) bool { return list[i].CreatedAt > list[j].CreatedAt })
-	switch {
-	case o.on("quiet"):
-		for _, c := range list {
-			fmt.Println(c.Id)
-		}
-	case o.get("output", "") == "json":
-		fmt.Println(toJSON(&pb.ListContainersResponse{Containers: list}))
-	default:
-		pods := map[string]string{}
-		if p, err := runtime.ListPodSandbox(ctx, &pb.ListPodSandboxRequest{}); err == nil {
-			for _, pod := range p.Items {
-				pods[pod.Id] = pod.Metadata.GetName()
+	found := keep(r.Containers, func(c *pb.Container) bool {
+		return c.Metadata != nil && matches(o.get("name", ""), c.Metadata.Name)
+	})
+	sort.SliceStable(found, func(i, j int) bool { return found[i].CreatedAt > found[j].CreatedAt })
+	var pods map[string]string // pod names by sandbox ID, read for the table only
+	list(o, found, &pb.ListContainersResponse{Containers: found}, func(c *pb.Container) string { return c.Id },
+		"CONTAINER\tIMAGE\tCREATED\tSTATE\tNAME\tATTEMPT\tPOD ID\tPOD",
+		func(c *pb.Container) [][]string {
+			if pods == nil {
+				pods = map[string]string{}
+				if p, err := runtime.ListPodSandbox(ctx, &pb.ListPodSandboxRequest{}); err == nil {
+					for _, pod := range p.Items {
+						pods[pod.Id] = pod.Metadata.GetName()
+					}
+				}
 			}
-		}
-		var rows [][]string
-		for _, c := range list {
 			image := c.Image.GetImage()
 			if strings.HasPrefix(image, "sha256:") {
 				image = truncate(image, o)
 			}
-			rows = append(rows, []string{truncate(c.Id, o), image, ago(c.CreatedAt), title(c.State.String(), "CONTAINER_"),
-				c.Metadata.Name, fmt.Sprint(c.Metadata.Attempt), truncate(c.PodSandboxId, o), pods[c.PodSandboxId]})
-		}
-		table("CONTAINER\tIMAGE\tCREATED\tSTATE\tNAME\tATTEMPT\tPOD ID\tPOD", rows)
-	}
+			return [][]string{{truncate(c.Id, o), image, ago(c.CreatedAt), title(c.State.String(), "CONTAINER_"),
+				c.Metadata.Name, fmt.Sprint(c.Metadata.Attempt), truncate(c.PodSandboxId, o), pods[c.PodSandboxId]}}
+		})
 	return nil
 }
 
@@ -542,33 +554,21 @@ func sandboxes(ctx context.Context, o options, runtime pb.RuntimeServiceClient) 
 	if err != nil {
 		return err
 	}
-	list := []*pb.PodSandbox{}
-	for _, p := range r.Items {
-		if p.Metadata != nil && matches(o.get("name", ""), p.Metadata.Name) &&
-			matches(o.get("namespace", ""), p.Metadata.Namespace) {
-			list = append(list, p)
-		}
-	}
-	sort.SliceStable(list, func(i, j int) bool { return list[i].CreatedAt > list[j].CreatedAt })
-	switch {
-	case o.on("quiet"):
-		for _, p := range list {
-			fmt.Println(p.Id)
-		}
-	case o.get("output", "") == "json":
-		fmt.Println(toJSON(&pb.ListPodSandboxResponse{Items: list}))
-	default:
-		var rows [][]string
-		for _, p := range list {
+	found := keep(r.Items, func(p *pb.PodSandbox) bool {
+		return p.Metadata != nil && matches(o.get("name", ""), p.Metadata.Name) &&
+			matches(o.get("namespace", ""), p.Metadata.Namespace)
+	})
+	sort.SliceStable(found, func(i, j int) bool { return found[i].CreatedAt > found[j].CreatedAt })
+	list(o, found, &pb.ListPodSandboxResponse{Items: found}, func(p *pb.PodSandbox) string { return p.Id },
+		"POD ID\tCREATED\tSTATE\tNAME\tNAMESPACE\tATTEMPT\tRUNTIME",
+		func(p *pb.PodSandbox) [][]string {
 			handler := p.RuntimeHandler
 			if handler == "" {
 				handler = "(default)"
 			}
-			rows = append(rows, []string{truncate(p.Id, o), ago(p.CreatedAt), title(p.State.String(), "SANDBOX_"),
-				p.Metadata.Name, p.Metadata.Namespace, fmt.Sprint(p.Metadata.Attempt), handler})
-		}
-		table("POD ID\tCREATED\tSTATE\tNAME\tNAMESPACE\tATTEMPT\tRUNTIME", rows)
-	}
+			return [][]string{{truncate(p.Id, o), ago(p.CreatedAt), title(p.State.String(), "SANDBOX_"),
+				p.Metadata.Name, p.Metadata.Namespace, fmt.Sprint(p.Metadata.Attempt), handler}}
+		})
 	return nil
 }
 
