@@ -133,7 +133,9 @@ typecheck: refuse-cluster $(STAMP)
 # good part of the tests waits on child processes, so a third worker on 2 cores took 48.5 s against 55.3 s
 # for two (and 49.2 s for four).
 TEST_WORKERS := $(shell $(PYTHON) -c "import os; print(len(os.sched_getaffinity(0)) + 1)" 2>/dev/null || echo auto)
+# Each run leaves its replay records in runs/offline/<run-id>/ (about 10 MB): the last 3 runs' are kept.
 unit: refuse-cluster $(STAMP)
+	@ls -1dt runs/offline/*/ 2>/dev/null | tail -n +3 | xargs -r rm -rf
 	$(PY) -m pytest tests probes --replay probes --run-dir runs/offline -n $(TEST_WORKERS)
 
 clean-venv: refuse-cluster
