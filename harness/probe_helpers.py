@@ -6,8 +6,10 @@ Pure functions of what was observed, so a replayed probe reads exactly what a li
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from harness.observe import Observer
-from harness.probe import POD_START_BUDGET_S
+from harness.probe import POD_START_BUDGET_S, Probe
 from harness.transport import JsonDict
 from harness.views import PodView
 
@@ -16,6 +18,7 @@ __all__ = [
     "POD_START_BUDGET_S",
     "STOP_SLACK_S",
     "container_exit",
+    "exit_status_kept",
     "finished_at",
     "running_and_ready",
     "written_instants",
@@ -38,6 +41,35 @@ def running_and_ready(pods: Observer[PodView]) -> PodView | None:
 def container_exit(pod: PodView, container: str = "main") -> JsonDict:
     """How the container ended: {exitCode, reason}, both None while it runs or before it has a status."""
     return next((c.exit for c in pod.containers if c.name == container), dict(NOT_ENDED))
+
+
+def lost_exit_status(pod: PodView, container: str = "main") -> str | None:
+    """Why the status of a container the probe saw running carries no end of its own, or None when it does.
+
+    Before 1.27 the kubelet wrote a deleted pod's status only before killing its containers; when the container
+    is removed before the next write (seen under load, 1.21-1.26), its end is gone: the status then says
+    ContainerStatusUnknown with exit 137 and no container ID (1.22-1.26) or still `waiting` (1.21).
+    """
+    view = next((c for c in pod.containers if c.name == container), None)
+    if view is None:
+        return None
+    if view.state == "terminated" and view.reason == "ContainerStatusUnknown":
+        return f"the kubelet reported {container} ContainerStatusUnknown, exit {view.exit_code}: its own end was lost"
+    if view.state == "waiting" and pod.deletion_timestamp is not None:
+        return f"the kubelet reported {container} waiting ({view.reason}) after it had run: its own end was lost"
+    return None
+
+
+def exit_status_kept(probe: Probe, claim: str, pod: PodView, depending: Iterable[str], container: str = "main") -> bool:
+    """Check that the kubelet kept the container's own end (`claim`); when it did not, the claims that read
+    that end (`depending`) are not observable, with the reason. True when they can be checked."""
+    lost = lost_exit_status(pod, container)
+    probe.check(claim, lost is None, evidence=lost)
+    if lost is None:
+        return True
+    for depending_claim in depending:
+        probe.check_not_observable(depending_claim, lost)
+    return False
 
 
 def finished_at(pod: PodView, container: str = "main") -> str | None:

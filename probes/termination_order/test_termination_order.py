@@ -22,7 +22,7 @@ import pytest
 
 from harness.observe import Observer, PodObserver, delete_requested_at
 from harness.probe import NotServed, Probe
-from harness.probe_helpers import POD_START_BUDGET_S, STOP_SLACK_S, container_exit, written_instants
+from harness.probe_helpers import POD_START_BUDGET_S, STOP_SLACK_S, container_exit, exit_status_kept, written_instants
 from harness.transport import JsonDict
 from harness.views import ContainerView, EndpointsView, PodView, parse_time
 
@@ -32,6 +32,9 @@ pytestmark = pytest.mark.probe("termination_order")
 ENDPOINT_BOUND_S = 10.0
 # The heartbeat the timeline pod writes from SIGTERM on: its last one is the container's end (SIGKILL).
 LAST_INSTANT = "alive"
+# Whether the kubelet kept the container's own end: every claim below that reads it (its exit, its finishedAt, the
+# instants it wrote to its termination message) is not observable when it was lost.
+EXIT_KEPT = "termination.exit-status-kept"
 
 
 def container_instants(probe: Probe, pod: PodView) -> dict[str, float]:
@@ -151,10 +154,18 @@ def test_prestop_within_the_grace_period(probe: Probe) -> None:
     seen = delete_and_observe(probe, probe.manifest("pod-prestop-timeline.within-grace.yaml"))
     pod, running = seen.last, seen.running
     instants = container_instants(probe, pod)
-    probe.check("prestop-in-time.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
-    probe.check("sigkilled.exit", container_exit(pod), evidence=running)
-    probe.check("prestop-in-time.killed-after-delete", finished_after_delete(pod, seen.deleted), evidence=running)
-    probe.check("prestop-in-time.killed-after-sigterm", interval(instants, "sigterm", LAST_INSTANT), evidence=running)
+    reading_the_end = (
+        "prestop-in-time.sigterm-after-prestop-start",
+        "sigkilled.exit",
+        "prestop-in-time.killed-after-delete",
+        "prestop-in-time.killed-after-sigterm",
+    )
+    if exit_status_kept(probe, EXIT_KEPT, pod, reading_the_end):
+        probe.check("prestop-in-time.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
+        probe.check("sigkilled.exit", container_exit(pod), evidence=running)
+        probe.check("prestop-in-time.killed-after-delete", finished_after_delete(pod, seen.deleted), evidence=running)
+        killed_after_sigterm = interval(instants, "sigterm", LAST_INSTANT)
+        probe.check("prestop-in-time.killed-after-sigterm", killed_after_sigterm, evidence=running)
     probe.conclude()
 
 
@@ -166,11 +177,20 @@ def test_prestop_overrunning_the_grace_period(probe: Probe) -> None:
     seen = delete_and_observe(probe, probe.manifest("pod-prestop-timeline.overrunning-grace.yaml"))
     pod, running = seen.last, seen.running
     instants = container_instants(probe, pod)
-    probe.check("prestop-overrun.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
-    probe.check("prestop-overrun.prestop-cut-off", "prestop-end" not in instants)
-    probe.check("sigkilled.exit", container_exit(pod), evidence=running)
-    probe.check("prestop-overrun.killed-after-delete", finished_after_delete(pod, seen.deleted), evidence=running)
-    probe.check("prestop-overrun.killed-after-sigterm", interval(instants, "sigterm", LAST_INSTANT), evidence=running)
+    reading_the_end = (
+        "prestop-overrun.sigterm-after-prestop-start",
+        "prestop-overrun.prestop-cut-off",
+        "sigkilled.exit",
+        "prestop-overrun.killed-after-delete",
+        "prestop-overrun.killed-after-sigterm",
+    )
+    if exit_status_kept(probe, EXIT_KEPT, pod, reading_the_end):
+        probe.check("prestop-overrun.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
+        probe.check("prestop-overrun.prestop-cut-off", "prestop-end" not in instants)
+        probe.check("sigkilled.exit", container_exit(pod), evidence=running)
+        probe.check("prestop-overrun.killed-after-delete", finished_after_delete(pod, seen.deleted), evidence=running)
+        killed_after_sigterm = interval(instants, "sigterm", LAST_INSTANT)
+        probe.check("prestop-overrun.killed-after-sigterm", killed_after_sigterm, evidence=running)
     probe.conclude()
 
 
@@ -179,9 +199,11 @@ def test_sigterm_handled_after_prestop(probe: Probe) -> None:
     seen = delete_and_observe(probe, probe.manifest("pod-graceful-exit-after-prestop.prestop-2s.yaml"))
     pod, running = seen.last, seen.running
     instants = container_instants(probe, pod)
-    probe.check("graceful.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
-    probe.check("graceful.exit", container_exit(pod), evidence=running)
-    probe.check("graceful.finished-after-delete", finished_after_delete(pod, seen.deleted), evidence=running)
+    reading_the_end = ("graceful.sigterm-after-prestop-start", "graceful.exit", "graceful.finished-after-delete")
+    if exit_status_kept(probe, EXIT_KEPT, pod, reading_the_end):
+        probe.check("graceful.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
+        probe.check("graceful.exit", container_exit(pod), evidence=running)
+        probe.check("graceful.finished-after-delete", finished_after_delete(pod, seen.deleted), evidence=running)
     probe.conclude()
 
 
