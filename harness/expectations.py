@@ -219,6 +219,8 @@ def load_claims(family: str, root: Path | None = None) -> dict[str, Claim]:
 
 def _outcome(entry: dict[str, Any], where: str, allowed: tuple[str, ...]) -> Expectation:
     """The value or bounds of one expectation entry (or of one outcome of its one_of), checked."""
+    if not isinstance(entry, dict):
+        raise ExpectationError(f"{where}: each outcome is a mapping with {' / '.join(allowed)}, not {entry!r}")
     given = [key for key in allowed if key in entry]
     if len(given) != 1:
         raise ExpectationError(f"{where}: needs exactly one of {' / '.join(allowed)}, has {given or 'none'}")

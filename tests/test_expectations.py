@@ -203,6 +203,7 @@ def test_a_one_of_is_read_from_the_family_data(tmp_path: Path) -> None:
         ("one_of: [{value: 1}, {}]\n        note: n\n        sources: [s]", "needs exactly one of value / between"),
         ("value: 1\n        between: [1, 2]\n        sources: [s]", "needs exactly one of value / between / one_of"),
         ("between: [1]\n        sources: [s]", "between needs [low, high]"),
+        ("one_of: [true, false]\n        note: n\n        sources: [s]", "each outcome is a mapping with value"),
     ],
 )
 def test_a_malformed_one_of_or_range_is_refused_at_load(tmp_path: Path, entry: str, problem: str) -> None:
