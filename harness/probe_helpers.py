@@ -11,13 +11,14 @@ from collections.abc import Iterable
 from harness.observe import Observer
 from harness.probe import POD_START_BUDGET_S, Probe
 from harness.transport import JsonDict
-from harness.views import PodView
+from harness.views import ContainerView, PodView
 
 __all__ = [
     "DEADLINE_SLACK_S",
     "POD_START_BUDGET_S",
     "STOP_SLACK_S",
     "container_exit",
+    "container_status",
     "exit_status_kept",
     "finished_at",
     "running_and_ready",
@@ -38,9 +39,15 @@ def running_and_ready(pods: Observer[PodView]) -> PodView | None:
     return next((p for p in pods.states.values() if p.phase == "Running" and p.ready), None)
 
 
+def container_status(pod: PodView, container: str = "main") -> ContainerView | None:
+    """The container's status in the pod, or None before it has one."""
+    return next((c for c in pod.containers if c.name == container), None)
+
+
 def container_exit(pod: PodView, container: str = "main") -> JsonDict:
     """How the container ended: {exitCode, reason}, both None while it runs or before it has a status."""
-    return next((c.exit for c in pod.containers if c.name == container), dict(NOT_ENDED))
+    view = container_status(pod, container)
+    return view.exit if view is not None else dict(NOT_ENDED)
 
 
 def lost_exit_status(pod: PodView, container: str = "main") -> str | None:
@@ -50,7 +57,7 @@ def lost_exit_status(pod: PodView, container: str = "main") -> str | None:
     is removed before the next write (seen under load, 1.21-1.26), its end is gone: the status then says
     ContainerStatusUnknown with exit 137 and no container ID (1.22-1.26) or still `waiting` (1.21).
     """
-    view = next((c for c in pod.containers if c.name == container), None)
+    view = container_status(pod, container)
     if view is None:
         return None
     if view.state == "terminated" and view.reason == "ContainerStatusUnknown":
@@ -74,7 +81,8 @@ def exit_status_kept(probe: Probe, claim: str, pod: PodView, depending: Iterable
 
 def finished_at(pod: PodView, container: str = "main") -> str | None:
     """When the container finished (None while it runs, or before it has a status)."""
-    return next((c.finished_at for c in pod.containers if c.name == container), None)
+    view = container_status(pod, container)
+    return view.finished_at if view is not None else None
 
 
 def written_instants(text: str | None) -> list[tuple[str, float]]:

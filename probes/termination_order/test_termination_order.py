@@ -22,9 +22,16 @@ import pytest
 
 from harness.observe import Observer, PodObserver, delete_requested_at
 from harness.probe import NotServed, Probe
-from harness.probe_helpers import POD_START_BUDGET_S, STOP_SLACK_S, container_exit, exit_status_kept, written_instants
+from harness.probe_helpers import (
+    POD_START_BUDGET_S,
+    STOP_SLACK_S,
+    container_exit,
+    container_status,
+    exit_status_kept,
+    written_instants,
+)
 from harness.transport import JsonDict
-from harness.views import ContainerView, EndpointsView, PodView, parse_time
+from harness.views import EndpointsView, PodView, parse_time
 
 pytestmark = pytest.mark.probe("termination_order")
 
@@ -70,15 +77,11 @@ def interval(instants: dict[str, float], start: str, end: str) -> float | None:
     return None
 
 
-def main_container(pod: PodView) -> ContainerView | None:
-    return next((c for c in pod.containers if c.name == "main"), None)
-
-
 def finished_after_delete(finished_pod: PodView, deleted: PodView) -> float | None:
     """finishedAt minus the server's time of the delete, read from the state the delete first showed (`deleted`):
     a later delete rewrites deletionTimestamp and deletionGracePeriodSeconds.
     """
-    main = main_container(finished_pod)
+    main = container_status(finished_pod)
     finished, requested = parse_time(main.finished_at if main else None), delete_requested_at(deleted)
     if finished is None or requested is None:
         return None
@@ -243,7 +246,7 @@ def test_replicaset_replaces_a_pod_while_it_terminates(probe: Probe) -> None:
     # Each instant from the state that first showed its event: the kubelet's final delete rewrites the
     # deletion fields, and the old pod's last state may be long after its container stopped.
     stopped = pods.first_state(lambda p: p.uid == old.uid and p.all_containers_terminated)
-    main = main_container(stopped) if stopped is not None else None
+    main = container_status(stopped) if stopped is not None else None
     finished = parse_time(main.finished_at) if main is not None else None
     deleted = pods.as_deleted(old)
     requested = delete_requested_at(deleted) if deleted is not None else None
