@@ -302,9 +302,10 @@ def test_job_deadline_during_retry(probe: Probe) -> None:
 
     Before 1.27 the job controller creates the first retry as soon as the first pod failed (its back-off came
     from the queue's requeue count, 0 for the first failure; k/k#114516 in v1.27.0-alpha.1 gives it 10 s), so
-    on a quick node the retry can reach its own deadline before the Job's (seen on v1.21.14, whose kubelet reports
-    a pod Failed at its deadline; v1.22.17 reports it after the 5 s grace and its retry was still active): then no
-    retry was active at the Job's deadline, and the two claims about it are not observable (said with the instants).
+    on a quick node the retry can reach its own deadline before the Job's where the kubelet reports a pod Failed at
+    its deadline (seen on v1.21.14; from k/k#108366 and its picks in v1.22.9 and v1.23.6, CHANGELOG-1.22/-1.23, it
+    waits for the containers to stop, 5 s here, and v1.22.17's retry was still active): then no retry was active
+    at the Job's deadline, and the two claims about it are not observable (said with the instants).
     """
     jobs, pods, manifest, unfinished = run_job(probe, "job-deadline-during-retry.yaml")
     probe.check("job-deadline.failed", job_failure(jobs.latest), evidence=unfinished)
