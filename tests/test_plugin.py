@@ -332,7 +332,7 @@ def test_junit_xml_carries_each_claim_and_its_sources(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout
     xml = junit.read_text()
     assert '<property name="claim:always.sigterm-ignored.phases" value="pass"' in xml
-    assert '<property name="source:always.sigterm-ignored.phases" value="document 000' in xml
+    assert '<property name="source:always.sigterm-ignored.phases" value="document pod-phase-on-stop-1.27' in xml
     assert '<property name="server_version" value="v1.27.3"' in xml
 
 
