@@ -253,8 +253,8 @@ def test_columns_say_what_they_ran_on_and_every_value_shown_was_observed(
         assert re.fullmatch(when, p["when"]), version  # when recorded
         assert all(w.startswith((f"local build of {version} at ", "kind node image plp-node")) for w in p["on_what"])
         # the first live runs name no suite commit (local v1.28.4 and most of v1.26.6, v1.27.3, v1.28.0); the
-        # preStop probes were re-recorded on those from b352aa3 with issue 15.6's changes, the pod-deadline ones
-        # from 02da544; later runs name theirs (kind v1.28.4's)
+        # preStop probes were re-recorded on those from b352aa3 to measure on the container's clock, the
+        # pod-deadline ones from 02da544; later runs name theirs (kind v1.28.4's)
         if version == "v1.28.4":
             assert "unknown" in p["suite"] and len(p["suite"]) == 2, p["suite"]
         elif version in ("v1.26.6", "v1.27.3", "v1.28.0"):

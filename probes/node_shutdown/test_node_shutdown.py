@@ -18,7 +18,7 @@ and waits for the controller to run a pod on the node again.
 Verified: read in the sources, the kubelet's signal match (interface, member, path, no sender), the e2e
 test's use of the signal and of `false` to recover, the kubelet's shutdown status and messages, kind's cluster
 config fields (node labels, cluster-level KubeletConfiguration patch) — see the expectations' sources. Seen
-live on kind v0.20.0 with node images built from Go modules (issue 14; recordings `*-live-kind.json`):
+live on kind v0.20.0 with node images built from Go modules (recordings `*-live-kind.json`):
 v1.27.0-rc.0 (DaemonSet and StatefulSet pods left Succeeded), v1.27.3 and v1.27.4 (DaemonSet pod replaced,
 StatefulSet pod left Succeeded: before k/k#121389, v1.27.9) and v1.26.6 (both Failed, deleted and replaced).
 The shutdown-capable image brings up D-Bus and logind, the kubelet holds its delay lock

@@ -32,7 +32,7 @@ REPLICAS = 3
 # and the sync that recreates a deleted pod does not count it (its local copy has no phase yet: isCreated,
 # computeReplicaStatus). With web-0 the only pod below the partition, that sync sees 2 pods, both updated:
 # the update "completes" and currentRevision moves. With partition 2 (web-0 and web-1 below it) the old-revision
-# web-1 is still counted, updated (1) never equals replicas (2), and the bug cannot show (issue 15).
+# web-1 is still counted, updated (1) never equals replicas (2), and the bug cannot show.
 PARTITION = 1
 BELOW_PARTITION = "parallel-web-0"
 # Deletions of that pod at most: two, and two more where a stale sync wrote a moved currentRevision back.
