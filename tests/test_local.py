@@ -727,3 +727,19 @@ def test_a_mount_listed_by_its_real_path_is_found_through_a_symlinked_prefix(tmp
     mounts = f"nsfs {tmp_path}/run/netns/cni-1 nsfs rw 0 0\nproc /proc proc rw 0 0\n"
     assert _mounts_under([netns], mounts) == [f"{tmp_path}/run/netns/cni-1"]
     assert _mounts_under([tmp_path / "elsewhere"], mounts) == []
+
+
+def test_a_build_says_its_toolchain_and_what_it_reused() -> None:
+    record = {
+        "toolchain": "go1.20.14",
+        "upstream_go": "go1.20.8",
+        "duration_s": 97.6,
+        "work": {"packages_in_build": 2540, "packages_compiled": 412, "packages_reused": 2128},
+    }
+    assert build_module.build_summary(record) == (
+        "built with go1.20.14 (upstream's go1.20.8) in 98 s: 412 of 2,540 packages compiled, 2,128 reused from "
+        "the build cache"
+    )
+    assert build_module.build_summary({"toolchain": "go1.18.2", "upstream_go": "go1.18.2", "duration_s": 5}) == (
+        "built with go1.18.2 in 5 s"
+    )
