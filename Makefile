@@ -62,6 +62,7 @@ Variables (make probe, and matrix and bisect where they apply):
   KUBECONFIG_FILE=F CONTEXT=C    an existing cluster instead of a new one
   RESTART_APISERVER_AFTER=S      (local) a real watch gap S seconds into each probe
   VERSIONS, JOBS=2, OVERLAP=0    matrix: the versions, kind clusters at a time, build ahead or not
+  GO_TOOLCHAIN=minor | exact     (local) a build's Go: the newest patch of the tag's Go minor, or its own
   RUNS=runs, ATLAS=runs/atlas    report: the run directories read; atlas: where it writes
   PYTEST_ARGS="…"                passed on to pytest, e.g. --junitxml=out.xml
   PYTHON=python3                 the interpreter .venv/ is made with
