@@ -235,7 +235,7 @@ def choose_toolchain(upstream: str, env: Mapping[str, str], cwd: Path, policy: s
 
 
 def _replacements(
-    kubernetes_go_mod: str, staged: Mapping[str, str] | str, directories: Mapping[str, Path] | None = None
+    kubernetes_go_mod: str, staged: Mapping[str, str] | str, directories: Mapping[str, str] | None = None
 ) -> list[str]:
     """`old=new` for every replace of k8s.io/kubernetes: staging dirs -> the published v0.Y.Z twins' directories in
     the module cache where `directories` has them (else `old@version`), other replaces as the tag pins them.
@@ -250,6 +250,20 @@ def _replacements(
             out.append(f"{old}={directory}" if directory is not None else f"{old}={old}@{version}")
         elif pinned:
             out.append(f"{old}={new}@{pinned}")
+    return out
+
+
+def module_links(directory: Path, modules: Mapping[str, Path]) -> dict[str, str]:
+    """`./modules/<module path>` in the build directory, a link to each module's directory in the module cache,
+    for `go mod edit -replace` (which takes an '@' in a directory's path for a version); {module: './modules/...'}."""
+    links = directory / "modules"
+    shutil.rmtree(links, ignore_errors=True)
+    out = {}
+    for module, target in modules.items():
+        link = links / module
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(target, target_is_directory=True)
+        out[module] = f"./modules/{module}"
     return out
 
 
@@ -614,10 +628,14 @@ def _build(
         # k8s.io/kubernetes and its staging twins are built from their directories in the module cache, as
         # v0.0.0 of their module paths: the compile cache's key names a module's version (with -trimpath), so a
         # package a patch did not change keeps its key from one patch of the minor to the next.
-        twins = module_dirs(sorted(versions.items()), env, directory)
+        # (Through links in ./modules/: a directory with an '@' in its path cannot be a replacement.)
+        twins = module_links(
+            directory, {"k8s.io/kubernetes": source, **module_dirs(sorted(versions.items()), env, directory)}
+        )
         for replacement in _replacements(kubernetes_go_mod, versions, twins):
             run(["go", "mod", "edit", f"-replace={replacement}"])
-        run(["go", "mod", "edit", "-require=k8s.io/kubernetes@v0.0.0", f"-replace=k8s.io/kubernetes={source}"])
+        kubernetes = twins["k8s.io/kubernetes"]
+        run(["go", "mod", "edit", "-require=k8s.io/kubernetes@v0.0.0", f"-replace=k8s.io/kubernetes={kubernetes}"])
         if openapi.lacks_openapi(source):
             generated = _generate_openapi(source, directory, versions, env, run)
         built_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
