@@ -749,3 +749,12 @@ def test_a_build_says_its_toolchain_and_what_it_reused() -> None:
     assert build_module.build_summary({"toolchain": "go1.18.2", "upstream_go": "go1.18.2", "duration_s": 5}) == (
         "built with go1.18.2 in 5 s"
     )
+
+
+def test_a_builds_progress_estimates_its_packages_from_the_minors_last_build(tmp_path: Path) -> None:
+    assert build_module.packages_of_minor(tmp_path, "1.24") is None
+    for version, count in (("v1.24.0", 2400), ("v1.25.0", 9999)):
+        (tmp_path / "kubernetes" / version).mkdir(parents=True)
+        record = {"work": {"packages_in_build": count}}
+        (tmp_path / "kubernetes" / version / "build.json").write_text(json.dumps(record))
+    assert build_module.packages_of_minor(tmp_path, "1.24") == 2400

@@ -253,6 +253,17 @@ def _replacements(
     return out
 
 
+def packages_of_minor(tools: Path, minor: str) -> int | None:
+    """How many packages the newest finished build of this minor had (an estimate for a build's progress)."""
+    counts = []
+    for record in (tools / "kubernetes").glob(f"v{minor}.*/build.json"):
+        with contextlib.suppress(OSError, ValueError):
+            work = json.loads(record.read_text()).get("work") or {}
+            if isinstance(work.get("packages_in_build"), int):
+                counts.append((record.stat().st_mtime, work["packages_in_build"]))
+    return max(counts)[1] if counts else None
+
+
 def module_links(directory: Path, modules: Mapping[str, Path]) -> dict[str, str]:
     """`./modules/<module path>` in the build directory, a link to each module's directory in the module cache,
     for `go mod edit -replace` (which takes an '@' in a directory's path for a version); {module: './modules/...'}."""
@@ -646,7 +657,9 @@ def _build(
         out.flush()
         build_started_at = log.stat().st_size
         watch: contextlib.AbstractContextManager[object] = (
-            build_watch.Progress(log, build_started_at, lambda: None) if log_progress else contextlib.nullcontext()
+            build_watch.Progress(log, build_started_at, lambda: packages_of_minor(tools, parsed.minor))
+            if log_progress
+            else contextlib.nullcontext()
         )
         with watch:
             flags = ["-v", f"-debug-trace={trace}", "-trimpath", "-ldflags", ldflags(text, commit, built_at)]
