@@ -24,8 +24,8 @@ from harness.commands.refusal import (
 )
 from harness.commands.version_axis import run_bisect_command, run_matrix_command
 from harness.errors import INTERRUPTED
+from harness.gobuild.toolchain import toolchain_policy
 from harness.inputs import SHARED_OPTIONS, BadInput, count
-from harness.local.build import toolchain_policy
 from harness.process import sigterm_as_interrupt
 from harness.versions import VersionError, known_versions
 

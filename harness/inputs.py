@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness.gobuild.kubernetes import release_text
 from harness.kubeconfig import kubeconfig_problem
-from harness.local.build import release_text
 from harness.manifest_check import check_manifests
 from harness.paths import RUNS
 from harness.versions import KubeVersion, NodeImage, VersionError, resolve_image

@@ -127,7 +127,9 @@ def ensure_kind(
 
 def build_from_module(release: str, target: Path) -> dict[str, str]:
     """`go install sigs.k8s.io/kind@<release>` into target, with the toolchain kind's .go-version names."""
-    from harness.local.build import BuildError, check_go, choose_toolchain, download_module, go_environment
+    from harness.gobuild.go import BuildError, check_go, go_environment, log_tail, logged_step
+    from harness.gobuild.modules import download_module
+    from harness.gobuild.toolchain import choose_toolchain
 
     try:
         check_go()
@@ -141,18 +143,17 @@ def build_from_module(release: str, target: Path) -> dict[str, str]:
     except BuildError as err:
         raise KindInstallError(str(err)) from err
     log = work / "build.log"
-    with log.open("w") as out:
-        done = subprocess.run(
-            ["go", "install", "-trimpath", f"sigs.k8s.io/kind@{release}"],
-            cwd=work,
-            env={**env, "GOTOOLCHAIN": toolchain, "GOBIN": str(work), "GOFLAGS": ""},
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            check=False,
+    log.write_text("")
+    install_env = {**env, "GOTOOLCHAIN": toolchain, "GOBIN": str(work), "GOFLAGS": ""}
+    command = ["go", "install", "-trimpath", f"sigs.k8s.io/kind@{release}"]
+    try:
+        installed = logged_step(command, install_env, work, log) == 0
+    except subprocess.TimeoutExpired:
+        installed = False
+    if not installed:
+        raise KindInstallError(
+            f"go install sigs.k8s.io/kind@{release} failed; last lines of {log}:\n{log_tail(log, 15)}"
         )
-    if done.returncode != 0:
-        tail = "\n".join(log.read_text().splitlines()[-15:])
-        raise KindInstallError(f"go install sigs.k8s.io/kind@{release} failed; last lines of {log}:\n{tail}")
     (work / "kind").replace(target)
     return {
         "release": release,

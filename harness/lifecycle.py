@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness.errors import ClusterFailed, LocalClusterError
+from harness.gobuild.kubernetes import Build
 from harness.kind import KindCluster, list_node_containers, parse_kind_version
 from harness.kubeapi import KubeApi
-from harness.local.build import Build
 from harness.local.cluster import LocalCluster
 from harness.local.containerd import local_node_lister
 from harness.local.disruption import restart_apiserver

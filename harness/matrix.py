@@ -176,7 +176,7 @@ def disk_gb(path: Path) -> float:
 class Builder:
     """Builds the planned releases in order on one background thread, ahead of the probes.
 
-    Each build keeps one minor's Go build cache (harness/local/build.py), so the matrix's disk stays that of one
+    Each build keeps one minor's Go build cache (harness/gobuild/kubernetes.py), so the matrix's disk stays that of one
     minor's cache plus the modules, toolchains and binaries.
     """
 
@@ -208,7 +208,7 @@ class Builder:
         if self._nice and not self._niced:
             os.nice(self._nice)
             self._niced = True
-        self.building = release  # (the build keeps one minor's Go build cache: harness/local/build.py)
+        self.building = release  # (the build keeps one minor's Go build cache: harness/gobuild/kubernetes.py)
         try:
             return self._build(release)
         finally:

@@ -4,7 +4,7 @@ the names it gives what it makes (clusters, node images). Every other module tak
     .tools/                       never in git; `make clean` leaves it (a cache)
       kind-<release>              kind releases downloaded (sha256-checked) or built from their module
       go/                         Go toolchains and the module cache of the builds
-      kubernetes/v<X.Y.Z>/        Kubernetes built from its Go modules (harness/local/build.py)
+      kubernetes/v<X.Y.Z>/        Kubernetes built from its Go modules (harness/gobuild/)
       addons/, crictl/            etcd, CoreDNS, kube-proxy's base and crictl built for node images (harness/nodeimage/)
       node-images/                records of node images built here (<tag>.json), their images/, derived Dockerfiles
       node-image-work/            scratch of node image builds

@@ -18,6 +18,8 @@ from harness import inputs, paths
 from harness.cluster_gate import READY, wait_at_gate
 from harness.errors import ClusterFailed, PrerequisiteMissing
 from harness.families import Family, FamilyError, family, family_of
+from harness.gobuild.go import BuildError
+from harness.gobuild.kubernetes import Build, build_kubernetes, existing_build
 from harness.inputs import BadInput
 from harness.kind import check_prerequisites
 from harness.lifecycle import (
@@ -28,7 +30,6 @@ from harness.lifecycle import (
     LocalProvider,
     cluster_life,
 )
-from harness.local.build import Build, BuildError, build_kubernetes, existing_build
 from harness.local.disruption import ScheduledRestart
 from harness.namespaces import cleanup_probe_namespace, create_probe_namespace
 from harness.node_shutdown import announce_shutdown, cluster_config

@@ -21,7 +21,8 @@ from harness import cli, engine
 from harness.commands import housekeeping
 from harness.commands import probe as probe_command
 from harness.errors import INTERRUPTED
-from harness.local import build as build_module
+from harness.gobuild import go as go_command
+from harness.gobuild import kubernetes as build_module
 from harness.local import cluster as local
 from harness.local.teardown import StopReport
 from harness.nodeimage import node
@@ -57,8 +58,7 @@ def test_an_interrupted_build_leaves_no_binaries_and_is_not_reused(
             raise KeyboardInterrupt
         return 0
 
-    monkeypatch.setattr(build_module, "_go", go)
-    monkeypatch.setattr(build_module, "_run_logged", go)
+    monkeypatch.setattr(build_module, "run_step", go)
     tools = tmp_path / "tools"
     with pytest.raises(KeyboardInterrupt):
         build_module.build_kubernetes("1.27.3", tools=tools, log_progress=False)
@@ -76,8 +76,8 @@ def test_a_background_build_step_ends_when_its_command_is_stopped(tmp_path: Path
     step = ["sh", "-c", f"sleep 300 & echo $! > {pid_file}; wait"]
     threading.Timer(0.5, stop.set).start()
     started = time.monotonic()
-    with (tmp_path / "build.log").open("w") as out, pytest.raises(build_module.BuildStopped):
-        build_module._run_logged(step, tmp_path, dict(os.environ), out, stop)
+    with (tmp_path / "build.log").open("w") as out, pytest.raises(go_command.BuildStopped):
+        go_command.run_step(step, tmp_path, dict(os.environ), out, stop)
     assert time.monotonic() - started < 5
     child = int(pid_file.read_text())
     # SIGKILL is delivered when the child is next scheduled: on a busy machine it can still show R for a moment.
@@ -110,7 +110,7 @@ SIGINT_BUILD = textwrap.dedent(
     import sys
     from pathlib import Path
     from harness import cli
-    from harness.local import build as build_module
+    from harness.gobuild import kubernetes as build_module
     from harness.local import host as local_host
     from harness.local import teardown as local_teardown
 

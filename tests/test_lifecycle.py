@@ -13,7 +13,7 @@ import pytest
 
 from harness import lifecycle
 from harness.errors import ClusterFailed
-from harness.local.build import Build
+from harness.gobuild.kubernetes import Build
 from harness.local.cluster import LocalCluster
 from harness.local.teardown import StopReport
 

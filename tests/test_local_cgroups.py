@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.gobuild.kubernetes import Build
 from harness.local import cluster as local
 from harness.local import components, containerd, host
-from harness.local.build import Build
 
 
 def stand_in_host(tmp_path: Path, version: int, pid1: str) -> tuple[Path, Path]:

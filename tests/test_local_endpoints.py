@@ -13,9 +13,9 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
+from harness.gobuild.kubernetes import Build
 from harness.local import cluster as local
 from harness.local import components
-from harness.local.build import Build
 
 PORTS = {"etcd": 2379, "etcd_peer": 2380}
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.local.build import BuildError
+from harness.gobuild.go import BuildError
 from harness.nodeimage import crictl
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from harness.local.build import Build
+from harness.gobuild.kubernetes import Build
 from harness.local.images import FileEntry, directory_tar, file_layer, layer_tar, memory_layer, write_oci_archive
 from harness.nodeimage import addons
 from harness.nodeimage import images as node
@@ -268,13 +268,13 @@ def test_coredns_tags_map_to_module_versions() -> None:
 def test_an_etcd_build_failure_carries_the_logs_last_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     commands: list[list[str]] = []
 
-    def run(command: list[str], cwd: Path, env: Any, log: Path) -> int:
+    def run(command: list[str], env: Any, cwd: Path, log: Path) -> int:
         commands.append(command)
         with log.open("a") as out:
             out.write("+ " + " ".join(command) + "\ncompile: something broke\n")
         return 1 if "build" in command else 0
 
-    monkeypatch.setattr(addons, "_run_logged", run)
+    monkeypatch.setattr(addons, "logged_step", run)
     monkeypatch.setattr(addons, "download_module", lambda *a: {"Dir": str(tmp_path), "Sum": "h1:x"})
     with pytest.raises(AddonBuildError, match=r"building etcd v3\.5\.7 failed[\s\S]*something broke"):
         addons.build_etcd("3.5.7-0", tmp_path)
@@ -287,12 +287,12 @@ def test_an_etcd_build_failure_carries_the_logs_last_lines(tmp_path: Path, monke
 def test_a_finished_addon_build_records_what_it_built_from_what_and_how(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def run(command: list[str], cwd: Path, env: Any, log: Path) -> int:
+    def run(command: list[str], env: Any, cwd: Path, log: Path) -> int:
         if "build" in command:  # the stand-in go build writes the binary
             (cwd / command[command.index("-o") + 1]).write_bytes(b"\x7fELF")
         return 0
 
-    monkeypatch.setattr(addons, "_run_logged", run)
+    monkeypatch.setattr(addons, "logged_step", run)
     origin = {"Dir": str(tmp_path), "Sum": "h1:x", "Origin": {"Hash": "0123456789abcdef"}}
     monkeypatch.setattr(addons, "download_module", lambda *a: origin)
     built = addons.build_etcd("3.5.7-0", tmp_path)
@@ -309,7 +309,7 @@ def test_a_built_addon_is_reused_without_go(tmp_path: Path, monkeypatch: pytest.
     directory.mkdir(parents=True)
     (directory / "coredns").write_bytes(b"\x7fELF")
     (directory / "build.json").write_text(json.dumps({"version": "v1.10.1", "duration_s": 1.0}))
-    monkeypatch.setattr(addons, "_run_logged", lambda *a: pytest.fail("go must not run"))
+    monkeypatch.setattr(addons, "logged_step", lambda *a: pytest.fail("go must not run"))
     built = addons.build_coredns("v1.10.1", tmp_path)
     assert built.binary == directory / "coredns" and built.record["duration_s"] == 1.0
 
@@ -324,12 +324,12 @@ def test_corednss_go_mod_loses_only_the_refused_module(tmp_path: Path, monkeypat
     module.chmod(0o555)
     seen: dict[str, str] = {}
 
-    def run(command: list[str], cwd: Path, env: Any, log: Path) -> int:
+    def run(command: list[str], env: Any, cwd: Path, log: Path) -> int:
         seen["go.mod"] = (cwd / "go.mod").read_text()
         Path(command[command.index("-o") + 1]).write_bytes(b"\x7fELF")
         return 0
 
-    monkeypatch.setattr(addons, "_run_logged", run)
+    monkeypatch.setattr(addons, "logged_step", run)
     monkeypatch.setattr(addons, "download_module", lambda *a: {"Dir": str(module), "Sum": "h1:y"})
     built = addons.build_coredns("v1.10.1", tmp_path / "tools")
     assert "inet.af/netaddr" not in seen["go.mod"] and "github.com/miekg/dns v1.1.50" in seen["go.mod"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.local.build import Build
+from harness.gobuild.kubernetes import Build
 from harness.nodeimage import node
 from harness.nodeimage.images import NodeImageError
 from harness.versions import KubeVersion

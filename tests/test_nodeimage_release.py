@@ -88,7 +88,7 @@ def test_from_modules_an_unserved_version_is_refused_before_anything_is_built(
     """Stood in: Docker, the engine and Go checks (pass) and the proxy (refuses); the builder must not run."""
     from harness import cli
     from harness.commands import housekeeping
-    from harness.local.build import BuildError
+    from harness.gobuild.go import BuildError
 
     built: list[str] = []
     monkeypatch.setattr(housekeeping, "check_docker", lambda: None)

@@ -44,7 +44,7 @@ def test_a_minor_resolves_to_its_pinned_patch_or_the_nearest_earlier_served_one(
 
 def test_a_build_keeps_its_minors_go_build_cache_and_the_shared_one_only(tmp_path: Path) -> None:
     """Seen: bisections and single builds trimmed nothing, and .tools/go reached 47 GB with six minors' caches."""
-    from harness.local.build import keep_one_minors_build_cache
+    from harness.gobuild.kubernetes import keep_one_minors_build_cache
 
     caches = tmp_path / "go" / "cache"
     for name in ("1.26", "1.27", "1.28", "shared"):
@@ -319,7 +319,7 @@ def test_an_interrupted_matrix_says_what_its_running_version_and_build_ahead_bec
 
 def test_a_release_that_cannot_be_built_says_which_step_failed_and_why() -> None:
     from harness.commands.version_axis import build_failure
-    from harness.local.build import BuildError
+    from harness.gobuild.go import BuildError
 
     log_tail = "go: finding module\n.../apiserver.go:32:2: module k8s.io/apiserver found, but does not contain it"
     err = BuildError(f"building Kubernetes v1.28.0-alpha.3 failed (go build); last lines of build.log:\n{log_tail}\n")

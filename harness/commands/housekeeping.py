@@ -23,16 +23,13 @@ from harness.commands.refusal import (
 )
 from harness.engine import check_engine
 from harness.errors import PrerequisiteMissing
+from harness.gobuild.go import BuildError, check_go
+from harness.gobuild.kubernetes import resolve_module
 from harness.inputs import BadInput
 from harness.kind import check_docker
 from harness.kind_install import KindInstallError, ensure_kind
 from harness.local import host as local_host
 from harness.local import teardown as local_teardown
-from harness.local.build import (
-    BuildError,
-    check_go,
-    resolve_module,
-)
 from harness.nodeimage import release as node_image_release
 from harness.nodeimage.images import NodeImageError
 from harness.nodeimage.node import build_node_images

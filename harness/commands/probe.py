@@ -32,19 +32,13 @@ from harness.commands.refusal import (
 from harness.engine import check_engine
 from harness.errors import ClusterFailed, PrerequisiteMissing
 from harness.families import families
+from harness.gobuild.go import BuildError, check_go
+from harness.gobuild.kubernetes import build_kubernetes, build_summary, existing_build, resolve_module
 from harness.inputs import BadInput
 from harness.kind import INSTALL_KIND, check_docker, check_prerequisites
 from harness.kind_install import KindInstallError, ensure_kind
 from harness.local import host as local_host
 from harness.local import teardown as local_teardown
-from harness.local.build import (
-    BuildError,
-    build_kubernetes,
-    build_summary,
-    check_go,
-    existing_build,
-    resolve_module,
-)
 from harness.process import wait_through_interrupt
 from harness.run import Run
 from harness.versions import KubeVersion, NodeImage

@@ -28,15 +28,10 @@ from harness.commands.refusal import (
     stopping,
 )
 from harness.expectations import all_claim_ids
-from harness.local.build import (
-    TOOLS,
-    BuildError,
-    build_kubernetes,
-    check_go,
-    existing_build,
-    resolve_module,
-)
+from harness.gobuild.go import BuildError, check_go
+from harness.gobuild.kubernetes import build_kubernetes, existing_build, resolve_module
 from harness.nodeimage import release as node_image_release
+from harness.paths import TOOLS
 from harness.process import run_through_interrupt
 from harness.run import new_run_id, safe_name, suite_version
 from harness.versions import KubeVersion, VersionError, known_images

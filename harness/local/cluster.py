@@ -34,7 +34,9 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from harness.errors import LocalClusterError
-from harness.local.build import Build, download_module, go_environment
+from harness.gobuild.go import go_environment
+from harness.gobuild.kubernetes import Build
+from harness.gobuild.modules import download_module
 from harness.local.components import (
     apiserver_etcd_flags,
     etcd_argv,

@@ -1,7 +1,7 @@
 """etcd and CoreDNS, the two control-plane images kubeadm asks for that Kubernetes does not build, from Go modules.
 
 Built once per version into `.tools/addons/<name>-<version>/` (the binary, `build.json`, `build.log`), with the
-Go caches of harness/local/build.py, cgo off, `-trimpath -ldflags '-s -w'` like the upstream release builds.
+Go caches of harness/gobuild/, cgo off, `-trimpath -ldflags '-s -w'` like the upstream release builds.
 
 - etcd: `go.etcd.io/etcd/server/v3` is the release's `etcd` binary (etcd 3.5's build.sh runs `go build` in
   `server/`), but its go.mod replaces the sibling modules with `../api`, `../client/v3`, ..., so it cannot be
@@ -23,7 +23,6 @@ import json
 import re
 import shutil
 import stat
-import subprocess
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -31,9 +30,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.local.build import TOOLS, BuildError, download_module, go_environment
+from harness.gobuild.go import BuildError, go_environment, log_tail, logged_step
+from harness.gobuild.modules import download_module
+from harness.gobuild.toolchain import SUITE_TOOLCHAIN
+from harness.paths import TOOLS
 
-TOOLCHAIN = "go1.20.14"
+TOOLCHAIN = SUITE_TOOLCHAIN
 ETCD_MODULE = "go.etcd.io/etcd/server/v3"
 ETCD_SIBLINGS = (
     "go.etcd.io/etcd/api/v3",
@@ -94,20 +96,6 @@ def existing_addon(name: str, version: str, tools: Path = TOOLS) -> Addon | None
     return Addon(name, version, directory, json.loads(record.read_text()))
 
 
-def _tail(log: Path, lines: int = 20) -> str:
-    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) if log.is_file() else "(no log)"
-
-
-def _run_logged(command: list[str], cwd: Path, env: Mapping[str, str], log: Path) -> int:
-    """Run one step, appending its command line and output to the build log; its exit code."""
-    with log.open("a") as out:
-        out.write("+ " + " ".join(command) + "\n")
-        out.flush()
-        return subprocess.run(
-            command, cwd=cwd, env=dict(env), stdout=out, stderr=subprocess.STDOUT, check=False, timeout=3600
-        ).returncode
-
-
 def _module(module: str, version: str, env: Mapping[str, str], cwd: Path) -> dict[str, Any]:
     try:
         return download_module(module, version, env, cwd)
@@ -117,9 +105,11 @@ def _module(module: str, version: str, env: Mapping[str, str], cwd: Path) -> dic
 
 def _steps(name: str, version: str, steps: list[tuple[list[str], Path]], env: Mapping[str, str], log: Path) -> None:
     for command, cwd in steps:
-        if _run_logged(command, cwd, env, log) != 0:
+        with log.open("a") as out:
+            out.write("+ " + " ".join(command) + "\n")
+        if logged_step(command, env, cwd, log) != 0:
             raise AddonBuildError(
-                f"building {name} {version} failed ({' '.join(command[:4])} ...); last lines of {log}:\n{_tail(log)}"
+                f"building {name} {version} failed ({' '.join(command[:4])} ...); last lines of {log}:\n{log_tail(log)}"
             )
 
 

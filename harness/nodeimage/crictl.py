@@ -10,27 +10,28 @@ binary is reused until one of them changes; `build.log` and `build.json` lie bes
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
 import shlex
-import shutil
 import subprocess
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from harness.local.build import TOOLS, BuildError, go_environment
+from harness.gobuild.go import BuildError, go_environment, go_on_path, log_tail, logged_step
+from harness.gobuild.toolchain import SUITE_TOOLCHAIN
+from harness.paths import TOOLS
 
 SOURCE = Path(__file__).resolve().parent / "crictl-go"
 SOURCE_FILES = ("go.mod", "go.sum", "main.go")
-# The Go release of cri-api v0.27's era (its go.mod says go 1.20), cached under .tools/go/ by the Kubernetes
-# builds; a host Go of 1.21+ switches to it through the module proxy.
-TOOLCHAIN = "go1.20.14"
+TOOLCHAIN = SUITE_TOOLCHAIN  # cri-api v0.27's era: its go.mod says go 1.20
 BUILD_FLAGS = ("-trimpath", "-ldflags", "-s -w")
 BUILD_TIMEOUT_S = 900.0
 
 Runner = Callable[[list[str], Mapping[str, str], Path, Path], int]
+GO_BUILD: Runner = functools.partial(logged_step, timeout=BUILD_TIMEOUT_S)  # go build, its output in the log
 
 
 class CrictlBuildError(BuildError):
@@ -67,16 +68,11 @@ def crictl_record(source: Path = SOURCE, toolchain: str = TOOLCHAIN) -> dict[str
     }
 
 
-def _go_build(args: list[str], env: Mapping[str, str], cwd: Path, log: Path) -> int:
-    with log.open("a") as out:
-        done = subprocess.run(
-            args, cwd=cwd, env=dict(env), stdout=out, stderr=subprocess.STDOUT, timeout=BUILD_TIMEOUT_S, check=False
-        )
-    return done.returncode
-
-
 def build_crictl(
-    tools: Path = TOOLS, source: Path = SOURCE, toolchain: str = TOOLCHAIN, runner: Runner = _go_build
+    tools: Path = TOOLS,
+    source: Path = SOURCE,
+    toolchain: str = TOOLCHAIN,
+    runner: Runner = GO_BUILD,
 ) -> Path:
     """The path of plp-crictl built from `source`, built now unless a build of the same key is there."""
     key = source_key(source, toolchain)
@@ -84,9 +80,10 @@ def build_crictl(
     binary = directory / "crictl"
     if binary.is_file():
         return binary
-    go = shutil.which("go")
-    if go is None:
-        raise CrictlBuildError("building crictl for the node image needs Go 1.21 or newer on PATH (https://go.dev/dl/)")
+    try:
+        go = go_on_path("building crictl for the node image")
+    except BuildError as err:
+        raise CrictlBuildError(str(err)) from None
     directory.mkdir(parents=True, exist_ok=True)
     log = directory / "build.log"
     log.write_text(f"plp-crictl {key} from {source} with {toolchain}\n")
@@ -109,8 +106,9 @@ def build_crictl(
     except OSError as err:
         raise CrictlBuildError(f"building crictl could not start ({err}); see {log}") from None
     if code != 0 or not partial.is_file():
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
-        raise CrictlBuildError(f"building crictl failed (go build exited {code}); last lines of {log}:\n{tail}")
+        raise CrictlBuildError(
+            f"building crictl failed (go build exited {code}); last lines of {log}:\n{log_tail(log, 15)}"
+        )
     partial.rename(binary)
     record: dict[str, object] = {**crictl_record(source, toolchain), "duration_s": round(time.monotonic() - started, 1)}
     (directory / "build.json").write_text(json.dumps(record, indent=1) + "\n")

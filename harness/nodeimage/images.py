@@ -38,7 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.local.build import TOOLS, Build, BuildError, download_module, go_environment
+from harness.gobuild.go import BuildError, go_environment
+from harness.gobuild.kubernetes import Build
+from harness.gobuild.modules import download_module
 from harness.local.cluster import LOCAL_PROBE_IMAGE, PROBE_IMAGE_NAMES
 from harness.local.images import (
     BUSYBOX,
@@ -54,6 +56,7 @@ from harness.local.images import (
     write_oci_archive,
 )
 from harness.nodeimage.addons import Addon, AddonBuildError, build_coredns, build_etcd
+from harness.paths import TOOLS
 
 REGISTRY = "registry.k8s.io/"
 PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

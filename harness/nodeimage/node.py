@@ -7,7 +7,7 @@ pkg/build/nodeimage; see shared/research/kind.md) from:
 - a Debian bookworm root file system (`debootstrap --variant=minbase`): systemd, containerd and runc,
   the CNI plugins, iptables, conntrack, trimmed the way kind trims its base image (no getty, udev, timers);
 - the suite's own node files (harness/nodeimage/node-files/: entrypoint, systemd units, the pod network);
-- Kubernetes' kubeadm, kubelet and kubectl built from `k8s.io/kubernetes@v<version>` (harness/local/build.py),
+- Kubernetes' kubeadm, kubelet and kubectl built from `k8s.io/kubernetes@v<version>` (harness/gobuild/kubernetes.py),
   the suite's crictl (harness/nodeimage/crictl.py), and the images `kubeadm config images list` names, made
   locally (harness/nodeimage/images.py) and imported into the node's containerd store;
 - containerd with `restrict_oom_score_adj` (hosts whose root lacks CAP_SYS_RESOURCE refuse negative OOM
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import paths
-from harness.local.build import Build
+from harness.gobuild.kubernetes import Build
 from harness.local.cluster import LOCAL_PROBE_IMAGE
 from harness.local.images import BUSYBOX
 from harness.nodeimage.images import ImageArchive, NodeImageError, kubeadm_images, node_images
@@ -334,7 +334,7 @@ def build_node_images(
     run_step: Run = run,
 ) -> list[str]:
     """Build plp-node:v<version> and its shutdown-capable sibling from Go modules (each reused if present)."""
-    from harness.local.build import NODE_IMAGE_COMPONENTS, build_kubernetes
+    from harness.gobuild.kubernetes import NODE_IMAGE_COMPONENTS, build_kubernetes
     from harness.nodeimage.crictl import build_crictl, crictl_record
 
     build = build_kubernetes(version, components=NODE_IMAGE_COMPONENTS)

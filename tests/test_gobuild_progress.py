@@ -7,7 +7,7 @@ import json
 import time
 from pathlib import Path
 
-from harness.local import build_watch
+from harness.gobuild import progress
 
 LOG = """+ go mod edit -require=k8s.io/kubernetes@v0.0.0
 go: downloading github.com/google/uuid v1.3.0
@@ -20,7 +20,7 @@ k8s.io/kubernetes/cmd/kubelet
 
 
 def test_only_the_packages_go_build_v_printed_count_as_compiled() -> None:
-    assert build_watch.compiled_packages(LOG) == [
+    assert progress.compiled_packages(LOG) == [
         "internal/goarch",
         "k8s.io/api/core/v1",
         "k8s.io/kubernetes/cmd/kubelet",
@@ -28,11 +28,11 @@ def test_only_the_packages_go_build_v_printed_count_as_compiled() -> None:
 
 
 def test_the_progress_line_says_time_count_and_what_is_last() -> None:
-    line = build_watch.progress_line(192.4, ["internal/goarch", "k8s.io/api/core/v1"], 2540)
+    line = progress.progress_line(192.4, ["internal/goarch", "k8s.io/api/core/v1"], 2540)
     assert line == "3m12s  compiled 2 packages (about 2,540 in the build)  last: k8s.io/api/core/v1"
-    linking = build_watch.progress_line(5, ["k8s.io/kubernetes/cmd/kubelet"], None)
+    linking = progress.progress_line(5, ["k8s.io/kubernetes/cmd/kubelet"], None)
     assert linking == "0m05s  compiled 1 packages  linking or compiling after kubelet"
-    assert build_watch.progress_line(0, [], None).endswith("loading packages")
+    assert progress.progress_line(0, [], None).endswith("loading packages")
 
 
 def _event(name: str, phase: str, at_s: float) -> dict[str, object]:
@@ -53,7 +53,7 @@ def test_the_trace_says_what_was_compiled_reused_and_how_long_each_link_took(tmp
     ]
     trace = tmp_path / "trace.json"
     trace.write_text(json.dumps(events))
-    summary = build_watch.trace_summary(trace, ["k8s.io/api/core/v1", "k8s.io/kubernetes/cmd/kubelet"])
+    summary = progress.trace_summary(trace, ["k8s.io/api/core/v1", "k8s.io/kubernetes/cmd/kubelet"])
     assert summary == {
         "packages_in_build": 3,
         "packages_compiled": 2,
@@ -61,7 +61,7 @@ def test_the_trace_says_what_was_compiled_reused_and_how_long_each_link_took(tmp
         "compile_s_summed": 20.5,
         "link_s": {"kubelet": 30.0},
     }
-    assert build_watch.trace_summary(tmp_path / "missing.json", ["a"]) == {"packages_compiled": 1}
+    assert progress.trace_summary(tmp_path / "missing.json", ["a"]) == {"packages_compiled": 1}
 
 
 def test_in_a_log_the_progress_is_a_line_at_each_interval(tmp_path: Path) -> None:
@@ -69,7 +69,7 @@ def test_in_a_log_the_progress_is_a_line_at_each_interval(tmp_path: Path) -> Non
     log.write_text("before the build\n")
     start = log.stat().st_size
     out = io.StringIO()
-    with build_watch.Progress(log, start, lambda: 10, out=out, interval_s=0.05):
+    with progress.Progress(log, start, lambda: 10, out=out, interval_s=0.05):
         with log.open("a") as writing:
             writing.write("internal/goarch\n")
         time.sleep(0.3)

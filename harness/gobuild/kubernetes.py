@@ -10,7 +10,7 @@ source, tagged together), then builds the components with the Go toolchain the r
 the proxy does not serve that exact one. `-ldflags -X` stamps the version the way `hack/lib/version.sh`
 does, so `/version` reports the real gitVersion and commit. A tag before 1.24 lacks
 `pkg/generated/openapi/zz_generated.openapi.go` (upstream's `make` generated it): it is generated the way that
-Makefile does (harness/local/openapi.py) into a writable copy of the tag's source, `src/`, and
+Makefile does (harness/gobuild/openapi.py) into a writable copy of the tag's source, `src/`, and
 `replace k8s.io/kubernetes => ./src` builds from that copy: the tag plus this one file, said in build.json.
 
 Everything lands in `.tools/` (ignored by git): the module and build caches under `.tools/go/`, the binaries,
@@ -20,48 +20,34 @@ Everything lands in `.tools/` (ignored by git): the module and build caches unde
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
-import os
-import re
 import shutil
-import signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-import yaml
-
-from harness import paths
-from harness.local import build_watch, openapi
+from harness.gobuild import openapi, progress
+from harness.gobuild.go import BuildError, check_go, go_environment, run_step
+from harness.gobuild.modules import download_module, module_dirs, module_links, module_version, served_modules
+from harness.gobuild.staging import main_module_directives, replacements, staging_modules, substitute_refused_twins
+from harness.gobuild.toolchain import choose_toolchain, toolchain_policy, upstream_go_version
+from harness.paths import TOOLS
 from harness.versions import KubeVersion, VersionError, check_supported
 
-TOOLS = paths.TOOLS
 # What a local cluster runs; a kind node image also holds kubectl, kubeadm and kube-proxy, built when one is first
 # asked for (a release's build grows by them). Those three add 288 of 2536 packages (cmd/kubectl 192, kubeadm 164,
 # kube-proxy 27 of their own; `go list -deps` at v1.35.8) and three large links to every build.
 LOCAL_COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet")
 NODE_IMAGE_COMPONENTS = (*LOCAL_COMPONENTS, "kubectl", "kubeadm", "kube-proxy")
 _STAMPED_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
-# A replace line of k8s.io/kubernetes's go.mod: `k8s.io/api => ./staging/src/k8s.io/api` (in a block or not).
-_REPLACE = re.compile(r"^[ \t]*(?:replace[ \t]+)?(\S+)(?:[ \t]+v\S+)?[ \t]+=>[ \t]+(\S+)(?:[ \t]+(\S+))?[ \t]*$", re.M)
 
 
 # The oldest release a build here can make (CLUSTER=local, node images from modules); kind runs older pinned images.
 OLDEST_BUILT_HERE = KubeVersion.parse("1.21.0-alpha.0")
-
-
-class BuildError(RuntimeError):
-    """The binaries could not be built; the message says why (the proxy's answer, or the log's last lines)."""
-
-
-class BuildStopped(BuildError):
-    """A background build stopped because the command that asked for it was interrupted (make matrix)."""
 
 
 @dataclass(frozen=True)
@@ -74,50 +60,6 @@ class Build:
 
     def binary(self, component: str) -> Path:
         return self.directory / "bin" / component
-
-
-def go_environment(tools: Path = TOOLS, cache: str = "shared") -> dict[str, str]:
-    """The build's own Go environment: caches inside .tools/ (shared by every build), cgo off as upstream builds.
-
-    Nothing is taken from the host's `go env` file or a GOFLAGS of its own (a `-buildvcs=false` there, seen
-    on this machine, is refused as an unknown flag by go1.16 and go1.17, which Kubernetes 1.21-1.23 need):
-    GOENV=off, and every setting a toolchain from go1.16 on reads is given here. The proxy and checksum
-    database stay the host's, as the host's Go reports them.
-    """
-    return {
-        **os.environ,
-        "GOENV": "off",
-        "GOMODCACHE": str(tools / "go" / "mod"),
-        "GOCACHE": str(go_build_cache(tools, cache)),
-        "GOPATH": str(tools / "go" / "path"),
-        "GOFLAGS": "-mod=mod",
-        "GOWORK": "off",
-        "CGO_ENABLED": "0",
-        "GO111MODULE": "on",
-        "GOPROXY": _host_go_setting("GOPROXY", "https://proxy.golang.org,direct"),
-        "GOSUMDB": _host_go_setting("GOSUMDB", "sum.golang.org"),
-    }
-
-
-def go_build_cache(tools: Path, name: str) -> Path:
-    """The Go build cache of one minor's builds (patches of a minor share most compiled packages; other minors
-    share nearly none, having another toolchain), or "shared" for the suite's small Go tools."""
-    return tools / "go" / "cache" / name
-
-
-@functools.cache
-def _host_go_setting(name: str, default: str) -> str:
-    """One of the host Go's settings (environment, go env file, GOROOT/go.env), or the default without Go."""
-    if os.environ.get(name):
-        return os.environ[name]
-    go = shutil.which("go")
-    if go is None:
-        return default
-    try:
-        out = subprocess.run([go, "env", name], capture_output=True, text=True, check=False).stdout.strip()
-    except OSError:  # a go on PATH that cannot run: the same as none
-        return default
-    return out or default
 
 
 def release_text(version: str) -> str:
@@ -136,123 +78,6 @@ def release_text(version: str) -> str:
     return text
 
 
-def _go(args: list[str], env: Mapping[str, str], cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["go", *args], cwd=cwd, env=dict(env), capture_output=True, text=True, timeout=timeout, check=False
-    )
-
-
-def download_module(module: str, version: str, env: Mapping[str, str], cwd: Path) -> dict[str, Any]:
-    """`go mod download -json module@version`: where the source is, and the VCS commit the proxy reports."""
-    result = _go(["mod", "download", "-json", f"{module}@{version}"], env, cwd)
-    try:
-        info: dict[str, Any] = json.loads(result.stdout)
-    except json.JSONDecodeError:
-        info = {"Error": (result.stderr or result.stdout).strip()}
-    if info.get("Error") or "Dir" not in info:
-        raise BuildError(f"the Go module proxy does not serve {module}@{version}: {info.get('Error', result.stderr)}")
-    return info
-
-
-def upstream_go_version(source: Path) -> str:
-    """The Go release upstream built this tag with: `.go-version` (1.27+), else the cross build image's name
-    (`v1.21.0-go1.16.15-buster.0`), else the "golang: upstream version" of build/dependencies.yaml, which is
-    what names it where the cross image is tagged after Go alone (`v1.16.6-1` at v1.22.0)."""
-    dot = source / ".go-version"
-    if dot.is_file():
-        return dot.read_text().strip()
-    cross = source / "build" / "build-image" / "cross" / "VERSION"
-    match = re.search(r"go(\d+\.\d+(?:\.\d+)?)", cross.read_text()) if cross.is_file() else None
-    if match:
-        return match[1]
-    dependencies = source / "build" / "dependencies.yaml"
-    if dependencies.is_file():
-        for entry in (yaml.safe_load(dependencies.read_text()) or {}).get("dependencies") or []:
-            if entry.get("name") == "golang: upstream version" and entry.get("version"):
-                return str(entry["version"])
-    raise BuildError(
-        f"cannot tell which Go release built {source.name}: no .go-version, no Go in the cross VERSION, "
-        "no 'golang: upstream version' in build/dependencies.yaml"
-    )
-
-
-# How a build chooses its Go toolchain (the environment variable, set by `make ... GO_TOOLCHAIN=`):
-#   minor  the newest patch the proxy serves of the Go minor the tag names (default): the patches of a Kubernetes
-#          minor built with one Go minor then share one toolchain, so the build cache (keyed by the toolchain)
-#          serves every package a patch did not change;
-#   exact  the Go release the tag names (or the newest patch of its minor when the proxy does not serve it).
-# build.json, the run record, every recording's origin and /version's goVersion say which ran.
-TOOLCHAIN_VARIABLE = "PLP_GO_TOOLCHAIN"
-TOOLCHAIN_POLICIES = ("minor", "exact")
-
-
-def toolchain_policy() -> str:
-    """The build's toolchain policy from the environment ("minor" when unset); anything else is refused."""
-    policy = os.environ.get(TOOLCHAIN_VARIABLE, "").strip().lower() or "minor"
-    if policy not in TOOLCHAIN_POLICIES:
-        raise VersionError(
-            f"GO_TOOLCHAIN must be one of {', '.join(TOOLCHAIN_POLICIES)} (minor: the newest patch of the tag's Go "
-            f"minor, one build cache per Kubernetes minor; exact: the tag's own Go release), not {policy!r}"
-        )
-    return policy
-
-
-def served_toolchains(env: Mapping[str, str], cwd: Path) -> list[str]:
-    """Every Go release (go1.X.Y, no pre-releases) whose toolchain module the proxy lists for linux/amd64, oldest
-    first: one request (`go list -m -versions golang.org/toolchain`). Empty when the proxy does not answer."""
-    result = _go(["list", "-m", "-versions", "golang.org/toolchain"], {**env, "GOFLAGS": ""}, cwd, timeout=120)
-    found = set(re.findall(r"v0\.0\.1-go(\d+\.\d+\.\d+)\.linux-amd64\b", result.stdout))
-    return sorted(found, key=lambda v: tuple(int(p) for p in v.split(".")))
-
-
-def choose_toolchain(upstream: str, env: Mapping[str, str], cwd: Path, policy: str = "exact") -> tuple[str, str]:
-    """(GOTOOLCHAIN value, why). exact: upstream's Go when the proxy serves it, else the newest patch of its minor;
-    minor: the newest patch of its minor."""
-    minor = ".".join(upstream.split(".")[:2])
-    listed = [v for v in served_toolchains(env, cwd) if v.startswith(f"{minor}.")]
-    newest_first = list(reversed(listed)) or [f"{minor}.{patch}" for patch in range(30, -1, -1)]
-    if policy == "minor":
-        candidates = [*newest_first, *([upstream] if upstream not in newest_first else [])]
-    else:
-        candidates = [upstream, *(v for v in newest_first if v != upstream)]
-    refused = []
-    for candidate in candidates:
-        probe = _go(["version"], {**env, "GOTOOLCHAIN": f"go{candidate}"}, cwd, timeout=300)
-        if probe.returncode == 0 and f"go{candidate} " in probe.stdout:
-            if candidate == upstream:
-                why = "upstream's"
-            elif policy == "minor":
-                why = (
-                    f"newest go{minor} patch (upstream's go{upstream}), so the patches of this minor share one "
-                    "build cache; GO_TOOLCHAIN=exact builds with upstream's"
-                )
-            else:
-                why = f"newest go{minor} served (go{upstream}: not served)"
-            return f"go{candidate}", why
-        if candidate == upstream:
-            refused.append(probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else "refused")
-    raise BuildError(f"no go{minor} toolchain is served by the Go module proxy (go{upstream}: {(refused or ['?'])[0]})")
-
-
-def _replacements(
-    kubernetes_go_mod: str, staged: Mapping[str, str] | str, directories: Mapping[str, str] | None = None
-) -> list[str]:
-    """`old=new` for every replace of k8s.io/kubernetes: staging dirs -> the published v0.Y.Z twins' directories in
-    the module cache where `directories` has them (else `old@version`), other replaces as the tag pins them.
-
-    `staged` is one version for every staging module, or a version per module (substitutions included).
-    """
-    out = []
-    for old, new, pinned in _REPLACE.findall(kubernetes_go_mod):
-        if new.startswith("./staging/"):
-            version = staged if isinstance(staged, str) else staged[old]
-            directory = (directories or {}).get(old)
-            out.append(f"{old}={directory}" if directory is not None else f"{old}={old}@{version}")
-        elif pinned:
-            out.append(f"{old}={new}@{pinned}")
-    return out
-
-
 def packages_of_minor(tools: Path, minor: str) -> int | None:
     """How many packages the newest finished build of this minor had (an estimate for a build's progress)."""
     counts = []
@@ -262,112 +87,6 @@ def packages_of_minor(tools: Path, minor: str) -> int | None:
             if isinstance(work.get("packages_in_build"), int):
                 counts.append((record.stat().st_mtime, work["packages_in_build"]))
     return max(counts)[1] if counts else None
-
-
-def module_links(directory: Path, modules: Mapping[str, Path]) -> dict[str, str]:
-    """`./modules/<module path>` in the build directory, a link to each module's directory in the module cache,
-    for `go mod edit -replace` (which takes an '@' in a directory's path for a version); {module: './modules/...'}."""
-    links = directory / "modules"
-    shutil.rmtree(links, ignore_errors=True)
-    out = {}
-    for module, target in modules.items():
-        link = links / module
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(target, target_is_directory=True)
-        out[module] = f"./modules/{module}"
-    return out
-
-
-def main_module_directives(kubernetes_go_mod: str) -> str:
-    """The `go` line and any `godebug` lines or block of k8s.io/kubernetes's go.mod, for the build's main module."""
-    go_line = re.search(r"^go[ \t]+(\S+)[ \t]*$", kubernetes_go_mod, re.M)
-    lines = [f"go {go_line[1] if go_line else '1.16'}"]
-    lines += [m[0] for m in re.finditer(r"^godebug[ \t]+\([^)]*\)|^godebug[ \t]+\S+=\S+", kubernetes_go_mod, re.M)]
-    return "\n".join(lines) + "\n"
-
-
-def staging_modules(kubernetes_go_mod: str) -> list[str]:
-    """The staging modules k8s.io/kubernetes maps to ./staging/ (k8s.io/api, k8s.io/client-go, ...)."""
-    return [old for old, new, _ in _REPLACE.findall(kubernetes_go_mod) if new.startswith("./staging/")]
-
-
-def substitute_refused_twins(
-    modules: list[str], staged: str, served: Callable[[list[tuple[str, str]]], set[tuple[str, str]]]
-) -> tuple[dict[str, str], dict[str, str]]:
-    """(version per staging module, substitutions) for a tag whose twins the proxy partly refuses.
-
-    `served` answers for a batch of (module, version) pairs which ones the proxy serves. The proxy refuses
-    some twins: pre-release ones (v0.27.0-rc.0: 14 of them, 403 "not available") and some releases
-    (v0.25.16: controller-manager, kube-controller-manager, cluster-bootstrap, kube-proxy; v0.29.6:
-    endpointslice, kube-controller-manager, legacy-cloud-providers). Such a module takes the nearest served
-    version of the same minor: for a pre-release the first release (v0.27.0, v0.27.1, ...); for a release
-    the nearest patch, the earlier of two at the same distance first. Each substitution is returned so
-    build.json, the run record and every recording's origin say it: the build is then "k8s.io/kubernetes
-    at the tag, these staging modules at these versions", never silently exact.
-    """
-    versions = {module: staged for module in modules}
-    core = staged.split("-", 1)[0]  # v0.27.3
-    minor, patch_text = core.rsplit(".", 1)
-    patch = int(patch_text)
-    if "-" in staged:
-        candidates = [f"{minor}.{p}" for p in range(0, 16)]
-    else:
-        # Nearest first, the earlier of two at the same distance first: a twin further away is likelier to
-        # differ in an API the tag's code calls (seen: controller-manager v0.25.6 for v1.25.9 does not compile
-        # against apiserver v0.25.9, whose WithAuthentication changed in between).
-        nearby = sorted(range(max(patch - 15, 0), patch + 16), key=lambda p: (abs(p - patch), p))
-        candidates = [f"{minor}.{p}" for p in nearby if p != patch]
-    served_at_tag = served([(module, staged) for module in modules])
-    refused = [module for module in modules if (module, staged) not in served_at_tag]
-    substitutions: dict[str, str] = {}
-    for candidate in candidates:
-        if not refused:
-            break
-        answered = served([(module, candidate) for module in refused])
-        for module in list(refused):
-            if (module, candidate) in answered:
-                versions[module] = substitutions[module] = candidate
-                refused.remove(module)
-    # Served nowhere (k8s.io/sample-cli-plugin at most versions): left as it is. No component imports such
-    # a module, and if one did, `go build` would fail loudly on it.
-    return versions, substitutions
-
-
-def _download_answers(pairs: list[tuple[str, str]], env: Mapping[str, str], cwd: Path) -> list[dict[str, Any]]:
-    """Every answer of one `go mod download -json` for the whole batch (a refused version answers an Error)."""
-    if not pairs:
-        return []
-    result = _go(["mod", "download", "-json", *(f"{m}@{v}" for m, v in pairs)], env, cwd)
-    answers = []
-    decoder = json.JSONDecoder()
-    text, position = result.stdout, 0
-    while True:
-        while position < len(text) and text[position].isspace():
-            position += 1
-        if position >= len(text):
-            break
-        try:
-            info, position = decoder.raw_decode(text, position)
-        except json.JSONDecodeError:
-            break
-        answers.append(info)
-    return answers
-
-
-def served_modules(pairs: list[tuple[str, str]], env: Mapping[str, str], cwd: Path) -> set[tuple[str, str]]:
-    """Which of these module versions the proxy serves: one `go mod download -json` for the whole batch.
-
-    The checksum database is not asked here (GONOSUMDB=k8s.io): this only tells what can be downloaded; the
-    build itself verifies checksums and says when it has to go without them.
-    """
-    answers = _download_answers(pairs, {**env, "GONOSUMDB": "k8s.io"}, cwd)
-    return {(str(a["Path"]), str(a["Version"])) for a in answers if not a.get("Error") and "Dir" in a}
-
-
-def module_dirs(pairs: list[tuple[str, str]], env: Mapping[str, str], cwd: Path) -> dict[str, Path]:
-    """Where each of these module versions is in the module cache (downloaded if it is not yet)."""
-    answers = _download_answers(pairs, {**env, "GONOSUMDB": "k8s.io"}, cwd)
-    return {str(a["Path"]): Path(a["Dir"]) for a in answers if not a.get("Error") and "Dir" in a}
 
 
 def ldflags(version: str, commit: str, built_at: str) -> str:
@@ -387,29 +106,6 @@ def ldflags(version: str, commit: str, built_at: str) -> str:
     return " ".join(flags)
 
 
-def _run_logged(
-    command: list[str], cwd: Path, env: Mapping[str, str], out: IO[str], stop: threading.Event | None = None
-) -> int:
-    """One build step (go, or a generator it built) with its output in build.log, in its own process group,
-    which is killed whole when this process is interrupted or, for a build on a background thread (which no
-    Ctrl-C reaches), when `stop` is set: then BuildStopped is raised. Its exit code."""
-    process = subprocess.Popen(
-        command, cwd=cwd, env=dict(env), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-    )
-    try:
-        while True:
-            try:
-                return process.wait(timeout=None if stop is None else 0.5)
-            except subprocess.TimeoutExpired:
-                if stop is not None and stop.is_set():
-                    raise BuildStopped(f"stopped: {' '.join(command[:2])} was stopped with the command") from None
-    except BaseException:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-        raise
-
-
 def _generate_openapi(
     source: Path, directory: Path, versions: Mapping[str, str], env: Mapping[str, str], run: Callable[[list[str]], None]
 ) -> dict[str, str]:
@@ -417,7 +113,7 @@ def _generate_openapi(
 
     openapi-gen is built in the throw-away module, whose replace lines pin k8s.io/kube-openapi and k8s.io/gengo
     at the tag's versions, with the tag's toolchain, and run there in module mode over the input packages the
-    tag's Makefile would give it (harness/local/openapi.py). Its output goes to a scratch dir, then into a
+    tag's Makefile would give it (harness/gobuild/openapi.py). Its output goes to a scratch dir, then into a
     writable copy of the tag's source, `src/`, which `replace k8s.io/kubernetes => ./src` makes the source the
     components are built from: the tag plus this one file. Its API rule report is compared with the tag's
     known violations, as the Makefile does (a difference is recorded, not fatal: the Makefile's check guards
@@ -460,21 +156,11 @@ def _generate_openapi_steps(
         check = "API rule violations not compared (no known-violations list in the tag)"
     if unscanned:
         check += f"; staging modules not served, not scanned: {', '.join(unscanned)}"
-    generator = _module_version("k8s.io/kube-openapi", env, directory)
+    generator = module_version("k8s.io/kube-openapi", env, directory)
     shutil.rmtree(scratch)
     return {
         openapi.OPENAPI_FILE: f"openapi-gen of k8s.io/kube-openapi@{generator}, {len(packages)} input packages; {check}"
     }
-
-
-def _module_version(module: str, env: Mapping[str, str], cwd: Path) -> str:
-    """The version of a module the throw-away module builds with (its replacement's, when replaced)."""
-    result = _go(["list", "-m", "-json", module], env, cwd)
-    try:
-        info = json.loads(result.stdout)
-    except json.JSONDecodeError:
-        return "unknown"
-    return str((info.get("Replace") or {}).get("Version") or info.get("Version") or "unknown")
 
 
 def build_directory(version: str, tools: Path = TOOLS, policy: str | None = None) -> Path:
@@ -505,18 +191,6 @@ def build_summary(record: Mapping[str, Any]) -> str:
             f"{work['packages_reused']:,} reused from the build cache"
         )
     return said
-
-
-def check_go() -> str:
-    """The host's Go (any release that can switch toolchains, 1.21+); raises BuildError if there is none."""
-    go = shutil.which("go")
-    if go is None:
-        raise BuildError("building Kubernetes needs Go 1.21 or newer on PATH (https://go.dev/dl/)")
-    out = subprocess.run([go, "version"], capture_output=True, text=True, check=False).stdout.strip()
-    match = re.search(r"go1\.(\d+)", out)
-    if not match or int(match[1]) < 21:
-        raise BuildError(f"building Kubernetes needs Go 1.21 or newer (toolchain switching); found: {out}")
-    return out
 
 
 def resolve_module(version: str, tools: Path = TOOLS) -> dict[str, Any]:
@@ -620,7 +294,7 @@ def _build(
             nonlocal env, checksum_db
             out.write("+ " + " ".join(command) + "\n")
             out.flush()
-            done = _run_logged(command, directory, env, out, stop)
+            done = run_step(command, directory, env, out, stop)
             if done != 0 and "verifying " in log.read_text() and "sumdb" in log.read_text():
                 # The proxy's checksum database does not know some published staging tags (seen for
                 # k8s.io/*@v0.26.6): build again without it for k8s.io/*, and say so in build.json.
@@ -628,7 +302,7 @@ def _build(
                 env = {**env, "GONOSUMDB": "k8s.io"}
                 out.write(f"+ retry with GONOSUMDB=k8s.io: {checksum_db}\n")
                 out.flush()
-                done = _run_logged(command, directory, env, out, stop)
+                done = run_step(command, directory, env, out, stop)
             if done != 0:
                 tail = "\n".join(log.read_text().splitlines()[-20:])
                 what = " ".join(command[:2]) if command[0] == "go" else Path(command[0]).name
@@ -643,7 +317,7 @@ def _build(
         twins = module_links(
             directory, {"k8s.io/kubernetes": source, **module_dirs(sorted(versions.items()), env, directory)}
         )
-        for replacement in _replacements(kubernetes_go_mod, versions, twins):
+        for replacement in replacements(kubernetes_go_mod, versions, twins):
             run(["go", "mod", "edit", f"-replace={replacement}"])
         kubernetes = twins["k8s.io/kubernetes"]
         run(["go", "mod", "edit", "-require=k8s.io/kubernetes@v0.0.0", f"-replace=k8s.io/kubernetes={kubernetes}"])
@@ -657,7 +331,7 @@ def _build(
         out.flush()
         build_started_at = log.stat().st_size
         watch: contextlib.AbstractContextManager[object] = (
-            build_watch.Progress(log, build_started_at, lambda: packages_of_minor(tools, parsed.minor))
+            progress.Progress(log, build_started_at, lambda: packages_of_minor(tools, parsed.minor))
             if log_progress
             else contextlib.nullcontext()
         )
@@ -666,7 +340,7 @@ def _build(
             run(["go", "build", *flags, "-o", "bin/", *packages])
         with log.open(errors="replace") as read_back:
             read_back.seek(build_started_at)
-            work = build_watch.trace_summary(trace, build_watch.compiled_packages(read_back.read()))
+            work = progress.trace_summary(trace, progress.compiled_packages(read_back.read()))
         trace.unlink(missing_ok=True)
     record = {
         "version": text,
@@ -687,7 +361,7 @@ def _build(
         "work": work,
         "host_go": check_go(),
         "components": list(components),
-        "how": "go build of k8s.io/kubernetes@" + text + " from the Go module proxy (harness/local/build.py)",
+        "how": "go build of k8s.io/kubernetes@" + text + " from the Go module proxy (harness/gobuild/kubernetes.py)",
     }
     if before is not None:  # components added to a finished build: its record, and when these were added
         added = {k: record[k] for k in ("built_at", "duration_s", "toolchain", "staging_substitutions", "work")}

@@ -1,0 +1,142 @@
+"""The go command as every build of the suite runs it: its own environment under `.tools/go/`, the host's Go
+checked, and a build step run with its output in a log.
+
+Nothing is taken from the host's `go env` file or a GOFLAGS of its own; the proxy and checksum database stay the
+host's. A Kubernetes build's steps run in a process group of their own (`run_step`), which is killed whole on
+Ctrl-C or when a background build is stopped; the suite's small tools (kind, crictl, etcd, CoreDNS) run theirs
+to their end with a timeout (`logged_step`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO
+
+from harness.paths import TOOLS
+
+# The oldest Go on PATH that can switch toolchains (GOTOOLCHAIN), which every build here relies on.
+GO_ON_PATH = "Go 1.21 or newer"
+
+
+class BuildError(RuntimeError):
+    """A Go build could not be made; the message says why (the proxy's answer, or the log's last lines)."""
+
+
+class BuildStopped(BuildError):
+    """A background build stopped because the command that asked for it was interrupted (make matrix)."""
+
+
+def go_environment(tools: Path = TOOLS, cache: str = "shared") -> dict[str, str]:
+    """The build's own Go environment: caches inside .tools/ (shared by every build), cgo off as upstream builds.
+
+    Nothing is taken from the host's `go env` file or a GOFLAGS of its own (a `-buildvcs=false` there, seen
+    on this machine, is refused as an unknown flag by go1.16 and go1.17, which Kubernetes 1.21-1.23 need):
+    GOENV=off, and every setting a toolchain from go1.16 on reads is given here. The proxy and checksum
+    database stay the host's, as the host's Go reports them.
+    """
+    return {
+        **os.environ,
+        "GOENV": "off",
+        "GOMODCACHE": str(tools / "go" / "mod"),
+        "GOCACHE": str(go_build_cache(tools, cache)),
+        "GOPATH": str(tools / "go" / "path"),
+        "GOFLAGS": "-mod=mod",
+        "GOWORK": "off",
+        "CGO_ENABLED": "0",
+        "GO111MODULE": "on",
+        "GOPROXY": _host_go_setting("GOPROXY", "https://proxy.golang.org,direct"),
+        "GOSUMDB": _host_go_setting("GOSUMDB", "sum.golang.org"),
+    }
+
+
+def go_build_cache(tools: Path, name: str) -> Path:
+    """The Go build cache of one minor's builds (patches of a minor share most compiled packages; other minors
+    share nearly none, having another toolchain), or "shared" for the suite's small Go tools."""
+    return tools / "go" / "cache" / name
+
+
+@functools.cache
+def _host_go_setting(name: str, default: str) -> str:
+    """One of the host Go's settings (environment, go env file, GOROOT/go.env), or the default without Go."""
+    if os.environ.get(name):
+        return os.environ[name]
+    go = shutil.which("go")
+    if go is None:
+        return default
+    try:
+        out = subprocess.run([go, "env", name], capture_output=True, text=True, check=False).stdout.strip()
+    except OSError:  # a go on PATH that cannot run: the same as none
+        return default
+    return out or default
+
+
+def go_on_path(purpose: str) -> str:
+    """The go executable on PATH; raises BuildError saying `purpose` needs it."""
+    go = shutil.which("go")
+    if go is None:
+        raise BuildError(f"{purpose} needs {GO_ON_PATH} on PATH (https://go.dev/dl/)")
+    return go
+
+
+def check_go() -> str:
+    """The host's Go (any release that can switch toolchains, 1.21+); raises BuildError if there is none."""
+    go = go_on_path("building Kubernetes")
+    out = subprocess.run([go, "version"], capture_output=True, text=True, check=False).stdout.strip()
+    match = re.search(r"go1\.(\d+)", out)
+    if not match or int(match[1]) < 21:
+        raise BuildError(f"building Kubernetes needs {GO_ON_PATH} (toolchain switching); found: {out}")
+    return out
+
+
+def run_go(
+    args: list[str], env: Mapping[str, str], cwd: Path, timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
+    """One go command whose answer is read (not a build step): its output captured."""
+    return subprocess.run(
+        ["go", *args], cwd=cwd, env=dict(env), capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def run_step(
+    command: list[str], cwd: Path, env: Mapping[str, str], out: IO[str], stop: threading.Event | None = None
+) -> int:
+    """One build step (go, or a generator it built) with its output in build.log, in its own process group,
+    which is killed whole when this process is interrupted or, for a build on a background thread (which no
+    Ctrl-C reaches), when `stop` is set: then BuildStopped is raised. Its exit code."""
+    process = subprocess.Popen(
+        command, cwd=cwd, env=dict(env), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    try:
+        while True:
+            try:
+                return process.wait(timeout=None if stop is None else 0.5)
+            except subprocess.TimeoutExpired:
+                if stop is not None and stop.is_set():
+                    raise BuildStopped(f"stopped: {' '.join(command[:2])} was stopped with the command") from None
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        raise
+
+
+def logged_step(command: list[str], env: Mapping[str, str], cwd: Path, log: Path, timeout: float = 3600) -> int:
+    """One step of a small tool's build, its output appended to `log` (raises TimeoutExpired); its exit code."""
+    with log.open("a") as out:
+        return subprocess.run(
+            command, cwd=cwd, env=dict(env), stdout=out, stderr=subprocess.STDOUT, timeout=timeout, check=False
+        ).returncode
+
+
+def log_tail(log: Path, lines: int = 20) -> str:
+    """The last lines of a build log, for the error that names it."""
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) if log.is_file() else "(no log)"

@@ -1,0 +1,86 @@
+"""Go modules as the proxy serves them: a module downloaded (where its source is, which commit), which versions of
+a batch it serves, and links to module directories a `go mod edit -replace` can name.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.gobuild.go import BuildError, run_go
+
+
+def download_module(module: str, version: str, env: Mapping[str, str], cwd: Path) -> dict[str, Any]:
+    """`go mod download -json module@version`: where the source is, and the VCS commit the proxy reports."""
+    result = run_go(["mod", "download", "-json", f"{module}@{version}"], env, cwd)
+    try:
+        info: dict[str, Any] = json.loads(result.stdout)
+    except json.JSONDecodeError:
+        info = {"Error": (result.stderr or result.stdout).strip()}
+    if info.get("Error") or "Dir" not in info:
+        raise BuildError(f"the Go module proxy does not serve {module}@{version}: {info.get('Error', result.stderr)}")
+    return info
+
+
+def _download_answers(pairs: list[tuple[str, str]], env: Mapping[str, str], cwd: Path) -> list[dict[str, Any]]:
+    """Every answer of one `go mod download -json` for the whole batch (a refused version answers an Error)."""
+    if not pairs:
+        return []
+    result = run_go(["mod", "download", "-json", *(f"{m}@{v}" for m, v in pairs)], env, cwd)
+    answers = []
+    decoder = json.JSONDecoder()
+    text, position = result.stdout, 0
+    while True:
+        while position < len(text) and text[position].isspace():
+            position += 1
+        if position >= len(text):
+            break
+        try:
+            info, position = decoder.raw_decode(text, position)
+        except json.JSONDecodeError:
+            break
+        answers.append(info)
+    return answers
+
+
+def served_modules(pairs: list[tuple[str, str]], env: Mapping[str, str], cwd: Path) -> set[tuple[str, str]]:
+    """Which of these module versions the proxy serves: one `go mod download -json` for the whole batch.
+
+    The checksum database is not asked here (GONOSUMDB=k8s.io): this only tells what can be downloaded; the
+    build itself verifies checksums and says when it has to go without them.
+    """
+    answers = _download_answers(pairs, {**env, "GONOSUMDB": "k8s.io"}, cwd)
+    return {(str(a["Path"]), str(a["Version"])) for a in answers if not a.get("Error") and "Dir" in a}
+
+
+def module_dirs(pairs: list[tuple[str, str]], env: Mapping[str, str], cwd: Path) -> dict[str, Path]:
+    """Where each of these module versions is in the module cache (downloaded if it is not yet)."""
+    answers = _download_answers(pairs, {**env, "GONOSUMDB": "k8s.io"}, cwd)
+    return {str(a["Path"]): Path(a["Dir"]) for a in answers if not a.get("Error") and "Dir" in a}
+
+
+def module_version(module: str, env: Mapping[str, str], cwd: Path) -> str:
+    """The version of a module the throw-away module builds with (its replacement's, when replaced)."""
+    result = run_go(["list", "-m", "-json", module], env, cwd)
+    try:
+        info = json.loads(result.stdout)
+    except json.JSONDecodeError:
+        return "unknown"
+    return str((info.get("Replace") or {}).get("Version") or info.get("Version") or "unknown")
+
+
+def module_links(directory: Path, modules: Mapping[str, Path]) -> dict[str, str]:
+    """`./modules/<module path>` in the build directory, a link to each module's directory in the module cache,
+    for `go mod edit -replace` (which takes an '@' in a directory's path for a version); {module: './modules/...'}."""
+    links = directory / "modules"
+    shutil.rmtree(links, ignore_errors=True)
+    out = {}
+    for module, target in modules.items():
+        link = links / module
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(target, target_is_directory=True)
+        out[module] = f"./modules/{module}"
+    return out
