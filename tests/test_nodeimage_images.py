@@ -163,12 +163,12 @@ class Stubs:
         )
 
 
-def _build(tmp: Path) -> Build:
-    directory = tmp / "v1.27.3"
+def _build(tmp: Path, version: str = "v1.27.3") -> Build:
+    directory = tmp / version
     (directory / "bin").mkdir(parents=True)
     for component in COMPONENTS:
-        (directory / "bin" / component).write_bytes(f"{component} v1.27.3".encode())
-    return Build("v1.27.3", directory, {"toolchain": "go1.20.14", "how": "stand-in"})
+        (directory / "bin" / component).write_bytes(f"{component} {version}".encode())
+    return Build(version, directory, {"toolchain": "go1.20.14", "how": "stand-in"})
 
 
 def test_every_name_kubeadm_lists_gets_an_archive_with_the_binary_where_kubeadm_runs_it(tmp_path: Path) -> None:
@@ -205,6 +205,44 @@ def test_every_name_kubeadm_lists_gets_an_archive_with_the_binary_where_kubeadm_
     assert "etcd stand-in" in by_name["registry.k8s.io/etcd:3.5.7-0"].source
 
 
+# What kubeadm v1.21.14 lists (cmd/kubeadm/app/constants/constants.go there: pause 3.4.1, etcd 3.4.13-0, CoreDNS
+# v1.8.0; DefaultImageRepository k8s.gcr.io, under which CoreDNS is coredns/coredns).
+KUBEADM_LIST_1_21 = [
+    "k8s.gcr.io/kube-apiserver:v1.21.14",
+    "k8s.gcr.io/kube-controller-manager:v1.21.14",
+    "k8s.gcr.io/kube-scheduler:v1.21.14",
+    "k8s.gcr.io/kube-proxy:v1.21.14",
+    "k8s.gcr.io/pause:3.4.1",
+    "k8s.gcr.io/etcd:3.4.13-0",
+    "k8s.gcr.io/coredns/coredns:v1.8.0",
+]
+
+
+def test_a_release_whose_kubeadm_names_k8s_gcr_io_gets_its_images_under_exactly_those_names(tmp_path: Path) -> None:
+    stubs = Stubs(tmp_path)
+    build = _build(tmp_path, "v1.21.14")
+    archives = node.node_images(build, KUBEADM_LIST_1_21, tmp_path / "out", stubs.sources())
+    assert [archive.names for archive in archives[:-1]] == [(name,) for name in KUBEADM_LIST_1_21]
+    by_name = {archive.names[0]: archive for archive in archives}
+    for name in KUBEADM_LIST_1_21:
+        index, _, _, _ = _image(by_name[name].path)
+        assert [e["annotations"]["io.containerd.image.name"] for e in index["manifests"]] == [name]
+    assert by_name["k8s.gcr.io/kube-apiserver:v1.21.14"].path.name == "kube-apiserver_v1.21.14.oci.tar"
+    assert by_name["k8s.gcr.io/coredns/coredns:v1.8.0"].path.name == "coredns_coredns_v1.8.0.oci.tar"
+    _, _, config, layers = _image(by_name["k8s.gcr.io/coredns/coredns:v1.8.0"].path)
+    assert config["config"]["Entrypoint"] == ["/coredns"] and "coredns" in layers[0]
+    _, _, _, layers = _image(by_name["k8s.gcr.io/etcd:3.4.13-0"].path)
+    assert layers[0]["usr/local/bin/etcd"].mode == 0o755
+    assert sorted(stubs.calls) == ["coredns v1.8.0", "etcd 3.4.13-0", "pause 3.4.1", "proxy base"]
+
+
+def test_coredns_under_a_single_level_name_is_made_too(tmp_path: Path) -> None:
+    """kubeadm before 1.21, and under an imageRepository of one's own, names CoreDNS `<registry>/coredns:<tag>`."""
+    stubs = Stubs(tmp_path)
+    archives = node.node_images(_build(tmp_path), ["k8s.gcr.io/coredns:1.7.0"], tmp_path / "out", stubs.sources())
+    assert archives[0].names == ("k8s.gcr.io/coredns:1.7.0",) and stubs.calls == ["coredns 1.7.0"]
+
+
 def test_archives_are_reused_until_an_input_changes(tmp_path: Path) -> None:
     stubs = Stubs(tmp_path)
     build = _build(tmp_path)
@@ -238,7 +276,9 @@ def test_a_failed_addon_build_is_one_clear_error(tmp_path: Path) -> None:
     [
         ("registry.k8s.io/kube-apiserver:v1.27.4", "but the build is v1.27.3"),
         ("registry.k8s.io/something-new:v1", "does not know how to make"),
-        ("quay.io/kube-apiserver:v1.27.3", "expected registry.k8s.io/"),
+        ("quay.io/kube-apiserver:v1.27.3", "with a registry of registry.k8s.io or k8s.gcr.io"),
+        ("gcr.io/kube-apiserver:v1.27.3", "with a registry of registry.k8s.io or k8s.gcr.io"),
+        ("registry.k8s.io/kube-apiserver", "it has no tag"),
     ],
 )
 def test_names_the_suite_cannot_make_are_refused(tmp_path: Path, name: str, message: str) -> None:
