@@ -293,7 +293,9 @@ def test_a_missing_component_binary_is_named(tmp_path: Path) -> None:
         node.node_images(build, KUBEADM_LIST, tmp_path / "out", Stubs(tmp_path).sources())
 
 
-@pytest.mark.parametrize(("tag", "version"), [("3.5.7-0", "v3.5.7"), ("3.5.6-0", "v3.5.6"), ("3.5.9", "v3.5.9")])
+@pytest.mark.parametrize(
+    ("tag", "version"), [("3.5.7-0", "v3.5.7"), ("3.5.6-0", "v3.5.6"), ("3.5.9", "v3.5.9"), ("3.4.13-0", "v3.4.13")]
+)
 def test_etcd_image_tags_map_to_module_versions(tag: str, version: str) -> None:
     assert addons.etcd_module_version(tag) == version
 
@@ -342,6 +344,67 @@ def test_a_finished_addon_build_records_what_it_built_from_what_and_how(
     assert record["commit"] == "0123456789abcdef" and "GitSHA=0123456789" in record["ldflags"]
     assert record["siblings"]["go.etcd.io/etcd/client/v2"] == "v2.305.7" and record["size_bytes"] == 4
     assert addons.existing_addon("etcd", "v3.5.7", tmp_path) is not None  # reused from now on
+
+
+ETCD_3_4_13 = "v0.5.0-alpha.5.0.20200910180754-dd1b699fc489"
+
+
+def _etcd34_tree(tmp_path: Path, says: str) -> Path:
+    tree = tmp_path / "go.etcd.io-etcd"
+    (tree / "version").mkdir(parents=True)
+    (tree / "version" / "version.go").write_text(
+        f'package version\n\nvar (\n\tMinClusterVersion = "3.0.0"\n\tVersion           = "{says}"\n)\n'
+    )
+    return tree
+
+
+def test_etcd_3_4_is_built_from_the_one_module_at_the_served_commit_of_its_tag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    commands: list[list[str]] = []
+    downloaded: list[tuple[str, str]] = []
+
+    def run(command: list[str], cwd: Path, env: Any, log: Path) -> int:
+        commands.append(command)
+        if "build" in command:
+            (cwd / command[command.index("-o") + 1]).write_bytes(b"\x7fELF")
+        return 0
+
+    def download(module: str, version: str, env: Any, cwd: Path) -> dict[str, Any]:
+        downloaded.append((module, version))
+        return {"Dir": str(_etcd34_tree(tmp_path, "3.4.13")), "Version": version, "Sum": "h1:z"}
+
+    monkeypatch.setattr(addons, "_run_logged", run)
+    monkeypatch.setattr(addons, "download_module", download)
+    built = addons.build_etcd("3.4.13-0", tmp_path / "tools")
+    assert downloaded == [("go.etcd.io/etcd", ETCD_3_4_13)]
+    assert commands[0] == ["go", "mod", "edit", f"-require=go.etcd.io/etcd@{ETCD_3_4_13}"]
+    assert commands[1][-1] == "go.etcd.io/etcd" and "build" in commands[1]  # the module's root package: etcd
+    assert len(commands) == 2  # no server/v3 siblings
+    record = built.record
+    assert (record["module"], record["version"], record["module_version"]) == (
+        "go.etcd.io/etcd",
+        "v3.4.13",
+        ETCD_3_4_13,
+    )
+    assert record["commit"] == "dd1b699fc489" and "go.etcd.io/etcd/version.GitSHA=dd1b699fc4" in record["ldflags"]
+    assert built.directory.name == "etcd-v3.4.13" and built.binary.is_file()
+
+
+def test_an_etcd_3_4_tree_of_another_version_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(addons, "_run_logged", lambda *a: pytest.fail("go must not build"))
+    tree = _etcd34_tree(tmp_path, "3.4.14")
+    monkeypatch.setattr(addons, "download_module", lambda *a: {"Dir": str(tree), "Version": ETCD_3_4_13})
+    with pytest.raises(AddonBuildError, match=r"is not etcd v3\.4\.13: its version/version\.go says 3\.4\.14"):
+        addons.build_etcd("3.4.13-0", tmp_path / "tools")
+
+
+def test_an_etcd_3_4_release_without_a_known_commit_is_refused_before_any_download(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(addons, "download_module", lambda *a: pytest.fail("nothing to download"))
+    with pytest.raises(AddonBuildError, match=r"etcd v3\.4\.9: .* only for v3\.4\.13 .*ETCD34_COMMITS"):
+        addons.build_etcd("3.4.9-1", tmp_path / "tools")
 
 
 def test_a_built_addon_is_reused_without_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

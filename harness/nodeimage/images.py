@@ -14,8 +14,9 @@ default registry, from 1.21).
 - kube-apiserver, kube-controller-manager, kube-scheduler: the static binary of the suite's build at
   `/usr/local/bin/<name>` (kubeadm's static pods run the command by name: phases/controlplane/manifests.go),
   `Env PATH`, `/tmp` 1777. No ENTRYPOINT: kubeadm gives the command.
-- etcd: `/usr/local/bin/etcd` built from `go.etcd.io/etcd/server/v3` (harness/nodeimage/addons.py); kubeadm
-  runs `etcd ...` with httpGet probes on :2381, data in the hostPath /var/lib/etcd (phases/etcd/local.go).
+- etcd: `/usr/local/bin/etcd` built from `go.etcd.io/etcd/server/v3` (3.4: `go.etcd.io/etcd`;
+  harness/nodeimage/addons.py); kubeadm runs `etcd ...` with httpGet probes on :2381, data in the hostPath
+  /var/lib/etcd (phases/etcd/local.go).
 - CoreDNS: `/coredns`, `ENTRYPOINT ["/coredns"]` (kubeadm's Deployment gives only args: phases/addons/dns).
 - pause: compiled from the tag's `build/pause/linux/pause.c` (harness/local/images.py), `USER 65535:65535`.
 - kube-proxy: two layers: a Debian bookworm tools layer (debootstrap minbase + iptables, conntrack, iproute2;
