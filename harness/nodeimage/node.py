@@ -11,7 +11,7 @@ pkg/build/nodeimage; see shared/research/kind.md) from:
   the suite's crictl (harness/nodeimage/crictl.py), and the images `kubeadm config images list` names, made
   locally (harness/nodeimage/images.py) and imported into the node's containerd store;
 - containerd with `restrict_oom_score_adj` (hosts whose root lacks CAP_SYS_RESOURCE refuse negative OOM
-  scores) and `SystemdCgroup` from 1.24 on, as kind's builder sets it.
+  scores) and `SystemdCgroup` from 1.24 on, the driver kind gives the kubelet (SYSTEMD_CGROUP).
 A second image, the same plus D-Bus and systemd-logind, is what the graceful-node-shutdown probes run on
 (harness/nodeimage/shutdown.py finds it under the tag harness/paths.py gives it). Each image records what went into
 it in
