@@ -2,7 +2,7 @@
 stopping from a record, and the checks that refuse before anything slow starts.
 
 Nothing here builds Kubernetes or starts a component: `go` and `ctr` are stood in for where a test needs
-them (each says so). The live path is what `make probe VERSION=1.27.3 CLUSTER=local` runs (README).
+them (each says so). The live path is what `make probe VERSION=1.27.3 CLUSTER=local` runs (docs/local-provider.md).
 """
 
 from __future__ import annotations
