@@ -33,7 +33,7 @@ JOBS ?= 2
 
 RUNS ?= runs
 
-.PHONY: probe matrix clean report test lint typecheck unit versions clean-venv node-image actionlint bisect engine engine-stop refuse-cluster
+.PHONY: probe matrix clean report coverage test lint typecheck unit versions clean-venv node-image actionlint bisect engine engine-stop refuse-cluster
 
 # CLUSTER chooses the cluster of make probe, matrix and bisect (and make clean's leftovers); given on the
 # command line to any other target it is refused, not ignored.
@@ -75,6 +75,14 @@ clean: $(STAMP)
 # against the current expectations: report.md and a single-file report.html.
 report: refuse-cluster $(STAMP)
 	$(PY) -m harness report $(RUNS)
+
+# Each claim version range with the live recordings inside it (their versions, kind or local), or "not seen
+# live", and the figure "N of M claim version ranges hold a live run"; UNCOVERED=1: only the ranges without one;
+# PLAN=1: which releases to build next, the most uncovered ranges per build first (harness/coverage.py).
+UNCOVERED ?=
+PLAN ?=
+coverage: refuse-cluster $(STAMP)
+	$(PY) -m harness coverage $(if $(filter 1 yes true,$(UNCOVERED)),--uncovered) $(if $(filter 1 yes true,$(PLAN)),--plan)
 
 # A node image for a release kind does not publish, built once: make node-image VERSION=1.27.0-rc.0
 # [SOURCE=release|modules], then make probe IMAGE=plp-node:v1.27.0-rc.0. release: kind build node-image

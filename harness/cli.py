@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from harness import paths
+from harness.commands.coverage import run_coverage_command
 from harness.commands.housekeeping import run_clean_command, run_node_image_command, run_report_command
 from harness.commands.probe import AUTO, run_probe_command
 from harness.commands.refusal import (
@@ -139,6 +140,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--build", action="store_true", help="also try patch releases without a pinned image (built by node-image)"
     )
     bisect_cmd.add_argument("--run-dir", default=str(paths.RUNS), help="where the runs go (default: runs/)")
+    coverage_cmd = command(
+        "coverage", "each claim version range with the live recordings inside it, or 'not seen live'"
+    )
+    coverage_cmd.add_argument("--uncovered", action="store_true", help="only the ranges no live recording is in")
+    coverage_cmd.add_argument(
+        "--plan", action="store_true", help="which releases to build next to cover the most uncovered ranges per build"
+    )
     matrix = command("matrix", "run the probes on several versions, one cluster each")
     matrix.add_argument("--versions", default="", help="space-separated versions (default: every minor in the table)")
     matrix.add_argument("--jobs", type=count("JOBS"), default=2, help="how many kind clusters at a time")
@@ -187,6 +195,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_bisect_command(args)
     if args.command == "clean":
         return run_clean_command(args)
+    if args.command == "coverage":
+        return run_coverage_command(args)
     if args.command == "report":
         return run_report_command(args)
     return run_probe_command(args)
