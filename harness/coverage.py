@@ -22,7 +22,7 @@ import json
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -437,6 +437,14 @@ def pinned_inside(claim_range: ClaimRange) -> str:
     """' (pinned kind images: 1.19.16, 1.20.15)', or '' when no pinned image is in the range."""
     inside = sorted({i.kubernetes.version for i in known_images() if claim_range.contains(i.kubernetes)})
     return f" (pinned kind images: {', '.join(str(v) for v in inside)})" if inside else ""
+
+
+def section_for_records(
+    records: Iterable[JsonDict], claims_loader: Callable[[str], Mapping[str, Claim]] = load_claims
+) -> JsonDict:
+    """The report's section for the records it reads: which claim ranges their live observations are in."""
+    claims = {f.name: claims_loader(f.name) for f in families.families()}
+    return section_data(claim_ranges(observed_in(records), claims))
 
 
 def section_data(coverage: Coverage) -> JsonDict:

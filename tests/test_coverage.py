@@ -195,3 +195,19 @@ def test_a_replay_that_cannot_run_is_an_error_saying_what_pytest_said(tmp_path: 
     (tmp_path / "empty").mkdir()
     with pytest.raises(coverage.CoverageError, match="no recordings"):
         coverage.replay_recordings(tmp_path / "empty", timeout=120)
+
+
+def test_the_report_has_a_section_of_the_ranges_its_records_saw_live() -> None:
+    from harness.report import build_matrix, render_html
+
+    probe = "test_active_deadline.py::test_job_deadline"
+    seen = record(probe, "v1.27.3", {"job-deadline.failed": "pass"}, cluster="kind", family="active_deadline")
+    seen["verdicts"][0]["observed"] = "DeadlineExceeded"
+    matrix = build_matrix([seen])
+    expected = coverage.claim_ranges(coverage.observed_in([seen]))
+    assert matrix.live_coverage == coverage.section_data(expected)
+    assert expected.covered >= 1  # the record's version is in one of the claim's ranges
+    html = render_html(matrix, svgs={})
+    assert f"<b>{expected.figure()}</b> in these records" in html
+    assert '<td class="runs">kind 1.27.3</td>' in html
+    assert html.count('<tr class="none">') == len(expected.uncovered())
