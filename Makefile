@@ -41,14 +41,14 @@ endif
 
 RUNS ?= runs
 
-.PHONY: probe matrix clean report coverage test lint typecheck unit versions clean-venv node-image actionlint bisect engine engine-stop refuse-cluster
+.PHONY: probe matrix clean report coverage radar test lint typecheck unit versions clean-venv node-image actionlint bisect engine engine-stop refuse-cluster
 
-# CLUSTER chooses the cluster of make probe, matrix and bisect (and make clean's leftovers); given on the
+# CLUSTER chooses the cluster of make probe, matrix, bisect and radar (and make clean's leftovers); given on the
 # command line to any other target it is refused, not ignored.
-CLUSTER_REFUSED_BY = $(if $(filter command line,$(origin CLUSTER)),$(filter-out probe matrix bisect clean,$(MAKECMDGOALS)))
+CLUSTER_REFUSED_BY = $(if $(filter command line,$(origin CLUSTER)),$(filter-out probe matrix bisect radar clean,$(MAKECMDGOALS)))
 refuse-cluster:
 	@if [ -n "$(CLUSTER_REFUSED_BY)" ]; then \
-		echo "error: bad input: CLUSTER chooses the cluster of make probe, matrix and bisect (and which leftovers make clean stops); make $(CLUSTER_REFUSED_BY) does not take it" >&2; \
+		echo "error: bad input: CLUSTER chooses the cluster of make probe, matrix, bisect and radar (and which leftovers make clean stops); make $(CLUSTER_REFUSED_BY) does not take it" >&2; \
 		exit 2; \
 	fi
 
@@ -118,6 +118,19 @@ bisect: $(STAMP)
 	$(PY) -m harness bisect --probe "$(PROBE)" --good "$(GOOD)" --bad "$(BAD)" $(if $(filter 1 yes true,$(BUILD)),--build) \
 		--cluster "$(CLUSTER)" $(if $(CLAIM),--claim "$(CLAIM)") $(if $(filter 1 yes true,$(PRE)),--pre-releases) \
 		$(if $(NAME),--name "$(NAME)") --runs "$(REPEAT)"
+
+# The newest pre-release the Go module proxy serves, built (CLUSTER=local: from Go modules; kind: a node image,
+# SOURCE=release from the release binaries) and probed beside the newest release; every claim whose observation
+# differs, with the PRs the expectations cite or "no expectation yet". One that cannot be built is said in a line and
+# the next newest tried (TRIES of them). The newest release: its shipped live recordings replayed, BASELINE=runs/<id>,
+# or FRESH_BASELINE=1 (probed now): make radar CLUSTER=local [BASELINE=...|FRESH_BASELINE=1] [PROBE=...]
+BASELINE ?=
+FRESH_BASELINE ?=
+TRIES ?= 3
+radar: $(STAMP)
+	$(PY) -m harness radar --cluster "$(CLUSTER)" --source "$(SOURCE)" --tries "$(TRIES)" \
+		$(if $(BASELINE),--baseline "$(BASELINE)") $(if $(filter 1 yes true,$(FRESH_BASELINE)),--fresh-baseline) \
+		$(if $(PROBE),--probe "$(PROBE)")
 
 versions: refuse-cluster $(STAMP)
 	$(PY) -m harness versions

@@ -195,6 +195,13 @@ def probe_id(module: str, function: str) -> str:
 def replay_recordings(recordings: Path | None = None, timeout: float = 600) -> Observed:
     """Replay the probes on every recording under `recordings` (default: probes/, all the shipped ones) in a child
     pytest, and read what each observed."""
+    records, kind_only = replay_records(recordings, timeout)
+    return observed_in(records, kind_only)
+
+
+def replay_records(recordings: Path | None = None, timeout: float = 600) -> tuple[list[JsonDict], list[str]]:
+    """(the probe records of a replay of every recording under `recordings`, default probes/; the probes that run
+    only on kind), from a child pytest. A replay that could not run raises CoverageError with pytest's last words."""
     probes = families.FAMILIES_ROOT
     root = recordings or probes
     with tempfile.TemporaryDirectory(prefix="plp-coverage-") as scratch:
@@ -209,11 +216,11 @@ def replay_recordings(recordings: Path | None = None, timeout: float = 600) -> O
             cwd=paths.REPO,
         )
         answer: JsonDict = json.loads(out.read_text()) if out.is_file() else {}
-        records = sorted(run_dir.glob("*/probes/*.json"))
-        if answer.get("exit_code") not in (0, 1) or not records:
+        files = sorted(run_dir.glob("*/probes/*.json"))
+        if answer.get("exit_code") not in (0, 1) or not files:
             lines = [line for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
             raise CoverageError(f"replaying the recordings under {root} failed: {' | '.join(lines[-3:])}")
-        return observed_in((json.loads(path.read_text()) for path in records), answer.get("kind_only", []))
+        return [json.loads(path.read_text()) for path in files], list(answer.get("kind_only", []))
 
 
 def main(argv: Sequence[str]) -> int:
