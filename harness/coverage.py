@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 JsonDict = dict[str, Any]
 KIND_ONLY_MARKER = "node_shutdown"  # probes that run only on the suite's graceful-node-shutdown kind cluster
 PRE_RELEASE_WORDS = {"a": "alpha", "b": "beta", "rc": "rc"}
+TERMINAL_VERSIONS = 8  # more versions of one cluster kind in a range: the terminal shows their count and ends
 
 
 class CoverageError(RuntimeError):
@@ -367,17 +368,24 @@ def plan_builds(coverage: Coverage, releases: Sequence[KubeVersion]) -> Plan:
 # ----- Terminal output and the report's section.
 
 
-def runs_text(runs: Sequence[LiveRun]) -> str:
+def runs_text(runs: Sequence[LiveRun], most: int | None = None) -> str:
     """'local 1.21.14 1.22.17; kind 1.26.6': each version once per cluster kind, oldest first; a verdict other
-    than pass is said after its version."""
+    than pass is said after its version. With `most`, a cluster kind with more versions shows its count, its
+    three oldest and two newest: 'local 22: 1.21.14 1.22.17 1.23.17 … 1.37.0 1.37.2'."""
     by_provider: dict[str, dict[str, str]] = {}
     for run in sorted(runs):
         shown = by_provider.setdefault(run.provider, {})
         version = run.version.text.lstrip("v")
         if run.status != PASS or version not in shown:
             shown[version] = version if run.status == PASS else f"{version} ({run.status})"
-    order = sorted(by_provider, key=lambda p: (p != "local", p))
-    return "; ".join(f"{p} {' '.join(by_provider[p].values())}" for p in order)
+    parts = []
+    for provider in sorted(by_provider, key=lambda p: (p != "local", p)):
+        versions = list(by_provider[provider].values())
+        if most is not None and len(versions) > most:
+            parts.append(f"{provider} {len(versions)}: {' '.join(versions[:3])} … {' '.join(versions[-2:])}")
+        else:
+            parts.append(f"{provider} {' '.join(versions)}")
+    return "; ".join(parts)
 
 
 def why_not(claim_range: ClaimRange) -> str:
@@ -403,7 +411,7 @@ def render(coverage: Coverage, uncovered_only: bool = False) -> str:
         if r.claim != claim:
             claim = r.claim
             lines.append(f"  {r.claim}")
-        seen = runs_text(r.runs) if r.covered else f"not seen live{why_not(r)}"
+        seen = runs_text(r.runs, most=TERMINAL_VERSIONS) if r.covered else f"not seen live{why_not(r)}"
         lines.append(f"    {r.text:<{width}}{seen}")
     return "\n".join(lines)
 

@@ -2,7 +2,7 @@
 
 The counting and the plan run on probe records written here (what a replay of live recordings writes); the
 replay itself is run once on a folder without recordings (refused) and, for the figure the docs state, on
-the shipped recordings (tests/test_coverage_figure.py).
+the shipped recordings, for the figure the docs state.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import pytest
 from harness import coverage
 from harness.expectations import Claim, Expectation
 from harness.versions import KubeVersion
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def claim(claim_id: str, *ranges: str) -> Claim:
@@ -79,6 +81,13 @@ def test_a_record_of_a_derived_recording_or_without_a_version_covers_nothing() -
     assert not by["fam a <1.27"].covered
     assert [(r.provider, r.status) for r in by["fam a >=1.27"].runs] == [("local", "fail")]
     assert coverage.runs_text(by["fam a >=1.27"].runs) == "local 1.28.0 (fail)"
+
+
+def test_many_versions_of_one_cluster_kind_are_counted_with_their_ends_in_the_terminal() -> None:
+    runs = [coverage.LiveRun(KubeVersion.parse(f"v1.{m}.0"), "local", "p", "pass", "f") for m in range(21, 31)]
+    runs.append(coverage.LiveRun(KubeVersion.parse("v1.27.3"), "kind", "p", "pass", "f"))
+    assert coverage.runs_text(runs, most=8) == "local 10: 1.21.0 1.22.0 1.23.0 … 1.29.0 1.30.0; kind 1.27.3"
+    assert coverage.runs_text(runs).startswith("local 1.21.0 1.22.0 1.23.0 1.24.0 1.25.0 1.26.0 1.27.0 1.28.0 ")
 
 
 def test_ranges_wholly_before_1_21_are_older_than_what_builds_here() -> None:
