@@ -45,8 +45,8 @@ pod-lifecycle-probes: live-cluster probes of what Kubernetes does when a pod end
   make matrix VERSIONS="1.26 1.27" [JOBS=2]       several versions, one cluster each
   make bisect PROBE=… GOOD=1.27.3 BAD=1.27.16 [BUILD=1] [CLAIM=… PRE=1 NAME=…]
                                  the first release on which a probe (or a claim) changed
-  make coverage [UNCOVERED=1] [PLAN=1]            each claim range with its live runs; PLAN=1: what to build next
-  make radar CLUSTER=local [FRESH_BASELINE=1]     the newest pre-release beside the newest release, claim by claim
+  make coverage [UNCOVERED=1] [PLAN=1]   each claim range with its live runs; PLAN=1: what to build next
+  make radar CLUSTER=local       the newest pre-release beside the newest release, claim by claim
   make versions                  every version with a pinned node image
   make node-image VERSION=1.27.0-rc.0 [SOURCE=release|modules]   a node image kind does not publish
   make engine | engine-stop      a Docker engine for hosts whose root lacks CAP_SYS_RESOURCE
@@ -66,6 +66,8 @@ Variables (make probe, and matrix and bisect where they apply):
   VERSIONS, JOBS=2, OVERLAP=0    matrix: the versions, kind clusters at a time, build ahead or not
   GO_TOOLCHAIN=minor | exact     (local) a build's Go: the newest patch of the tag's Go minor, or its own
   RUNS=runs, ATLAS=runs/atlas    report: the run directories read; atlas: where it writes
+  BASELINE=runs/<id>             radar: a run of the newest release (default: its shipped recordings)
+  FRESH_BASELINE=1, TRIES=3      radar: probe the newest release too; how many pre-releases to try
   PYTEST_ARGS="…"                passed on to pytest, e.g. --junitxml=out.xml
   PYTHON=python3                 the interpreter .venv/ is made with
 endef
