@@ -7,6 +7,7 @@ the shipped recordings, for the figure the docs state.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -220,3 +221,29 @@ def test_the_report_has_a_section_of_the_ranges_its_records_saw_live() -> None:
     assert f"<b>{expected.figure()}</b> in these records" in html
     assert '<td class="runs">kind 1.27.3</td>' in html
     assert html.count('<tr class="none">') == len(expected.uncovered())
+
+
+STATED_FIGURE = re.compile(r"\b\d+ of \d+ claim version ranges hold a live run\b")
+
+
+def documents_stating_the_figure() -> dict[Path, list[str]]:
+    """Every figure 'N of M claim version ranges hold a live run' the README and docs/ state, by file."""
+    texts = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    return {path: found for path in texts if path.is_file() and (found := STATED_FIGURE.findall(path.read_text()))}
+
+
+def test_the_figure_the_docs_state_is_the_one_the_shipped_recordings_give() -> None:
+    """Recomputed from the shipped recordings (replayed) and the expectations: a stale figure fails here."""
+    stated = documents_stating_the_figure()
+    assert stated, "no document states 'N of M claim version ranges hold a live run' (make coverage says it)"
+    figure = coverage.claim_ranges(coverage.replay_recordings()).figure()
+    for path, figures in stated.items():
+        for found in figures:
+            assert found == figure, f"{path.relative_to(REPO)} says '{found}'; make coverage now says '{figure}'"
+
+
+def test_the_figure_check_sees_a_stale_figure() -> None:
+    assert STATED_FIGURE.findall("so 166 of 221 claim version ranges hold a live run.") == [
+        "166 of 221 claim version ranges hold a live run"
+    ]
+    assert not STATED_FIGURE.findall("claim version ranges")
