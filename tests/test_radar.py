@@ -285,3 +285,37 @@ def test_bad_radar_input_is_refused_in_one_line_before_anything_starts(argv: lis
     error = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(error) == 1 and error[0].startswith("error: bad input: ") and says in error[0]
     assert "Traceback" not in done.stderr
+
+
+def test_the_probe_runs_it_starts_name_the_release_as_make_probe_takes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    started: list[list[str]] = []
+    node_images: list[argparse.Namespace] = []
+
+    def run_through_interrupt(command: list[str], log: object) -> int:
+        started.append(command)
+        return 0
+
+    def run_node_image_command(args: argparse.Namespace) -> int:
+        node_images.append(args)
+        return 1
+
+    monkeypatch.setattr(radar_command, "run_through_interrupt", run_through_interrupt)
+    monkeypatch.setattr(radar_command, "run_node_image_command", run_node_image_command)
+    local = radar_command.local_steps(radar_args(tmp_path, probe="deadline"), tmp_path / "tools")
+    local.probe("v1.37.0-rc.1", tmp_path / "r" / "v1.37.0-rc.1")
+    kind = radar_command.local_steps(radar_args(tmp_path, cluster="kind", source="release"), tmp_path / "tools")
+    kind.probe("v1.37.0", tmp_path / "r" / "v1.37.0")  # a pinned image
+    kind.probe("v1.38.0-alpha.0", tmp_path / "r" / "v1.38.0-alpha.0")
+    tails = [command[3:] for command in started]
+    probe = ["--probe", "deadline"]
+    assert tails == [
+        ["probe", "--version", "1.37.0-rc.1", "--cluster", "local", "--run-dir", f"{tmp_path}/r/v1.37.0-rc.1", *probe],
+        ["probe", "--version", "1.37.0", "--run-dir", f"{tmp_path}/r/v1.37.0"],
+        ["probe", "--image", "plp-node:v1.38.0-alpha.0", "--run-dir", f"{tmp_path}/r/v1.38.0-alpha.0"],
+    ]
+    assert f"(log: {tmp_path}/r/v1.37.0-rc.1.log)" in capsys.readouterr().out
+    assert kind.build("v1.37.0") == "" and node_images == []  # kind runs a pinned image as it is
+    assert kind.build("v1.38.0-alpha.0") == "could not be built as a node image (SOURCE=release; exit 1)"
+    assert [(a.version, a.source) for a in node_images] == [("v1.38.0-alpha.0", "release")]

@@ -66,15 +66,16 @@ def local_steps(args: argparse.Namespace, tools: Path = local_build.TOOLS) -> St
         return "" if code == 0 else f"could not be built as a node image (SOURCE={args.source}; exit {code})"
 
     def probe(version: str, run_dir: Path) -> int:
-        where = ["--version", version, "--cluster", "local"]
+        bare = version.lstrip("v")
+        where = ["--version", bare, "--cluster", "local"]
         if args.cluster == "kind":
-            bare = version.lstrip("v")
             where = ["--version", bare] if bare in pinned else ["--image", node_image_release.local_tag(bare)]
         command = [sys.executable, "-m", "harness", "probe", *where, "--run-dir", str(run_dir)]
         command += ["--probe", args.probe] if args.probe else []
-        print("+ " + " ".join(command), flush=True)
+        log_file = run_dir.parent / f"{run_dir.name}.log"
+        print(f"+ {' '.join(command)} (log: {log_file})", flush=True)
         run_dir.mkdir(parents=True, exist_ok=True)
-        with (run_dir.parent / f"{run_dir.name}.log").open("w") as log:
+        with log_file.open("w") as log:
             return run_through_interrupt(command, log)
 
     def served(versions: list[str]) -> set[str]:
