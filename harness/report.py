@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup, escape
 
-from harness import families, timeline_svg
+from harness import coverage, families, timeline_svg
 from harness.expectations import (
     FAIL,
     NOT_OBSERVABLE,
@@ -173,6 +173,7 @@ class Matrix:
     scenarios: dict[str, Scenario] = field(default_factory=dict)
     timeline_tags: dict[str, dict[str, str]] = field(default_factory=dict)  # probe -> row label -> live/derived
     anchors: dict[str, str] = field(default_factory=dict)  # probe -> the action its timeline counts from
+    live_coverage: JsonDict = field(default_factory=dict)  # the claim ranges the records' live runs are in
     # (claim id, version) -> its expectation, looked up once: the page asks for each many times
     _expectations: dict[tuple[str, str], Expectation | None] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -505,6 +506,7 @@ def _column_provenance(entries: list[JsonDict]) -> JsonDict:
 
 def build_matrix(records: Iterable[JsonDict], claims_loader: ClaimsLoader = load_claims) -> Matrix:
     """The matrix of the records, every verdict re-evaluated against the claims `claims_loader` gives."""
+    records = list(records)
     seen: dict[tuple[str, str, str], list[_Seen]] = {}
     claims: dict[str, JsonDict] = {}
     claim_objects: dict[str, Claim] = {}
@@ -577,6 +579,7 @@ def build_matrix(records: Iterable[JsonDict], claims_loader: ClaimsLoader = load
         scenarios=scenarios,
         timeline_tags=tags,
         anchors=anchors,
+        live_coverage=coverage.section_for_records(records, claims_loader),
     )
 
 

@@ -337,7 +337,12 @@ def _download_answers(pairs: list[tuple[str, str]], env: Mapping[str, str], cwd:
     """Every answer of one `go mod download -json` for the whole batch (a refused version answers an Error)."""
     if not pairs:
         return []
-    result = _go(["mod", "download", "-json", *(f"{m}@{v}" for m, v in pairs)], env, cwd)
+    return _json_answers(["mod", "download", "-json", *(f"{m}@{v}" for m, v in pairs)], env, cwd)
+
+
+def _json_answers(args: list[str], env: Mapping[str, str], cwd: Path) -> list[dict[str, Any]]:
+    """The JSON objects one go command prints one after another (`go mod download -json`, `go list -m -json`)."""
+    result = _go(args, env, cwd)
     answers = []
     decoder = json.JSONDecoder()
     text, position = result.stdout, 0
@@ -368,6 +373,67 @@ def module_dirs(pairs: list[tuple[str, str]], env: Mapping[str, str], cwd: Path)
     """Where each of these module versions is in the module cache (downloaded if it is not yet)."""
     answers = _download_answers(pairs, {**env, "GONOSUMDB": "k8s.io"}, cwd)
     return {str(a["Path"]): Path(a["Dir"]) for a in answers if not a.get("Error") and "Dir" in a}
+
+
+# ----- What the proxy serves, asked without downloading sources (`go list -m`: a version's .info and .mod only).
+
+
+def listed_module_answers(pairs: list[tuple[str, str]], tools: Path = TOOLS) -> list[dict[str, Any]]:
+    """One `go list -m -e -json module@version ...` for the whole batch: each answer has its Version, and an Error
+    when the proxy does not serve it (403 "not available"), or its GoMod (the go.mod file in the module cache)."""
+    if not pairs:
+        return []
+    (tools / "go").mkdir(parents=True, exist_ok=True)
+    env = {**go_environment(tools), "GOFLAGS": "", "GONOSUMDB": "k8s.io"}
+    return _json_answers(["list", "-m", "-e", "-json", *(f"{m}@{v}" for m, v in pairs)], env, tools / "go")
+
+
+def served_versions(pairs: list[tuple[str, str]], tools: Path = TOOLS) -> set[tuple[str, str]]:
+    """Which of these module versions the proxy serves (their .info; nothing else is downloaded)."""
+    answers = listed_module_answers(pairs, tools)
+    return {(str(a["Path"]), str(a["Version"])) for a in answers if not a.get("Error") and a.get("Version")}
+
+
+def listed_kubernetes_versions(tools: Path = TOOLS) -> list[str]:
+    """The k8s.io/kubernetes versions the proxy lists (`go list -m -versions`). The list can lack versions it
+    serves (seen: no pre-release listed, v1.38.0-alpha.0 served), so ask for those by name (served_versions)."""
+    (tools / "go").mkdir(parents=True, exist_ok=True)
+    env = {**go_environment(tools), "GOFLAGS": ""}
+    result = _go(["list", "-m", "-versions", "k8s.io/kubernetes"], env, tools / "go", timeout=120)
+    if result.returncode != 0:
+        last = (result.stderr.strip().splitlines() or ["no answer"])[-1]
+        raise BuildError(f"the Go module proxy does not list k8s.io/kubernetes: {last}")
+    return [word for word in result.stdout.split()[1:] if word.startswith("v1.")]
+
+
+def required_staging_modules(kubernetes_go_mod: str) -> list[str]:
+    """The staging modules k8s.io/kubernetes requires (not only maps to ./staging/): go loads each one's go.mod, so a
+    build needs every one of them served at some version (k8s.io/sample-cli-plugin is only mapped, never required)."""
+    required = set(re.findall(r"^[ \t]*(?:require[ \t]+)?(k8s\.io/\S+)[ \t]+v0\.0\.0\b", kubernetes_go_mod, re.M))
+    return [module for module in staging_modules(kubernetes_go_mod) if module in required]
+
+
+def twins_served_nowhere(version: str, tools: Path = TOOLS) -> list[str]:
+    """The staging modules a release requires that the proxy serves neither at the tag's twin version nor at any
+    version the build would substitute (substitute_refused_twins): the release cannot be built here. Seen at
+    v1.38.0-alpha.0: k8s.io/kube-proxy and k8s.io/cri-streaming (a new minor has no v0.38 release to take).
+    Asks the proxy for the tag's go.mod and the twins' .info, downloading no source."""
+    text = release_text(version)
+    (answer,) = listed_module_answers([("k8s.io/kubernetes", text)], tools) or [{"Error": {"Err": "no answer"}}]
+    if answer.get("Error") or not answer.get("GoMod"):
+        raise BuildError(f"the Go module proxy does not serve k8s.io/kubernetes@{text}: {answer.get('Error')}")
+    go_mod = Path(answer["GoMod"]).read_text()
+    parsed = KubeVersion.parse(text)
+    staged = f"v0.{parsed.version.minor}.{parsed.version.micro}" + (text[text.index("-") :] if "-" in text else "")
+    modules = required_staging_modules(go_mod)
+    served: set[tuple[str, str]] = set()
+
+    def ask(pairs: list[tuple[str, str]]) -> set[tuple[str, str]]:
+        served.update(served_versions(pairs, tools))
+        return served & set(pairs)
+
+    _, substitutions = substitute_refused_twins(modules, staged, ask)
+    return sorted(m for m in modules if m not in substitutions and (m, staged) not in served)
 
 
 def ldflags(version: str, commit: str, built_at: str) -> str:
