@@ -8,6 +8,7 @@
 # make node-image VERSION=1.27.0-rc.0 [SOURCE=modules]    (a node image kind does not publish; make engine first
 #                                                          on hosts whose root lacks CAP_SYS_RESOURCE)
 # make test                                               (offline: no Docker, no cluster)
+# make upgrade FROM=1.26 TO=1.28 [RUNS=...]               (what changes between two releases; offline)
 # PYTEST_ARGS="--junitxml=out.xml" passes arguments on to pytest
 PYTHON ?= python3
 VENV := .venv
@@ -32,8 +33,10 @@ VERSIONS ?=
 JOBS ?= 2
 
 RUNS ?= runs
+FROM ?=
+TO ?=
 
-.PHONY: probe matrix clean report test lint typecheck unit versions clean-venv node-image actionlint bisect engine engine-stop refuse-cluster
+.PHONY: probe matrix clean report upgrade test lint typecheck unit versions clean-venv node-image actionlint bisect engine engine-stop refuse-cluster
 
 # CLUSTER chooses the cluster of make probe, matrix and bisect (and make clean's leftovers); given on the
 # command line to any other target it is refused, not ignored.
@@ -73,8 +76,15 @@ clean: $(STAMP)
 
 # The behaviour matrix (claims × versions) of the run records under RUNS (default: runs/), re-evaluated
 # against the current expectations: report.md and a single-file report.html.
+# FROM=1.26 TO=1.28: what changes between the two releases, on top of the page (as make upgrade says it).
 report: refuse-cluster $(STAMP)
-	$(PY) -m harness report $(RUNS)
+	$(PY) -m harness report $(RUNS) $(if $(FROM)$(TO),--from "$(FROM)" --to "$(TO)")
+
+# What changes for the claims between two releases, in words: make upgrade FROM=1.26 TO=1.28 (a minor resolves
+# as make probe resolves it). Read from the shipped recordings, replayed offline (no cluster), and the
+# expectations; RUNS=<run directories> adds the records of live runs.
+upgrade: refuse-cluster $(STAMP)
+	$(PY) -m harness upgrade --from "$(FROM)" --to "$(TO)" $(if $(filter command line environment,$(origin RUNS)),--runs $(RUNS))
 
 # A node image for a release kind does not publish, built once: make node-image VERSION=1.27.0-rc.0
 # [SOURCE=release|modules], then make probe IMAGE=plp-node:v1.27.0-rc.0. release: kind build node-image

@@ -62,6 +62,7 @@ WORDS = {
 }
 PR_REFERENCE = re.compile(r"(?:k/k)?#(\d{5,6})\b")
 RELEASE_NOTES = re.compile(r"CHANGELOG-\d+\.\d+(?: v\d+\.\d+\.\d+(?:-[a-z]+\.\d+)?)?")
+NOT_A_CITATION = re.compile(r"\b(?:no|before(?: the)?|without)\s+$", re.IGNORECASE)
 PR_URL = "https://github.com/kubernetes/kubernetes/pull/"
 # The HTML matrix's claim column, and the least and most width of a version column. The version columns share
 # what the window leaves; the least holds a cell's longest usual word ("Terminated" at 11 px) unbroken, so a
@@ -346,11 +347,12 @@ def _behaviour(side: Side) -> str:
 
 
 def pull_requests(sources: Iterable[str]) -> list[str]:
-    """Kubernetes PR numbers the sources cite, release-notes sources first ("no k/k#N" is not a citation)."""
+    """Kubernetes PR numbers the sources cite, release-notes sources first ("no k/k#N", "before k/k#N" and
+    "without k/k#N" say what a release lacks: not a citation of what changed it)."""
     found: list[str] = []
     for source in sorted(sources, key=lambda s: "CHANGELOG" not in s):
         for match in PR_REFERENCE.finditer(source):
-            if source[max(0, match.start() - 3) : match.start()].lower() == "no ":
+            if NOT_A_CITATION.search(source[: match.start()]):
                 continue
             if match.group(1) not in found:
                 found.append(match.group(1))
