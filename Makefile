@@ -32,6 +32,14 @@ RESTART_APISERVER_AFTER ?=
 VERSIONS ?=
 JOBS ?= 2
 
+# Which Go builds a release here: minor (default: the newest patch of the Go minor the tag names, so the patches
+# of a Kubernetes minor share one build cache) or exact (the Go release the tag names). Recorded in build.json,
+# the run record and every recording's origin.
+GO_TOOLCHAIN ?=
+ifneq ($(GO_TOOLCHAIN),)
+export PLP_GO_TOOLCHAIN := $(GO_TOOLCHAIN)
+endif
+
 RUNS ?= runs
 FROM ?=
 TO ?=
