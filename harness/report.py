@@ -46,6 +46,8 @@ from harness.versions import KubeVersion
 if TYPE_CHECKING:  # Jinja2 is imported when a page is rendered: make report refuses bad input without it
     from jinja2 import Environment
 
+    from harness.upgrade import Upgrade
+
 JsonDict = dict[str, Any]
 ClaimsLoader = Callable[[str], dict[str, Claim]]
 SEVERITY = {PASS: 0, NOT_OBSERVABLE: 1, UNDECIDED: 2, FAIL: 3}  # several observations in one cell: the worst shows
@@ -159,6 +161,18 @@ class Change:
     def undecided(self) -> bool:
         """A recorded end of the change is undecided (a watch gap), and neither differs: kept apart from failed."""
         return not self.disagrees and any(side.status == UNDECIDED for side in (self.was, self.now))
+
+    @property
+    def race_flip(self) -> bool:
+        """Both ends are expected to be one of the same outcomes (a race of the release decides which): the values
+        differ, the behaviour does not."""
+        old, new = self.was.expectation, self.now.expectation
+        return bool(old is not None and new is not None and old.one_of and not self.expected_changed)
+
+    @property
+    def bases(self) -> str:
+        """What each end rests on: 'live → live', 'live → expected', ..."""
+        return f"{self.was.basis} → {self.now.basis}"
 
 
 @dataclass
@@ -649,6 +663,46 @@ def expected_text(expectation: Expectation | JsonDict | None) -> str:
     return f"{between[0]:g} to {between[1]:g}" if between is not None else short(value)
 
 
+def words(value: Any) -> str:
+    """A value as a sentence says it: a sequence with ', then', yes / no, a mapping as 'key value' pairs."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, list):
+        if not value:
+            return "none"
+        return ", then ".join(words(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {words(v)}" for k, v in value.items())
+    return str(value)
+
+
+def expected_words(expectation: Expectation | None) -> str:
+    """An expectation in words: its value, 'between 9 and 13', or its outcomes joined with 'or'."""
+    if expectation is None:
+        return "no expectation"
+    if expectation.one_of:
+        return " or ".join(expected_words(o) for o in expectation.one_of)
+    if expectation.between is not None:
+        return f"between {expectation.between[0]:g} and {expectation.between[1]:g}"
+    return words(expectation.value)
+
+
+def side_words(side: Side) -> str:
+    """A change's end in words (a sequence with ', then', so that an arrow only ever joins the two ends)."""
+    if side.basis == "expected":
+        return expected_words(side.expectation)
+    e = side.expectation
+    if e is not None and e.between is not None:
+        return f"{words(side.value)} ({'in' if e.matches(side.value) else 'expected'} {expected_words(e)})"
+    if e is not None and not e.matches(side.value):
+        return f"{words(side.value)} (expected {expected_words(e)})"
+    return words(side.value)
+
+
 def side_text(side: Side) -> str:
     """A change's end: the value, an observed measurement with the range it lies in."""
     if side.basis == "expected":
@@ -716,6 +770,33 @@ def _page_data(matrix: Matrix) -> JsonDict:
     return {"rows": rows, "claims": claims, "expect": expect, "cells": cells, "provenance": matrix.provenance}
 
 
+@dataclass(frozen=True)
+class Section:
+    """One part of report.html: its anchor, its name in the page's links, its template (templates/sections/)."""
+
+    id: str
+    title: str
+    template: str
+
+
+# The page's parts in order; a new part is a template under templates/sections/ and a line here.
+SECTIONS = (
+    Section("changes", "What changed", "sections/changes.html.j2"),
+    Section("matrix-section", "Behaviour matrix", "sections/matrix.html.j2"),
+    Section("timelines", "Timelines", "sections/timelines.html.j2"),
+    Section("provenance", "Provenance", "sections/provenance.html.j2"),
+    Section("claims", "Claims and sources", "sections/claims.html.j2"),
+)
+
+
+def page_sections(upgrade: Upgrade | None = None) -> list[Section]:
+    """The page's parts: with two releases chosen, what changes between them comes first."""
+    if upgrade is None:
+        return list(SECTIONS)
+    title = f"{upgrade.before.asked} → {upgrade.after.asked}"
+    return [Section("upgrade", title, "sections/upgrade.html.j2"), *SECTIONS]
+
+
 def timeline_file(probe: str) -> str:
     """Where a probe's drawing is written next to the report."""
     return f"timelines/{safe_name(probe, 100)}.svg"
@@ -736,6 +817,9 @@ def _environment() -> Environment:
     env.filters["short"] = short
     env.filters["expected_text"] = expected_text
     env.filters["side_text"] = side_text
+    env.filters["side_words"] = side_words
+    env.filters["words"] = words
+    env.filters["expected_words"] = expected_words
     env.filters["pr_links"] = pr_links
     env.filters["document_label"] = document_label
     env.filters["scenario_title"] = lambda probe, matrix: (
@@ -777,8 +861,9 @@ def drawings(matrix: Matrix) -> dict[str, str]:
     }
 
 
-def render_html(matrix: Matrix, svgs: dict[str, str] | None = None) -> str:
-    """report.html, one file: the same, with the timelines drawn in and each cell's sources a click away."""
+def render_html(matrix: Matrix, svgs: dict[str, str] | None = None, upgrade: Upgrade | None = None) -> str:
+    """report.html, one file: the same, with the timelines drawn in and each cell's sources a click away; with
+    `upgrade`, what changes between its two releases on top."""
     return _render(
         "report.html.j2",
         matrix=matrix,
@@ -786,6 +871,8 @@ def render_html(matrix: Matrix, svgs: dict[str, str] | None = None) -> str:
         drawings=drawings(matrix) if svgs is None else svgs,
         legend=timeline_svg.legend(),
         data=_page_data(matrix),
+        sections=page_sections(upgrade),
+        upgrade=upgrade,
     )
 
 
@@ -794,8 +881,8 @@ def write_report(paths: Iterable[Path], out: Path, claims_loader: ClaimsLoader =
     return write_matrix(build_matrix(load_records(paths), claims_loader), out)
 
 
-def write_matrix(matrix: Matrix, out: Path) -> Matrix:
-    """report.md, report.html and timelines/*.svg of a matrix, under `out`."""
+def write_matrix(matrix: Matrix, out: Path, upgrade: Upgrade | None = None) -> Matrix:
+    """report.md, report.html and timelines/*.svg of a matrix, under `out` (with `upgrade`: its section on top)."""
     out.mkdir(parents=True, exist_ok=True)
     svgs = drawings(matrix)
     for probe, svg in svgs.items():
@@ -803,5 +890,5 @@ def write_matrix(matrix: Matrix, out: Path) -> Matrix:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(svg)
     (out / "report.md").write_text(render_markdown(matrix))
-    (out / "report.html").write_text(render_html(matrix, svgs))
+    (out / "report.html").write_text(render_html(matrix, svgs, upgrade))
     return matrix

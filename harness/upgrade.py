@@ -25,7 +25,7 @@ from packaging.version import Version
 
 from harness import families, paths
 from harness.expectations import FAIL, NOT_OBSERVABLE, PASS, Claim, Expectation, evaluate, load_claims
-from harness.report import load_records, origin_kind, pull_requests
+from harness.report import expected_words, load_records, origin_kind, pull_requests, words
 from harness.versions import KubeVersion, VersionError, resolve_image, version_range
 
 JsonDict = dict[str, Any]
@@ -308,38 +308,11 @@ def compare(before: Release, after: Release, records: Sequence[JsonDict], source
 # ------------------------------------------------------------------------------------------ words
 
 
-def words(value: Any) -> str:
-    """A value as a sentence says it: a sequence with ', then', yes / no, a mapping as 'key value' pairs."""
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:g}"
-    if isinstance(value, list):
-        if not value:
-            return "none"
-        return ", then ".join(words(v) for v in value)
-    if isinstance(value, dict):
-        return ", ".join(f"{k} {words(v)}" for k, v in value.items())
-    return str(value)
-
-
-def expected_words(expectation: Expectation | None) -> str:
-    """An expectation in words: its value, 'between 9 and 13', or its outcomes joined with 'or'."""
-    if expectation is None:
-        return "no expectation"
-    if expectation.one_of:
-        return " or ".join(expected_words(o) for o in expectation.one_of)
-    if expectation.between is not None:
-        return f"between {expectation.between[0]:g} and {expectation.between[1]:g}"
-    return words(expectation.value)
-
-
 def seen_words(side: Side) -> str:
-    """What was seen live on a side, where it differs from what is expected there (else nothing)."""
-    odd = sorted({words(s.value) for s in side.seen if s.status != PASS})
-    return f" (seen live on {side.release.name}: {', '.join(odd)})" if odd else ""
+    """What was seen live on a side where it differs from what is expected there, or where a race decides it."""
+    race = side.expectation is not None and bool(side.expectation.one_of)
+    shown = sorted({words(s.value) for s in side.seen if race or s.status != PASS})
+    return f" (seen live on {side.release.name}: {', '.join(shown)})" if shown else ""
 
 
 def basis_words(change: ClaimChange) -> str:

@@ -912,3 +912,96 @@ def test_a_one_of_expectation_shows_its_outcomes_and_a_value_counts_as_the_outco
     assert _behaviour(Side("v1.21.14", expected_value(racy), "expected", None, racy)) != _behaviour(
         Side("v1.22.17", [True], "expected", None, fixed)
     )
+
+
+# ------------------------------------------------------------------------------------------ what changed, in values
+
+
+def test_what_changed_shows_each_claims_values_before_and_after_and_keeps_race_flips_apart(
+    replayed_matrix: Matrix, replayed_html: str
+) -> None:
+    changes = {(a, b): found for a, b, found in replayed_matrix.changes()}
+    # 1.22.17 → 1.23.17: exit-status-kept is one of true / false on both; seen true, then false: a race flip only
+    (flip,) = changes[("v1.22.17", "v1.23.17")]
+    assert flip.claim == "exit-status-kept" and flip.race_flip and not flip.expected_changed
+    row = re.search(r'<tr id="change-v1-22-17-v1-23-17" class="race-only">(.*?)</tr>', replayed_html, re.S)
+    assert row is not None and "Only race flips, no change of behaviour" in row.group(1)
+    assert '<ul class="deltas">' not in row.group(1)
+    # the 1.27 boundary: the last live v1.26 phase beside the expected one of 1.27.0-rc.0, each said to be what it is
+    boundary = next(pair for pair in changes if pair[1] == "v1.27.0-rc.0")
+    phases = next(c for c in changes[boundary] if c.claim == "always.sigterm-ignored.phases")
+    assert phases.bases == "live → expected" and not phases.race_flip
+    row = re.search(rf'<tr id="change-{safe_name(boundary[0])}-v1-27-0-rc-0">(.*?)</tr>', replayed_html, re.S)
+    assert row is not None
+    assert (
+        '>always.sigterm-ignored.phases</a>:\n<span class="v live" title="v1.26.15: observed live, pass">Running'
+        '<sup>live ✓</sup></span> → <span class="v expected" title="v1.27.0-rc.0: expected, nothing recorded">'
+        "Running, then Failed<sup>expected</sup></span>" in row.group(1)
+    )
+    assert "k/k#115331" in row.group(1)
+    # the headline says what changed, not which scenarios: no scenario column any more
+    assert "in the scenarios" not in replayed_html
+
+
+def test_report_with_from_and_to_puts_what_changes_between_them_on_top(replayed_runs: Path, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "report",
+            str(replayed_runs),
+            "--out",
+            str(tmp_path),
+            "--from",
+            "1.26",
+            "--to",
+            "1.27",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    html = (tmp_path / "report.html").read_text()
+    top = html.index('<section id="upgrade">')
+    assert top < html.index('<section id="changes">') < html.index('<section id="matrix-section">')
+    section = html[top : html.index("</section>", top)]
+    assert "What changes from 1.26 to 1.27: v1.26.15 → v1.27.16" in section
+    assert (
+        ">always.sigterm-ignored.phases</a>" in section and "from <b>1.27.0-rc.0</b>: Running, then Failed" in section
+    )
+    assert '<a href="#upgrade">1.26 → 1.27</a>' in html  # and the page's links lead to it first
+    refused = subprocess.run(
+        [sys.executable, "-m", "harness", "report", str(replayed_runs), "--out", str(tmp_path / "x"), "--from", "1.26"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2 and refused.stderr.startswith("error: bad input: no TO given")
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_report_goes_beside_the_records_it_reads_not_under_the_suites_runs(
+    replayed_runs: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    source = next(replayed_runs.rglob("probes/*.json"))
+    (elsewhere / "run" / "probes").mkdir(parents=True)
+    (elsewhere / "run" / "probes" / source.name).write_text(source.read_text())
+    suite_runs = REPO / "runs"
+    before = set(suite_runs.glob("report-*")) if suite_runs.exists() else set()
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "report", str(elsewhere)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    written = list(elsewhere.glob("report-*/report.html"))
+    assert len(written) == 1 and str(written[0]) in done.stdout
+    after = set(suite_runs.glob("report-*")) if suite_runs.exists() else set()
+    assert after == before
