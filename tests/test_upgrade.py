@@ -14,7 +14,7 @@ import pytest
 
 from harness import cli, upgrade
 from harness.expectations import Claim, Expectation
-from harness.report import load_records
+from harness.report import expected_words, load_records, words
 from harness.versions import KubeVersion
 
 REPO = Path(__file__).resolve().parent.parent
@@ -152,16 +152,16 @@ def test_steps_follow_equal_ranges_and_ranges_joined_by_or() -> None:
 
 
 def test_values_are_said_in_words() -> None:
-    assert upgrade.words(["Running", "Failed"]) == "Running, then Failed"
-    assert upgrade.words([]) == "none" and upgrade.words(None) == "none"
+    assert words(["Running", "Failed"]) == "Running, then Failed"
+    assert words([]) == "none" and words(None) == "none"
     assert (
-        upgrade.words(True) == "yes"
-        and upgrade.words({"exitCode": 137, "reason": "Error"}) == "exitCode 137, reason Error"
+        words(True) == "yes"
+        and words({"exitCode": 137, "reason": "Error"}) == "exitCode 137, reason Error"
     )
     ranged = Expectation(versions=">=1.19", between=(9.0, 13.0))
-    assert upgrade.expected_words(ranged) == "between 9 and 13"
+    assert expected_words(ranged) == "between 9 and 13"
     race = Expectation(versions=">=1.19", one_of=(Expectation("", value=True), Expectation("", value=False)))
-    assert upgrade.expected_words(race) == "yes or no"
+    assert expected_words(race) == "yes or no"
 
 
 @pytest.mark.parametrize(
