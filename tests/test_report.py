@@ -1005,3 +1005,35 @@ def test_a_report_goes_beside_the_records_it_reads_not_under_the_suites_runs(
     assert len(written) == 1 and str(written[0]) in done.stdout
     after = set(suite_runs.glob("report-*")) if suite_runs.exists() else set()
     assert after == before
+
+
+def test_a_deleted_pods_exit_mark_sits_where_its_claim_measures_the_kill_and_the_axis_is_on_top_too(
+    replayed_matrix: Matrix,
+) -> None:
+    """The SIGKILL mark is at finishedAt after the delete (server clock), the value killed-after-delete gives; the
+    instant the API showed the exit (up to 18 s later on v1.21.14) is a mark of its own."""
+    checked = 0
+    for probe, claim in (
+        ("test_termination_order.py::test_prestop_within_the_grace_period", "prestop-in-time.killed-after-delete"),
+        ("test_termination_order.py::test_prestop_overrunning_the_grace_period", "prestop-overrun.killed-after-delete"),
+    ):
+        row = next(r for r in replayed_matrix.rows if r.probe == probe and r.claim == claim)
+        for label, entries in replayed_matrix.timelines[probe].items():
+            cell = replayed_matrix.cell(row, label)
+            if cell is None or not isinstance(cell.observed, float):
+                continue
+            marks, _ = timeline_svg.events(entries)
+            (kill,) = [m.t for m in marks if m.label == "main exit 137 (SIGKILL)"]
+            assert kill == pytest.approx(cell.observed, abs=0.01), (probe, label)
+            checked += 1
+    assert checked >= 30
+    within = replayed_matrix.timelines["test_termination_order.py::test_prestop_within_the_grace_period"]
+    marks, _ = timeline_svg.events(within["v1.21.14"])
+    at = {m.label: m.t for m in marks}
+    assert at["main exit 137 (SIGKILL)"] == pytest.approx(10.0) and at["main exit seen"] > 27
+    svg = report.drawings(replayed_matrix)["test_termination_order.py::test_prestop_within_the_grace_period"]
+    ticks = re.findall(r'<text x="([\d.]+)" y="([\d.]+)" text-anchor="middle" fill="#444">(-?[\d.]+)</text>', svg)
+    rows_y = [float(y) for y in re.findall(r'<g class="row"[^>]*>\s*<text x="\d+" y="([\d.]+)"', svg)]
+    above = {t for _, y, t in ticks if float(y) < min(rows_y)}
+    below = {t for _, y, t in ticks if float(y) > max(rows_y)}
+    assert above == below and "10" in above  # the same numbers on top as at the bottom
