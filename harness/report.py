@@ -67,10 +67,11 @@ RELEASE_NOTES = re.compile(r"CHANGELOG-\d+\.\d+(?: v\d+\.\d+\.\d+(?:-[a-z]+\.\d+
 NOT_A_CITATION = re.compile(r"\b(?:no|before(?: the)?|without)\s+$", re.IGNORECASE)
 PR_URL = "https://github.com/kubernetes/kubernetes/pull/"
 # The HTML matrix's claim column, and the least and most width of a version column. The version columns share
-# what the window leaves; the least holds a cell's longest usual word ("Terminated" at 11 px) unbroken, so a
-# 1400 px window shows 16 versions whole. With more, the table is wider than the window and the page scrolls
-# sideways under the sticky claim column.
-COLUMN_PX: dict[str, Any] = {"claim": 260, "version": (68, 120)}
+# what the window leaves (the page's script sizes them); a value is written once where its run of equal cells
+# starts and spans the run, so a column needs no room for a word: 31 versions fit a 1600 px window. Narrower, the
+# table is wider than the window and the page scrolls sideways under the sticky claim column.
+COLUMN_PX: dict[str, Any] = {"claim": 230, "version": (42, 120)}
+PALETTE = 6  # behaviours told apart by colour along a row (templates: .b0 ... .b5), the first one of a row first
 
 
 @dataclass
@@ -173,6 +174,22 @@ class Change:
     def bases(self) -> str:
         """What each end rests on: 'live → live', 'live → expected', ..."""
         return f"{self.was.basis} → {self.now.basis}"
+
+
+@dataclass(frozen=True)
+class RowCell:
+    """A matrix cell as the page draws it: which behaviour of its row it shows (the colour), whether a run of equal
+    cells starts there (where the value is written, spanning `run` columns), and what it rests on."""
+
+    version: str
+    behaviour: int  # index into its row's behaviours, in order of first appearance
+    kind: str  # "o" observed, "e" expected (nothing recorded), "n" no expectation
+    status: str | None  # the observation's verdict
+    origin: str | None
+    changed: bool  # the verdict differs from the recorded one
+    race: bool  # a race of the release decides (a one_of expectation)
+    run: int  # columns of the run starting here, 0 inside a run
+    moved: bool  # a run that starts here after another: the behaviour changed from the version before
 
 
 @dataclass
@@ -292,6 +309,63 @@ class Matrix:
                 found[key] = Change((row,), was, now, expected_changed, tuple(prs[:4]), tuple(notes), why)
             out.append((a, b, list(found.values())))
         return out
+
+    def row_view(self, row: Row) -> tuple[list[RowCell], list[str]]:
+        """A row as the page draws it: its cells, and the text of each behaviour it shows (by index)."""
+        keys: list[str] = []
+        texts: list[str] = []
+        cells: list[RowCell] = []
+        for version in self.versions:
+            cell, side = self.cell(row, version), self.side(row, version)
+            expectation = side.expectation if side is not None else None
+            race = bool(expectation is not None and expectation.one_of)
+            if cell is not None and cell.status == NOT_OBSERVABLE:
+                key, text = "not observable", "–"
+            elif side is None:
+                key, text = "none", "no expectation"
+            elif side.status in (FAIL, UNDECIDED):
+                key, text = json.dumps([side.status, side.value], sort_keys=True), short(side.value)
+            elif race and expectation is not None:
+                key, text = (
+                    json.dumps(["race", expected_value(expectation)], sort_keys=True),
+                    "race: " + expected_text(expectation),
+                )
+            else:
+                key = _behaviour(side)
+                text = (
+                    expected_text(expectation)
+                    if "between" in key[:12] or side.basis == "expected"
+                    else short(side.value)
+                )
+            if key not in keys:
+                keys.append(key)
+                texts.append(text)
+            kind = "o" if cell is not None else "e" if side is not None else "n"
+            cells.append(
+                RowCell(
+                    version,
+                    keys.index(key),
+                    kind,
+                    cell.status if cell else None,
+                    cell.origin if cell else None,
+                    bool(cell and cell.changed),
+                    race,
+                    0,
+                    False,
+                )
+            )
+        out: list[RowCell] = []
+        unseen = keys.index("not observable") if "not observable" in keys else -1
+        last = None  # the behaviour before, passing over cells where it was not observable
+        for i, c in enumerate(cells):
+            moved = last is not None and c.behaviour not in (last, unseen)
+            last = last if c.behaviour == unseen else c.behaviour
+            if i and cells[i - 1].behaviour == c.behaviour:
+                out.append(c)
+                continue
+            run = next((j for j in range(i + 1, len(cells)) if cells[j].behaviour != c.behaviour), len(cells)) - i
+            out.append(replace(c, run=run, moved=moved))
+        return out, texts
 
     def disagreements(self) -> list[tuple[Row, str, Cell]]:
         """Rows whose observation on a version does not agree with its expectation (failed or undecided)."""
@@ -751,14 +825,15 @@ def _page_data(matrix: Matrix) -> JsonDict:
         }
         for claim in matrix.claim_objects.values()
     }
-    cells = {
+    cells = {  # what the panel says: the message only where the verdict is not a pass, the recorded verdict where it
+        # differs, the other observations only where there are some
         f"{i}|{version}": {
             "observed": cell.observed,
             "status": cell.status,
-            "recorded_status": cell.recorded_status,
-            "message": cell.message,
             "origin": cell.origin,
-            "others": cell.others,
+            **({"recorded_status": cell.recorded_status} if cell.changed else {}),
+            **({"message": cell.message} if cell.status != PASS else {}),
+            **({"others": cell.others} if cell.others else {}),
         }
         for i, row in enumerate(matrix.rows)
         for version in matrix.versions
@@ -827,10 +902,14 @@ def _environment() -> Environment:
     )
     env.filters["anchor"] = lambda text: safe_name(str(text), 100)
     env.filters["wbr"] = lambda version: Markup(str(escape(version)).replace("-", "-<wbr>"))
+    env.filters["version_head"] = lambda version: Markup(
+        re.sub(r"^(\d+\.\d+\.)", r"\1<wbr>", str(escape(str(version).removeprefix("v")))).replace("-", "-<wbr>")
+    )
     env.filters["md"] = lambda text: str(text).replace("|", "\\|").replace("\n", " ")
     env.globals.update(
         PR_URL=PR_URL,
         column_px=COLUMN_PX,
+        palette=PALETTE,
         timeline_file=timeline_file,
         verdict_icon={PASS: "✓", FAIL: "✗", UNDECIDED: "?", NOT_OBSERVABLE: "–"},
         verdict_emoji={PASS: "✅", FAIL: "❌", UNDECIDED: "❔", NOT_OBSERVABLE: "➖"},

@@ -60,8 +60,14 @@ BREAK_SHARE = 0.45  # an idle stretch longer than this share of the whole axis i
 BREAK_PX = 36
 OFFSET = 4  # between an instant and its label
 WIDTH = 1100
-# White outline around label text, so a leader line passing behind a label does not cross its letters.
-HALO = 'stroke="#fff" stroke-width="3" paint-order="stroke" stroke-linejoin="round"'
+# Said once per drawing rather than on every label (a page holds thousands): a label's colour is its kind's, with a
+# white outline so that a leader line passing behind a label does not cross its letters; `e` ends at its x.
+STYLE = (
+    "<style>svg.tl text.label{stroke:#fff;stroke-width:3px;paint-order:stroke;stroke-linejoin:round}"
+    "svg.tl text.e{text-anchor:end}"
+    + "".join(f"svg.tl .{kind} text{{fill:{colour}}}" for kind, (colour, _, _) in KINDS.items())
+    + "</style>"
+)
 LEFT = 150  # the row labels
 RIGHT = 16
 
@@ -441,12 +447,12 @@ def draw(
         for p in placed:
             colour, shape, _ = KINDS[p.mark.kind]
             text_y = axis_y - 10 - p.level * LEVEL_PX
-            anchor_attr, text_x = ("start", p.x0) if p.x0 > p.x else ("end", p.x1)
+            end, text_x = (False, p.x0) if p.x0 > p.x else (True, p.x1)
             body.append(
                 f'<g class="mark {p.mark.kind}"><title>{p.mark.t:+.2f} s: {escape(p.mark.label)}</title>'
                 f"{_shape(shape, p.x, axis_y, colour)}"
-                f'<text class="label" x="{text_x:.1f}" y="{text_y:.1f}" text-anchor="{anchor_attr}" fill="{colour}" '
-                f'{HALO} data-x0="{p.x0:.1f}" data-x1="{p.x1:.1f}">{escape(p.mark.label)}</text></g>'
+                f'<text class="label{" e" if end else ""}" x="{text_x:.1f}" y="{text_y:.1f}" '
+                f'data-x0="{p.x0:.1f}" data-x1="{p.x1:.1f}">{escape(p.mark.label)}</text></g>'
             )
         body.append("</g>")
         y += height
@@ -460,8 +466,8 @@ def draw(
     total = axis_y + 40
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {total:.0f}" width="{WIDTH}" '
-        f'height="{total:.0f}" font-family="{FONT}" font-size="{FONT_PX}" role="img">'
-        f"<title>{escape(title)}</title>"
+        f'height="{total:.0f}" font-family="{FONT}" font-size="{FONT_PX}" role="img" class="tl">'
+        f"<title>{escape(title)}</title>{STYLE}"
         f'<text x="8" y="16" font-weight="bold">{escape(title)}</text>'
         f'<text x="{LEFT - 10}" y="{top_axis - 12:.1f}" text-anchor="end" fill="#444">'
         f"s from the {escape(anchor)}</text>"

@@ -4,6 +4,7 @@ offline re-evaluation of recorded observations against changed expectations."""
 from __future__ import annotations
 
 import dataclasses
+import html as html_module
 import json
 import re
 import subprocess
@@ -66,6 +67,21 @@ OLD_DERIVED_ORIGIN: dict[str, Any] = {
     "document": "shared/seeds/000_c1d4d88888778485.txt",
     "node_access": True,
 }
+
+
+def matrix_cells(html: str) -> list[tuple[str, str, list[str], str]]:
+    """The HTML matrix's cells as (claim, version, classes, the text of the behaviour the cell shows), row by row."""
+    table = html[html.index('<table id="matrix"') :].split("</table>")[0]
+    versions = re.findall(r'<th class="ver[^"]*" scope="col" data-version="([^"]+)"', table)
+    out = []
+    for claim, texts, body in re.findall(
+        r'<tr data-row="\d+" data-claim="([^"]+)" data-t="([^"]*)">(.*?)</tr>', table, flags=re.S
+    ):
+        said = json.loads(html_module.unescape(texts))
+        cells = re.findall(r'<td class="([^"]*)" data-b="(\d+)"', body)
+        assert len(cells) == len(versions), claim
+        out += [(claim, v, classes.split(), said[int(b)]) for v, (classes, b) in zip(versions, cells, strict=True)]
+    return out
 
 
 def by_version(versions: set[str]) -> list[str]:
@@ -214,29 +230,26 @@ def test_every_cell_shows_a_value_the_expected_one_in_grey_where_nothing_was_rec
     replayed_matrix: Matrix, replayed_html: str
 ) -> None:
     matrix, html = replayed_matrix, replayed_html
-    cells = re.findall(r'<td class="c ([^"]*)" data-row="\d+" data-claim="([^"]+)" data-version="([^"]+)"', html)
+    cells = matrix_cells(html)
     assert len(cells) == len(matrix.rows) * len(matrix.versions)  # no empty cell
-    kinds = {(claim, version): classes.split()[0] for classes, claim, version in cells}
-    assert kinds[("always.sigterm-ignored.phases", "v1.27.3")] == "obs"
-    assert kinds[("always.sigterm-ignored.phases", "v1.28.0")] == "obs"
+    kinds = {(claim, version): classes[0] for claim, version, classes, _ in cells}
+    assert kinds[("always.sigterm-ignored.phases", "v1.27.3")] == "o"
+    assert kinds[("always.sigterm-ignored.phases", "v1.28.0")] == "o"
     # v1.27.7 is a live column, but only the StatefulSet probe ran there: this claim shows its expected value
-    assert kinds[("always.sigterm-ignored.phases", "v1.27.7")] == "exp"
+    assert kinds[("always.sigterm-ignored.phases", "v1.27.7")] == "e"
     assert matrix.provenance["v1.27.7"]["kind"] == "live"
-    expected_cell = re.search(
-        r'data-claim="always.sigterm-ignored.phases" data-version="v1.27.7"[^>]*><a[^>]*><span class="val">([^<]*)<',
-        html,
-    )
-    assert expected_cell is not None and expected_cell.group(1) == "Running → Failed"
+    texts = {(claim, version): text for claim, version, _, text in cells}
+    assert texts[("always.sigterm-ignored.phases", "v1.27.7")] == "Running → Failed"
     # "none" only where no version range covers the version (a pre-release nobody checked)
     for (claim, version), kind in kinds.items():
-        assert (kind == "none") == (
+        assert (kind == "n") == (
             matrix.expectation(claim, version) is None
             and not any(matrix.cell(r, version) for r in matrix.rows if r.claim == claim)
         )
     # a column where one probe ran is whole: every other row shows its expected value
     only_statefulset = {kind for (claim, version), kind in kinds.items() if version == "v1.27.7"}
-    assert only_statefulset == {"obs", "exp"}
-    assert sum(kinds[(row.claim, "v1.27.7")] == "exp" for row in matrix.rows) >= len(matrix.rows) - 3
+    assert only_statefulset == {"o", "e"}
+    assert sum(kinds[(row.claim, "v1.27.7")] == "e" for row in matrix.rows) >= len(matrix.rows) - 3
 
 
 def test_columns_say_what_they_ran_on_and_every_value_shown_was_observed(
@@ -272,19 +285,18 @@ def test_columns_say_what_they_ran_on_and_every_value_shown_was_observed(
     assert matrix.provenance["v1.27.7"]["records"] == {"live": 1}
     # A matrix cell says "observed" where it was observed: every recorded cell is.
     table = html[html.index('<table id="matrix"') :].split("</table>")[0]
-    cells = re.findall(r'<td class="c obs (\w+) [^"]*"[^>]* title="([^"]*)"', table)
-    assert cells and {origin for origin, _ in cells} == {"live"}
-    assert all("observed on a live cluster" in title for _, title in cells)
+    observed = [classes for _, _, classes, _ in matrix_cells(html) if "o" in classes]
+    assert observed and not any("derived" in classes for classes in observed)
     # Each column's head says what it holds and names its cluster.
     heads = {
-        version: (title, badges)
-        for version, title, badges in re.findall(
-            r'<th class="ver" scope="col" data-version="([^"]+)" title="([^"]*)">.*?<br>(.*?)</th>', table
+        version: (classes, title)
+        for classes, version, title in re.findall(
+            r'<th class="ver([^"]*)" scope="col" data-version="([^"]+)" title="([^"]*)">', table
         )
     }
     assert set(heads) == set(matrix.versions)
-    assert {badges for _, badges in heads.values()} == {'<span class="badge live">live</span>'}
-    assert heads["v1.27.7"][0].startswith("live: local build of v1.27.7 at 07a61d861519 (go1.20.10, staging ")
+    assert {classes for classes, _ in heads.values()} == {" live"}
+    assert heads["v1.27.7"][1].startswith("v1.27.7: live: local build of v1.27.7 at 07a61d861519 (go1.20.10, staging ")
     # Nothing derived is named where no record is.
     shown = re.sub(r"<(style|script)\b.*?</\1>", "", html, flags=re.S)  # what the page says, not its styles
     assert "derived" not in shown.lower() and "📄" not in markdown
@@ -304,11 +316,10 @@ def test_old_run_records_of_derived_recordings_are_never_called_observed(live_ru
     assert (p["when"], p["on_what"]) == (None, ["derived from documents, no cluster"])  # never the replay time
     html, markdown = render_html(matrix), render_markdown(matrix)
     assert "No version has been observed on a live cluster yet" in html
-    assert 'td class="c obs derived pass"' in html and 'td class="c obs live' not in html
+    observed = [classes for _, _, classes, _ in matrix_cells(html) if "o" in classes]
+    assert observed and all("derived" in classes for classes in observed)
     table = html[html.index('<table id="matrix"') :].split("</table>")[0]
-    titles = re.findall(r'<td class="c obs derived [^"]*"[^>]* title="([^"]*)"', table)
-    assert titles and all("derived (not observed)" in t and "observed on a live cluster" not in t for t in titles)
-    assert '<span class="badge derived">derived</span>' in table
+    assert '<th class="ver" scope="col" data-version="v1.27.3" title="v1.27.3: derived:' in table  # no live bar
     assert "not recorded (derived)" in html  # the column's "when"
     assert "✅ Running → Failed 📄" in markdown and "📄: derived from the documents (not observed)" in markdown
     assert "| v1.27.3 | derived | derived from documents, no cluster (document 000) | not recorded (derived) |" in (
@@ -353,9 +364,13 @@ def test_live_and_derived_observations_are_kept_apart_with_their_provenance(
     failing = matrix.cell(row, "v1.27.13")
     assert failing is not None and (failing.origin, failing.status, failing.observed) == ("live", "fail", ["Running"])
     html = render_html(matrix)
-    assert 'class="c obs live fail"' in html and 'class="c obs live pass"' in html
-    assert 'class="c obs derived' not in html  # the derived observation stays behind the live one
-    assert '<span class="badge live">live</span> <span class="badge derived">derived</span>' in html  # v1.27.3's head
+    cells = matrix_cells(html)
+    first_row = [(v, c) for claim, v, c, _ in cells if claim == "always.sigterm-ignored.phases"][: len(matrix.versions)]
+    classes = dict(first_row)  # the Always pod's own row (the claim's first)
+    assert "fail" in classes["v1.27.13"] and "o" in classes["v1.27.13"]
+    assert "fail" not in classes["v1.27.3"] and "o" in classes["v1.27.3"]
+    assert not any("derived" in c for _, _, c, _ in cells)  # the derived observation stays behind the live one
+    assert 'class="ver live" scope="col" data-version="v1.27.3" title="v1.27.3: live + derived:' in html
     assert "1 recorded value disagrees with the expectation" in html
     markdown = render_markdown(matrix)
     assert "✅ **Running → Failed**" in markdown  # live: bold
@@ -472,7 +487,7 @@ def test_markdown_and_html_show_the_matrix_and_provenance(
     )
     assert len(markdown.encode()) < 300_000  # a job summary's size (GitHub allows 1 MiB)
     html = (directory / "report.html").read_text()
-    assert 'data-claim="always.sigterm-ignored.phases" data-version="v1.27.3"' in html
+    assert '<tr data-row="3" data-claim="always.sigterm-ignored.phases"' in html
     assert "k/k#115331" in html  # the sources, one click away
     # what write_report wrote is what rendering the same records' matrix gives (the shared, separately built one)
     assert replayed_markdown == markdown and replayed_html == html
@@ -506,7 +521,8 @@ def test_a_corrected_expectation_re_evaluates_old_recordings_and_says_what_chang
     assert "(was pass)" in render_markdown(matrix)
     html = render_html(matrix)
     both_rows = [v for v in recorded_versions(PHASES + "_default_grace") if v in from_1_27]
-    assert html.count('class="c obs live fail changed"') == len(from_1_27) + len(both_rows)  # the claim's two rows
+    failed = [v for claim, v, c, _ in matrix_cells(html) if claim == "always.sigterm-ignored.phases" and "changed" in c]
+    assert len(failed) == len(from_1_27) + len(both_rows)  # the claim's two rows
 
 
 # ------------------------------------------------------------------------------------------ timelines
@@ -673,7 +689,9 @@ CHECK_SCRIPT = """
   out.versionHeadTop = rect(heads[heads.length - 1]).top;
   out.claimLeft = rect(deep.querySelector("th.claim")).left;
   out.deepRowTop = rect(deep).top;
-  const cell = document.querySelector('td[data-claim="always.sigterm-ignored.phases"][data-version="v1.27.3"]');
+  const column = (v) => [...heads].findIndex((th) => th.dataset.version === v) + 1;
+  const cellOf = (claim, v) => document.querySelector(`#matrix tr[data-claim="${claim}"]`).cells[column(v)];
+  const cell = cellOf("always.sigterm-ignored.phases", "v1.27.3");
   const panel = document.getElementById("panel");
   out.panelHiddenBefore = panel.hidden;
   cell.click();
@@ -681,7 +699,7 @@ CHECK_SCRIPT = """
   out.panelWidth = rect(panel).width;
   out.panelText = panel.innerText;
   out.panelLinks = [...panel.querySelectorAll("a")].map((a) => a.href);
-  document.querySelector('td[data-claim="always.sigterm-ignored.phases"][data-version="v1.27.7"]').click();
+  cellOf("always.sigterm-ignored.phases", "v1.27.7").click();
   out.expectedPanelText = panel.innerText;
   let overlaps = [], labels = 0;
   for (const row of document.querySelectorAll("figure.timeline g.row")) {
@@ -857,7 +875,9 @@ def test_undecided_cells_are_counted_apart_from_failed_ones_and_the_worst_verdic
     assert "❌" not in markdown.split("Legend:")[0] and "❌ Running" not in markdown
     html = render_html(undecided)
     assert undecided.summary() in html and "0 recorded values disagree with the expectation; 1 undecided" in html
-    assert 'class="c obs unknown undecided"' in html and 'class="val undecided"' in html
+    ((_, _, classes, text),) = matrix_cells(html)
+    assert "undecided" in classes and "derived" in classes and text == "Running"  # origin unknown: not live
+    assert '<span class="t">? Running</span>' in html and 'class="v live undecided"' not in html
     assert 'class="val failed"' not in html
     # Two probes check the claim on one version: a failure outranks an undecided, whatever the order.
     for records in (
@@ -1037,3 +1057,63 @@ def test_a_deleted_pods_exit_mark_sits_where_its_claim_measures_the_kill_and_the
     above = {t for _, y, t in ticks if float(y) < min(rows_y)}
     below = {t for _, y, t in ticks if float(y) > max(rows_y)}
     assert above == below and "10" in above  # the same numbers on top as at the bottom
+
+
+# ------------------------------------------------------------------------------------------ the matrix, as seen
+
+
+def test_the_matrix_marks_a_change_of_behaviour_along_a_row_and_not_a_race_flip(replayed_html: str) -> None:
+    cells = matrix_cells(replayed_html)
+    row = [(v, c, text) for claim, v, c, text in cells if claim == "always.sigterm-ignored.phases"][:31]
+    moved = [v for v, c, _ in row if "moved" in c]
+    assert moved == ["v1.27.0-rc.0"]  # the one change of this row: k/k#115331
+    colour = {v: next(x for x in c if re.fullmatch(r"b\d", x)) for v, c, _ in row}
+    assert colour["v1.26.15"] != colour["v1.27.0-rc.0"] == colour["v1.37.2"]
+    race = [(v, c) for claim, v, c, _ in cells if claim == "exit-status-kept"][:31]
+    flips = dict(race)
+    assert "race" in flips["v1.22.17"] and "race" in flips["v1.23.17"]  # seen true, then false: one behaviour
+    assert "moved" not in flips["v1.23.17"] and "moved" in flips["v1.27.0-rc.0"]
+    # a cell where the claim was not observable is no change either way
+    exit_row = [(v, c) for claim, v, c, _ in cells if claim == "sigterm-ignored.exit"][:31]
+    assert "nobs" in dict(exit_row)["v1.26.6"] and not any("moved" in c for _, c in exit_row)
+
+
+def test_the_report_stays_one_file_well_under_its_old_size(written_report: tuple[Matrix, Path]) -> None:
+    """81 claims × 31 versions with 24 timelines: 4.4 MB before the matrix drew runs and the drawings shared a style."""
+    page = written_report[1] / "report.html"
+    assert page.stat().st_size < 3_000_000
+    assert "<link" not in page.read_text() and 'src="http' not in page.read_text()  # one file, nothing fetched
+
+
+NARROWED = """
+out.fitsBefore = out.lastColumnRight <= out.innerWidth;
+const pick = (id, v) => { const s = document.getElementById(id);
+  s.value = [...s.options].find((o) => o.textContent === v).value; s.dispatchEvent(new Event("change")); };
+pick("range-from", "v1.26.15"); pick("range-to", "v1.28.0");
+const shown = [...document.querySelectorAll("#matrix thead th.ver")].filter((th) => !th.hidden);
+out.shownVersions = shown.map((th) => th.dataset.version);
+out.shownWidth = shown[0].getBoundingClientRect().width;
+const phases = document.querySelector('#matrix tr[data-claim="always.sigterm-ignored.phases"]');
+out.phasesShown = [...phases.cells].slice(1).filter((td) => !td.hidden).map(
+  (td) => [td.classList.contains("moved"), td.textContent]);
+panel.hidden = true; window.scrollTo(0, 0);
+"""
+
+
+def test_at_1600_px_every_version_fits_and_a_range_of_versions_narrows_the_columns(
+    written_report: tuple[Matrix, Path], tmp_path: Path
+) -> None:
+    browser = chromium()
+    page = tmp_path / "report.html"
+    page.write_text((written_report[1] / "report.html").read_text())
+    seen = measured(checked_in_browser(browser, page, 1600, 0, NARROWED))
+    assert len(seen["columnWidths"]) == len(written_report[0].versions) == 31
+    assert seen["fitsBefore"]  # all 31 versions whole in a 1600 px window
+    assert seen["shownVersions"][0] == "v1.26.15" and seen["shownVersions"][-1] == "v1.28.0"
+    assert seen["shownWidth"] > 60  # fewer columns, wider
+    # the row's runs are found again in the range: a value where a run starts, the change marked at 1.27.0-rc.0
+    assert seen["phasesShown"][0] == [False, "Running"]
+    changed = [i for i, (moved, _) in enumerate(seen["phasesShown"]) if moved]
+    assert [seen["shownVersions"][i] for i in changed] == ["v1.27.0-rc.0"]
+    assert seen["phasesShown"][changed[0]][1] == "Running → Failed"
+    assert all(text == "" for moved, text in seen["phasesShown"][1:] if not moved and text != "Running → Failed")
