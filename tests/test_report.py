@@ -285,8 +285,8 @@ def test_columns_say_what_they_ran_on_and_every_value_shown_was_observed(
     assert matrix.provenance["v1.27.7"]["records"] == {"live": 1}
     # A matrix cell says "observed" where it was observed: every recorded cell is.
     table = html[html.index('<table id="matrix"') :].split("</table>")[0]
-    observed = [classes for _, _, classes, _ in matrix_cells(html) if "o" in classes]
-    assert observed and not any("derived" in classes for classes in observed)
+    seen = [classes for _, _, classes, _ in matrix_cells(html) if "o" in classes]
+    assert seen and not any("derived" in classes for classes in seen)
     # Each column's head says what it holds and names its cluster.
     heads = {
         version: (classes, title)

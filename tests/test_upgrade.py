@@ -154,10 +154,7 @@ def test_steps_follow_equal_ranges_and_ranges_joined_by_or() -> None:
 def test_values_are_said_in_words() -> None:
     assert words(["Running", "Failed"]) == "Running, then Failed"
     assert words([]) == "none" and words(None) == "none"
-    assert (
-        words(True) == "yes"
-        and words({"exitCode": 137, "reason": "Error"}) == "exitCode 137, reason Error"
-    )
+    assert words(True) == "yes" and words({"exitCode": 137, "reason": "Error"}) == "exitCode 137, reason Error"
     ranged = Expectation(versions=">=1.19", between=(9.0, 13.0))
     assert expected_words(ranged) == "between 9 and 13"
     race = Expectation(versions=">=1.19", one_of=(Expectation("", value=True), Expectation("", value=False)))
