@@ -29,7 +29,7 @@ def test_only_the_packages_go_build_v_printed_count_as_compiled() -> None:
 
 def test_the_progress_line_says_time_count_and_what_is_last() -> None:
     line = build_watch.progress_line(192.4, ["internal/goarch", "k8s.io/api/core/v1"], 2540)
-    assert line == "3m12s  compiled 2 packages of 2,540 in the build  last: k8s.io/api/core/v1"
+    assert line == "3m12s  compiled 2 packages (about 2,540 in the build)  last: k8s.io/api/core/v1"
     linking = build_watch.progress_line(5, ["k8s.io/kubernetes/cmd/kubelet"], None)
     assert linking == "0m05s  compiled 1 packages  linking or compiling after kubelet"
     assert build_watch.progress_line(0, [], None).endswith("loading packages")
@@ -75,4 +75,4 @@ def test_in_a_log_the_progress_is_a_line_at_each_interval(tmp_path: Path) -> Non
         time.sleep(0.3)
     lines = out.getvalue().splitlines()
     assert lines and "\r" not in out.getvalue()
-    assert lines[-1].endswith("compiled 1 packages of 10 in the build  last: internal/goarch")
+    assert lines[-1].endswith("compiled 1 packages (about 10 in the build)  last: internal/goarch")

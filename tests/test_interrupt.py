@@ -1,4 +1,4 @@
-"""Ctrl-C during a build, a node image or the engine's start (issue 23): exit 130, one line saying what was
+"""Ctrl-C during a build, a node image or the engine's start: exit 130, one line saying what was
 stopped, no traceback, nothing left that a later run would take for finished. The slow steps are stood in:
 a `go` that sleeps (a real SIGINT reaches the real entry point in a child process), or a step monkeypatched
 to raise KeyboardInterrupt."""

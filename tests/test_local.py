@@ -2,7 +2,7 @@
 stopping from a record, and the checks that refuse before anything slow starts.
 
 Nothing here builds Kubernetes or starts a component: `go` and `ctr` are stood in for where a test needs
-them (each says so). The live path is what `make probe VERSION=1.27.3 CLUSTER=local` runs (README).
+them (each says so). The live path is what `make probe VERSION=1.27.3 CLUSTER=local` runs (docs/local-provider.md).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def test_every_staging_module_is_replaced_by_its_published_twin_and_other_pins_c
 def test_a_twin_in_the_module_cache_is_replaced_by_its_directory() -> None:
     """Built from a directory, a staging module is v0.0.0 to the compiler on every patch: its unchanged packages
     keep their build-cache keys (which name the module's version under -trimpath) from one patch to the next."""
-    twin = Path("/cache/k8s.io/api@v0.27.3")
+    twin = "./modules/k8s.io/api"
     assert build_module._replacements(GO_MOD, "v0.27.3", {"k8s.io/api": twin})[:2] == [
         f"k8s.io/api={twin}",
         "k8s.io/client-go=k8s.io/client-go@v0.27.3",
@@ -671,7 +671,13 @@ def test_a_tag_without_the_file_is_built_from_a_copy_with_it_and_says_so(
     assert ["go", "mod", "edit", "-replace=k8s.io/kubernetes=./src"] in commands
     # Generated once the tag is required (pins kube-openapi/gengo as the tag does); the components built last.
     require = commands.index(
-        ["go", "mod", "edit", "-require=k8s.io/kubernetes@v0.0.0", f"-replace=k8s.io/kubernetes={source}"]
+        [
+            "go",
+            "mod",
+            "edit",
+            "-require=k8s.io/kubernetes@v0.0.0",
+            "-replace=k8s.io/kubernetes=./modules/k8s.io/kubernetes",
+        ]
     )
     replace = commands.index(["go", "mod", "edit", "-replace=k8s.io/kubernetes=./src"])
     tool = next(i for i, c in enumerate(commands) if "k8s.io/kube-openapi/cmd/openapi-gen" in c)
@@ -743,3 +749,12 @@ def test_a_build_says_its_toolchain_and_what_it_reused() -> None:
     assert build_module.build_summary({"toolchain": "go1.18.2", "upstream_go": "go1.18.2", "duration_s": 5}) == (
         "built with go1.18.2 in 5 s"
     )
+
+
+def test_a_builds_progress_estimates_its_packages_from_the_minors_last_build(tmp_path: Path) -> None:
+    assert build_module.packages_of_minor(tmp_path, "1.24") is None
+    for version, count in (("v1.24.0", 2400), ("v1.25.0", 9999)):
+        (tmp_path / "kubernetes" / version).mkdir(parents=True)
+        record = {"work": {"packages_in_build": count}}
+        (tmp_path / "kubernetes" / version / "build.json").write_text(json.dumps(record))
+    assert build_module.packages_of_minor(tmp_path, "1.24") == 2400

@@ -235,7 +235,7 @@ def choose_toolchain(upstream: str, env: Mapping[str, str], cwd: Path, policy: s
 
 
 def _replacements(
-    kubernetes_go_mod: str, staged: Mapping[str, str] | str, directories: Mapping[str, Path] | None = None
+    kubernetes_go_mod: str, staged: Mapping[str, str] | str, directories: Mapping[str, str] | None = None
 ) -> list[str]:
     """`old=new` for every replace of k8s.io/kubernetes: staging dirs -> the published v0.Y.Z twins' directories in
     the module cache where `directories` has them (else `old@version`), other replaces as the tag pins them.
@@ -250,6 +250,31 @@ def _replacements(
             out.append(f"{old}={directory}" if directory is not None else f"{old}={old}@{version}")
         elif pinned:
             out.append(f"{old}={new}@{pinned}")
+    return out
+
+
+def packages_of_minor(tools: Path, minor: str) -> int | None:
+    """How many packages the newest finished build of this minor had (an estimate for a build's progress)."""
+    counts = []
+    for record in (tools / "kubernetes").glob(f"v{minor}.*/build.json"):
+        with contextlib.suppress(OSError, ValueError):
+            work = json.loads(record.read_text()).get("work") or {}
+            if isinstance(work.get("packages_in_build"), int):
+                counts.append((record.stat().st_mtime, work["packages_in_build"]))
+    return max(counts)[1] if counts else None
+
+
+def module_links(directory: Path, modules: Mapping[str, Path]) -> dict[str, str]:
+    """`./modules/<module path>` in the build directory, a link to each module's directory in the module cache,
+    for `go mod edit -replace` (which takes an '@' in a directory's path for a version); {module: './modules/...'}."""
+    links = directory / "modules"
+    shutil.rmtree(links, ignore_errors=True)
+    out = {}
+    for module, target in modules.items():
+        link = links / module
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(target, target_is_directory=True)
+        out[module] = f"./modules/{module}"
     return out
 
 
@@ -614,10 +639,14 @@ def _build(
         # k8s.io/kubernetes and its staging twins are built from their directories in the module cache, as
         # v0.0.0 of their module paths: the compile cache's key names a module's version (with -trimpath), so a
         # package a patch did not change keeps its key from one patch of the minor to the next.
-        twins = module_dirs(sorted(versions.items()), env, directory)
+        # (Through links in ./modules/: a directory with an '@' in its path cannot be a replacement.)
+        twins = module_links(
+            directory, {"k8s.io/kubernetes": source, **module_dirs(sorted(versions.items()), env, directory)}
+        )
         for replacement in _replacements(kubernetes_go_mod, versions, twins):
             run(["go", "mod", "edit", f"-replace={replacement}"])
-        run(["go", "mod", "edit", "-require=k8s.io/kubernetes@v0.0.0", f"-replace=k8s.io/kubernetes={source}"])
+        kubernetes = twins["k8s.io/kubernetes"]
+        run(["go", "mod", "edit", "-require=k8s.io/kubernetes@v0.0.0", f"-replace=k8s.io/kubernetes={kubernetes}"])
         if openapi.lacks_openapi(source):
             generated = _generate_openapi(source, directory, versions, env, run)
         built_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -628,7 +657,9 @@ def _build(
         out.flush()
         build_started_at = log.stat().st_size
         watch: contextlib.AbstractContextManager[object] = (
-            build_watch.Progress(log, build_started_at, lambda: None) if log_progress else contextlib.nullcontext()
+            build_watch.Progress(log, build_started_at, lambda: packages_of_minor(tools, parsed.minor))
+            if log_progress
+            else contextlib.nullcontext()
         )
         with watch:
             flags = ["-v", f"-debug-trace={trace}", "-trimpath", "-ldflags", ldflags(text, commit, built_at)]

@@ -33,7 +33,7 @@ def compiled_packages(log_text: str) -> list[str]:
 def progress_line(elapsed_s: float, compiled: list[str], total: int | None) -> str:
     """'3m12s  compiled 812 packages (of 2,540 in the build; the rest from the cache)  last: k8s.io/...'."""
     minutes, seconds = divmod(int(elapsed_s), 60)
-    of = f" of {total:,} in the build" if total else ""
+    of = f" (about {total:,} in the build)" if total else ""
     last = compiled[-1] if compiled else ""
     doing = (
         f"linking or compiling after {last.removeprefix(_COMPONENT_PREFIX)}"
