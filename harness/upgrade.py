@@ -13,6 +13,7 @@ offline here (`replay_atlas`); `make upgrade RUNS=...` adds the run records of l
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tempfile
@@ -324,8 +325,8 @@ def basis_words(change: ClaimChange) -> str:
 
 
 def observable_words(claim: Claim) -> str:
-    """What the claim observes, without its parenthesis (the report gives it whole)."""
-    short = claim.observable.split(" (", 1)[0]
+    """What the claim observes, without its parentheses (the report gives it whole)."""
+    short = re.sub(r" \([^()]*\)", "", claim.observable)
     return short if len(short) >= 20 else claim.observable
 
 
