@@ -32,8 +32,10 @@ export PLP_GO_TOOLCHAIN := $(GO_TOOLCHAIN)
 endif
 
 RUNS ?= runs
+FROM ?=
+TO ?=
 
-.PHONY: help atlas probe matrix clean report coverage radar test lint typecheck unit versions clean-venv node-image actionlint bisect engine engine-stop refuse-cluster
+.PHONY: help atlas probe matrix clean report upgrade coverage radar test lint typecheck unit versions clean-venv node-image actionlint bisect engine engine-stop refuse-cluster
 
 define HELP
 pod-lifecycle-probes: live-cluster probes of what Kubernetes does when a pod ends (manual: docs/)
@@ -42,6 +44,8 @@ pod-lifecycle-probes: live-cluster probes of what Kubernetes does when a pod end
   make test                      offline: lint, typecheck, unit tests, every probe replayed
   make atlas [PROBE=…]           the behaviour matrix of the shipped recordings, no cluster needed
   make report [RUNS="a b"]       the behaviour matrix of run records (default runs/)
+  make upgrade FROM=1.26 TO=1.28 [RUNS=…]         what changes between two releases, in words, from the
+                                 shipped recordings (no cluster); FROM/TO also put it atop report and atlas
   make matrix VERSIONS="1.26 1.27" [JOBS=2]       several versions, one cluster each
   make bisect PROBE=… GOOD=1.27.3 BAD=1.27.16 [BUILD=1] [CLAIM=… PRE=1 NAME=…]
                                  the first release on which a probe (or a claim) changed
@@ -83,7 +87,7 @@ atlas: refuse-cluster $(STAMP)
 	@rm -rf "$(ATLAS)/records" "$(ATLAS)/report"
 	$(PY) -m pytest probes --replay probes --run-dir "$(ATLAS)/records" -n $(TEST_WORKERS) -q --disable-warnings \
 		-p no:cacheprovider $(if $(PROBE),-k "$(PROBE)")
-	$(PY) -m harness report "$(ATLAS)/records" --out "$(ATLAS)/report"
+	$(PY) -m harness report "$(ATLAS)/records" --out "$(ATLAS)/report" $(if $(FROM)$(TO),--from "$(FROM)" --to "$(TO)")
 
 # CLUSTER chooses the cluster of make probe, matrix, bisect and radar (and make clean's leftovers); given on the
 # command line to any other target it is refused, not ignored.
@@ -123,8 +127,15 @@ clean: $(STAMP)
 
 # The behaviour matrix (claims × versions) of the run records under RUNS (default: runs/), re-evaluated
 # against the current expectations: report.md and a single-file report.html.
+# FROM=1.26 TO=1.28: what changes between the two releases, on top of the page (as make upgrade says it).
 report: refuse-cluster $(STAMP)
-	$(PY) -m harness report $(RUNS)
+	$(PY) -m harness report $(RUNS) $(if $(FROM)$(TO),--from "$(FROM)" --to "$(TO)")
+
+# What changes for the claims between two releases, in words: make upgrade FROM=1.26 TO=1.28 (a minor resolves
+# as make probe resolves it). Read from the shipped recordings, replayed offline (no cluster), and the
+# expectations; RUNS=<run directories> adds the records of live runs.
+upgrade: refuse-cluster $(STAMP)
+	$(PY) -m harness upgrade --from "$(FROM)" --to "$(TO)" $(if $(filter command line environment,$(origin RUNS)),--runs $(RUNS))
 
 # Each claim version range with the live recordings inside it (their versions, kind or local), or "not seen
 # live", and the figure "N of M claim version ranges hold a live run"; UNCOVERED=1: only the ranges without one;

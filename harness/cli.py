@@ -24,6 +24,7 @@ from harness.commands.refusal import (
     Interrupted,
     refuse,
 )
+from harness.commands.upgrade import run_upgrade_command
 from harness.commands.version_axis import run_bisect_command, run_matrix_command
 from harness.errors import INTERRUPTED
 from harness.inputs import SHARED_OPTIONS, BadInput, count
@@ -104,6 +105,16 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     report.add_argument(
         "--out", default="", help="where to write report.md and report.html (default: runs/report-<id>)"
     )
+    report.add_argument(
+        "--from", dest="from_version", default="", help="with --to: what changes between two releases, on top"
+    )
+    report.add_argument("--to", dest="to_version", default="", help="the later release of --from")
+    upgrade = command("upgrade", "what changes for the claims between two releases, from the shipped recordings")
+    upgrade.add_argument(
+        "--from", dest="from_version", default="", help="the release run now: a minor (1.26) or a patch"
+    )
+    upgrade.add_argument("--to", dest="to_version", default="", help="the release planned: a minor (1.28) or a patch")
+    upgrade.add_argument("--runs", nargs="*", default=[], help="run directories (or record files) of live runs to add")
     build = command(
         "node-image", "build a node image for a Kubernetes release kind does not publish (kind build node-image)"
     )
@@ -228,4 +239,6 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_coverage_command(args)
     if args.command == "report":
         return run_report_command(args)
+    if args.command == "upgrade":
+        return run_upgrade_command(args)
     return run_probe_command(args)
