@@ -32,8 +32,10 @@ export PLP_GO_TOOLCHAIN := $(GO_TOOLCHAIN)
 endif
 
 RUNS ?= runs
+FROM ?=
+TO ?=
 
-.PHONY: help atlas probe matrix clean report test lint typecheck unit versions clean-venv node-image actionlint bisect engine engine-stop refuse-cluster
+.PHONY: help atlas probe matrix clean report upgrade coverage radar test lint typecheck unit versions clean-venv node-image actionlint bisect engine engine-stop refuse-cluster
 
 define HELP
 pod-lifecycle-probes: live-cluster probes of what Kubernetes does when a pod ends (manual: docs/)
@@ -42,9 +44,13 @@ pod-lifecycle-probes: live-cluster probes of what Kubernetes does when a pod end
   make test                      offline: lint, typecheck, unit tests, every probe replayed
   make atlas [PROBE=…]           the behaviour matrix of the shipped recordings, no cluster needed
   make report [RUNS="a b"]       the behaviour matrix of run records (default runs/)
+  make upgrade FROM=1.26 TO=1.28 [RUNS=…]         what changes between two releases, in words, from the
+                                 shipped recordings (no cluster); FROM/TO also put it atop report and atlas
   make matrix VERSIONS="1.26 1.27" [JOBS=2]       several versions, one cluster each
   make bisect PROBE=… GOOD=1.27.3 BAD=1.27.16 [BUILD=1] [CLAIM=… PRE=1 NAME=…]
                                  the first release on which a probe (or a claim) changed
+  make coverage [UNCOVERED=1] [PLAN=1]   each claim range with its live runs; PLAN=1: what to build next
+  make radar CLUSTER=local       the newest pre-release beside the newest release, claim by claim
   make versions                  every version with a pinned node image
   make node-image VERSION=1.27.0-rc.0 [SOURCE=release|modules]   a node image kind does not publish
   make engine | engine-stop      a Docker engine for hosts whose root lacks CAP_SYS_RESOURCE
@@ -64,6 +70,8 @@ Variables (make probe, and matrix and bisect where they apply):
   VERSIONS, JOBS=2, OVERLAP=0    matrix: the versions, kind clusters at a time, build ahead or not
   GO_TOOLCHAIN=minor | exact     (local) a build's Go: the newest patch of the tag's Go minor, or its own
   RUNS=runs, ATLAS=runs/atlas    report: the run directories read; atlas: where it writes
+  BASELINE=runs/<id>             radar: a run of the newest release (default: its shipped recordings)
+  FRESH_BASELINE=1, TRIES=3      radar: probe the newest release too; how many pre-releases to try
   PYTEST_ARGS="…"                passed on to pytest, e.g. --junitxml=out.xml
   PYTHON=python3                 the interpreter .venv/ is made with
 endef
@@ -79,14 +87,14 @@ atlas: refuse-cluster $(STAMP)
 	@rm -rf "$(ATLAS)/records" "$(ATLAS)/report"
 	$(PY) -m pytest probes --replay probes --run-dir "$(ATLAS)/records" -n $(TEST_WORKERS) -q --disable-warnings \
 		-p no:cacheprovider $(if $(PROBE),-k "$(PROBE)")
-	$(PY) -m harness report "$(ATLAS)/records" --out "$(ATLAS)/report"
+	$(PY) -m harness report "$(ATLAS)/records" --out "$(ATLAS)/report" $(if $(FROM)$(TO),--from "$(FROM)" --to "$(TO)")
 
-# CLUSTER chooses the cluster of make probe, matrix and bisect (and make clean's leftovers); given on the
+# CLUSTER chooses the cluster of make probe, matrix, bisect and radar (and make clean's leftovers); given on the
 # command line to any other target it is refused, not ignored.
-CLUSTER_REFUSED_BY = $(if $(filter command line,$(origin CLUSTER)),$(filter-out probe matrix bisect clean,$(MAKECMDGOALS)))
+CLUSTER_REFUSED_BY = $(if $(filter command line,$(origin CLUSTER)),$(filter-out probe matrix bisect radar clean,$(MAKECMDGOALS)))
 refuse-cluster:
 	@if [ -n "$(CLUSTER_REFUSED_BY)" ]; then \
-		echo "error: bad input: CLUSTER chooses the cluster of make probe, matrix and bisect (and which leftovers make clean stops); make $(CLUSTER_REFUSED_BY) does not take it" >&2; \
+		echo "error: bad input: CLUSTER chooses the cluster of make probe, matrix, bisect and radar (and which leftovers make clean stops); make $(CLUSTER_REFUSED_BY) does not take it" >&2; \
 		exit 2; \
 	fi
 
@@ -119,8 +127,23 @@ clean: $(STAMP)
 
 # The behaviour matrix (claims × versions) of the run records under RUNS (default: runs/), re-evaluated
 # against the current expectations: report.md and a single-file report.html.
+# FROM=1.26 TO=1.28: what changes between the two releases, on top of the page (as make upgrade says it).
 report: refuse-cluster $(STAMP)
-	$(PY) -m harness report $(RUNS)
+	$(PY) -m harness report $(RUNS) $(if $(FROM)$(TO),--from "$(FROM)" --to "$(TO)")
+
+# What changes for the claims between two releases, in words: make upgrade FROM=1.26 TO=1.28 (a minor resolves
+# as make probe resolves it). Read from the shipped recordings, replayed offline (no cluster), and the
+# expectations; RUNS=<run directories> adds the records of live runs.
+upgrade: refuse-cluster $(STAMP)
+	$(PY) -m harness upgrade --from "$(FROM)" --to "$(TO)" $(if $(filter command line environment,$(origin RUNS)),--runs $(RUNS))
+
+# Each claim version range with the live recordings inside it (their versions, kind or local), or "not seen
+# live", and the figure "N of M claim version ranges hold a live run"; UNCOVERED=1: only the ranges without one;
+# PLAN=1: which releases to build next, the most uncovered ranges per build first (harness/coverage.py).
+UNCOVERED ?=
+PLAN ?=
+coverage: refuse-cluster $(STAMP)
+	$(PY) -m harness coverage $(if $(filter 1 yes true,$(UNCOVERED)),--uncovered) $(if $(filter 1 yes true,$(PLAN)),--plan)
 
 # A node image for a release kind does not publish, built once: make node-image VERSION=1.27.0-rc.0
 # [SOURCE=release|modules], then make probe IMAGE=plp-node:v1.27.0-rc.0. release: kind build node-image
@@ -148,6 +171,19 @@ bisect: $(STAMP)
 	$(PY) -m harness bisect --probe "$(PROBE)" --good "$(GOOD)" --bad "$(BAD)" $(if $(filter 1 yes true,$(BUILD)),--build) \
 		--cluster "$(CLUSTER)" $(if $(CLAIM),--claim "$(CLAIM)") $(if $(filter 1 yes true,$(PRE)),--pre-releases) \
 		$(if $(NAME),--name "$(NAME)") --runs "$(REPEAT)"
+
+# The newest pre-release the Go module proxy serves, built (CLUSTER=local: from Go modules; kind: a node image,
+# SOURCE=release from the release binaries) and probed beside the newest release; every claim whose observation
+# differs, with the PRs the expectations cite or "no expectation yet". One that cannot be built is said in a line and
+# the next newest tried (TRIES of them). The newest release: its shipped live recordings replayed, BASELINE=runs/<id>,
+# or FRESH_BASELINE=1 (probed now): make radar CLUSTER=local [BASELINE=...|FRESH_BASELINE=1] [PROBE=...]
+BASELINE ?=
+FRESH_BASELINE ?=
+TRIES ?= 3
+radar: $(STAMP)
+	$(PY) -m harness radar --cluster "$(CLUSTER)" --source "$(SOURCE)" --tries "$(TRIES)" \
+		$(if $(BASELINE),--baseline "$(BASELINE)") $(if $(filter 1 yes true,$(FRESH_BASELINE)),--fresh-baseline) \
+		$(if $(PROBE),--probe "$(PROBE)")
 
 versions: refuse-cluster $(STAMP)
 	$(PY) -m harness versions

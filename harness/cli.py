@@ -13,8 +13,10 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from harness import paths
+from harness.commands.coverage import run_coverage_command
 from harness.commands.housekeeping import run_clean_command, run_node_image_command, run_report_command
 from harness.commands.probe import AUTO, run_probe_command
+from harness.commands.radar import run_radar_command
 from harness.commands.refusal import (
     BAD,
     BAD_INPUT,
@@ -22,6 +24,7 @@ from harness.commands.refusal import (
     Interrupted,
     refuse,
 )
+from harness.commands.upgrade import run_upgrade_command
 from harness.commands.version_axis import run_bisect_command, run_matrix_command
 from harness.errors import INTERRUPTED
 from harness.gobuild.toolchain import toolchain_policy
@@ -102,6 +105,16 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     report.add_argument(
         "--out", default="", help="where to write report.md and report.html (default: runs/report-<id>)"
     )
+    report.add_argument(
+        "--from", dest="from_version", default="", help="with --to: what changes between two releases, on top"
+    )
+    report.add_argument("--to", dest="to_version", default="", help="the later release of --from")
+    upgrade = command("upgrade", "what changes for the claims between two releases, from the shipped recordings")
+    upgrade.add_argument(
+        "--from", dest="from_version", default="", help="the release run now: a minor (1.26) or a patch"
+    )
+    upgrade.add_argument("--to", dest="to_version", default="", help="the release planned: a minor (1.28) or a patch")
+    upgrade.add_argument("--runs", nargs="*", default=[], help="run directories (or record files) of live runs to add")
     build = command(
         "node-image", "build a node image for a Kubernetes release kind does not publish (kind build node-image)"
     )
@@ -140,6 +153,34 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--build", action="store_true", help="also try patch releases without a pinned image (built by node-image)"
     )
     bisect_cmd.add_argument("--run-dir", default=str(paths.RUNS), help="where the runs go (default: runs/)")
+    coverage_cmd = command(
+        "coverage", "each claim version range with the live recordings inside it, or 'not seen live'"
+    )
+    coverage_cmd.add_argument("--uncovered", action="store_true", help="only the ranges no live recording is in")
+    coverage_cmd.add_argument(
+        "--plan", action="store_true", help="which releases to build next to cover the most uncovered ranges per build"
+    )
+    radar_cmd = command(
+        "radar", "the newest pre-release the Go module proxy serves, probed beside the newest release, claim by claim"
+    )
+    cluster_option(radar_cmd, "local: the pre-release built here from Go modules; kind: a node image of it (--source)")
+    radar_cmd.add_argument(
+        "--source",
+        choices=("auto", "release", "modules"),
+        default="auto",
+        help="kind: how the pre-release's node image is built (as make node-image SOURCE=...)",
+    )
+    radar_cmd.add_argument("--baseline", default="", help="a run of the newest release to compare with (runs/<id>)")
+    radar_cmd.add_argument(
+        "--fresh-baseline",
+        action="store_true",
+        help="probe the newest release now too (default: replay its shipped live recordings)",
+    )
+    radar_cmd.add_argument(
+        "--tries", type=count("TRIES"), default=3, help="how many pre-releases to try, newest first, until one builds"
+    )
+    radar_cmd.add_argument("--probe", default="", help="only the probes matching this name or -k expression")
+    radar_cmd.add_argument("--run-dir", default=str(paths.RUNS), help="where the radar's runs go (default: runs/)")
     matrix = command("matrix", "run the probes on several versions, one cluster each")
     matrix.add_argument("--versions", default="", help="space-separated versions (default: every minor in the table)")
     matrix.add_argument("--jobs", type=count("JOBS"), default=2, help="how many kind clusters at a time")
@@ -192,6 +233,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_bisect_command(args)
     if args.command == "clean":
         return run_clean_command(args)
+    if args.command == "radar":
+        return run_radar_command(args)
+    if args.command == "coverage":
+        return run_coverage_command(args)
     if args.command == "report":
         return run_report_command(args)
+    if args.command == "upgrade":
+        return run_upgrade_command(args)
     return run_probe_command(args)

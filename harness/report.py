@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup, escape
 
-from harness import families, timeline_svg
+from harness import coverage, families, timeline_svg
 from harness.expectations import (
     FAIL,
     NOT_OBSERVABLE,
@@ -46,6 +46,8 @@ from harness.versions import KubeVersion
 if TYPE_CHECKING:  # Jinja2 is imported when a page is rendered: make report refuses bad input without it
     from jinja2 import Environment
 
+    from harness.upgrade import Upgrade
+
 JsonDict = dict[str, Any]
 ClaimsLoader = Callable[[str], dict[str, Claim]]
 SEVERITY = {PASS: 0, NOT_OBSERVABLE: 1, UNDECIDED: 2, FAIL: 3}  # several observations in one cell: the worst shows
@@ -62,12 +64,14 @@ WORDS = {
 }
 PR_REFERENCE = re.compile(r"(?:k/k)?#(\d{5,6})\b")
 RELEASE_NOTES = re.compile(r"CHANGELOG-\d+\.\d+(?: v\d+\.\d+\.\d+(?:-[a-z]+\.\d+)?)?")
+NOT_A_CITATION = re.compile(r"\b(?:no|before(?: the)?|without)\s+$", re.IGNORECASE)
 PR_URL = "https://github.com/kubernetes/kubernetes/pull/"
 # The HTML matrix's claim column, and the least and most width of a version column. The version columns share
-# what the window leaves; the least holds a cell's longest usual word ("Terminated" at 11 px) unbroken, so a
-# 1400 px window shows 16 versions whole. With more, the table is wider than the window and the page scrolls
-# sideways under the sticky claim column.
-COLUMN_PX: dict[str, Any] = {"claim": 260, "version": (68, 120)}
+# what the window leaves (the page's script sizes them); a value is written once where its run of equal cells
+# starts and spans the run, so a column needs no room for a word: 31 versions fit a 1600 px window. Narrower, the
+# table is wider than the window and the page scrolls sideways under the sticky claim column.
+COLUMN_PX: dict[str, Any] = {"claim": 230, "version": (42, 120)}
+PALETTE = 6  # behaviours told apart by colour along a row (templates: .b0 ... .b5), the first one of a row first
 
 
 @dataclass
@@ -159,6 +163,34 @@ class Change:
         """A recorded end of the change is undecided (a watch gap), and neither differs: kept apart from failed."""
         return not self.disagrees and any(side.status == UNDECIDED for side in (self.was, self.now))
 
+    @property
+    def race_flip(self) -> bool:
+        """Both ends are expected to be one of the same outcomes (a race of the release decides which): the values
+        differ, the behaviour does not."""
+        old, new = self.was.expectation, self.now.expectation
+        return bool(old is not None and new is not None and old.one_of and not self.expected_changed)
+
+    @property
+    def bases(self) -> str:
+        """What each end rests on: 'live → live', 'live → expected', ..."""
+        return f"{self.was.basis} → {self.now.basis}"
+
+
+@dataclass(frozen=True)
+class RowCell:
+    """A matrix cell as the page draws it: which behaviour of its row it shows (the colour), whether a run of equal
+    cells starts there (where the value is written, spanning `run` columns), and what it rests on."""
+
+    version: str
+    behaviour: int  # index into its row's behaviours, in order of first appearance
+    kind: str  # "o" observed, "e" expected (nothing recorded), "n" no expectation
+    status: str | None  # the observation's verdict
+    origin: str | None
+    changed: bool  # the verdict differs from the recorded one
+    race: bool  # a race of the release decides (a one_of expectation)
+    run: int  # columns of the run starting here, 0 inside a run
+    moved: bool  # a run that starts here after another: the behaviour changed from the version before
+
 
 @dataclass
 class Matrix:
@@ -173,6 +205,7 @@ class Matrix:
     scenarios: dict[str, Scenario] = field(default_factory=dict)
     timeline_tags: dict[str, dict[str, str]] = field(default_factory=dict)  # probe -> row label -> live/derived
     anchors: dict[str, str] = field(default_factory=dict)  # probe -> the action its timeline counts from
+    live_coverage: JsonDict = field(default_factory=dict)  # the claim ranges the records' live runs are in
     # (claim id, version) -> its expectation, looked up once: the page asks for each many times
     _expectations: dict[tuple[str, str], Expectation | None] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -278,6 +311,63 @@ class Matrix:
             out.append((a, b, list(found.values())))
         return out
 
+    def row_view(self, row: Row) -> tuple[list[RowCell], list[str]]:
+        """A row as the page draws it: its cells, and the text of each behaviour it shows (by index)."""
+        keys: list[str] = []
+        texts: list[str] = []
+        cells: list[RowCell] = []
+        for version in self.versions:
+            cell, side = self.cell(row, version), self.side(row, version)
+            expectation = side.expectation if side is not None else None
+            race = bool(expectation is not None and expectation.one_of)
+            if cell is not None and cell.status == NOT_OBSERVABLE:
+                key, text = "not observable", "–"
+            elif side is None:
+                key, text = "none", "no expectation"
+            elif side.status in (FAIL, UNDECIDED):
+                key, text = json.dumps([side.status, side.value], sort_keys=True), short(side.value)
+            elif race and expectation is not None:
+                key, text = (
+                    json.dumps(["race", expected_value(expectation)], sort_keys=True),
+                    "race: " + expected_text(expectation),
+                )
+            else:
+                key = _behaviour(side)
+                text = (
+                    expected_text(expectation)
+                    if "between" in key[:12] or side.basis == "expected"
+                    else short(side.value)
+                )
+            if key not in keys:
+                keys.append(key)
+                texts.append(text)
+            kind = "o" if cell is not None else "e" if side is not None else "n"
+            cells.append(
+                RowCell(
+                    version,
+                    keys.index(key),
+                    kind,
+                    cell.status if cell else None,
+                    cell.origin if cell else None,
+                    bool(cell and cell.changed),
+                    race,
+                    0,
+                    False,
+                )
+            )
+        out: list[RowCell] = []
+        unseen = keys.index("not observable") if "not observable" in keys else -1
+        last = None  # the behaviour before, passing over cells where it was not observable
+        for i, c in enumerate(cells):
+            moved = last is not None and c.behaviour not in (last, unseen)
+            last = last if c.behaviour == unseen else c.behaviour
+            if i and cells[i - 1].behaviour == c.behaviour:
+                out.append(c)
+                continue
+            run = next((j for j in range(i + 1, len(cells)) if cells[j].behaviour != c.behaviour), len(cells)) - i
+            out.append(replace(c, run=run, moved=moved))
+        return out, texts
+
     def disagreements(self) -> list[tuple[Row, str, Cell]]:
         """Rows whose observation on a version does not agree with its expectation (failed or undecided)."""
         return [
@@ -346,11 +436,12 @@ def _behaviour(side: Side) -> str:
 
 
 def pull_requests(sources: Iterable[str]) -> list[str]:
-    """Kubernetes PR numbers the sources cite, release-notes sources first ("no k/k#N" is not a citation)."""
+    """Kubernetes PR numbers the sources cite, release-notes sources first ("no k/k#N", "before k/k#N" and
+    "without k/k#N" say what a release lacks: not a citation of what changed it)."""
     found: list[str] = []
     for source in sorted(sources, key=lambda s: "CHANGELOG" not in s):
         for match in PR_REFERENCE.finditer(source):
-            if source[max(0, match.start() - 3) : match.start()].lower() == "no ":
+            if NOT_A_CITATION.search(source[: match.start()]):
                 continue
             if match.group(1) not in found:
                 found.append(match.group(1))
@@ -505,6 +596,7 @@ def _column_provenance(entries: list[JsonDict]) -> JsonDict:
 
 def build_matrix(records: Iterable[JsonDict], claims_loader: ClaimsLoader = load_claims) -> Matrix:
     """The matrix of the records, every verdict re-evaluated against the claims `claims_loader` gives."""
+    records = list(records)
     seen: dict[tuple[str, str, str], list[_Seen]] = {}
     claims: dict[str, JsonDict] = {}
     claim_objects: dict[str, Claim] = {}
@@ -577,6 +669,7 @@ def build_matrix(records: Iterable[JsonDict], claims_loader: ClaimsLoader = load
         scenarios=scenarios,
         timeline_tags=tags,
         anchors=anchors,
+        live_coverage=coverage.section_for_records(records, claims_loader),
     )
 
 
@@ -650,6 +743,46 @@ def expected_text(expectation: Expectation | JsonDict | None) -> str:
     return f"{between[0]:g} to {between[1]:g}" if between is not None else short(value)
 
 
+def words(value: Any) -> str:
+    """A value as a sentence says it: a sequence with ', then', yes / no, a mapping as 'key value' pairs."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, list):
+        if not value:
+            return "none"
+        return ", then ".join(words(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {words(v)}" for k, v in value.items())
+    return str(value)
+
+
+def expected_words(expectation: Expectation | None) -> str:
+    """An expectation in words: its value, 'between 9 and 13', or its outcomes joined with 'or'."""
+    if expectation is None:
+        return "no expectation"
+    if expectation.one_of:
+        return " or ".join(expected_words(o) for o in expectation.one_of)
+    if expectation.between is not None:
+        return f"between {expectation.between[0]:g} and {expectation.between[1]:g}"
+    return words(expectation.value)
+
+
+def side_words(side: Side) -> str:
+    """A change's end in words (a sequence with ', then', so that an arrow only ever joins the two ends)."""
+    if side.basis == "expected":
+        return expected_words(side.expectation)
+    e = side.expectation
+    if e is not None and e.between is not None:
+        return f"{words(side.value)} ({'in' if e.matches(side.value) else 'expected'} {expected_words(e)})"
+    if e is not None and not e.matches(side.value):
+        return f"{words(side.value)} (expected {expected_words(e)})"
+    return words(side.value)
+
+
 def side_text(side: Side) -> str:
     """A change's end: the value, an observed measurement with the range it lies in."""
     if side.basis == "expected":
@@ -698,14 +831,15 @@ def _page_data(matrix: Matrix) -> JsonDict:
         }
         for claim in matrix.claim_objects.values()
     }
-    cells = {
+    cells = {  # what the panel says: the message only where the verdict is not a pass, the recorded verdict where it
+        # differs, the other observations only where there are some
         f"{i}|{version}": {
             "observed": cell.observed,
             "status": cell.status,
-            "recorded_status": cell.recorded_status,
-            "message": cell.message,
             "origin": cell.origin,
-            "others": cell.others,
+            **({"recorded_status": cell.recorded_status} if cell.changed else {}),
+            **({"message": cell.message} if cell.status != PASS else {}),
+            **({"others": cell.others} if cell.others else {}),
         }
         for i, row in enumerate(matrix.rows)
         for version in matrix.versions
@@ -715,6 +849,34 @@ def _page_data(matrix: Matrix) -> JsonDict:
         {"probe": row.probe, "claim": row.claim, "scenario": matrix.scenarios[row.probe].title} for row in matrix.rows
     ]
     return {"rows": rows, "claims": claims, "expect": expect, "cells": cells, "provenance": matrix.provenance}
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of report.html: its anchor, its name in the page's links, its template (templates/sections/)."""
+
+    id: str
+    title: str
+    template: str
+
+
+# The page's parts in order; a new part is a template under templates/sections/ and a line here.
+SECTIONS = (
+    Section("changes", "What changed", "sections/changes.html.j2"),
+    Section("matrix-section", "Behaviour matrix", "sections/matrix.html.j2"),
+    Section("timelines", "Timelines", "sections/timelines.html.j2"),
+    Section("provenance", "Provenance", "sections/provenance.html.j2"),
+    Section("live-coverage", "Ranges seen live", "sections/coverage.html.j2"),
+    Section("claims", "Claims and sources", "sections/claims.html.j2"),
+)
+
+
+def page_sections(upgrade: Upgrade | None = None) -> list[Section]:
+    """The page's parts: with two releases chosen, what changes between them comes first."""
+    if upgrade is None:
+        return list(SECTIONS)
+    title = f"{upgrade.before.asked} → {upgrade.after.asked}"
+    return [Section("upgrade", title, "sections/upgrade.html.j2"), *SECTIONS]
 
 
 def timeline_file(probe: str) -> str:
@@ -737,6 +899,9 @@ def _environment() -> Environment:
     env.filters["short"] = short
     env.filters["expected_text"] = expected_text
     env.filters["side_text"] = side_text
+    env.filters["side_words"] = side_words
+    env.filters["words"] = words
+    env.filters["expected_words"] = expected_words
     env.filters["pr_links"] = pr_links
     env.filters["document_label"] = document_label
     env.filters["scenario_title"] = lambda probe, matrix: (
@@ -744,10 +909,14 @@ def _environment() -> Environment:
     )
     env.filters["anchor"] = lambda text: safe_name(str(text), 100)
     env.filters["wbr"] = lambda version: Markup(str(escape(version)).replace("-", "-<wbr>"))
+    env.filters["version_head"] = lambda version: Markup(
+        re.sub(r"^(\d+\.\d+\.)", r"\1<wbr>", str(escape(str(version).removeprefix("v")))).replace("-", "-<wbr>")
+    )
     env.filters["md"] = lambda text: str(text).replace("|", "\\|").replace("\n", " ")
     env.globals.update(
         PR_URL=PR_URL,
         column_px=COLUMN_PX,
+        palette=PALETTE,
         timeline_file=timeline_file,
         verdict_icon={PASS: "✓", FAIL: "✗", UNDECIDED: "?", NOT_OBSERVABLE: "–"},
         verdict_emoji={PASS: "✅", FAIL: "❌", UNDECIDED: "❔", NOT_OBSERVABLE: "➖"},
@@ -780,8 +949,9 @@ def drawings(matrix: Matrix) -> dict[str, str]:
     }
 
 
-def render_html(matrix: Matrix, svgs: dict[str, str] | None = None) -> str:
-    """report.html, one file: the same, with the timelines drawn in and each cell's sources a click away."""
+def render_html(matrix: Matrix, svgs: dict[str, str] | None = None, upgrade: Upgrade | None = None) -> str:
+    """report.html, one file: the same, with the timelines drawn in and each cell's sources a click away; with
+    `upgrade`, what changes between its two releases on top."""
     return _render(
         "report.html.j2",
         matrix=matrix,
@@ -789,6 +959,8 @@ def render_html(matrix: Matrix, svgs: dict[str, str] | None = None) -> str:
         drawings=drawings(matrix) if svgs is None else svgs,
         legend=timeline_svg.legend(),
         data=_page_data(matrix),
+        sections=page_sections(upgrade),
+        upgrade=upgrade,
     )
 
 
@@ -797,8 +969,8 @@ def write_report(paths: Iterable[Path], out: Path, claims_loader: ClaimsLoader =
     return write_matrix(build_matrix(load_records(paths), claims_loader), out)
 
 
-def write_matrix(matrix: Matrix, out: Path) -> Matrix:
-    """report.md, report.html and timelines/*.svg of a matrix, under `out`."""
+def write_matrix(matrix: Matrix, out: Path, upgrade: Upgrade | None = None) -> Matrix:
+    """report.md, report.html and timelines/*.svg of a matrix, under `out` (with `upgrade`: its section on top)."""
     out.mkdir(parents=True, exist_ok=True)
     svgs = drawings(matrix)
     for probe, svg in svgs.items():
@@ -806,5 +978,5 @@ def write_matrix(matrix: Matrix, out: Path) -> Matrix:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(svg)
     (out / "report.md").write_text(render_markdown(matrix))
-    (out / "report.html").write_text(render_html(matrix, svgs))
+    (out / "report.html").write_text(render_html(matrix, svgs, upgrade))
     return matrix

@@ -7,6 +7,11 @@ checks, watch gaps, waits that ended without what they awaited, and the instants
 (preStop start and end, SIGTERM). Drawn as bars: the grace period from the delete, and the preStop hook while
 it ran.
 
+A deleted pod's container exit is put at its finishedAt, counted from the delete on the server's clock
+(deletionTimestamp minus the grace period), as the claims measure it (killed-after-delete); where the API
+showed that exit more than a second later (the kubelet reports late), that instant is marked too. Both are on
+one-second timestamps, so the exit mark is exact to about a second.
+
 The container logs its instants on the node's clock, which cannot be put exactly on this machine's: they are
 placed with the preStop's start at the first watch event that shows the deletion (when the kubelet can have
 learnt of it), so their spacing is exact and their place on the axis is approximate (the drawing says so).
@@ -20,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from html import escape
 from itertools import pairwise
 from typing import Any, NamedTuple
@@ -30,7 +36,8 @@ JsonDict = dict[str, Any]
 KINDS: dict[str, tuple[str, str, str]] = {
     "action": ("#c0392b", "diamond", "the probe's action"),
     "phase": ("#2c6fbb", "circle", "pod phase"),
-    "exit": ("#222222", "square", "container exit (137 = SIGKILL, 143 = SIGTERM)"),
+    "exit": ("#222222", "square", "container exit (137 = SIGKILL, 143 = SIGTERM): of a deleted pod at its finishedAt"),
+    "seen": ("#9a9a9a", "square", "the API first showed that exit (later than finishedAt)"),
     "signal": ("#1e8449", "triangle", "what the container logged: preStop start/end, SIGTERM"),
     "endpoints": ("#8e5a2b", "circle", "endpoint change"),
     "gone": ("#7f8c8d", "cross", "object gone"),
@@ -53,8 +60,14 @@ BREAK_SHARE = 0.45  # an idle stretch longer than this share of the whole axis i
 BREAK_PX = 36
 OFFSET = 4  # between an instant and its label
 WIDTH = 1100
-# White outline around label text, so a leader line passing behind a label does not cross its letters.
-HALO = 'stroke="#fff" stroke-width="3" paint-order="stroke" stroke-linejoin="round"'
+# Said once per drawing rather than on every label (a page holds thousands): a label's colour is its kind's, with a
+# white outline so that a leader line passing behind a label does not cross its letters; `e` ends at its x.
+STYLE = (
+    "<style>svg.tl text.label{stroke:#fff;stroke-width:3px;paint-order:stroke;stroke-linejoin:round}"
+    "svg.tl text.e{text-anchor:end}"
+    + "".join(f"svg.tl .{kind} text{{fill:{colour}}}" for kind, (colour, _, _) in KINDS.items())
+    + "</style>"
+)
 LEFT = 150  # the row labels
 RIGHT = 16
 
@@ -125,6 +138,32 @@ def _deletion_seen(entries: list[JsonDict], pod: str | None, after: float) -> tu
     return None
 
 
+def _timestamp(text: Any) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00")) if text else None
+    except ValueError:
+        return None
+
+
+def _finished_after_delete(
+    container: JsonDict, entries: list[JsonDict], source: str, delete_t: float | None
+) -> float | None:
+    """A deleted pod's container's finishedAt on the axis: the delete plus finishedAt minus the delete's time on the
+    server's clock (the first deletionTimestamp seen, minus its grace period), as the claims count it."""
+    finished = _timestamp(container.get("finishedAt"))
+    if finished is None or delete_t is None:
+        return None
+    seen = next(
+        (e["detail"] for e in entries if e["source"] == source and (e.get("detail") or {}).get("deletionTimestamp")),
+        None,
+    )
+    deleting = _timestamp(seen["deletionTimestamp"]) if seen else None
+    grace = seen.get("deletionGracePeriodSeconds") if seen else None
+    if deleting is None or not isinstance(grace, int | float):
+        return None
+    return round(delete_t + (finished - (deleting - timedelta(seconds=grace))).total_seconds(), 3)
+
+
 def events(entries: list[JsonDict]) -> tuple[list[Mark], list[Span]]:
     """The instants and intervals worth drawing, from a record's timeline entries."""
     out: list[Mark] = []
@@ -165,7 +204,18 @@ def events(entries: list[JsonDict]) -> tuple[list[Mark], list[Span]]:
             )
             if container.get("state") == "terminated" and was.get("state") != "terminated":
                 code = container.get("exitCode")
-                out.append(Mark(t, f"{container['name']} exit {code}{_signal(code)}", "exit"))
+                label = f"{container['name']} exit {code}{_signal(code)}"
+                finished = (
+                    _finished_after_delete(container, entries, source, delete_t)
+                    if source == f"pod/{deleted_pod}"
+                    else None
+                )
+                if finished is None:
+                    out.append(Mark(t, label, "exit"))
+                    continue
+                out.append(Mark(finished, label, "exit"))
+                if t - finished > 1.0:
+                    out.append(Mark(t, f"{container['name']} exit seen", "seen"))
         for condition, value in (detail.get("conditions") or {}).items():
             if (
                 kind == "job"
@@ -353,7 +403,8 @@ def draw(
     x_of = scale.x
 
     body: list[str] = []
-    y = 28.0
+    top_axis = 40.0
+    y = top_axis + 14
     for label, (row_marks, row_spans) in rows.items():
         placed = place_labels([(x_of(m.t), m) for m in row_marks], LEFT + plot)
         levels = max((p.level for p in placed), default=-1) + 1
@@ -396,34 +447,17 @@ def draw(
         for p in placed:
             colour, shape, _ = KINDS[p.mark.kind]
             text_y = axis_y - 10 - p.level * LEVEL_PX
-            anchor_attr, text_x = ("start", p.x0) if p.x0 > p.x else ("end", p.x1)
+            end, text_x = (False, p.x0) if p.x0 > p.x else (True, p.x1)
             body.append(
                 f'<g class="mark {p.mark.kind}"><title>{p.mark.t:+.2f} s: {escape(p.mark.label)}</title>'
                 f"{_shape(shape, p.x, axis_y, colour)}"
-                f'<text class="label" x="{text_x:.1f}" y="{text_y:.1f}" text-anchor="{anchor_attr}" fill="{colour}" '
-                f'{HALO} data-x0="{p.x0:.1f}" data-x1="{p.x1:.1f}">{escape(p.mark.label)}</text></g>'
+                f'<text class="label{" e" if end else ""}" x="{text_x:.1f}" y="{text_y:.1f}" '
+                f'data-x0="{p.x0:.1f}" data-x1="{p.x1:.1f}">{escape(p.mark.label)}</text></g>'
             )
         body.append("</g>")
         y += height
     axis_y = y + 6
-    axis = []
-    for piece in scale.pieces:
-        if piece.cut:  # the cut: a gap in the axis with its length written under it
-            middle = (piece.x0 + piece.x1) / 2
-            axis.append(
-                f'<path d="M{piece.x0 + 6:.1f} {axis_y + 5:.1f}l6 -10M{piece.x1 - 12:.1f} {axis_y + 5:.1f}l6 -10" '
-                'stroke="#888"/>'
-                f'<text x="{middle:.1f}" y="{axis_y + 16:.1f}" text-anchor="middle" fill="#888" font-size="9">'
-                f"{piece.t1 - piece.t0:.0f} s cut</text>"
-            )
-        else:
-            axis.append(
-                f'<line x1="{piece.x0:.1f}" x2="{piece.x1:.1f}" y1="{axis_y:.1f}" y2="{axis_y:.1f}" stroke="#888"/>'
-            )
-    for tick in scale.ticks():
-        x = x_of(tick)
-        axis.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{axis_y:.1f}" y2="{axis_y + 4:.1f}" stroke="#888"/>')
-        axis.append(f'<text x="{x:.1f}" y="{axis_y + 16:.1f}" text-anchor="middle" fill="#444">{tick:g}</text>')
+    axis = _axis(scale, axis_y, below=True) + _axis(scale, top_axis, below=False)
     axis.append(
         f'<text x="{LEFT + plot / 2:.1f}" y="{axis_y + 32:.1f}" text-anchor="middle" fill="#444">'
         f"seconds from the {escape(anchor)}</text>"
@@ -432,14 +466,39 @@ def draw(
     total = axis_y + 40
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {total:.0f}" width="{WIDTH}" '
-        f'height="{total:.0f}" font-family="{FONT}" font-size="{FONT_PX}" role="img">'
-        f"<title>{escape(title)}</title>"
+        f'height="{total:.0f}" font-family="{FONT}" font-size="{FONT_PX}" role="img" class="tl">'
+        f"<title>{escape(title)}</title>{STYLE}"
         f'<text x="8" y="16" font-weight="bold">{escape(title)}</text>'
-        f'<line x1="{zero:.1f}" x2="{zero:.1f}" y1="22" y2="{axis_y:.1f}" stroke="#c0392b" stroke-dasharray="4 3"/>'
-        + "".join(body)
-        + "".join(axis)
-        + "</svg>"
+        f'<text x="{LEFT - 10}" y="{top_axis - 12:.1f}" text-anchor="end" fill="#444">'
+        f"s from the {escape(anchor)}</text>"
+        f'<line x1="{zero:.1f}" x2="{zero:.1f}" y1="{top_axis:.1f}" y2="{axis_y:.1f}" stroke="#c0392b" '
+        'stroke-dasharray="4 3"/>' + "".join(body) + "".join(axis) + "</svg>"
     )
+
+
+def _axis(scale: Scale, axis_y: float, below: bool) -> list[str]:
+    """The time axis at `axis_y`, its ticks' numbers below it (the bottom axis) or above it (the top one)."""
+    sign = 1 if below else -1
+    number_y = axis_y + 16 if below else axis_y - 7
+    out = []
+    for piece in scale.pieces:
+        if piece.cut:  # the cut: a gap in the axis with its length written beside it
+            middle = (piece.x0 + piece.x1) / 2
+            out.append(
+                f'<path d="M{piece.x0 + 6:.1f} {axis_y + 5:.1f}l6 -10M{piece.x1 - 12:.1f} {axis_y + 5:.1f}l6 -10" '
+                'stroke="#888"/>'
+                f'<text x="{middle:.1f}" y="{number_y:.1f}" text-anchor="middle" fill="#888" font-size="9">'
+                f"{piece.t1 - piece.t0:.0f} s cut</text>"
+            )
+        else:
+            out.append(
+                f'<line x1="{piece.x0:.1f}" x2="{piece.x1:.1f}" y1="{axis_y:.1f}" y2="{axis_y:.1f}" stroke="#888"/>'
+            )
+    for tick in scale.ticks():
+        x = scale.x(tick)
+        out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{axis_y:.1f}" y2="{axis_y + 4 * sign:.1f}" stroke="#888"/>')
+        out.append(f'<text x="{x:.1f}" y="{number_y:.1f}" text-anchor="middle" fill="#444">{tick:g}</text>')
+    return out
 
 
 def legend() -> str:

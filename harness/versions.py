@@ -64,11 +64,16 @@ class KubeVersion:
         return self.text
 
 
+def range_parts(specifier: str) -> tuple[str, ...]:
+    """The ranges a specifier joins with "||", as written (">=1.19,<1.22.12 || >=1.23.0-alpha.0,<1.23.9" -> two)."""
+    return tuple(part.strip() for part in specifier.split("||"))
+
+
 @cache
 def version_range(specifier: str) -> tuple[SpecifierSet, ...]:
     """Parse a version range written with Kubernetes pre-release spellings (1.27.0-alpha.3): one range, or
     several joined by "||" (a version is in it when it is in any of them)."""
-    parts = [part.strip() for part in specifier.split("||")]
+    parts = range_parts(specifier)
     try:
         if not all(parts):
             raise InvalidSpecifier(specifier)

@@ -64,3 +64,42 @@ def install(bin_dir: Path, log: Path, apiserver_url: str, node_containers: list[
 
 def calls(log: Path) -> list[list[str]]:
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+GO = """#!{python}
+import json, sys
+args = sys.argv[1:]
+with open({log!r}, "a") as log:
+    log.write(json.dumps(["go"] + args) + "\\n")
+served, listed, go_mods = {served!r}, {listed!r}, {go_mods!r}
+if args[:1] == ["version"]:
+    print("go version go1.26.8 linux/amd64")
+elif args[:4] == ["list", "-m", "-versions", "k8s.io/kubernetes"]:
+    print(" ".join(["k8s.io/kubernetes", *listed]))
+elif args[:4] == ["list", "-m", "-e", "-json"]:
+    for query in args[4:]:
+        path, version = query.split("@")
+        answer = {{"Path": path, "Version": version}}
+        if query not in served:
+            refused = ": 403 Forbidden\\n\\tserver response: This module version is not available."
+            answer["Error"] = {{"Err": query + refused}}
+        elif query in go_mods:
+            answer["GoMod"] = go_mods[query]
+        print(json.dumps(answer, indent="\\t"))
+else:
+    sys.exit(1)
+"""
+
+
+def install_go(
+    bin_dir: Path, log: Path, served: set[str], listed: list[str], go_mods: dict[str, str] | None = None
+) -> None:
+    """A stand-in for `go` as the radar asks the Go module proxy through it: `go list -m -versions` prints `listed`,
+    `go list -m -e -json module@version ...` answers each query as served (with the go.mod file `go_mods` names
+    for it) or refused with the proxy's 403. Not Go: it builds nothing; every call is appended to the log."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    script = bin_dir / "go"
+    script.write_text(
+        GO.format(python=sys.executable, log=str(log), served=sorted(served), listed=listed, go_mods=go_mods or {})
+    )
+    script.chmod(0o755)

@@ -163,12 +163,12 @@ class Stubs:
         )
 
 
-def _build(tmp: Path) -> Build:
-    directory = tmp / "v1.27.3"
+def _build(tmp: Path, version: str = "v1.27.3") -> Build:
+    directory = tmp / version
     (directory / "bin").mkdir(parents=True)
     for component in COMPONENTS:
-        (directory / "bin" / component).write_bytes(f"{component} v1.27.3".encode())
-    return Build("v1.27.3", directory, {"toolchain": "go1.20.14", "how": "stand-in"})
+        (directory / "bin" / component).write_bytes(f"{component} {version}".encode())
+    return Build(version, directory, {"toolchain": "go1.20.14", "how": "stand-in"})
 
 
 def test_every_name_kubeadm_lists_gets_an_archive_with_the_binary_where_kubeadm_runs_it(tmp_path: Path) -> None:
@@ -205,6 +205,44 @@ def test_every_name_kubeadm_lists_gets_an_archive_with_the_binary_where_kubeadm_
     assert "etcd stand-in" in by_name["registry.k8s.io/etcd:3.5.7-0"].source
 
 
+# What kubeadm v1.21.14 lists (cmd/kubeadm/app/constants/constants.go there: pause 3.4.1, etcd 3.4.13-0, CoreDNS
+# v1.8.0; DefaultImageRepository k8s.gcr.io, under which CoreDNS is coredns/coredns).
+KUBEADM_LIST_1_21 = [
+    "k8s.gcr.io/kube-apiserver:v1.21.14",
+    "k8s.gcr.io/kube-controller-manager:v1.21.14",
+    "k8s.gcr.io/kube-scheduler:v1.21.14",
+    "k8s.gcr.io/kube-proxy:v1.21.14",
+    "k8s.gcr.io/pause:3.4.1",
+    "k8s.gcr.io/etcd:3.4.13-0",
+    "k8s.gcr.io/coredns/coredns:v1.8.0",
+]
+
+
+def test_a_release_whose_kubeadm_names_k8s_gcr_io_gets_its_images_under_exactly_those_names(tmp_path: Path) -> None:
+    stubs = Stubs(tmp_path)
+    build = _build(tmp_path, "v1.21.14")
+    archives = node.node_images(build, KUBEADM_LIST_1_21, tmp_path / "out", stubs.sources())
+    assert [archive.names for archive in archives[:-1]] == [(name,) for name in KUBEADM_LIST_1_21]
+    by_name = {archive.names[0]: archive for archive in archives}
+    for name in KUBEADM_LIST_1_21:
+        index, _, _, _ = _image(by_name[name].path)
+        assert [e["annotations"]["io.containerd.image.name"] for e in index["manifests"]] == [name]
+    assert by_name["k8s.gcr.io/kube-apiserver:v1.21.14"].path.name == "kube-apiserver_v1.21.14.oci.tar"
+    assert by_name["k8s.gcr.io/coredns/coredns:v1.8.0"].path.name == "coredns_coredns_v1.8.0.oci.tar"
+    _, _, config, layers = _image(by_name["k8s.gcr.io/coredns/coredns:v1.8.0"].path)
+    assert config["config"]["Entrypoint"] == ["/coredns"] and "coredns" in layers[0]
+    _, _, _, layers = _image(by_name["k8s.gcr.io/etcd:3.4.13-0"].path)
+    assert layers[0]["usr/local/bin/etcd"].mode == 0o755
+    assert sorted(stubs.calls) == ["coredns v1.8.0", "etcd 3.4.13-0", "pause 3.4.1", "proxy base"]
+
+
+def test_coredns_under_a_single_level_name_is_made_too(tmp_path: Path) -> None:
+    """kubeadm before 1.21, and under an imageRepository of one's own, names CoreDNS `<registry>/coredns:<tag>`."""
+    stubs = Stubs(tmp_path)
+    archives = node.node_images(_build(tmp_path), ["k8s.gcr.io/coredns:1.7.0"], tmp_path / "out", stubs.sources())
+    assert archives[0].names == ("k8s.gcr.io/coredns:1.7.0",) and stubs.calls == ["coredns 1.7.0"]
+
+
 def test_archives_are_reused_until_an_input_changes(tmp_path: Path) -> None:
     stubs = Stubs(tmp_path)
     build = _build(tmp_path)
@@ -238,7 +276,9 @@ def test_a_failed_addon_build_is_one_clear_error(tmp_path: Path) -> None:
     [
         ("registry.k8s.io/kube-apiserver:v1.27.4", "but the build is v1.27.3"),
         ("registry.k8s.io/something-new:v1", "does not know how to make"),
-        ("quay.io/kube-apiserver:v1.27.3", "expected registry.k8s.io/"),
+        ("quay.io/kube-apiserver:v1.27.3", "with a registry of registry.k8s.io or k8s.gcr.io"),
+        ("gcr.io/kube-apiserver:v1.27.3", "with a registry of registry.k8s.io or k8s.gcr.io"),
+        ("registry.k8s.io/kube-apiserver", "it has no tag"),
     ],
 )
 def test_names_the_suite_cannot_make_are_refused(tmp_path: Path, name: str, message: str) -> None:
@@ -253,7 +293,9 @@ def test_a_missing_component_binary_is_named(tmp_path: Path) -> None:
         node.node_images(build, KUBEADM_LIST, tmp_path / "out", Stubs(tmp_path).sources())
 
 
-@pytest.mark.parametrize(("tag", "version"), [("3.5.7-0", "v3.5.7"), ("3.5.6-0", "v3.5.6"), ("3.5.9", "v3.5.9")])
+@pytest.mark.parametrize(
+    ("tag", "version"), [("3.5.7-0", "v3.5.7"), ("3.5.6-0", "v3.5.6"), ("3.5.9", "v3.5.9"), ("3.4.13-0", "v3.4.13")]
+)
 def test_etcd_image_tags_map_to_module_versions(tag: str, version: str) -> None:
     assert addons.etcd_module_version(tag) == version
 
@@ -302,6 +344,67 @@ def test_a_finished_addon_build_records_what_it_built_from_what_and_how(
     assert record["commit"] == "0123456789abcdef" and "GitSHA=0123456789" in record["ldflags"]
     assert record["siblings"]["go.etcd.io/etcd/client/v2"] == "v2.305.7" and record["size_bytes"] == 4
     assert addons.existing_addon("etcd", "v3.5.7", tmp_path) is not None  # reused from now on
+
+
+ETCD_3_4_13 = "v0.5.0-alpha.5.0.20200910180754-dd1b699fc489"
+
+
+def _etcd34_tree(tmp_path: Path, says: str) -> Path:
+    tree = tmp_path / "go.etcd.io-etcd"
+    (tree / "version").mkdir(parents=True)
+    (tree / "version" / "version.go").write_text(
+        f'package version\n\nvar (\n\tMinClusterVersion = "3.0.0"\n\tVersion           = "{says}"\n)\n'
+    )
+    return tree
+
+
+def test_etcd_3_4_is_built_from_the_one_module_at_the_served_commit_of_its_tag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    commands: list[list[str]] = []
+    downloaded: list[tuple[str, str]] = []
+
+    def run(command: list[str], env: Any, cwd: Path, log: Path) -> int:
+        commands.append(command)
+        if "build" in command:
+            (cwd / command[command.index("-o") + 1]).write_bytes(b"\x7fELF")
+        return 0
+
+    def download(module: str, version: str, env: Any, cwd: Path) -> dict[str, Any]:
+        downloaded.append((module, version))
+        return {"Dir": str(_etcd34_tree(tmp_path, "3.4.13")), "Version": version, "Sum": "h1:z"}
+
+    monkeypatch.setattr(addons, "logged_step", run)
+    monkeypatch.setattr(addons, "download_module", download)
+    built = addons.build_etcd("3.4.13-0", tmp_path / "tools")
+    assert downloaded == [("go.etcd.io/etcd", ETCD_3_4_13)]
+    assert commands[0] == ["go", "mod", "edit", f"-require=go.etcd.io/etcd@{ETCD_3_4_13}"]
+    assert commands[1][-1] == "go.etcd.io/etcd" and "build" in commands[1]  # the module's root package: etcd
+    assert len(commands) == 2  # no server/v3 siblings
+    record = built.record
+    assert (record["module"], record["version"], record["module_version"]) == (
+        "go.etcd.io/etcd",
+        "v3.4.13",
+        ETCD_3_4_13,
+    )
+    assert record["commit"] == "dd1b699fc489" and "go.etcd.io/etcd/version.GitSHA=dd1b699fc4" in record["ldflags"]
+    assert built.directory.name == "etcd-v3.4.13" and built.binary.is_file()
+
+
+def test_an_etcd_3_4_tree_of_another_version_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(addons, "logged_step", lambda *a: pytest.fail("go must not build"))
+    tree = _etcd34_tree(tmp_path, "3.4.14")
+    monkeypatch.setattr(addons, "download_module", lambda *a: {"Dir": str(tree), "Version": ETCD_3_4_13})
+    with pytest.raises(AddonBuildError, match=r"is not etcd v3\.4\.13: its version/version\.go says 3\.4\.14"):
+        addons.build_etcd("3.4.13-0", tmp_path / "tools")
+
+
+def test_an_etcd_3_4_release_without_a_known_commit_is_refused_before_any_download(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(addons, "download_module", lambda *a: pytest.fail("nothing to download"))
+    with pytest.raises(AddonBuildError, match=r"etcd v3\.4\.9: .* only for v3\.4\.13 .*ETCD34_COMMITS"):
+        addons.build_etcd("3.4.9-1", tmp_path / "tools")
 
 
 def test_a_built_addon_is_reused_without_go(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,6 +24,16 @@ def test_containerd_keeps_oom_scores_restricted_and_uses_systemd_cgroups_from_1_
     assert 'sandbox_image = "registry.k8s.io/pause:3.9"' in new
 
 
+@pytest.mark.parametrize(
+    ("version", "systemd"),
+    [("1.21.14", False), ("1.23.17", False), ("1.24.0-alpha.1", True), ("1.24.0-rc.1", True), ("1.24.1", True)],
+)
+def test_runcs_cgroup_driver_is_the_one_kind_gives_the_kubelet(version: str, systemd: bool) -> None:
+    """kind v0.20.0: cgroupfs below 1.24.0 as ParseGeneric reads it, so 1.24.0's pre-releases are systemd."""
+    config = node.containerd_config(KubeVersion.parse(version), "k8s.gcr.io/pause:3.7")
+    assert f"SystemdCgroup = {'true' if systemd else 'false'}" in config
+
+
 def tree(root: Path, paths: list[str]) -> None:
     for path in paths:
         (root / path).parent.mkdir(parents=True, exist_ok=True)
@@ -79,6 +89,29 @@ def test_the_node_gets_kubernetes_binaries_its_version_the_pod_network_and_its_u
     assert wants == sorted(node.UNITS)
     cni = (rootfs / "kind/manifests/default-cni.yaml").read_text()
     assert "would you kindly template this file" in cni and "would you kindly patch this file" in cni
+
+
+def _install(tmp_path: Path, version: str, images: list[str]) -> Path:
+    rootfs = tmp_path / "rootfs"
+    tree(rootfs, ["usr/lib/cni/ptp", "usr/bin/.keep", "usr/local/bin/.keep"])
+    tree(tmp_path / "build" / "bin", ["kubeadm", "kubelet", "kubectl"])
+    (tmp_path / "crictl").write_text("")
+    spec = json.dumps({"process": {"args": []}})
+    build = Build(f"v{version}", tmp_path / "build", {})
+    node.install_node(rootfs, build, tmp_path / "crictl", images, KubeVersion.parse(version), lambda argv: spec)
+    return rootfs
+
+
+def test_containerds_sandbox_image_is_kubeadms_pause_under_the_registry_kubeadm_names(tmp_path: Path) -> None:
+    images = ["k8s.gcr.io/kube-apiserver:v1.21.14", "k8s.gcr.io/pause:3.4.1", "k8s.gcr.io/etcd:3.4.13-0"]
+    config = (_install(tmp_path, "1.21.14", images) / "etc/containerd/config.toml").read_text()
+    assert 'sandbox_image = "k8s.gcr.io/pause:3.4.1"' in config and "SystemdCgroup = false" in config
+    assert (tmp_path / "rootfs/kind/version").read_text() == "v1.21.14\n"
+
+
+def test_a_kubeadm_list_without_a_pause_image_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(NodeImageError, match="no pause image"):
+        _install(tmp_path, "1.21.14", ["k8s.gcr.io/kube-apiserver:v1.21.14", "k8s.gcr.io/coredns/coredns:v1.8.0"])
 
 
 def test_the_pod_network_manifest_has_one_daemonset_whose_first_container_has_env_for_kinds_patch() -> None:

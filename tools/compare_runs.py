@@ -3,8 +3,9 @@
 For every probe both runs recorded, each claim both observed is compared: the verdict (pass / fail /
 undecided / not observable) and the observed value. Values that are measurements (numbers) are shown side
 by side and agree when both verdicts agree, since two clusters never time alike; any other value must be
-equal. Prints one line per claim that differs and a summary; exits 1 when something differs, so a script
-can tell. Written to compare a kind cluster with a local one of the same Kubernetes build.
+equal (harness/compare.py, which make radar shares). Prints one line per claim that differs and a summary;
+exits 1 when something differs, so a script can tell. Written to compare a kind cluster with a local one of
+the same Kubernetes build.
 """
 
 from __future__ import annotations
@@ -13,47 +14,20 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from harness.report import load_records
-
-
-def verdicts(run_dir: Path) -> dict[str, dict[str, dict[str, Any]]]:
-    """probe -> claim -> verdict, from a run's probe records as the report reads them (repeats: the first)."""
-    found: dict[str, dict[str, dict[str, Any]]] = {}
-    for record in load_records([run_dir]):
-        found.setdefault(record["probe"], {v["claim"]: v for v in record["verdicts"]})
-    return found
-
-
-def is_measurement(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int | float):
-        return True
-    if isinstance(value, dict) and value:
-        return all(is_measurement(v) or v is None for v in value.values())
-    return False
+from harness.compare import differing, verdicts
 
 
 def compare(a: Path, b: Path) -> tuple[list[str], int]:
     """(lines describing each difference, how many claims were compared)."""
-    left, right = verdicts(a), verdicts(b)
-    differences, compared = [], 0
-    for probe in sorted(set(left) & set(right)):
-        for claim in sorted(set(left[probe]) & set(right[probe])):
-            one, other = left[probe][claim], right[probe][claim]
-            compared += 1
-            same_value = one["observed"] == other["observed"] or (
-                is_measurement(one["observed"]) and is_measurement(other["observed"])
-            )
-            if one["status"] != other["status"] or not same_value:
-                differences.append(
-                    f"{probe} {claim}: {one['status']} {json.dumps(one['observed'])} | "
-                    f"{other['status']} {json.dumps(other['observed'])}"
-                )
-    return differences, compared
+    found, compared = differing(verdicts(a), verdicts(b))
+    lines = [
+        f"{probe} {claim}: {one['status']} {json.dumps(one['observed'])} | "
+        f"{other['status']} {json.dumps(other['observed'])}"
+        for probe, claim, one, other in found
+    ]
+    return lines, compared
 
 
 def main(argv: list[str]) -> int:

@@ -10,7 +10,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from harness import inputs, paths
+from harness import inputs, upgrade
 from harness import report as report_module
 from harness.commands.refusal import (
     BAD,
@@ -21,6 +21,7 @@ from harness.commands.refusal import (
     refuse,
     stopping,
 )
+from harness.commands.upgrade import Refusal, releases
 from harness.engine import check_engine
 from harness.errors import PrerequisiteMissing
 from harness.gobuild.go import BuildError, check_go
@@ -71,6 +72,13 @@ def run_clean_command(args: argparse.Namespace) -> int:
     return 1 if report.errors else 0
 
 
+def report_home(runs: list[str]) -> Path:
+    """Where a report goes when --out is not given: beside the run records it reads (the first directory RUNS
+    names, or the folder of the first record file), so RUNS=elsewhere writes nothing under the suite's runs/."""
+    first = Path(runs[0])
+    return first if first.is_dir() else first.parent
+
+
 def run_report_command(args: argparse.Namespace) -> int:
     """The behaviour matrix of the run records under RUNS; refused when there is nothing to report."""
     missing = [p for p in args.runs if not Path(p).exists()]
@@ -87,15 +95,23 @@ def run_report_command(args: argparse.Namespace) -> int:
     looked = f"looked for probe records (probes/*.json) under {', '.join(args.runs)}"
     if not records:
         return refuse(NOTHING_TO_REPORT, f"no run records: {looked}; make probe (or make test) writes them")
+    chosen = None
+    if args.from_version or args.to_version:
+        try:
+            before, after = releases(args.from_version, args.to_version, records)
+        except Refusal as err:
+            return refuse(BAD, str(err))
+        said = f"live: the {sum(report_module.origin_kind(r) == 'live' for r in records)} live records under RUNS"
+        chosen = upgrade.compare(before, after, records, [said])
     built = report_module.build_matrix(records)
     if not built.versions:
         return refuse(NOTHING_TO_REPORT, f"{len(records)} records, none from a run that reached a server: {looked}")
-    out = Path(args.out) if args.out else paths.RUNS / f"report-{new_run_id()}"
+    out = Path(args.out) if args.out else report_home(args.runs) / f"report-{new_run_id()}"
     try:
         inputs.check_run_dir(out)
     except BadInput as err:
         return refuse(BAD, str(err).replace("the run directory", "the report directory"))
-    report_module.write_matrix(built, out)
+    report_module.write_matrix(built, out, chosen)
     print(f"{built.summary()}; {len(built.changed())} verdicts changed")
     print(f"report: {out / 'report.html'} and {out / 'report.md'}")
     return 0

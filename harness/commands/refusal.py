@@ -30,7 +30,8 @@ EXIT_CODE = {BAD: BAD_INPUT, MISSING: PREREQUISITE_MISSING, NOTHING_TO_RUN: NO_T
 EXIT_CODES = f"""\
 exit codes (make turns every non-zero one into 2: the error line says which it was):
   0  done; for probe, every probe passed
-  1  a probe failed or left a claim undecided; a build, a bisection or a cleanup failed
+  1  a probe failed or left a claim undecided; a build, a bisection or a cleanup failed; radar: a claim changed
+     on the pre-release as no expectation states yet
   {BAD_INPUT}  {BAD}: an argument the harness cannot use ('error: {BAD}: ...'), refused before anything starts
   {PREREQUISITE_MISSING}  {MISSING}: Docker, kind, Go, root ... ('error: {MISSING}: ...')
   {NO_TESTS_COLLECTED}  {NOTHING_TO_RUN} / {NOTHING_TO_REPORT}: PROBE matches no probe, or RUNS holds no run records

@@ -62,7 +62,7 @@ def run_local_matrix_command(args: argparse.Namespace) -> int:
     except VersionError as err:
         return refuse(BAD, str(err))
     inputs.check_run_dir(args.run_dir)
-    if refused := _local_builds_refusal(one_at_a_time=True):
+    if refused := local_builds_refusal(one_at_a_time=True):
         return refused
 
     def served(release: str) -> bool:
@@ -175,7 +175,7 @@ def run_bisect_command(args: argparse.Namespace) -> int:
     return 0 if found.first_bad else 1
 
 
-def _local_builds_refusal(one_at_a_time: bool) -> int | None:
+def local_builds_refusal(one_at_a_time: bool) -> int | None:
     """The refusal when this host cannot run local clusters or build Kubernetes (Go); else None, Go said."""
     if refused := local_host_refusal(one_at_a_time=one_at_a_time):
         return refused
@@ -204,7 +204,7 @@ def run_local_bisect_command(args: argparse.Namespace) -> int:
     inputs.check_run_dir(args.run_dir)
     if not_selected := selection_problem(args.probe, args.run_dir):
         return refuse(*not_selected)
-    if refused := _local_builds_refusal(one_at_a_time=False):
+    if refused := local_builds_refusal(one_at_a_time=False):
         return refused
     name = safe_name(args.name or f"{args.claim}-{args.good}-{args.bad}")
     directory = Path(args.run_dir) / f"bisect-{new_run_id()}"

@@ -32,8 +32,23 @@ from typing import Any
 
 from harness.gobuild import openapi, progress
 from harness.gobuild.go import BuildError, check_go, go_environment, run_step
-from harness.gobuild.modules import download_module, module_dirs, module_links, module_version, served_modules
-from harness.gobuild.staging import main_module_directives, replacements, staging_modules, substitute_refused_twins
+from harness.gobuild.modules import (
+    download_module,
+    listed_module_answers,
+    module_dirs,
+    module_links,
+    module_version,
+    served_modules,
+    served_versions,
+)
+from harness.gobuild.staging import (
+    main_module_directives,
+    replacements,
+    required_staging_modules,
+    staging_modules,
+    substitute_refused_twins,
+    twin_version,
+)
 from harness.gobuild.toolchain import choose_toolchain, toolchain_policy, upstream_go_version
 from harness.paths import TOOLS
 from harness.versions import KubeVersion, VersionError, check_supported
@@ -87,6 +102,28 @@ def packages_of_minor(tools: Path, minor: str) -> int | None:
             if isinstance(work.get("packages_in_build"), int):
                 counts.append((record.stat().st_mtime, work["packages_in_build"]))
     return max(counts)[1] if counts else None
+
+
+def twins_served_nowhere(version: str, tools: Path = TOOLS) -> list[str]:
+    """The staging modules a release requires that the proxy serves neither at the tag's twin version nor at any
+    version the build would substitute (substitute_refused_twins): the release cannot be built here. Seen at
+    v1.38.0-alpha.0: k8s.io/kube-proxy and k8s.io/cri-streaming (a new minor has no v0.38 release to take).
+    Asks the proxy for the tag's go.mod and the twins' .info, downloading no source."""
+    text = release_text(version)
+    (answer,) = listed_module_answers([("k8s.io/kubernetes", text)], tools) or [{"Error": {"Err": "no answer"}}]
+    if answer.get("Error") or not answer.get("GoMod"):
+        raise BuildError(f"the Go module proxy does not serve k8s.io/kubernetes@{text}: {answer.get('Error')}")
+    go_mod = Path(answer["GoMod"]).read_text()
+    staged = twin_version(text)
+    modules = required_staging_modules(go_mod)
+    served: set[tuple[str, str]] = set()
+
+    def ask(pairs: list[tuple[str, str]]) -> set[tuple[str, str]]:
+        served.update(served_versions(pairs, tools))
+        return served & set(pairs)
+
+    _, substitutions = substitute_refused_twins(modules, staged, ask)
+    return sorted(m for m in modules if m not in substitutions and (m, staged) not in served)
 
 
 def ldflags(version: str, commit: str, built_at: str) -> str:
@@ -272,7 +309,7 @@ def _build(
     toolchain, toolchain_note = choose_toolchain(upstream_go, env, directory, policy)
     env = {**env, "GOTOOLCHAIN": toolchain}
     parsed = KubeVersion.parse(text)
-    staged = f"v0.{parsed.version.minor}.{parsed.version.micro}" + (text[text.index("-") :] if "-" in text else "")
+    staged = twin_version(text)
     kubernetes_go_mod = (source / "go.mod").read_text()
     # The go line (and godebug lines) of k8s.io/kubernetes's own go.mod: a main module's go line sets the
     # binaries' default GODEBUG settings (Go 1.21+), which upstream's builds take from that go.mod.

@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.gobuild.go import BuildError, run_go
+from harness.gobuild.go import BuildError, go_environment, run_go
+from harness.paths import TOOLS
 
 
 def download_module(module: str, version: str, env: Mapping[str, str], cwd: Path) -> dict[str, Any]:
@@ -29,7 +30,12 @@ def _download_answers(pairs: list[tuple[str, str]], env: Mapping[str, str], cwd:
     """Every answer of one `go mod download -json` for the whole batch (a refused version answers an Error)."""
     if not pairs:
         return []
-    result = run_go(["mod", "download", "-json", *(f"{m}@{v}" for m, v in pairs)], env, cwd)
+    return _json_answers(["mod", "download", "-json", *(f"{m}@{v}" for m, v in pairs)], env, cwd)
+
+
+def _json_answers(args: list[str], env: Mapping[str, str], cwd: Path) -> list[dict[str, Any]]:
+    """The JSON objects one go command prints one after another (`go mod download -json`, `go list -m -json`)."""
+    result = run_go(args, env, cwd)
     answers = []
     decoder = json.JSONDecoder()
     text, position = result.stdout, 0
@@ -84,3 +90,34 @@ def module_links(directory: Path, modules: Mapping[str, Path]) -> dict[str, str]
         link.symlink_to(target, target_is_directory=True)
         out[module] = f"./modules/{module}"
     return out
+
+
+# ----- What the proxy serves, asked without downloading sources (`go list -m`: a version's .info and .mod only).
+
+
+def listed_module_answers(pairs: list[tuple[str, str]], tools: Path = TOOLS) -> list[dict[str, Any]]:
+    """One `go list -m -e -json module@version ...` for the whole batch: each answer has its Version, and an Error
+    when the proxy does not serve it (403 "not available"), or its GoMod (the go.mod file in the module cache)."""
+    if not pairs:
+        return []
+    (tools / "go").mkdir(parents=True, exist_ok=True)
+    env = {**go_environment(tools), "GOFLAGS": "", "GONOSUMDB": "k8s.io"}
+    return _json_answers(["list", "-m", "-e", "-json", *(f"{m}@{v}" for m, v in pairs)], env, tools / "go")
+
+
+def served_versions(pairs: list[tuple[str, str]], tools: Path = TOOLS) -> set[tuple[str, str]]:
+    """Which of these module versions the proxy serves (their .info; nothing else is downloaded)."""
+    answers = listed_module_answers(pairs, tools)
+    return {(str(a["Path"]), str(a["Version"])) for a in answers if not a.get("Error") and a.get("Version")}
+
+
+def listed_kubernetes_versions(tools: Path = TOOLS) -> list[str]:
+    """The k8s.io/kubernetes versions the proxy lists (`go list -m -versions`). The list can lack versions it
+    serves (seen: no pre-release listed, v1.38.0-alpha.0 served), so ask for those by name (served_versions)."""
+    (tools / "go").mkdir(parents=True, exist_ok=True)
+    env = {**go_environment(tools), "GOFLAGS": ""}
+    result = run_go(["list", "-m", "-versions", "k8s.io/kubernetes"], env, tools / "go", timeout=120)
+    if result.returncode != 0:
+        last = (result.stderr.strip().splitlines() or ["no answer"])[-1]
+        raise BuildError(f"the Go module proxy does not list k8s.io/kubernetes: {last}")
+    return [word for word in result.stdout.split()[1:] if word.startswith("v1.")]

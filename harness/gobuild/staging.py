@@ -8,8 +8,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
+from harness.versions import KubeVersion
+
 # A replace line of k8s.io/kubernetes's go.mod: `k8s.io/api => ./staging/src/k8s.io/api` (in a block or not).
 _REPLACE = re.compile(r"^[ \t]*(?:replace[ \t]+)?(\S+)(?:[ \t]+v\S+)?[ \t]+=>[ \t]+(\S+)(?:[ \t]+(\S+))?[ \t]*$", re.M)
+
+
+def twin_version(release: str) -> str:
+    """The published twins' version of a release's staging modules: 'v1.27.3' -> 'v0.27.3', 'v1.27.0-rc.0' ->
+    'v0.27.0-rc.0'."""
+    parsed = KubeVersion.parse(release)
+    pre = release[release.index("-") :] if "-" in release else ""
+    return f"v0.{parsed.version.minor}.{parsed.version.micro}{pre}"
 
 
 def replacements(
@@ -84,3 +94,10 @@ def substitute_refused_twins(
     # Served nowhere (k8s.io/sample-cli-plugin at most versions): left as it is. No component imports such
     # a module, and if one did, `go build` would fail loudly on it.
     return versions, substitutions
+
+
+def required_staging_modules(kubernetes_go_mod: str) -> list[str]:
+    """The staging modules k8s.io/kubernetes requires (not only maps to ./staging/): go loads each one's go.mod, so a
+    build needs every one of them served at some version (k8s.io/sample-cli-plugin is only mapped, never required)."""
+    required = set(re.findall(r"^[ \t]*(?:require[ \t]+)?(k8s\.io/\S+)[ \t]+v0\.0\.0\b", kubernetes_go_mod, re.M))
+    return [module for module in staging_modules(kubernetes_go_mod) if module in required]

@@ -8,6 +8,10 @@ Go caches of harness/gobuild/, cgo off, `-trimpath -ldflags '-s -w'` like the up
   `go install`ed. A throw-away main module requires it and the siblings (api/v3, client/pkg/v3, client/v3,
   pkg/v3, raft/v3 at the same version, client/v2 at v2.305.<patch>) and builds the package by its path.
   The image tag kubeadm names (`3.5.7-0`) is the module version without its `-N` image revision.
+  etcd 3.4 (kubeadm's `3.4.13-0`, Kubernetes 1.21) is one module, `go.etcd.io/etcd`, whose root package is the
+  `etcd` binary; its go.mod lacks the `/v3` a v3 tag needs, so the proxy serves its tags under no version, only
+  pseudo-versions of commits. ETCD34_COMMITS names, per release, a served commit whose `etcd` is the tag's (the
+  tree's version/version.go is checked to say so); a throw-away main module requires it and builds the root.
 - CoreDNS: `github.com/coredns/coredns@v1.10.1` lists `inet.af/netaddr` in its go.mod, which the module proxy
   refuses (403). Its only importer (dd-trace-go's `ip_default.go`) is `//go:build !go1.19`, so nothing built
   with Go >= 1.19 compiles it: a copy of the module with that go.mod line removed is built in place
@@ -37,6 +41,13 @@ from harness.paths import TOOLS
 
 TOOLCHAIN = SUITE_TOOLCHAIN
 ETCD_MODULE = "go.etcd.io/etcd/server/v3"
+ETCD34_MODULE = "go.etcd.io/etcd"
+ETCD34_COMMITS = {
+    # What Kubernetes 1.21's go.mod requires ("ae9734ed278b is the SHA for git tag v3.4.13"): dd1b699 is the tag
+    # plus one commit, f44aaf8, which changes only integration tests (clientv3/integration/watch_test.go,
+    # integration/cluster.go), none of which the etcd binary compiles. The proxy serves neither the tag nor ae9734e.
+    "v3.4.13": "v0.5.0-alpha.5.0.20200910180754-dd1b699fc489",
+}
 ETCD_SIBLINGS = (
     "go.etcd.io/etcd/api/v3",
     "go.etcd.io/etcd/client/pkg/v3",
@@ -114,10 +125,19 @@ def _steps(name: str, version: str, steps: list[tuple[list[str], Path]], env: Ma
 
 
 def _built_once(
-    name: str, module: str, version: str, tools: Path, image_tag: str, build: Callable[[_Workspace, str], Addon]
+    name: str,
+    module: str,
+    version: str,
+    tools: Path,
+    image_tag: str,
+    build: Callable[[_Workspace, str], Addon],
+    module_version: str = "",
 ) -> Addon:
-    """The addon built before, else `build` in a fresh workspace for it."""
-    return existing_addon(name, version, tools) or build(_Workspace.begin(name, version, module, tools), image_tag)
+    """The addon built before, else `build` in a fresh workspace for it (its module at `module_version`, else
+    `version`)."""
+    return existing_addon(name, version, tools) or build(
+        _Workspace.begin(name, version, module, tools, module_version), image_tag
+    )
 
 
 @dataclass
@@ -134,15 +154,16 @@ class _Workspace:
     info: dict[str, Any]
 
     @classmethod
-    def begin(cls, name: str, version: str, module: str, tools: Path) -> _Workspace:
-        """An empty log in the addon's folder, and its module downloaded."""
+    def begin(cls, name: str, version: str, module: str, tools: Path, module_version: str = "") -> _Workspace:
+        """An empty log in the addon's folder, and its module downloaded (at `module_version`, else `version`)."""
         directory = addon_directory(name, version, tools)
         directory.mkdir(parents=True, exist_ok=True)
         env = {**go_environment(tools), "GOTOOLCHAIN": TOOLCHAIN}
         log = directory / "build.log"
         log.write_text("")
         started = time.monotonic()
-        return cls(name, version, module, directory, env, log, started, _module(module, version, env, directory))
+        info = _module(module, module_version or version, env, directory)
+        return cls(name, version, module, directory, env, log, started, info)
 
     def finish(self, image_tag: str, ldflags: str, how: str, **particulars: Any) -> Addon:
         """Check the binary is there and write build.json: what was built, from what and how."""
@@ -154,8 +175,9 @@ class _Workspace:
             "image_tag": image_tag,
             "module": self.module,
             "version": self.version,
+            "module_version": self.info.get("Version", self.version),  # etcd 3.4's is a pseudo-version
             "sum": self.info.get("Sum"),
-            "commit": (self.info.get("Origin") or {}).get("Hash"),
+            "commit": _commit(self.info),
             **particulars,
             "toolchain": TOOLCHAIN,
             "cgo": False,
@@ -169,15 +191,33 @@ class _Workspace:
         return Addon(self.name, self.version, self.directory, record)
 
 
-def _ldflags(info: Mapping[str, Any], variable: str) -> str:
-    """-s -w, plus the commit in `variable` when the proxy reports it (its .info often has no Origin)."""
+def _commit(info: Mapping[str, Any]) -> str | None:
+    """The commit the proxy reports (its .info often has no Origin), else a pseudo-version's revision."""
     commit = (info.get("Origin") or {}).get("Hash")
-    return f"-s -w -X {variable}={str(commit)[:10]}" if commit else "-s -w"
+    if commit:
+        return str(commit)
+    pseudo = re.fullmatch(r"v\d+\.\d+\.\d+-(?:.*\.)?\d{14}-([0-9a-f]{12})", str(info.get("Version", "")))
+    return pseudo[1] if pseudo else None
+
+
+def _ldflags(info: Mapping[str, Any], variable: str) -> str:
+    """-s -w, plus the commit in `variable` when it is known."""
+    commit = _commit(info)
+    return f"-s -w -X {variable}={commit[:10]}" if commit else "-s -w"
 
 
 def build_etcd(image_tag: str, tools: Path = TOOLS) -> Addon:
-    """etcd for kubeadm's image tag (e.g. '3.5.7-0'), built once from go.etcd.io/etcd/server/v3."""
-    return _built_once("etcd", ETCD_MODULE, etcd_module_version(image_tag), tools, image_tag, _build_etcd)
+    """etcd for kubeadm's image tag (e.g. '3.5.7-0'), built once: ETCD_MODULE, or ETCD34_MODULE for 3.4."""
+    version = etcd_module_version(image_tag)
+    if not version.startswith("v3.4."):
+        return _built_once("etcd", ETCD_MODULE, version, tools, image_tag, _build_etcd)
+    if version not in ETCD34_COMMITS:
+        raise AddonBuildError(
+            f"etcd {version}: the proxy serves etcd 3.4 only at pseudo-versions, and the suite knows one only for"
+            f" {', '.join(ETCD34_COMMITS)} (add the commit of the tag, or one whose etcd binary is the tag's, to"
+            " ETCD34_COMMITS in harness/nodeimage/addons.py)"
+        )
+    return _built_once("etcd", ETCD34_MODULE, version, tools, image_tag, _build_etcd34, ETCD34_COMMITS[version])
 
 
 def _build_etcd(work: _Workspace, image_tag: str) -> Addon:
@@ -197,6 +237,30 @@ def _build_etcd(work: _Workspace, image_tag: str) -> Addon:
         " (its go.mod replaces them with ../ paths, so go install cannot build it) (harness/nodeimage/addons.py)"
     )
     return work.finish(image_tag, ldflags, how, siblings=dict(requires))
+
+
+def _build_etcd34(work: _Workspace, image_tag: str) -> Addon:
+    directory, env, log, info, version = work.directory, work.env, work.log, work.info, work.version
+    version_go = Path(info["Dir"]) / "version" / "version.go"
+    says = re.search(r'\bVersion\s*=\s*"([^"]+)"', version_go.read_text()) if version_go.is_file() else None
+    if says is None or f"v{says[1]}" != version:
+        raise AddonBuildError(
+            f"{ETCD34_MODULE}@{info.get('Version')} is not etcd {version}: its version/version.go says"
+            f" {says[1] if says else 'nothing'}"
+        )
+    (directory / "go.mod").write_text("module local/plp-etcd-build\n\ngo 1.17\n")
+    (directory / "main.go").write_text("package main\n")  # the module needs a package of its own
+    ldflags = _ldflags(info, "go.etcd.io/etcd/version.GitSHA")
+    steps: list[tuple[list[str], Path]] = [
+        (["go", "mod", "edit", f"-require={ETCD34_MODULE}@{info['Version']}"], directory),
+        ([*NICE, "go", "build", "-trimpath", "-ldflags", ldflags, "-o", "etcd", ETCD34_MODULE], directory),
+    ]
+    _steps("etcd", version, steps, env, log)
+    how = (
+        f"go build of {ETCD34_MODULE}@{info['Version']} (etcd {version}: the proxy serves etcd 3.4 at no tag; see"
+        " ETCD34_COMMITS) from a throw-away main module requiring it (harness/nodeimage/addons.py)"
+    )
+    return work.finish(image_tag, ldflags, how)
 
 
 def build_coredns(image_tag: str, tools: Path = TOOLS) -> Addon:

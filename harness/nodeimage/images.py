@@ -1,13 +1,22 @@
 """The container images kubeadm needs inside a kind node, made here as OCI archives for `ctr images import`.
 
 For every name `kubeadm config images list --kubernetes-version vX` prints, one archive (an OCI image layout
-in a tar; every name of the image is an entry of its index.json, so one import creates them all):
+in a tar; every name of the image is an entry of its index.json, so one import creates them all). The names
+stay exactly kubeadm's: its static pods and add-ons, containerd's sandbox image and the kubelet's
+`--pod-infra-container-image` (kubeadm sets it to its pause image) name them so, and nothing is pulled.
+kubeadm's registry (`DefaultImageRepository`, cmd/kubeadm/app/apis/kubeadm/v1beta2|v1beta3/defaults.go) is
+`registry.k8s.io` from v1.25.0-alpha.1 (k/k#109938) and from the patches that took the move (v1.22.17:
+k/k#113388; v1.23.15: k/k#113393; v1.24.9: k/k#113395; the kubelet's default pause image moved in the same
+patches: k/k#114339, k/k#114340, k/k#114341), and `k8s.gcr.io` on every earlier release: all of 1.21, 1.22.0-1.22.16,
+1.23.0-1.23.14, 1.24.0-1.24.8. Under either, CoreDNS is `coredns/coredns` (kubeadm adds `coredns/` under its
+default registry, from 1.21).
 
 - kube-apiserver, kube-controller-manager, kube-scheduler: the static binary of the suite's build at
   `/usr/local/bin/<name>` (kubeadm's static pods run the command by name: phases/controlplane/manifests.go),
   `Env PATH`, `/tmp` 1777. No ENTRYPOINT: kubeadm gives the command.
-- etcd: `/usr/local/bin/etcd` built from `go.etcd.io/etcd/server/v3` (harness/nodeimage/addons.py); kubeadm
-  runs `etcd ...` with httpGet probes on :2381, data in the hostPath /var/lib/etcd (phases/etcd/local.go).
+- etcd: `/usr/local/bin/etcd` built from `go.etcd.io/etcd/server/v3` (3.4: `go.etcd.io/etcd`;
+  harness/nodeimage/addons.py); kubeadm runs `etcd ...` with httpGet probes on :2381, data in the hostPath
+  /var/lib/etcd (phases/etcd/local.go).
 - CoreDNS: `/coredns`, `ENTRYPOINT ["/coredns"]` (kubeadm's Deployment gives only args: phases/addons/dns).
 - pause: compiled from the tag's `build/pause/linux/pause.c` (harness/local/images.py), `USER 65535:65535`.
 - kube-proxy: two layers: a Debian bookworm tools layer (debootstrap minbase + iptables, conntrack, iproute2;
@@ -58,7 +67,9 @@ from harness.local.images import (
 from harness.nodeimage.addons import Addon, AddonBuildError, build_coredns, build_etcd
 from harness.paths import TOOLS
 
-REGISTRY = "registry.k8s.io/"
+# The registries kubeadm names its images under (the module docstring says which releases use which).
+REGISTRIES = ("registry.k8s.io/", "k8s.gcr.io/")
+COREDNS_REPOSITORIES = ("coredns/coredns", "coredns")  # "coredns" under a registry of one's own, and before 1.21
 PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 CONTROL_PLANE = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 DEBIAN_SUITE = "bookworm"
@@ -161,16 +172,26 @@ def _sha256(path: Path) -> str:
     return f"sha256:{digest.hexdigest()}"
 
 
+def _unregistered(name: str) -> str:
+    """'k8s.gcr.io/coredns/coredns:v1.8.0' -> 'coredns/coredns:v1.8.0': the name without kubeadm's registry."""
+    for registry in REGISTRIES:
+        if name.startswith(registry):
+            return name.removeprefix(registry)
+    registries = " or ".join(registry.rstrip("/") for registry in REGISTRIES)
+    raise NodeImageError(f"kubeadm listed {name!r}: expected <registry>/<name>:<tag> with a registry of {registries}")
+
+
 def _split(name: str) -> tuple[str, str]:
-    """'registry.k8s.io/coredns/coredns:v1.10.1' -> ('coredns/coredns', 'v1.10.1')."""
-    if not name.startswith(REGISTRY) or ":" not in name.removeprefix(REGISTRY):
-        raise NodeImageError(f"kubeadm listed {name!r}: expected {REGISTRY}<name>:<tag>")
-    repository, tag = name.removeprefix(REGISTRY).rsplit(":", 1)
+    """'registry.k8s.io/coredns/coredns:v1.10.1' -> ('coredns/coredns', 'v1.10.1'); k8s.gcr.io alike."""
+    rest = _unregistered(name)
+    if ":" not in rest:
+        raise NodeImageError(f"kubeadm listed {name!r}: expected <registry>/<name>:<tag>, it has no tag")
+    repository, tag = rest.rsplit(":", 1)
     return repository, tag
 
 
 def _filename(name: str) -> str:
-    return name.removeprefix(REGISTRY).replace("/", "_").replace(":", "_") + ".oci.tar"
+    return _unregistered(name).replace("/", "_").replace(":", "_") + ".oci.tar"
 
 
 def _binary_layer(binary: Path, target: str, scratch: Path, extra: list[FileEntry]) -> Layer:
@@ -256,7 +277,7 @@ def _spec(build: Build, name: str, repository: str, tag: str, sources: Sources) 
                 )
             ],
         )
-    if repository == "coredns/coredns":
+    if repository in COREDNS_REPOSITORIES:
         addon = _addon(sources.coredns, tag)
         return _Spec(
             filename,

@@ -11,7 +11,7 @@ pkg/build/nodeimage; see shared/research/kind.md) from:
   the suite's crictl (harness/nodeimage/crictl.py), and the images `kubeadm config images list` names, made
   locally (harness/nodeimage/images.py) and imported into the node's containerd store;
 - containerd with `restrict_oom_score_adj` (hosts whose root lacks CAP_SYS_RESOURCE refuse negative OOM
-  scores) and `SystemdCgroup` from 1.24 on, as kind's builder sets it.
+  scores) and `SystemdCgroup` from 1.24 on, the driver kind gives the kubelet (SYSTEMD_CGROUP).
 A second image, the same plus D-Bus and systemd-logind, is what the graceful-node-shutdown probes run on
 (harness/nodeimage/shutdown.py finds it under the tag harness/paths.py gives it). Each image records what went into
 it in
@@ -189,9 +189,15 @@ def trim_systemd(rootfs: Path, shutdown: bool) -> None:
             (wants / unit).symlink_to(f"/lib/systemd/system/{unit}")
 
 
+# The kubelet's cgroup driver kind v0.20.0 writes into its kubeadm config: cgroupfs below 1.24.0, else systemd
+# (pkg/cluster/internal/kubeadm/config.go). kind reads the version there with ParseGeneric, which ignores a
+# pre-release, so 1.24.0's pre-releases get systemd too; containerd's runc must use the same driver.
+SYSTEMD_CGROUP = ">=1.24.0-alpha.0"
+
+
 def containerd_config(version: KubeVersion, pause_image: str) -> str:
     """containerd's configuration in the node: kind's choices, plus restrict_oom_score_adj for this host kind."""
-    systemd_cgroup = "true" if version.satisfies(">=1.24.0-alpha.0") else "false"
+    systemd_cgroup = "true" if version.satisfies(SYSTEMD_CGROUP) else "false"
     return (
         "# containerd in a pod-lifecycle-probes kind node (harness/nodeimage/node.py)\n"
         "version = 2\n\n"
@@ -227,7 +233,10 @@ def install_node(
         (cni / plugin.name).symlink_to(f"/usr/lib/cni/{plugin.name}")
     (rootfs / "etc/kubernetes/manifests").mkdir(parents=True, exist_ok=True)
     (rootfs / "kind/version").write_text(build.version + "\n")
-    pause = next((image for image in images if "/pause:" in image), "registry.k8s.io/pause:3.9")
+    # containerd's sandbox image: kubeadm's pause, by its name (k8s.gcr.io or registry.k8s.io), preloaded
+    pause = next((image for image in images if image.rsplit("/", 1)[-1].startswith("pause:")), None)
+    if pause is None:
+        raise NodeImageError(f"kubeadm listed no pause image, which containerd would have to pull: {images}")
     (rootfs / "etc/containerd").mkdir(parents=True, exist_ok=True)
     (rootfs / "etc/containerd/config.toml").write_text(containerd_config(version, pause))
     # containerd's default spec without rlimits (kind's cri-base.json does the same), from the node's own ctr.

@@ -1,0 +1,249 @@
+"""make coverage: which claim version ranges a live run is in, and the plan of builds for the rest.
+
+The counting and the plan run on probe records written here (what a replay of live recordings writes); the
+replay itself is run once on a folder without recordings (refused) and, for the figure the docs state, on
+the shipped recordings, for the figure the docs state.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import coverage
+from harness.expectations import Claim, Expectation
+from harness.versions import KubeVersion
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def claim(claim_id: str, *ranges: str) -> Claim:
+    return Claim(claim_id, "a claim", "an observable", "doc", tuple(Expectation(versions=r, value=1) for r in ranges))
+
+
+def record(
+    probe: str, version: str, verdicts: dict[str, str], cluster: str = "local", family: str = "fam"
+) -> dict[str, Any]:
+    """A probe record as a replay of a live recording writes it: claim -> verdict status."""
+    return {
+        "probe": probe,
+        "family": family,
+        "server_version": version,
+        "transport": "replay",
+        "recording_origin": {"kind": "live", "cluster": cluster, "file": f"probes/{family}/recordings/{probe}.json"},
+        "verdicts": [{"claim": c, "status": s, "server_version": version} for c, s in verdicts.items()],
+    }
+
+
+CLAIMS = {
+    "fam": {
+        "a": claim("a", "<1.27", ">=1.27"),
+        "b": claim("b", ">=1.21,<1.22.12 || >=1.23.0-alpha.0,<1.23.9", ">=1.22.12,<1.23.0-alpha.0 || >=1.23.9"),
+        "c": claim("c", "<1.21", ">=1.21"),
+        "unchecked": claim("unchecked", ">=1.19"),
+    }
+}
+
+
+def ranges_by_label(found: coverage.Coverage) -> dict[str, coverage.ClaimRange]:
+    return {r.label: r for r in found.ranges}
+
+
+def test_a_recording_covers_only_the_claims_its_probe_observed_in_it() -> None:
+    records = [
+        record("test_m.py::test_x", "v1.26.6", {"a": "pass", "b": "not observable"}),
+        record("test_m.py::test_y", "v1.27.3", {"b": "pass"}, cluster="kind"),
+    ]
+    found = coverage.claim_ranges(coverage.observed_in(records), CLAIMS)
+    by = ranges_by_label(found)
+    assert [run.version.text for run in by["fam a <1.27"].runs] == ["v1.26.6"]
+    assert not by["fam a >=1.27"].covered  # test_y's 1.27.3 recording did not check claim a
+    # "not observable" in test_x's recording: that recording does not hold claim b's range
+    assert not by["fam b >=1.21,<1.22.12"].covered
+    assert by["fam b >=1.22.12,<1.23.0-alpha.0"].covered is False
+    assert [r.provider for r in by["fam b >=1.23.9"].runs] == ["kind"]
+    assert by["fam b >=1.21,<1.22.12"].probes == ("test_m.py::test_x", "test_m.py::test_y")
+    # each part of a "||" union is one range: 2 + 4 + 2 + 1
+    assert len(found.ranges) == 9
+    assert found.figure() == "2 of 9 claim version ranges hold a live run"
+
+
+def test_a_record_of_a_derived_recording_or_without_a_version_covers_nothing() -> None:
+    derived = record("test_m.py::test_x", "v1.26.6", {"a": "pass"})
+    derived["recording_origin"]["kind"] = "derived"
+    unversioned = record("test_m.py::test_x", "", {"a": "pass"})
+    live_now = record("test_m.py::test_x", "v1.28.0", {"a": "fail"})
+    live_now.update(recording_origin=None, transport="live", provenance={"kubernetes_build": {"version": "v1.28.0"}})
+    found = coverage.claim_ranges(coverage.observed_in([derived, unversioned, live_now]), CLAIMS)
+    by = ranges_by_label(found)
+    assert not by["fam a <1.27"].covered
+    assert [(r.provider, r.status) for r in by["fam a >=1.27"].runs] == [("local", "fail")]
+    assert coverage.runs_text(by["fam a >=1.27"].runs) == "local 1.28.0 (fail)"
+
+
+def test_many_versions_of_one_cluster_kind_are_counted_with_their_ends_in_the_terminal() -> None:
+    runs = [coverage.LiveRun(KubeVersion.parse(f"v1.{m}.0"), "local", "p", "pass", "f") for m in range(21, 31)]
+    runs.append(coverage.LiveRun(KubeVersion.parse("v1.27.3"), "kind", "p", "pass", "f"))
+    assert coverage.runs_text(runs, most=8) == "local 10: 1.21.0 1.22.0 1.23.0 … 1.29.0 1.30.0; kind 1.27.3"
+    assert coverage.runs_text(runs).startswith("local 1.21.0 1.22.0 1.23.0 1.24.0 1.25.0 1.26.0 1.27.0 1.28.0 ")
+
+
+def test_ranges_wholly_before_1_21_are_older_than_what_builds_here() -> None:
+    assert coverage.older_than_built_here("<1.21")
+    assert coverage.older_than_built_here(">=1.19,<1.20.3")
+    assert coverage.older_than_built_here("==1.20.15")
+    assert not coverage.older_than_built_here("<1.21.0-alpha.1")
+    assert not coverage.older_than_built_here(">=1.21,<1.22")
+    assert not coverage.older_than_built_here("<1.25.12")
+    assert not coverage.older_than_built_here("==1.23.0")
+    assert not coverage.older_than_built_here(">=1.28.0-alpha.0,<1.28.0-alpha.4")
+
+
+def test_known_releases_fill_the_numbering_gaps_of_patches_and_pre_releases() -> None:
+    named = {KubeVersion.parse(v).version for v in ("1.22.3", "1.22.1", "1.28.0-alpha.2", "1.28.0-rc.0")}
+    filled = sorted(coverage.release_text(v) for v in coverage.with_gaps_filled(named))
+    assert filled == [
+        "1.22.0",
+        "1.22.1",
+        "1.22.2",
+        "1.22.3",
+        "1.28.0-alpha.0",
+        "1.28.0-alpha.1",
+        "1.28.0-alpha.2",
+        "1.28.0-rc.0",
+    ]
+    # a range names the releases in it (>=, ==, <=), not the first one after it (<)
+    assert coverage.named_in_ranges([">=1.22.5,<1.23.0", "==1.24.0-alpha.1"]) == {
+        KubeVersion.parse("1.22.5").version,
+        KubeVersion.parse("1.24.0-alpha.1").version,
+    }
+
+
+def test_the_plan_takes_the_release_inside_the_most_uncovered_ranges_first() -> None:
+    claims = {
+        "fam": {
+            "x": claim("x", ">=1.22.0,<1.22.5", ">=1.22.5"),
+            "y": claim("y", ">=1.22.3,<1.23", ">=1.23"),
+            "z": claim("z", ">=1.28.0-alpha.0,<1.28.0-alpha.2", ">=1.28.0-alpha.2"),
+            "old": claim("old", "<1.21", ">=1.21"),
+            "nowhere": claim("nowhere", ">=1.26.3,<1.26.4", ">=1.26.4"),
+            "unchecked": claim("unchecked", ">=1.19"),
+        },
+        "shut": {"s": claim("s", ">=1.22.0,<1.22.5", ">=1.22.5")},
+    }
+    records = [
+        record("test_m.py::test_x", "v1.30.0", {"x": "pass", "y": "pass", "z": "pass", "old": "pass"}),
+        record("test_m.py::test_x", "v1.30.0", {"nowhere": "pass"}),
+        record("test_s.py::test_s", "v1.30.0", {"s": "pass"}, cluster="kind", family="shut"),
+    ]
+    observed = coverage.observed_in(records, kind_only=["test_s.py::test_s"])
+    found = coverage.claim_ranges(observed, claims)
+    releases = [KubeVersion.parse(v) for v in ("1.21.14", "1.22.2", "1.22.4", "1.26.2", "1.28.0-alpha.1", "1.30.0")]
+    plan = coverage.plan_builds(found, releases)
+    first = plan.builds[0]
+    # 1.22.4 is inside x's, y's and s's first ranges; 1.22.2 only in x's and s's
+    assert first.release.text == "1.22.4"
+    assert sorted(r.label for r in first.covers) == [
+        "fam x >=1.22.0,<1.22.5",
+        "fam y >=1.22.3,<1.23",
+        "shut s >=1.22.0,<1.22.5",
+    ]
+    assert first.commands() == [
+        "make probe VERSION=1.22.4 CLUSTER=local",
+        'make node-image VERSION=1.22.4 && make probe IMAGE=plp-node:v1.22.4 PROBE="shut"',
+    ]
+    planned = [b.release.text for b in plan.builds]
+    assert planned == ["1.22.4", "1.28.0-alpha.1"]  # a pre-release range needs a pre-release build
+    assert [r.label for r in plan.no_known_release] == ["fam nowhere >=1.26.3,<1.26.4"]
+    assert [r.label for r in plan.older] == ["fam old <1.21"]
+    assert [r.label for r in plan.unchecked] == ["fam unchecked >=1.19"]
+    assert plan.planned + len(plan.no_known_release) + len(plan.older) + len(plan.unchecked) == len(found.uncovered())
+    text = coverage.render_plan(plan, found)
+    assert text.splitlines()[0].startswith("plan: 2 releases cover 4 of the 7 ranges no live run holds")
+    assert "fam old <1.21 (pinned kind images: 1.19.16, 1.20.15)" in text
+
+
+def test_a_pinned_release_goes_first_among_equals_and_kind_runs_it_without_a_build() -> None:
+    claims = {"shut": {"s": claim("s", ">=1.21,<1.22", ">=1.22")}}
+    records = [record("test_s.py::test_s", "v1.30.0", {"s": "pass"}, cluster="kind", family="shut")]
+    found = coverage.claim_ranges(coverage.observed_in(records, kind_only=["test_s.py::test_s"]), claims)
+    releases = [KubeVersion.parse(v) for v in ("1.21.13", "1.21.14", "1.21.15")]  # 1.21.14 is pinned
+    (build,) = coverage.plan_builds(found, releases).builds
+    assert build.pinned and build.release.text == "1.21.14"
+    assert build.commands() == ['make probe VERSION=1.21.14 PROBE="shut"']
+
+
+def test_the_listing_names_each_range_once_with_its_runs_or_why_none() -> None:
+    records = [
+        record("test_m.py::test_x", "v1.26.6", {"a": "pass", "c": "pass"}),
+        record("test_m.py::test_x", "v1.26.6", {"a": "pass"}, cluster="kind"),
+        record("test_m.py::test_x", "v1.21.14", {"a": "pass"}),
+    ]
+    found = coverage.claim_ranges(coverage.observed_in(records), CLAIMS)
+    lines = [" ".join(line.split()) for line in coverage.render(found).splitlines()]
+    assert lines[:3] == ["fam", "a", "<1.27 local 1.21.14 1.26.6; kind 1.26.6"]
+    assert "<1.21 not seen live (older than what builds here)" in lines
+    assert ">=1.19 not seen live (no probe checks this claim)" in lines
+    uncovered = coverage.render(found, uncovered_only=True).splitlines()
+    assert not any("local" in line for line in uncovered)
+    assert len(uncovered) == 1 + 4 + 7  # a family, 4 claims, 7 ranges
+    assert coverage.summary(found).startswith("2 of 9 claim version ranges hold a live run (per claim:")
+    section = coverage.section_data(found)
+    assert section["covered"] == 2 and section["total"] == 9
+    assert section["claims"][0]["ranges"][0] == {
+        "versions": "<1.27",
+        "covered": True,
+        "runs": "local 1.21.14 1.26.6; kind 1.26.6",
+        "why_not": "",
+    }
+
+
+def test_a_replay_that_cannot_run_is_an_error_saying_what_pytest_said(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(coverage.CoverageError, match="no recordings"):
+        coverage.replay_recordings(tmp_path / "empty", timeout=120)
+
+
+def test_the_report_has_a_section_of_the_ranges_its_records_saw_live() -> None:
+    from harness.report import build_matrix, render_html
+
+    probe = "test_active_deadline.py::test_job_deadline"
+    seen = record(probe, "v1.27.3", {"job-deadline.failed": "pass"}, cluster="kind", family="active_deadline")
+    seen["verdicts"][0]["observed"] = "DeadlineExceeded"
+    matrix = build_matrix([seen])
+    expected = coverage.claim_ranges(coverage.observed_in([seen]))
+    assert matrix.live_coverage == coverage.section_data(expected)
+    assert expected.covered >= 1  # the record's version is in one of the claim's ranges
+    html = render_html(matrix, svgs={})
+    assert f"<b>{expected.figure()}</b> in these records" in html
+    assert '<td class="runs">kind 1.27.3</td>' in html
+    assert html.count('<tr class="none">') == len(expected.uncovered())
+
+
+STATED_FIGURE = re.compile(r"\b\d+ of \d+ claim version ranges hold a live run\b")
+
+
+def documents_stating_the_figure() -> dict[Path, list[str]]:
+    """Every figure 'N of M claim version ranges hold a live run' the README and docs/ state, by file."""
+    texts = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    return {path: found for path in texts if path.is_file() and (found := STATED_FIGURE.findall(path.read_text()))}
+
+
+def test_the_figure_the_docs_state_is_the_one_the_shipped_recordings_give() -> None:
+    """Recomputed from the shipped recordings (replayed) and the expectations: a stale figure fails here."""
+    stated = documents_stating_the_figure()
+    assert stated, "no document states 'N of M claim version ranges hold a live run' (make coverage says it)"
+    figure = coverage.claim_ranges(coverage.replay_recordings()).figure()
+    for path, figures in stated.items():
+        for found in figures:
+            assert found == figure, f"{path.relative_to(REPO)} says '{found}'; make coverage now says '{figure}'"
+
+
+def test_the_figure_check_sees_a_stale_figure() -> None:
+    assert STATED_FIGURE.findall("so 166 of 221 claim version ranges hold a live run.") == [
+        "166 of 221 claim version ranges hold a live run"
+    ]
+    assert not STATED_FIGURE.findall("claim version ranges")

@@ -1,0 +1,216 @@
+"""make upgrade (harness/upgrade.py): what changes for the claims between two releases, from the shipped recordings
+replayed offline and the expectations, in words; bad input refused in one line before the replay."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import cli, upgrade
+from harness.expectations import Claim, Expectation
+from harness.report import expected_words, load_records, words
+from harness.versions import KubeVersion
+
+REPO = Path(__file__).resolve().parent.parent
+PHASES = "always.sigterm-ignored.phases"
+
+
+@pytest.fixture(scope="module")
+def atlas(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """The run records of every shipped recording, replayed once as make upgrade replays them (the tests read them)."""
+    return load_records([upgrade.replay_atlas(tmp_path_factory.mktemp("atlas"))])
+
+
+def between(atlas: list[dict[str, Any]], given_from: str, given_to: str) -> upgrade.Upgrade:
+    known = upgrade.live_versions(atlas)
+    return upgrade.compare(
+        upgrade.resolve(given_from, "FROM", known), upgrade.resolve(given_to, "TO", known), atlas, ["test"]
+    )
+
+
+def by_id(changes: list[upgrade.ClaimChange]) -> dict[str, upgrade.ClaimChange]:
+    return {c.claim.id: c for c in changes}
+
+
+def test_the_atlas_is_every_shipped_recording_replayed_live(atlas: list[dict[str, Any]]) -> None:
+    from harness.families import all_recordings
+
+    assert len(atlas) == len(all_recordings()) > 700
+    assert {"v1.26.15", "v1.27.16", "v1.27.0-rc.0"} <= upgrade.live_versions(atlas)
+
+
+def test_1_26_to_1_27_says_a_deleted_pod_ends_failed_from_1_27_with_its_pr_seen_live_on_both(
+    atlas: list[dict[str, Any]],
+) -> None:
+    found = between(atlas, "1.26", "1.27")
+    assert (found.before.name, found.after.name) == ("v1.26.15", "v1.27.16")  # as make probe resolves the minors
+    changed = by_id(found.changed)
+    phases = changed[PHASES]
+    assert [s.release for s in phases.steps] == ["1.27.0-rc.0"] and phases.steps[0].reason == "k/k#115331"
+    assert phases.before.live and phases.after.live
+    assert phases.after.seen and all(s.value == ["Running", "Failed"] and s.status == "pass" for s in phases.after.seen)
+    assert all(s.value == ["Running"] for s in phases.before.seen)
+    line = upgrade.line(phases)
+    assert "Running → Running, then Failed; changed in 1.27.0-rc.0 (k/k#115331); live on both" in line
+    # a claim a race decides on 1.26 is kept apart; one the same on both but not on 1.27.0-rc.0 is said so
+    assert "exit-status-kept" in by_id(found.raced) and "exit-status-kept" not in changed
+    on_the_way = by_id(found.on_the_way)
+    assert "daemonset.stopped-pod" in on_the_way and "daemonset.stopped-pod" not in changed
+    assert [s.release for s in on_the_way["daemonset.stopped-pod"].steps] == ["1.27.0-rc.0", "1.27.0-rc.1"]
+    # claims that do not change are not listed, and every claim is in exactly one place
+    assert "default-grace-period" not in by_id(found.changed + found.raced + found.on_the_way)
+    text = upgrade.render_text(found)
+    assert text.index("Behaviour that changes") < text.index(PHASES) < text.index("Decided by a race")
+    assert text.count(f"{PHASES} —") == 1
+
+
+def test_1_24_to_1_31_lists_every_release_on_the_way_and_cites_no_pr_for_what_a_release_lacks(
+    atlas: list[dict[str, Any]],
+) -> None:
+    found = between(atlas, "1.24", "1.31")
+    assert (found.before.name, found.after.name) == ("v1.24.17", "v1.31.14")
+    changed = by_id(found.changed)
+    assert {PHASES, "job-deadline.conditions-before-failed", "prestop-in-time.killed-after-delete"} <= set(changed)
+    revision = by_id(found.on_the_way)["statefulset.partition.recreated-pod-revision"]
+    releases = [s.release for s in revision.steps]
+    assert releases == [
+        "1.25.12",
+        "1.26.0-alpha.0",
+        "1.26.7",
+        "1.27.0-alpha.0",
+        "1.27.4",
+        "1.27.8",
+        "1.28.0-alpha.0",
+        "1.28.4",
+    ]
+    # "before the k/k#117865 cherry-pick" says what 1.26.0-alpha.0 lacks: it is not what changed it
+    assert revision.steps[1].reason == "before the k/k#117865 cherry-pick"
+    assert revision.steps[-1].reason == "k/k#120731"
+
+
+def test_a_release_without_a_live_recording_is_said_to_be_only_expected(atlas: list[dict[str, Any]]) -> None:
+    found = between(atlas, "1.29", "1.30")  # 1.30 resolves to v1.30.13; it was recorded live on v1.30.12
+    assert found.after.name == "v1.30.13"
+    assert all(not c.after.live for c in found.claims) and any(c.before.live for c in found.claims)
+    assert not found.changed  # nothing changes between them, and it says so
+    assert "Behaviour that changes (0 claims):\n  none" in upgrade.render_text(found)
+
+
+def test_runs_add_live_records_and_a_live_value_that_differs_from_the_expectation_is_said(
+    atlas: list[dict[str, Any]],
+) -> None:
+    """A run record of v1.30.13 (a copy of a v1.30.12 record, altered in memory): the after side becomes live,
+    and a phase the expectation does not allow is shown beside what is expected."""
+    source = next(
+        r for r in atlas if r["server_version"] == "v1.30.12" and any(v["claim"] == PHASES for v in r["verdicts"])
+    )
+    record = copy.deepcopy(source)
+    record["server_version"] = "v1.30.13"
+    record["transport"], record["recording_origin"] = "live", {}
+    next(v for v in record["verdicts"] if v["claim"] == PHASES)["observed"] = ["Running"]
+    found = upgrade.compare(upgrade.resolve("1.26", "FROM"), upgrade.resolve("1.30", "TO"), [*atlas, record], ["test"])
+    phases = by_id(found.changed)[PHASES]
+    assert phases.after.live and phases.after.disagrees
+    assert PHASES in by_id(found.disagreeing)
+    assert "Running, then Failed (seen live on v1.30.13: Running)" in upgrade.line(phases)
+
+
+def test_steps_follow_equal_ranges_and_ranges_joined_by_or() -> None:
+    """A fix cherry-picked into patches: the version line crosses it once per minor; an == range ends at the next
+    release."""
+
+    def e(versions: str, value: Any) -> Expectation:
+        return Expectation(versions=versions, value=value, sources=(f"k/k#{100000 + len(versions)}",))
+
+    claim = Claim(
+        "c",
+        "a claim",
+        "a value",
+        "d",
+        (
+            e("<1.22.12 || >=1.23.0-alpha.0,<1.23.9", "old"),
+            e(">=1.22.12,<1.23.0-alpha.0 || >=1.23.9,<1.24.0-alpha.1", "new"),
+            e("==1.24.0-alpha.1", "odd"),
+            e(">=1.24.0-alpha.2", "new"),
+        ),
+    )
+    steps = upgrade.steps_between(claim, KubeVersion.parse("1.22.3"), KubeVersion.parse("1.24.3"))
+    assert [(s.release, s.expectation.value if s.expectation else None) for s in steps] == [
+        ("1.22.12", "new"),
+        ("1.23.0-alpha.0", "old"),
+        ("1.23.9", "new"),
+        ("1.24.0-alpha.1", "odd"),
+        ("1.24.0-alpha.2", "new"),
+    ]
+    assert upgrade.steps_between(claim, KubeVersion.parse("1.24.3"), KubeVersion.parse("1.30")) == ()
+
+
+def test_values_are_said_in_words() -> None:
+    assert words(["Running", "Failed"]) == "Running, then Failed"
+    assert words([]) == "none" and words(None) == "none"
+    assert words(True) == "yes" and words({"exitCode": 137, "reason": "Error"}) == "exitCode 137, reason Error"
+    ranged = Expectation(versions=">=1.19", between=(9.0, 13.0))
+    assert expected_words(ranged) == "between 9 and 13"
+    race = Expectation(versions=">=1.19", one_of=(Expectation("", value=True), Expectation("", value=False)))
+    assert expected_words(race) == "yes or no"
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--from", "1.28", "--to", "1.26"], "FROM 1.28 (v1.28.15) is not earlier than TO 1.26 (v1.26.15)"),
+        (["--from", "1.26", "--to", "1.26.15"], "is not earlier than TO 1.26.15 (v1.26.15)"),
+        (["--from", "1.26", "--to", "1.99"], "no pinned node image for Kubernetes 1.99"),
+        (["--from", "1.27.5", "--to", "1.28"], "no pinned node image for Kubernetes 1.27.5"),
+        (["--to", "1.28"], "no FROM given"),
+        (["--from", "1.26"], "no TO given"),
+        (["--from", "one", "--to", "1.28"], "not a Kubernetes version: 'one'"),
+        (["--from", "1.18", "--to", "1.28"], "older than the suite supports: the oldest is 1.19, so give FROM=1.19"),
+        (["--from", "1.26", "--to", "1.28", "--runs", "/no/such/runs"], "RUNS names /no/such/runs"),
+    ],
+)
+def test_bad_input_is_refused_in_one_line_before_the_replay(
+    argv: list[str], says: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def replay(*_: object) -> None:
+        raise AssertionError("the atlas was replayed before the input was checked")
+
+    monkeypatch.setattr(upgrade, "replay_atlas", replay)
+    assert cli.main(["upgrade", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: bad input: ") and err.count("\n") == 1, err
+    assert says in err.replace(" (its oldest pinned node image; no expectation covers earlier releases)", "")
+
+
+def test_make_upgrade_prints_the_answer_from_the_shipped_recordings_with_no_cluster() -> None:
+    started = time.monotonic()
+    done = subprocess.run(
+        ["make", "--no-print-directory", "upgrade", "FROM=1.26", "TO=1.27"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "Upgrading Kubernetes 1.26 → 1.27: v1.26.15 → v1.27.16" in out
+    assert (
+        f"{PHASES} — phases of the pod from the delete until 5 s after its container stopped: "
+        "Running → Running, then Failed; changed in 1.27.0-rc.0 (k/k#115331); live on both" in out
+    )
+    assert "shipped recordings (probes/*/recordings/), replayed offline" in out
+    assert time.monotonic() - started < 120
+    refused = subprocess.run(
+        [sys.executable, "-m", "harness", "upgrade", "--from", "1.27", "--to", "1.26"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr and refused.stdout == ""
