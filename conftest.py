@@ -2,7 +2,7 @@
 
 It adds the options (--kind-version, --local-version, --kubeconfig, --replay, ...), replay of recordings and
 the run's summary, and registers the cluster and probe fixtures of harness/probe_fixtures.py (through
-harness/lifecycle.py, one life for every cluster the suite makes). Loaded here for `pytest` run in this
+harness/clusters/lifecycle.py, one life for every cluster the suite makes). Loaded here for `pytest` run in this
 checkout (`make test`, `make probe`).
 """
 

@@ -84,7 +84,7 @@ SHARED_OPTIONS = (
     SharedOption(
         "--restart-apiserver-after",
         "local cluster: this many seconds into each probe, compact etcd and restart the API server, so that the "
-        "probe's watches must re-list (a real watch gap, harness/local/disruption.py)",
+        "probe's watches must re-list (a real watch gap, harness/clusters/local/disruption.py)",
         {"metavar": "SECONDS", "type": seconds("RESTART_APISERVER_AFTER")},
     ),
 )

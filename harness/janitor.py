@@ -2,7 +2,7 @@
 
 Only the suite's own leftovers, recognised by name prefix and label:
 - kind clusters named `plp-…` (the names the suite gives: `plp-<minor>-<run>`), deleted with kind;
-- local clusters (harness/local/teardown.py) whose state folder is under the local root: their processes
+- local clusters (harness/clusters/local/teardown.py) whose state folder is under the local root: their processes
   stopped by the ids they recorded, their mounts, cgroups, bridge and folders removed;
 - on a cluster given by kubeconfig/context: namespaces labelled `pod-lifecycle-probes.test/suite=true`, whose
   pods first lose the suite's own finalizer (and only that one), then are deleted.
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.kind_install import TOOLS_DIR
-from harness.local.host import DEFAULT_ROOT
-from harness.local.teardown import leftover_clusters, stop_cluster
+from harness.clusters.kind.install import TOOLS_DIR
+from harness.clusters.local.host import DEFAULT_ROOT
+from harness.clusters.local.teardown import leftover_clusters, stop_cluster
 from harness.namespaces import CleanupReport, cleanup_probe_namespace
 from harness.process import Runner, run_command
 from harness.run import SUITE_LABEL

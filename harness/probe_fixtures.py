@@ -1,5 +1,5 @@
 """The suite's fixtures (registered by harness/pytest_plugin.py): the run, the cluster a live probe runs on (through
-harness/lifecycle.py), and the `probe` handle: live, in its own namespace, or replayed from a recording.
+harness/clusters/lifecycle.py), and the `probe` handle: live, in its own namespace, or replayed from a recording.
 """
 
 from __future__ import annotations
@@ -16,13 +16,9 @@ import pytest
 
 from harness import inputs, paths
 from harness.cluster_gate import READY, wait_at_gate
-from harness.errors import ClusterFailed, PrerequisiteMissing
-from harness.families import Family, FamilyError, family, family_of
-from harness.gobuild.go import BuildError
-from harness.gobuild.kubernetes import Build, build_kubernetes, existing_build
-from harness.inputs import BadInput
-from harness.kind import check_prerequisites
-from harness.lifecycle import (
+from harness.clusters.kind.cluster import check_prerequisites
+from harness.clusters.kind.node_shutdown import announce_shutdown, cluster_config
+from harness.clusters.lifecycle import (
     ClusterProvider,
     ExistingProvider,
     KindProvider,
@@ -30,9 +26,13 @@ from harness.lifecycle import (
     LocalProvider,
     cluster_life,
 )
-from harness.local.disruption import ScheduledRestart
+from harness.clusters.local.disruption import ScheduledRestart
+from harness.errors import ClusterFailed, PrerequisiteMissing
+from harness.families import Family, FamilyError, family, family_of
+from harness.gobuild.go import BuildError
+from harness.gobuild.kubernetes import Build, build_kubernetes, existing_build
+from harness.inputs import BadInput
 from harness.namespaces import cleanup_probe_namespace, create_probe_namespace
-from harness.node_shutdown import announce_shutdown, cluster_config
 from harness.nodeimage.shutdown import ensure_derived_image
 from harness.probe import Probe
 from harness.pytest_plugin import (
@@ -123,9 +123,9 @@ def _refuse_invalid_manifests(server_version: dict[str, Any]) -> None:
 
 @contextmanager
 def _cluster(pytestconfig: pytest.Config, run: Run, shutdown: bool, failed: Callable[[], bool]) -> Iterator[LiveTarget]:
-    """The cluster the options name (kind, local or existing), through the one lifecycle of harness/lifecycle.py.
+    """The cluster the options name (kind, local or existing), through the one life of harness/clusters/lifecycle.py.
 
-    `shutdown`: the graceful-node-shutdown kind cluster (harness/node_shutdown.py); its provenance is kept
+    `shutdown`: the graceful-node-shutdown kind cluster (harness/clusters/kind/node_shutdown.py); its provenance is kept
     under `shutdown_cluster` in run.json, the other cluster's at the top level.
     """
     suffix = "-gns" if shutdown else ""

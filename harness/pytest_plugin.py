@@ -1,12 +1,13 @@
 """The suite's pytest plugin (loaded by conftest.py): options and their checks, collection (replay of recordings,
 the longest-first schedule), verdicts and outcomes, the run's summary. Its fixtures (the run, the cluster, the
-`probe` handle) are in harness/probe_fixtures.py, which it registers; a cluster's life is harness/lifecycle.py's.
+`probe` handle) are in harness/probe_fixtures.py, which it registers; a cluster's life is
+harness/clusters/lifecycle.py's.
 
 A probe function takes the `probe` fixture and is marked `@pytest.mark.probe`; its claim family is the folder
 its module is in, probes/<family>/ (harness/families.py). Where it runs:
 - `--kind-version 1.27` / `--kind-image ...`: on a kind cluster this run creates (deleted afterwards
   unless --keep-cluster / KEEP=1);
-- `--local-version 1.27.3`: on a local cluster this run builds (once) and starts (harness/local/);
+- `--local-version 1.27.3`: on a local cluster this run builds (once) and starts (harness/clusters/local/);
 - `--kubeconfig F [--context C]`: on an existing cluster (node-level claims are "not observable");
 - `--replay DIR`: on the recordings in DIR, once per recording of that probe, with no cluster at all.
 Without any of these, and without Docker and kind, live probes are skipped with one reason.

@@ -23,13 +23,14 @@ from typing import Any
 import pytest
 
 from harness import bisect as bisect_module
-from harness import cli, janitor, lifecycle, matrix
+from harness import cli, janitor, matrix
 from harness import report as report_module
+from harness.clusters import lifecycle
+from harness.clusters.local import host as local_host
+from harness.clusters.local import teardown as local_teardown
 from harness.commands import housekeeping, refusal, version_axis
 from harness.commands import probe as probe_command
 from harness.families import recording_path
-from harness.local import host as local_host
-from harness.local import teardown as local_teardown
 from harness.nodeimage import release as node_image_release
 from tests import fake_tools
 

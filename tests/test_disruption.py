@@ -1,4 +1,4 @@
-"""The API server restart that makes a real watch gap (harness/local/disruption.py), on stand-ins: an etcd that
+"""The API server restart that makes a real watch gap (harness/clusters/local/disruption.py), on stand-ins: an etcd that
 answers its JSON gateway over TLS with client certificates, and an API server that answers /readyz the same way.
 Certificates come from the suite's own PKI code, as on a local cluster."""
 
@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+from harness.clusters.local.disruption import ScheduledRestart, compact_etcd, restart_apiserver
+from harness.clusters.local.pki import Pki
+from harness.clusters.local.processes import alive, stop_process
 from harness.errors import LocalClusterError
-from harness.local.disruption import ScheduledRestart, compact_etcd, restart_apiserver
-from harness.local.pki import Pki
-from harness.local.processes import alive, stop_process
 
 # A stand-in API server: HTTPS on 127.0.0.1:<port>, asking for a client certificate of the cluster's CA, 200 on
 # every GET (so /readyz answers once it listens). argv: port, certificate, key, CA.

@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 
 from harness import cli, engine
+from harness.clusters.local import cluster as local
+from harness.clusters.local.teardown import StopReport
 from harness.commands import housekeeping
 from harness.commands import probe as probe_command
 from harness.errors import INTERRUPTED
 from harness.gobuild import go as go_command
 from harness.gobuild import kubernetes as build_module
-from harness.local import cluster as local
-from harness.local.teardown import StopReport
 from harness.nodeimage import node
 from harness.process import Completed
 
@@ -111,8 +111,8 @@ SIGINT_BUILD = textwrap.dedent(
     from pathlib import Path
     from harness import cli
     from harness.gobuild import kubernetes as build_module
-    from harness.local import host as local_host
-    from harness.local import teardown as local_teardown
+    from harness.clusters.local import host as local_host
+    from harness.clusters.local import teardown as local_teardown
 
     tools = Path(sys.argv[1])
     local_host.check_host = lambda: []

@@ -1,4 +1,4 @@
-"""The kind/Docker wrapper (harness/kind.py) with the kind and docker processes stood in by FakeRunner."""
+"""The kind/Docker wrapper (harness/clusters/kind/cluster.py), the kind and docker processes stood in by FakeRunner."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.clusters.kind.cluster import KindCluster, check_prerequisites, parse_kind_version
 from harness.errors import ClusterFailed, PrerequisiteMissing
-from harness.kind import KindCluster, check_prerequisites, parse_kind_version
 from harness.node_containers import container_state_on_node
 from harness.process import Completed, run_command
 from tests.doubles import FakeRunner, failed, ok
@@ -173,7 +173,7 @@ def test_an_image_every_node_has_already_is_neither_looked_up_in_docker_nor_load
 
 def test_nodes_that_never_get_ready_are_a_cluster_failure_with_kinds_logs_and_a_hint(tmp_path: Path) -> None:
     """Stood in: kind (FakeRunner) and the readiness wait (a function raising what wait_nodes_ready raises)."""
-    from harness.lifecycle import NodesNotReady
+    from harness.clusters.lifecycle import NodesNotReady
 
     runner = FakeRunner()
     cluster = KindCluster("c", "kindest/node:v1.19.16@sha256:x", tmp_path / "kc", runner=runner)

@@ -1,4 +1,4 @@
-"""Installing the kind release that built the node image (harness/kind_install.py).
+"""Installing the kind release that built the node image (harness/clusters/kind/install.py).
 
 Downloads are served from a local directory through file: URLs (stand-in for the GitHub release
 assets); the kind on PATH is stood in by FakeRunner answering `kind version`.
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.kind_install import KindInstallError, asset_name, ensure_kind, fetch_url, published_sha256
+from harness.clusters.kind.install import KindInstallError, asset_name, ensure_kind, fetch_url, published_sha256
 from tests.doubles import FakeRunner, ok
 
 ASSET = "kind-linux-amd64"

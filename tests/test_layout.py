@@ -11,9 +11,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 PROBE_CORE = ("probe.py", "probe_helpers.py", "observe.py", "views.py", "expectations.py", "transport.py")
 PROVIDERS = (
-    "harness.kind",
-    "harness.local",
-    "harness.lifecycle",
+    "harness.clusters",
     "harness.nodeimage",
     "harness.commands",
     "harness.cli",
@@ -21,7 +19,7 @@ PROVIDERS = (
 
 
 def imported_modules(path: Path) -> set[str]:
-    """Every module `path` imports (`from harness import kind` counts as harness.kind)."""
+    """Every module `path` imports (`from harness.clusters import kind` counts as harness.clusters.kind)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -54,8 +52,12 @@ def test_the_pytest_plugin_does_not_import_the_make_front_door() -> None:
 
 def test_the_check_sees_a_forbidden_import(tmp_path: Path) -> None:
     probe = tmp_path / "test_x.py"
-    probe.write_text("from harness import kind\nimport harness.local.cluster\nfrom harness.views import PodView\n")
-    assert reaching([probe], PROVIDERS) == {"test_x.py": ["harness.kind", "harness.local.cluster"]}
+    probe.write_text(
+        "from harness.clusters import kind\nimport harness.clusters.local.cluster\nfrom harness.views import PodView\n"
+    )
+    assert reaching([probe], PROVIDERS) == {
+        "test_x.py": ["harness.clusters", "harness.clusters.kind", "harness.clusters.local.cluster"]
+    }
 
 
 # Distributions whose import name is not their name in lower case with "_" for "-".

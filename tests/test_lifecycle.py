@@ -1,4 +1,4 @@
-"""The one cluster lifecycle (harness/lifecycle.py) with a stand-in provider: what is recorded and removed when
+"""The one cluster lifecycle (harness/clusters/lifecycle.py) with a stand-in provider: what is recorded and removed when
 creation fails, when the nodes never get Ready, when a probe is interrupted, and when the cluster is kept."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from harness import lifecycle
+from harness.clusters import lifecycle
+from harness.clusters.local.cluster import LocalCluster
+from harness.clusters.local.teardown import StopReport
 from harness.errors import ClusterFailed
 from harness.gobuild.kubernetes import Build
-from harness.local.cluster import LocalCluster
-from harness.local.teardown import StopReport
 
 
 class StandInCluster(LocalCluster):

@@ -98,9 +98,9 @@ def test_a_watch_resumes_after_410_with_a_relist_and_says_so(transport: LiveTran
 
 
 def test_cluster_setup_and_cleanup_through_the_real_client(script: Script) -> None:
-    """Readiness, namespace creation and cleanup (harness/lifecycle.py, harness/namespaces.py) as HTTP requests the
-    client really sends."""
-    from harness.lifecycle import wait_nodes_ready
+    """Readiness, namespace creation and cleanup (harness/clusters/lifecycle.py, harness/namespaces.py) as HTTP
+    requests the client really sends."""
+    from harness.clusters.lifecycle import wait_nodes_ready
     from harness.namespaces import cleanup_probe_namespace, create_probe_namespace
     from harness.run import PROBE_FINALIZER, SUITE_LABEL
 
@@ -260,7 +260,7 @@ def test_query_parameters_are_named_as_the_api_names_them() -> None:
 EVERY_GROUP = """
 import sys
 from kubernetes import client
-from harness.lifecycle import wait_nodes_ready
+from harness.clusters.lifecycle import wait_nodes_ready
 from harness.namespaces import create_probe_namespace
 from harness.transport import LiveTransport
 from tests.fake_apiserver import Script, fake_apiserver

@@ -1,5 +1,5 @@
-"""The local cluster (harness/local/) offline: images, certificates, node access, stopping from a record, and the
-checks that refuse before anything slow starts (its build: tests/test_gobuild.py).
+"""The local cluster (harness/clusters/local/) offline: images, certificates, node access, stopping from a record,
+and the checks that refuse before anything slow starts (its build: tests/test_gobuild.py).
 
 Nothing here builds Kubernetes or starts a component: `go` and `ctr` are stood in for where a test needs
 them (each says so). The live path is what `make probe VERSION=1.27.3 CLUSTER=local` runs (docs/local-provider.md).
@@ -22,15 +22,15 @@ from cryptography import x509
 from kubernetes import config
 
 from harness import cli
+from harness.clusters.local import cluster as local
+from harness.clusters.local import containerd, host, teardown
+from harness.clusters.local.images import FileEntry, layer_tar, oci_archive, pause_tag
+from harness.clusters.local.pki import Pki
 from harness.commands import probe as probe_command
 from harness.commands import refusal
 from harness.errors import LocalClusterError
 from harness.gobuild.go import BuildError
 from harness.gobuild.kubernetes import Build
-from harness.local import cluster as local
-from harness.local import containerd, host, teardown
-from harness.local.images import FileEntry, layer_tar, oci_archive, pause_tag
-from harness.local.pki import Pki
 
 # ------------------------------------------------------------------------------------------ images
 
@@ -246,7 +246,7 @@ def test_a_component_that_does_not_come_up_is_reported_with_its_log_tail(tmp_pat
 def test_a_mount_listed_by_its_real_path_is_found_through_a_symlinked_prefix(tmp_path: Path) -> None:
     """/var/run/netns is /run/netns, and the kernel lists a pod's network namespace under the latter: matched by the
     given path only, the namespaces of pods still there at teardown were never unmounted (10 left on this host)."""
-    from harness.local.teardown import _mounts_under
+    from harness.clusters.local.teardown import _mounts_under
 
     (tmp_path / "run" / "netns").mkdir(parents=True)
     (tmp_path / "var-run").symlink_to(tmp_path / "run")

@@ -1,6 +1,6 @@
-"""The local cluster's cgroup settings chosen from the host (harness/local/host.py, containerd.py, components.py),
-against stand-in /sys/fs/cgroup trees and PID 1 names in tmp_path. The recorded live runs were all cgroup v1 without
-systemd (cgroupfs); the v2 and systemd rows are checked only here."""
+"""The local cluster's cgroup settings chosen from the host (harness/clusters/local/host.py, containerd.py,
+components.py), against stand-in /sys/fs/cgroup trees and PID 1 names in tmp_path. The recorded live runs were all
+cgroup v1 without systemd (cgroupfs); the v2 and systemd rows are checked only here."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.clusters.local import cluster as local
+from harness.clusters.local import components, containerd, host
 from harness.gobuild.kubernetes import Build
-from harness.local import cluster as local
-from harness.local import components, containerd, host
 
 
 def stand_in_host(tmp_path: Path, version: int, pid1: str) -> tuple[Path, Path]:

@@ -1,4 +1,4 @@
-"""Who can reach what a local cluster opens (harness/local/components.py), offline: the arguments each
+"""Who can reach what a local cluster opens (harness/clusters/local/components.py), offline: the arguments each
 component is started with, and the certificates behind them. Nothing here starts a component.
 
 Seen live (docs/local-provider.md, "What the suite opens, and who can reach it"): etcd started with these
@@ -13,9 +13,9 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
+from harness.clusters.local import cluster as local
+from harness.clusters.local import components
 from harness.gobuild.kubernetes import Build
-from harness.local import cluster as local
-from harness.local import components
 
 PORTS = {"etcd": 2379, "etcd_peer": 2380}
 
@@ -105,7 +105,7 @@ def test_a_plain_http_port_a_release_still_opens_is_turned_off_and_unknown_flags
 
 
 def test_kubelets_before_1_24_are_told_to_use_the_suites_containerd_not_docker() -> None:
-    from harness.local.components import remote_runtime_flag
+    from harness.clusters.local.components import remote_runtime_flag
 
     old = (
         "      --container-runtime string   The container runtime to use. Possible values: 'docker', 'remote'. "

@@ -63,7 +63,8 @@ def test_a_run_of_node_shutdown_probes_alone_makes_no_cluster_of_its_own(
     import argparse
     import subprocess
 
-    from harness import lifecycle, schedule
+    from harness import schedule
+    from harness.clusters import lifecycle
     from harness.commands import probe as probe_command
     from harness.versions import known_images
 

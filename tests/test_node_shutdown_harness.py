@@ -1,5 +1,5 @@
-"""harness/node_shutdown.py and harness/nodeimage/shutdown.py: the derived node image, the shutdown cluster's config and
-the shutdown signal.
+"""harness/clusters/kind/node_shutdown.py and harness/nodeimage/shutdown.py: the derived node image, the shutdown
+cluster's config and the shutdown signal.
 
 Stood in: the docker and kind processes (tests/doubles.FakeRunner answers from a script and records argv).
 Real: the argv the suite builds, the Dockerfile it writes, the kind config it writes, and their parsing.
@@ -15,10 +15,15 @@ from typing import cast
 import pytest
 import yaml
 
-from harness import node_shutdown
+from harness.clusters.kind import node_shutdown
+from harness.clusters.kind.cluster import KindCluster
+from harness.clusters.kind.node_shutdown import (
+    SHUTDOWN_NODE_LABEL,
+    NodeShutdownUnavailable,
+    announce_shutdown,
+    cluster_config,
+)
 from harness.errors import ClusterFailed
-from harness.kind import KindCluster
-from harness.node_shutdown import SHUTDOWN_NODE_LABEL, NodeShutdownUnavailable, announce_shutdown, cluster_config
 from harness.nodeimage.shutdown import ensure_derived_image
 from harness.observe import ProbeTimeout, Timeline
 from harness.paths import shutdown_image_tag as derived_image_tag

@@ -17,8 +17,15 @@ from typing import Any
 
 import pytest
 
+from harness.clusters.local.images import (
+    FileEntry,
+    directory_tar,
+    file_layer,
+    layer_tar,
+    memory_layer,
+    write_oci_archive,
+)
 from harness.gobuild.kubernetes import Build
-from harness.local.images import FileEntry, directory_tar, file_layer, layer_tar, memory_layer, write_oci_archive
 from harness.nodeimage import addons
 from harness.nodeimage import images as node
 from harness.nodeimage.addons import Addon, AddonBuildError

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from harness import cli, engine
+from harness.clusters.kind.cluster import check_docker
+from harness.clusters.local import host as local_host
+from harness.clusters.local import teardown as local_teardown
 from harness.commands import housekeeping, refusal
 from harness.commands import probe as probe_command
 from harness.errors import PrerequisiteMissing
 from harness.gobuild.kubernetes import release_text
-from harness.kind import check_docker
-from harness.local import host as local_host
-from harness.local import teardown as local_teardown
 from harness.nodeimage import release as node_image_release
 from harness.versions import resolve_image
 from tests.doubles import FakeRunner, failed

@@ -38,7 +38,7 @@ from tests.live import as_version, live
 
 REPO = Path(__file__).resolve().parent.parent
 PHASES = "test_phase_after_deletion.py::test_always_pod_ignoring_sigterm"
-# What a local cluster's recording says about itself (the shape harness/lifecycle.py LocalProvider.origin writes).
+# What a local cluster's recording says about itself (the shape the local provider's origin() writes).
 LOCAL_ORIGIN: dict[str, Any] = {
     "kind": "live",
     "recorded_at": "2026-11-23T11:34:20+00:00",

@@ -10,8 +10,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.kind import KindCluster
-from harness.lifecycle import KindProvider
+from harness.clusters.kind.cluster import KindCluster
+from harness.clusters.lifecycle import KindProvider
 from harness.process import Completed, InterruptedUndo
 
 # Ctrl-C, as a terminal sends it to its whole foreground group, 0.3 s into a 1 s undo. Run in a session of its

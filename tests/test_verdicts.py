@@ -29,7 +29,7 @@ STS_LIVE = (
 RS_LIVE = "termination_order/replicaset_replaces_a_pod_while_it_terminates--v1.27.3-live-kind.json"
 JOB_LIVE = "job_replacement/job_without_policies_replaces_a_deleted_pod--v1.27.3-live-kind.json"
 # Live runs on v1.32.11 with etcd compacted and the API server restarted 12 s into each probe
-# (RESTART_APISERVER_AFTER=12, harness/local/disruption.py): real watch gaps, not altered copies.
+# (RESTART_APISERVER_AFTER=12, harness/clusters/local/disruption.py): real watch gaps, not altered copies.
 REAL_GAPS = {
     "phase_after_deletion/always_pod_ignoring_sigterm_default_grace": "phase_after_deletion",
     "job_replacement/job_replacing_terminating_or_failed_pods": "job_replacement",

@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from harness import paths  # noqa: E402
-from harness.local.host import DEFAULT_ROOT  # noqa: E402
+from harness.clusters.local.host import DEFAULT_ROOT  # noqa: E402
 
 
 def _lines(command: list[str]) -> list[str]:

@@ -12,6 +12,10 @@ from pathlib import Path
 
 from harness import inputs, upgrade
 from harness import report as report_module
+from harness.clusters.kind.cluster import check_docker
+from harness.clusters.kind.install import KindInstallError, ensure_kind
+from harness.clusters.local import host as local_host
+from harness.clusters.local import teardown as local_teardown
 from harness.commands.refusal import (
     BAD,
     MISSING,
@@ -27,10 +31,6 @@ from harness.errors import PrerequisiteMissing
 from harness.gobuild.go import BuildError, check_go
 from harness.gobuild.kubernetes import resolve_module
 from harness.inputs import BadInput
-from harness.kind import check_docker
-from harness.kind_install import KindInstallError, ensure_kind
-from harness.local import host as local_host
-from harness.local import teardown as local_teardown
 from harness.nodeimage import release as node_image_release
 from harness.nodeimage.images import NodeImageError
 from harness.nodeimage.node import build_node_images

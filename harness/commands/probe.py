@@ -19,6 +19,10 @@ from typing import TYPE_CHECKING
 
 from harness import inputs, paths, selection
 from harness.cluster_gate import READY, ClusterGate
+from harness.clusters.kind.cluster import INSTALL_KIND, check_docker, check_prerequisites
+from harness.clusters.kind.install import KindInstallError, ensure_kind
+from harness.clusters.local import host as local_host
+from harness.clusters.local import teardown as local_teardown
 from harness.commands.refusal import (
     BAD,
     MISSING,
@@ -35,17 +39,13 @@ from harness.families import families
 from harness.gobuild.go import BuildError, check_go
 from harness.gobuild.kubernetes import build_kubernetes, build_summary, existing_build, resolve_module
 from harness.inputs import BadInput
-from harness.kind import INSTALL_KIND, check_docker, check_prerequisites
-from harness.kind_install import KindInstallError, ensure_kind
-from harness.local import host as local_host
-from harness.local import teardown as local_teardown
 from harness.process import wait_through_interrupt
 from harness.run import Run
 from harness.versions import KubeVersion, NodeImage
 
 if TYPE_CHECKING:
     from harness import schedule
-    from harness.lifecycle import ClusterProvider
+    from harness.clusters.lifecycle import ClusterProvider
 
 AUTO = "auto"
 
@@ -214,14 +214,14 @@ def pytest_argv(args: argparse.Namespace, target: Sequence[str] | None = None) -
 
 def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: str) -> int:
     """One cluster (kind, or local with --cluster local), created here through the one lifecycle of
-    harness/lifecycle.py; the probes on it `--parallel` at a time as pytest-xdist workers.
+    harness/clusters/lifecycle.py; the probes on it `--parallel` at a time as pytest-xdist workers.
 
     The cluster is this process's: it is removed after pytest ends (also after Ctrl-C or SIGTERM, which
     pytest receives too and answers with its own cleanup first), unless --keep-cluster.
     """
     # The Kubernetes client comes with the lifecycle (a few tenths of a second): imported here, so that a refusal
     # of bad input before this point does not wait for it.
-    from harness.lifecycle import KindProvider, LocalProvider, cluster_life
+    from harness.clusters.lifecycle import KindProvider, LocalProvider, cluster_life
 
     run = Run.start(Path(args.run_dir))
     run.write_provenance(parallel=args.parallel)
@@ -241,8 +241,8 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
         context, node_access = f"kind-{name}", ["--kind-nodes"]
     started = time.monotonic()
     # The node-shutdown probes (kind only) need their own cluster, which their own pytest makes (the fixtures'
-    # kind mode, harness/node_shutdown.py): started first, so that it comes up beside this one and its probes
-    # run while the others do; their output goes to a log, whose end is printed after.
+    # kind mode, harness/clusters/kind/node_shutdown.py): started first, so that it comes up beside this one and its
+    # probes run while the others do; their output goes to a log, whose end is printed after.
     shutdown = _start_shutdown_probes(args, run) if image is not None and with_shutdown_probes else None
     code = 1
     if shutdown is not None and not any(plan.shares):  # PROBE chose only node-shutdown probes: no cluster here

@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from harness import paths
+from harness.clusters.local.cluster import LOCAL_PROBE_IMAGE
+from harness.clusters.local.images import BUSYBOX
 from harness.gobuild.kubernetes import Build
-from harness.local.cluster import LOCAL_PROBE_IMAGE
-from harness.local.images import BUSYBOX
 from harness.nodeimage.images import ImageArchive, NodeImageError, kubeadm_images, node_images
 from harness.versions import KubeVersion
 

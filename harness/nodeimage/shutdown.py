@@ -1,6 +1,6 @@
 """The shutdown-capable sibling of a kind node image: the base plus D-Bus and systemd-logind, which the kubelet's
-graceful node shutdown manager needs (harness/node_shutdown.py says why), built with `docker build` the first time
-and kept under the tag harness/paths.py gives it (one per base reference, so a new base is built anew).
+graceful node shutdown manager needs (harness/clusters/kind/node_shutdown.py says why), built with `docker build` the
+first time and kept under the tag harness/paths.py gives it (one per base reference, so a new base is built anew).
 """
 
 from __future__ import annotations

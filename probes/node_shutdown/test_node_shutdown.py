@@ -7,7 +7,7 @@ k/k#117073); the StatefulSet controller did the same (k/k#118310, fixed by k/k#1
 k/k#121389). Each probe also checks what the shutdown does to the pod itself: phase, reason, message, the
 DisruptionTarget condition, the container's exit.
 
-How (harness/node_shutdown.py): a cluster of a control-plane and one labelled worker, from a node image
+How (harness/clusters/kind/node_shutdown.py): a cluster of a control-plane and one labelled worker, from a node image
 derived from the pinned one that adds D-Bus and logind (for the suite's own plp-node images: built beside
 them), with the kubelets' shutdownGracePeriod 30 s (20 s
 for regular pods). The probe starts the pod on the worker, announces a shutdown there by emitting logind's

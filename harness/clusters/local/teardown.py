@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.local.containerd import ctr
-from harness.local.host import (
+from harness.clusters.local.containerd import ctr
+from harness.clusters.local.host import (
     DEFAULT_ROOT,
 )
-from harness.local.processes import alive, stop_process
+from harness.clusters.local.processes import alive, stop_process
 
 JsonDict = dict[str, Any]
 

@@ -1,8 +1,8 @@
 """One owner for a cluster's life, whatever provides the cluster: create → Ready → prepare → use → keep or delete.
 
 A provider says how to make, reach and remove one kind of cluster: `KindProvider` (a kind cluster from a
-node image, harness/kind.py), `LocalProvider` (Kubernetes built from its Go modules and run as processes
-on this host, harness/local/) and `ExistingProvider` (a cluster the suite did not make in this process: it
+node image, harness/clusters/kind/), `LocalProvider` (Kubernetes built from its Go modules and run as processes
+on this host, harness/clusters/local/) and `ExistingProvider` (a cluster the suite did not make in this process: it
 only reaches it, and never removes it). `cluster_life` drives any of them the same way, through
 `ClusterProvider` alone, for the pytest fixtures and for `make probe PARALLEL=N`, writes what happened into
 the run's provenance as it goes, and removes a cluster it created at the end, also after a failure, Ctrl-C
@@ -21,13 +21,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
+from harness.clusters.kind.cluster import KindCluster, list_node_containers, parse_kind_version
+from harness.clusters.local.cluster import LocalCluster
+from harness.clusters.local.containerd import local_node_lister
+from harness.clusters.local.disruption import restart_apiserver
 from harness.errors import ClusterFailed, LocalClusterError
 from harness.gobuild.kubernetes import Build
-from harness.kind import KindCluster, list_node_containers, parse_kind_version
 from harness.kubeapi import KubeApi
-from harness.local.cluster import LocalCluster
-from harness.local.containerd import local_node_lister
-from harness.local.disruption import restart_apiserver
 from harness.manifest_check import images_in_manifests
 from harness.process import InterruptedUndo
 from harness.transport import JsonDict, LiveTransport, raw_call, watch_until
@@ -73,7 +73,7 @@ class ClusterProvider(Protocol):
 
     @property
     def apiserver_restart(self) -> ApiserverRestart | None:
-        """Compact etcd and restart the API server (a real watch gap, harness/local/disruption.py); None where
+        """Compact etcd and restart the API server (a real watch gap, harness/clusters/local/disruption.py); None where
         the suite does not run the control plane's processes."""
         ...
 
@@ -166,7 +166,7 @@ class LiveTarget:
 
 
 class MadeCluster(Protocol):
-    """What a cluster this run makes offers its provider (harness/kind.py KindCluster, harness/local LocalCluster)."""
+    """What a cluster this run makes offers its provider (KindCluster, LocalCluster)."""
 
     @property
     def name(self) -> str: ...
@@ -201,7 +201,7 @@ class MadeHere:
 
 @dataclass
 class KindProvider(MadeHere):
-    """A kind cluster from a node image (harness/kind.py); the node-shutdown cluster passes a config."""
+    """A kind cluster from a node image (harness/clusters/kind/); the node-shutdown cluster passes a config."""
 
     cluster: KindCluster
     node_image_kind_release: str | None
@@ -278,7 +278,7 @@ class KindProvider(MadeHere):
 
 @dataclass
 class LocalProvider(MadeHere):
-    """Kubernetes built from its Go modules, run as processes on this host (harness/local/)."""
+    """Kubernetes built from its Go modules, run as processes on this host (harness/clusters/local/)."""
 
     cluster: LocalCluster
     node_shutdown: NodeShutdown | None = None

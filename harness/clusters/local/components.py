@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from harness.local.host import (
+from harness.clusters.local.host import (
     HostCgroups,
 )
 from harness.versions import KubeVersion

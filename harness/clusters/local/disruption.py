@@ -25,9 +25,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.clusters.local.cluster import write_cluster_record
+from harness.clusters.local.processes import https_ok, log_tail, stop_process, tls_client_context
 from harness.errors import LocalClusterError
-from harness.local.cluster import write_cluster_record
-from harness.local.processes import https_ok, log_tail, stop_process, tls_client_context
 
 JsonDict = dict[str, Any]
 

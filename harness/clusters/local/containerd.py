@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.local.host import (
+from harness.clusters.local.host import (
     NODE_NAME,
     HostCgroups,
 )

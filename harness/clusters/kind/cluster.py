@@ -168,7 +168,7 @@ class KindCluster:
     def wait_ready(self, wait: Callable[[], list[str]], logs_dir: Path) -> list[str]:
         """Wait for the nodes (kind's own --wait does not fail); if they never get Ready, keep kind's logs and say so.
 
-        `wait` raises an exception whose message says what was last seen (harness.lifecycle.wait_nodes_ready).
+        `wait` raises an exception whose message says what was last seen (harness.clusters.lifecycle.wait_nodes_ready).
         The caller deletes the cluster afterwards, as after any failure.
         """
         try:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness import paths
-from harness.kind import parse_kind_version
+from harness.clusters.kind.cluster import parse_kind_version
 from harness.process import Runner, run_command
 
 RELEASES_URL = "https://github.com/kubernetes-sigs/kind/releases/download"

@@ -33,19 +33,15 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from harness.errors import LocalClusterError
-from harness.gobuild.go import go_environment
-from harness.gobuild.kubernetes import Build
-from harness.gobuild.modules import download_module
-from harness.local.components import (
+from harness.clusters.local.components import (
     apiserver_etcd_flags,
     etcd_argv,
     insecure_ports_off,
     kubelet_cgroup_settings,
     remote_runtime_flag,
 )
-from harness.local.containerd import containerd_runc_cgroup_option, ctr, list_containers
-from harness.local.host import (
+from harness.clusters.local.containerd import containerd_runc_cgroup_option, ctr, list_containers
+from harness.clusters.local.host import (
     CNI_PLUGINS,
     DEFAULT_ROOT,
     NODE_NAME,
@@ -54,9 +50,9 @@ from harness.local.host import (
     host_cgroups,
     node_ip,
 )
-from harness.local.images import ImageError, busybox_layer, oci_archive, pause_layer, pause_tag
-from harness.local.processes import alive, http_ok, https_ok, log_tail
-from harness.local.teardown import (
+from harness.clusters.local.images import ImageError, busybox_layer, oci_archive, pause_layer, pause_tag
+from harness.clusters.local.processes import alive, http_ok, https_ok, log_tail
+from harness.clusters.local.teardown import (
     HOST_PATHS_WRITTEN,
     KUBELET_SYSCTLS,
     StopReport,
@@ -65,9 +61,13 @@ from harness.local.teardown import (
     running_clusters,
     stop_cluster,
 )
+from harness.errors import LocalClusterError
+from harness.gobuild.go import go_environment
+from harness.gobuild.kubernetes import Build
+from harness.gobuild.modules import download_module
 
 if TYPE_CHECKING:  # imported where the certificates are made: cryptography is slow to import, and most never need it
-    from harness.local.pki import Pki
+    from harness.clusters.local.pki import Pki
 
 JsonDict = dict[str, Any]
 
@@ -83,7 +83,7 @@ LOCAL_PROBE_IMAGE = "docker.io/plp-local/busybox:debian"
 
 def write_cluster_record(state: Path, record: dict[str, Any]) -> None:
     """cluster.json replaced whole, so that another process reading it (teardown, the API server's restart in
-    harness/local/disruption.py) never sees half of it."""
+    harness/clusters/local/disruption.py) never sees half of it."""
     temporary = state / "cluster.json.new"
     temporary.write_text(json.dumps(record, indent=1) + "\n")
     os.replace(temporary, state / "cluster.json")
@@ -134,7 +134,7 @@ class LocalCluster:
             "name": self.name,
             "state": str(self.state),
             "pids": {},
-            "argv": {},  # each component's command line (harness/local/disruption.py restarts the API server)
+            "argv": {},  # each component's command line (harness/clusters/local/disruption.py restarts the API server)
             "logs": str(self.logs),
             "kubernetes": self.build.version,
             "build": self.build.record,
@@ -327,7 +327,7 @@ state = "{base / "state"}"
         self._save()
 
     def _make_pki(self, address: str, port: int) -> Pki:
-        from harness.local.pki import Pki
+        from harness.clusters.local.pki import Pki
 
         pki = Pki(self.state / "pki")
         server = f"https://{address}:{port}"
@@ -364,7 +364,7 @@ state = "{base / "state"}"
     def _make_etcd_pki(self) -> Pki:
         """etcd's own CA (as kubeadm's): it signs etcd's serving and peer certificate and one client
         certificate, the API server's, so no other certificate of the cluster opens the store."""
-        from harness.local.pki import Pki
+        from harness.clusters.local.pki import Pki
 
         pki = Pki(self.state / "pki" / "etcd")
         pki.issue("etcd-server", "plp-etcd", server=True, client=True, dns=("localhost",), ips=("127.0.0.1",))
