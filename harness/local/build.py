@@ -281,7 +281,7 @@ def module_links(directory: Path, modules: Mapping[str, Path], staging: Sequence
     for module, target in modules.items():
         link = links / module
         link.parent.mkdir(parents=True, exist_ok=True)
-        if module in staging:
+        if module in staging and (target / "go.mod").is_file():
             link.mkdir()
             for entry in target.iterdir():
                 if entry.name != "go.mod":
