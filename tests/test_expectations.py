@@ -289,3 +289,58 @@ def test_the_failure_target_rows_start_at_the_first_pre_release_with_k_k_125510(
 ) -> None:
     """k/k#125510 is in CHANGELOG-1.31 under v1.31.0-beta.0, so 1.31.0's betas and rcs have it."""
     assert judged("job-deadline.conditions-before-failed", version, expected) == PASS
+
+
+# Pre-releases on both sides of every boundary set at the first pre-release whose CHANGELOG section lists the PR
+# (and whose tree, where the module proxy serves it, shows the change).
+BOUNDARY_PRE_RELEASES = [
+    "1.22.0-alpha.3",
+    "1.22.0-rc.0",
+    "1.24.0-alpha.4",
+    "1.24.0-beta.0",
+    "1.25.0-alpha.0",
+    "1.25.0-rc.0",
+    "1.26.0-alpha.1",
+    "1.26.0-rc.1",
+    "1.28.0-alpha.3",
+    "1.28.0-alpha.4",
+    "1.28.0-beta.0",
+    "1.28.0-rc.0",
+    "1.29.0-alpha.1",
+    "1.29.0-alpha.3",
+    "1.31.0-alpha.3",
+    "1.31.0-beta.0",
+]
+# node_shutdown leaves the 1.22 pre-releases without an expectation on purpose (its header says why).
+UNTOLD_PRE_RELEASES = {"node_shutdown": ("1.22.0-",)}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_claim_has_exactly_one_expectation_for_the_pre_releases_at_its_boundaries(family: str) -> None:
+    untold = UNTOLD_PRE_RELEASES.get(family, ())
+    for claim in load_claims(family).values():
+        for version in BOUNDARY_PRE_RELEASES:
+            if not version.startswith(untold):
+                claim.expectation_for(KubeVersion.parse(version))  # raises on a gap or an overlap
+
+
+@pytest.mark.parametrize(
+    ("version", "replicas_cover_pods", "current_revision_holds"),
+    [
+        ("1.28.0-alpha.3", True, True),  # before k/k#117865 (CHANGELOG-1.28 v1.28.0-alpha.4)
+        ("1.28.0-alpha.4", False, False),
+        ("1.28.3", False, False),
+        ("1.28.4", False, True),  # k/k#120731 (CHANGELOG-1.28 v1.28.4)
+        ("1.29.0-alpha.1", False, False),  # the 1.29 line got k/k#120731 only in v1.29.0-alpha.3
+        ("1.29.0-alpha.3", False, True),
+    ],
+)
+def test_the_statefulset_rows_follow_the_pre_release_each_pr_first_reached(
+    version: str, replicas_cover_pods: bool, current_revision_holds: bool
+) -> None:
+    claims = load_claims("statefulset_status")
+    at = KubeVersion.parse(version)
+    assert claims["statefulset.scale-up.replicas-cover-pods"].expectation_for(at).value is replicas_cover_pods
+    assert claims["statefulset.partition.current-revision-holds"].expectation_for(at).value is current_revision_holds
+    revision = claims["statefulset.partition.recreated-pod-revision"].expectation_for(at).value
+    assert revision == ("current" if current_revision_holds else "update")
