@@ -1,14 +1,6 @@
-# make probe VERSION=1.27 [PROBE=<name or -k expression>] [IMAGE=kindest/node:...@sha256:...] [KEEP=1] [REPEAT=N]
-#            [PARALLEL=N: N probes at a time in one cluster; auto: workers chosen from the probes' durations,
-#             the default with CLUSTER=local]
-# make probe KUBECONFIG_FILE=~/.kube/other CONTEXT=name     (an existing cluster instead of a new one)
-# make probe VERSION=1.27.3 CLUSTER=local [KEEP=1]          (built from Go modules, run as processes here; root)
-#            [RESTART_APISERVER_AFTER=S: S seconds into each probe, etcd compacted and the API server restarted:
-#             a real watch gap, harness/local/disruption.py]
-# make node-image VERSION=1.27.0-rc.0 [SOURCE=modules]    (a node image kind does not publish; make engine first
-#                                                          on hosts whose root lacks CAP_SYS_RESOURCE)
-# make test                                               (offline: no Docker, no cluster)
-# PYTEST_ARGS="--junitxml=out.xml" passes arguments on to pytest
+# `make` or `make help` lists the targets and variables; docs/ is the manual.
+.DEFAULT_GOAL := help
+
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -31,9 +23,63 @@ RESTART_APISERVER_AFTER ?=
 VERSIONS ?=
 JOBS ?= 2
 
+# Which Go builds a release here: minor (default: the newest patch of the Go minor the tag names, so the patches
+# of a Kubernetes minor share one build cache) or exact (the Go release the tag names). Recorded in build.json,
+# the run record and every recording's origin.
+GO_TOOLCHAIN ?=
+ifneq ($(GO_TOOLCHAIN),)
+export PLP_GO_TOOLCHAIN := $(GO_TOOLCHAIN)
+endif
+
 RUNS ?= runs
 
-.PHONY: probe matrix clean report test lint typecheck unit versions clean-venv node-image actionlint bisect engine engine-stop refuse-cluster
+.PHONY: help atlas probe matrix clean report test lint typecheck unit versions clean-venv node-image actionlint bisect engine engine-stop refuse-cluster
+
+define HELP
+pod-lifecycle-probes: live-cluster probes of what Kubernetes does when a pod ends (manual: docs/)
+
+  make probe VERSION=1.27        every probe on a new kind cluster of that version, deleted after
+  make test                      offline: lint, typecheck, unit tests, every probe replayed
+  make atlas [PROBE=…]           the behaviour matrix of the shipped recordings, no cluster needed
+  make report [RUNS="a b"]       the behaviour matrix of run records (default runs/)
+  make matrix VERSIONS="1.26 1.27" [JOBS=2]       several versions, one cluster each
+  make bisect PROBE=… GOOD=1.27.3 BAD=1.27.16 [BUILD=1] [CLAIM=… PRE=1 NAME=…]
+                                 the first release on which a probe (or a claim) changed
+  make versions                  every version with a pinned node image
+  make node-image VERSION=1.27.0-rc.0 [SOURCE=release|modules]   a node image kind does not publish
+  make engine | engine-stop      a Docker engine for hosts whose root lacks CAP_SYS_RESOURCE
+  make clean [KUBECONFIG_FILE=… CONTEXT=…]        what interrupted runs left
+  make lint | typecheck | unit | actionlint | clean-venv
+
+Variables (make probe, and matrix and bisect where they apply):
+  VERSION=1.27 | 1.27.3          a minor (its newest pinned patch) or a patch
+  CLUSTER=kind | local           kind (Docker), or Kubernetes built here from Go modules (root)
+  PROBE=<name or -k expr>        a subset of the probes
+  IMAGE=<image@sha256:…>         a node image instead of the pinned one
+  KEEP=1                         keep the cluster and each failed probe's namespace
+  REPEAT=N                       every probe N times, with the spread of each measured interval
+  PARALLEL=N | auto              N probes at a time in one cluster (auto: default with CLUSTER=local)
+  KUBECONFIG_FILE=F CONTEXT=C    an existing cluster instead of a new one
+  RESTART_APISERVER_AFTER=S      (local) a real watch gap S seconds into each probe
+  VERSIONS, JOBS=2, OVERLAP=0    matrix: the versions, kind clusters at a time, build ahead or not
+  GO_TOOLCHAIN=minor | exact     (local) a build's Go: the newest patch of the tag's Go minor, or its own
+  RUNS=runs, ATLAS=runs/atlas    report: the run directories read; atlas: where it writes
+  PYTEST_ARGS="…"                passed on to pytest, e.g. --junitxml=out.xml
+  PYTHON=python3                 the interpreter .venv/ is made with
+endef
+export HELP
+
+help:
+	@echo "$$HELP"
+
+# The behaviour matrix of the recordings shipped in probes/*/recordings/, without a cluster: every probe (or
+# those PROBE selects) replayed as `make test` does, into $(ATLAS)/records/, then the report of those records.
+ATLAS ?= runs/atlas
+atlas: refuse-cluster $(STAMP)
+	@rm -rf "$(ATLAS)/records" "$(ATLAS)/report"
+	$(PY) -m pytest probes --replay probes --run-dir "$(ATLAS)/records" -n $(TEST_WORKERS) -q --disable-warnings \
+		-p no:cacheprovider $(if $(PROBE),-k "$(PROBE)")
+	$(PY) -m harness report "$(ATLAS)/records" --out "$(ATLAS)/report"
 
 # CLUSTER chooses the cluster of make probe, matrix and bisect (and make clean's leftovers); given on the
 # command line to any other target it is refused, not ignored.

@@ -25,8 +25,9 @@ from harness.commands.refusal import (
 from harness.commands.version_axis import run_bisect_command, run_matrix_command
 from harness.errors import INTERRUPTED
 from harness.inputs import SHARED_OPTIONS, BadInput, count
+from harness.local.build import toolchain_policy
 from harness.process import sigterm_as_interrupt
-from harness.versions import known_versions
+from harness.versions import VersionError, known_versions
 
 CLUSTER_KINDS = ("kind", "local")
 
@@ -169,6 +170,10 @@ def main(argv: Sequence[str]) -> int:
 def run_command(argv: Sequence[str]) -> int:
     """Parse and run one command; an input it will not run with is refused as bad input."""
     args = parse_args(argv)
+    try:
+        toolchain_policy()  # GO_TOOLCHAIN of any build the command may start, refused before anything slow
+    except VersionError as err:
+        return refuse(BAD, str(err))
     try:
         return _dispatch(args)
     except BadInput as err:

@@ -1,7 +1,8 @@
 """Claim families: each one folder under probes/, found by looking, never listed anywhere else.
 
+    probes/documents.yaml  the documents the families cite: id -> title, site, author, date, address, about
     probes/<family>/
-      family.yaml          its title, its place in the report and README, and the document it comes from
+      family.yaml          its title, its place in the report, and the id of the document it comes from
       test_<family>.py     its probes (pytest collects them; the family is the folder's name)
       expectations.yaml    its claims, per Kubernetes version range (harness/expectations.py)
       manifests/*.yaml     what its probes apply (harness/manifests.py)
@@ -21,7 +22,9 @@ import yaml
 
 FAMILIES_ROOT = Path(__file__).resolve().parent.parent / "probes"
 METADATA = "family.yaml"
-FIELDS = frozenset({"title", "order", "document", "document_title", "document_about"})
+DOCUMENTS = "documents.yaml"
+FIELDS = frozenset({"title", "order", "document"})
+DOCUMENT_FIELDS = ("title", "title_en", "site", "author", "date", "address", "about")
 # The suite's own YAML files (family.yaml, manifests) through libyaml when PyYAML has it: the same safe loading,
 # several times faster (a replay of every probe reads family.yaml and the manifests about 1,300 times).
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -37,9 +40,7 @@ class Family:
     directory: Path
     title: str
     order: int
-    document: str  # the document its claims come from (shared/seeds/..., outside this repository)
-    document_title: str | None = None  # said once, by one of the families that cite the document
-    document_about: str | None = None
+    document: str  # the id, in probes/documents.yaml, of the document its claims come from
 
     @property
     def expectations(self) -> Path:
@@ -62,15 +63,13 @@ class Family:
         path = directory / METADATA
         data = yaml.load(path.read_text(), Loader=SAFE_LOADER) or {}
         if not isinstance(data, dict) or not {"title", "order", "document"} <= set(data) or not set(data) <= FIELDS:
-            raise FamilyError(f"{path}: needs title, order and document (optionally document_title, document_about)")
+            raise FamilyError(f"{path}: needs title, order and document (an id in {DOCUMENTS}), and nothing else")
         return cls(
             name=directory.name,
             directory=directory,
             title=str(data["title"]),
             order=int(data["order"]),
             document=str(data["document"]),
-            document_title=data.get("document_title"),
-            document_about=data.get("document_about"),
         )
 
 
@@ -100,12 +99,41 @@ def family_of(path: Path) -> Family:
     raise FamilyError(f"{path} is in no claim family folder (none of its folders holds a {METADATA})")
 
 
-def documents(root: Path | None = None) -> dict[str, tuple[str, str]]:
-    """Document path -> (title, what it is about), from the families that say it."""
-    out: dict[str, tuple[str, str]] = {}
-    for f in families(root):
-        if f.document_title:
-            out.setdefault(f.document, (f.document_title, f.document_about or ""))
+@dataclass(frozen=True)
+class Document:
+    """A published document the probes check, cited by its public title (probes/documents.yaml)."""
+
+    id: str
+    title: str
+    title_en: str
+    site: str
+    author: str
+    date: str
+    address: str
+    about: str
+
+    @property
+    def byline(self) -> str:
+        """Site, author and date, leaving out what is not recorded."""
+        return ", ".join(v for v in (self.site, self.author, self.date) if not v.startswith("not recorded"))
+
+
+def documents(root: Path | None = None) -> dict[str, Document]:
+    """Every document the families may cite, by id (probes/documents.yaml; none when a root has no such file)."""
+    return _documents(root or FAMILIES_ROOT)
+
+
+@cache
+def _documents(root: Path) -> dict[str, Document]:
+    path = root / DOCUMENTS
+    if not path.is_file():
+        return {}
+    data = yaml.load(path.read_text(), Loader=SAFE_LOADER) or {}
+    out: dict[str, Document] = {}
+    for doc_id, body in data.items():
+        if not isinstance(body, dict) or set(body) != set(DOCUMENT_FIELDS):
+            raise FamilyError(f"{path}: {doc_id}: needs exactly {', '.join(DOCUMENT_FIELDS)}")
+        out[str(doc_id)] = Document(str(doc_id), **{k: str(body[k]) for k in DOCUMENT_FIELDS})
     return out
 
 

@@ -443,6 +443,8 @@ def local_origin(record: dict[str, Any]) -> dict[str, Any]:
         "cluster_name": record.get("name"),
         "kubernetes": {
             **{k: build.get(k) for k in ("version", "commit", "toolchain", "upstream_go", "how")},
+            # Why this toolchain (GO_TOOLCHAIN: the newest patch of the tag's Go minor by default, or exact)
+            **{k: build[k] for k in ("toolchain_policy", "toolchain_note") if k in build},
             # Staging modules the proxy refused at the tag and the served versions built instead (empty: exact)
             "staging_substitutions": build.get("staging_substitutions") or {},
             # Files the tag lacks that the build generated as upstream's make did (1.21-1.23: openapi)

@@ -6,8 +6,8 @@ Two deliberate departures from a plain schema validation, both because the API s
   purpose (podReplacementPolicy before 1.28, podFailurePolicy before 1.25) and check how the server answers.
 - `required` is not enforced. The OpenAPI of built-in kinds marks fields required that the API server does
   not require: the 1.25-1.28 schemas require `onPodConditions` in every podFailurePolicy rule and 1.29's
-  require `status` in it, yet document 000's manifest (the Kubernetes docs' example) has neither and is
-  accepted. The server's own validation reports what is really missing, at create.
+  require `status` in it, yet the Job of pod-phase-on-stop-1.27 (the Kubernetes docs' example) has neither
+  and is accepted. The server's own validation reports what is really missing, at create.
 What is left — wrong types, values outside an enum, malformed formats — is an error before the run.
 """
 

@@ -4,9 +4,9 @@ Every verdict is re-evaluated against the current expectations from the recorded
 corrected expectation can be tried on old recordings without a cluster; the report says which verdicts
 changed. Rows are grouped document → probe (its scenario) → claim; a version nobody recorded a claim on
 shows the expected value, so the table is the whole behaviour matrix. Every recording the suite replays is
-live; run records made before derived recordings were retired (issue 22) may still name a recording derived
-from the documents: such values are kept apart (a live one is shown first; "derived" is never called observed),
-and the page speaks of them only when a record does. The headline is what changed between consecutive
+live; older run records may still name a recording derived from the documents (written from them and the
+Kubernetes sources, not recorded): such values are kept apart (a live one is shown first; "derived" is never
+called observed), and the page speaks of them only when a record does. The headline is what changed between consecutive
 versions, with the PRs the expectations cite.
 Templates are Jinja2 (harness/templates/); timelines are drawn by harness/timeline_svg.py.
 Over 600 lines: the matrix model, its evaluation and the page data are one reading of the records; the
@@ -552,7 +552,9 @@ def build_matrix(records: Iterable[JsonDict], claims_loader: ClaimsLoader = load
         for probe in sorted(probe_claims, key=lambda p: scenarios[p].order)
         for claim_id in probe_claims[probe]
     ]
-    rows.sort(key=lambda r: r.document)  # stable: scenarios keep their order within a document
+    registry = list(families.documents())  # documents in probes/documents.yaml's order, then any other by name
+    # stable: scenarios keep their order within a document
+    rows.sort(key=lambda r: (registry.index(r.document) if r.document in registry else len(registry), r.document))
     ordered = sorted(record_provenance, key=lambda v: KubeVersion.parse(v).version)
     series: dict[str, dict[str, list[JsonDict]]] = {}
     tags: dict[str, dict[str, str]] = {}
@@ -603,10 +605,11 @@ def _cell(observations: list[_Seen]) -> Cell:
 # ------------------------------------------------------------------------------------------ rendering
 
 
-def document_label(path: str) -> str:
-    """'document 002' for shared/seeds/002_….txt, else the path."""
-    match = re.search(r"(\d{3})_[0-9a-f]+\.txt$", path)
-    return f"document {match.group(1)}" if match else path
+def document_label(document: str) -> str:
+    """A document's public title for its id in probes/documents.yaml; anything else (an id this checkout does
+    not know, what an old record names) as it is."""
+    known = families.documents().get(document)
+    return known.title if known else document
 
 
 def show(value: Any) -> str:
@@ -758,8 +761,10 @@ def render_markdown(matrix: Matrix) -> str:
 
 
 def _render(template: str, **context: Any) -> str:
-    """A template rendered with the documents the families cite (read now, as the families are)."""
-    return _environment().get_template(template).render(documents=families.documents(), **context)
+    """A template rendered with the documents the families cite (read now, as the families are): each id gives
+    the heading after the document's title: its title in English with its site and date, and what it is about."""
+    documents = {d.id: (f"{d.title_en} ({d.byline})", d.about) for d in families.documents().values()}
+    return _environment().get_template(template).render(documents=documents, **context)
 
 
 def drawings(matrix: Matrix) -> dict[str, str]:

@@ -160,7 +160,7 @@ HARNESS: dict[str, Bad] = {
     "clean-context-without-kubeconfig": Bad(("clean", "--context", "x"), 2, "which is not given"),
 }
 
-# pytest probes ... (plain pytest, the README's other way in): pytest's usage errors, exit 4
+# pytest probes ... (plain pytest, docs/running-probes.md): pytest's usage errors, exit 4
 PYTEST: dict[str, Bad] = {
     "pytest-repeat-zero": Bad(("--repeat", "0"), 4, "argument --repeat: REPEAT must be a whole number of 1 or more"),
     "pytest-REPEAT-word": Bad(
@@ -176,7 +176,7 @@ PYTEST: dict[str, Bad] = {
     "pytest-kubeconfig-no-context": Bad(("--kubeconfig", "/etc/passwd"), 4, "needs an explicit --context"),
 }
 
-# make ... (the README's commands; make's own exit code is 2 for all, so the line must say the class)
+# make ... (the documented commands; make's own exit code is 2 for all, so the line must say the class)
 MAKE: dict[str, Bad] = {
     "make-probe-kubeconfig-hostname": Bad(
         ("probe", "KUBECONFIG_FILE=/etc/hostname", "CONTEXT=x"), 2, "error: bad input: /etc/hostname is not a"

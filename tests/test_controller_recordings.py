@@ -1,4 +1,5 @@
-"""Issue 8's controller probes on altered copies of their live recordings: a contradiction fails them clearly.
+"""The controller probes (Job, StatefulSet, DaemonSet) on altered copies of their live recordings: a
+contradiction fails them clearly.
 
 Stood in: the cluster (a live recording, altered in memory). Real: the probe functions, Probe, the replayed
 transport and the evaluator, as in `make test`'s --replay run.

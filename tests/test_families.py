@@ -42,15 +42,28 @@ def test_nothing_of_a_family_is_left_outside_its_folder() -> None:
     assert not list((REPO / "probes").glob("test_*.py")), "a probe module belongs in its family's folder"
 
 
-def test_manifest_names_are_unique_across_families_and_every_document_has_one_title() -> None:
+def test_manifest_names_are_unique_across_families() -> None:
     names = Counter(p.name for f in families.families() for p in f.manifests.glob("*.yaml"))
     assert [n for n, count in names.items() if count > 1] == []
-    titles: dict[str, set[str]] = {}
-    for family in families.families():
-        if family.document_title:
-            titles.setdefault(family.document, set()).add(family.document_title)
-    assert all(len(t) == 1 for t in titles.values()), titles
-    assert {f.document for f in families.families()} <= set(titles), "a document nobody gives a title"
+
+
+def test_every_document_cited_is_in_the_registry_with_its_public_citation() -> None:
+    """family.yaml and every claim cite a document by an id of probes/documents.yaml, which gives its title,
+    site, author, date and address (or says they are not recorded), and every document there is cited."""
+    documents = families.documents()
+    cited = {f.document for f in families.families()}
+    cited |= {c.document for f in families.families() for c in load_claims(f.name).values()}
+    assert cited == set(documents)
+    for doc in documents.values():
+        assert doc.title and doc.title_en and doc.about, doc.id
+        assert doc.date[:4].isdigit() or doc.date.startswith("not recorded"), doc.id
+        assert doc.address.startswith(("https://", "not recorded")), doc.id
+
+
+def test_a_registry_entry_without_its_fields_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "documents.yaml").write_text('doc-id:\n  title: "T"\n  site: s\n')
+    with pytest.raises(families.FamilyError, match="doc-id: needs exactly title, title_en, site"):
+        families.documents(tmp_path)
 
 
 def test_an_overlay_may_take_its_base_from_another_family() -> None:
@@ -61,15 +74,23 @@ def test_an_overlay_may_take_its_base_from_another_family() -> None:
 
 
 NEW_FAMILY = {
+    "../documents.yaml": """\
+new-document:
+  title: "A new document"
+  title_en: "A new document, in English"
+  site: example.org
+  author: not recorded
+  date: "2024-01-02"
+  address: not recorded
+  about: "what a new family folder needs"
+""",
     "family.yaml": """\
 title: "A family made by a test"
 order: 5
-document: shared/seeds/999_new.txt
-document_title: "A new document"
-document_about: "what a new family folder needs"
+document: new-document
 """,
     "expectations.yaml": """\
-document: shared/seeds/999_new.txt
+document: new-document
 claims:
   pod-name:
     claim: The probe reads the manifest of its own family folder.
@@ -141,5 +162,6 @@ def test_a_new_family_folder_is_collected_replayed_and_reported(
     matrix = report.write_report([run_dir], tmp_path / "report")
     markdown = (tmp_path / "report" / "report.md").read_text()
     assert "A new document" in markdown and "what a new family folder needs" in markdown
+    assert "A new document, in English (example.org, 2024-01-02)" in markdown
     assert matrix.scenarios[record["probe"]].order[:2] == (5, "new_family")
     assert matrix.scenarios[record["probe"]].text == "A pod manifest read from the family's own folder."

@@ -1,4 +1,4 @@
-"""Ctrl-C during a build, a node image or the engine's start (issue 23): exit 130, one line saying what was
+"""Ctrl-C during a build, a node image or the engine's start: exit 130, one line saying what was
 stopped, no traceback, nothing left that a later run would take for finished. The slow steps are stood in:
 a `go` that sleeps (a real SIGINT reaches the real entry point in a child process), or a step monkeypatched
 to raise KeyboardInterrupt."""
@@ -41,8 +41,8 @@ def stand_in_build_steps(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
     monkeypatch.setattr(build_module, "check_go", lambda: "go version go1.26.8 linux/amd64")
     monkeypatch.setattr(build_module, "resolve_module", lambda version, tools: {"Dir": str(source)})
     monkeypatch.setattr(build_module, "upstream_go_version", lambda source: "1.20.5")
-    monkeypatch.setattr(build_module, "choose_toolchain", lambda upstream, env, cwd: ("go1.20.5", ""))
-    monkeypatch.setattr(build_module, "substitute_refused_twins", lambda *a: ("v0.27.3", {}))
+    monkeypatch.setattr(build_module, "choose_toolchain", lambda upstream, env, cwd, policy: ("go1.20.5", ""))
+    monkeypatch.setattr(build_module, "substitute_refused_twins", lambda *a: ({}, {}))
 
 
 def test_an_interrupted_build_leaves_no_binaries_and_is_not_reused(
@@ -129,8 +129,8 @@ SIGINT_BUILD = textwrap.dedent(
     build_module.check_go = lambda: "go version go1.26.8 linux/amd64"
     build_module.resolve_module = lambda version, tools: {"Dir": str(source)}
     build_module.upstream_go_version = lambda source: "1.20.5"
-    build_module.choose_toolchain = lambda upstream, env, cwd: ("go1.20.5", "")
-    build_module.substitute_refused_twins = lambda *a: ("v0.27.3", {})
+    build_module.choose_toolchain = lambda upstream, env, cwd, policy: ("go1.20.5", "")
+    build_module.substitute_refused_twins = lambda *a: ({}, {})
     probe_command.build_kubernetes = lambda version: build_module.build_kubernetes(version, tools=tools)
     sys.exit(cli.main(["probe", "--cluster", "local", "--version", "1.27.3", "--run-dir", str(tools / "runs")]))
     """

@@ -1,9 +1,11 @@
-"""The layering README's layout describes: probes and the probe core know no cluster provider, and the pytest
+"""The layering docs/developing.md describes: probes and the probe core know no cluster provider, and the pytest
 plugin does not reach into the make front door."""
 
 from __future__ import annotations
 
 import ast
+import re
+import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -54,3 +56,24 @@ def test_the_check_sees_a_forbidden_import(tmp_path: Path) -> None:
     probe = tmp_path / "test_x.py"
     probe.write_text("from harness import kind\nimport harness.local.cluster\nfrom harness.views import PodView\n")
     assert reaching([probe], PROVIDERS) == {"test_x.py": ["harness.kind", "harness.local.cluster"]}
+
+
+# Distributions whose import name is not their name in lower case with "_" for "-".
+IMPORT_NAMES = {"pyyaml": "yaml", "pytest-xdist": "xdist"}
+# Used through pytest's configuration (pyproject.toml's [tool.pytest.ini_options]), never imported.
+CONFIGURED_PLUGINS = {"pytest-timeout": "timeout"}
+
+
+def test_every_runtime_dependency_is_used() -> None:
+    """A dependency nothing imports only makes every install bigger (a plotting library pulled numpy in)."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    names = [re.split(r"[<>=!~ ;\[]", d, maxsplit=1)[0].lower() for d in project["project"]["dependencies"]]
+    sources = [p for d in ("harness", "tests", "tools", "probes") for p in (REPO / d).rglob("*.py")]
+    imported = {m.split(".")[0] for p in [*sources, REPO / "conftest.py"] for m in imported_modules(p)}
+    options = project["tool"]["pytest"]["ini_options"]
+    unused = [
+        n
+        for n in names
+        if IMPORT_NAMES.get(n, n.replace("-", "_")) not in imported and CONFIGURED_PLUGINS.get(n) not in options
+    ]
+    assert names and unused == []

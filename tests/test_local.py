@@ -2,7 +2,7 @@
 stopping from a record, and the checks that refuse before anything slow starts.
 
 Nothing here builds Kubernetes or starts a component: `go` and `ctr` are stood in for where a test needs
-them (each says so). The live path is what `make probe VERSION=1.27.3 CLUSTER=local` runs (README).
+them (each says so). The live path is what `make probe VERSION=1.27.3 CLUSTER=local` runs (docs/local-provider.md).
 """
 
 from __future__ import annotations
@@ -57,6 +57,22 @@ def test_every_staging_module_is_replaced_by_its_published_twin_and_other_pins_c
     ]
 
 
+def test_a_twin_in_the_module_cache_is_replaced_by_its_directory() -> None:
+    """Built from a directory, a staging module is v0.0.0 to the compiler on every patch: its unchanged packages
+    keep their build-cache keys (which name the module's version under -trimpath) from one patch to the next."""
+    twin = "./modules/k8s.io/api"
+    assert build_module._replacements(GO_MOD, "v0.27.3", {"k8s.io/api": twin})[:2] == [
+        f"k8s.io/api={twin}",
+        "k8s.io/client-go=k8s.io/client-go@v0.27.3",
+    ]
+
+
+def test_the_main_module_takes_the_tags_go_and_godebug_lines() -> None:
+    assert build_module.main_module_directives(GO_MOD) == "go 1.20\n"
+    tagged = "module k8s.io/kubernetes\n\ngo 1.23.0\n\ngodebug default=go1.23\n\nrequire x v1\n"
+    assert build_module.main_module_directives(tagged) == "go 1.23.0\ngodebug default=go1.23\n"
+
+
 def test_the_version_is_stamped_into_both_version_packages() -> None:
     flags = build_module.ldflags("v1.27.3", "25b4e431", "2026-11-23T00:00:00Z")
     for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
@@ -88,10 +104,15 @@ def test_the_upstream_go_release_comes_from_go_version_or_the_cross_image(tmp_pa
     assert build_module.upstream_go_version(tmp_path) == "1.19.10"
 
 
-def _stand_in_go(served: set[str]) -> Any:
-    """Stands in for `go version` under GOTOOLCHAIN: answers only for the toolchains in `served`."""
+def _stand_in_go(served: set[str], listed: set[str] | None = None) -> Any:
+    """Stands in for `go version` under GOTOOLCHAIN (answers only for the toolchains in `served`) and for
+    `go list -m -versions golang.org/toolchain` (lists `listed`, by default what is served)."""
 
     def go(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 0) -> subprocess.CompletedProcess[str]:
+        if args[:2] == ["list", "-m"]:
+            shown = served if listed is None else listed
+            versions = " ".join(f"v0.0.1-go{v}.linux-amd64 v0.0.1-go{v}.darwin-arm64" for v in sorted(shown))
+            return subprocess.CompletedProcess(args, 0, f"golang.org/toolchain {versions}\n", "")
         wanted = env["GOTOOLCHAIN"]
         if wanted.removeprefix("go") in served:
             return subprocess.CompletedProcess(args, 0, f"go version {wanted} linux/amd64\n", "")
@@ -102,14 +123,33 @@ def _stand_in_go(served: set[str]) -> Any:
 
 def test_upstreams_exact_go_is_used_when_served(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(build_module, "_go", _stand_in_go({"1.20.5", "1.20.14"}))
-    assert build_module.choose_toolchain("1.20.5", {}, tmp_path) == ("go1.20.5", "upstream's")
+    assert build_module.choose_toolchain("1.20.5", {}, tmp_path, "exact") == ("go1.20.5", "upstream's")
 
 
 def test_otherwise_the_newest_patch_of_that_go_minor(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(build_module, "_go", _stand_in_go({"1.20.13", "1.20.14"}))
-    toolchain, why = build_module.choose_toolchain("1.20.5", {}, tmp_path)
+    toolchain, why = build_module.choose_toolchain("1.20.5", {}, tmp_path, "exact")
     assert toolchain == "go1.20.14"
     assert "go1.20.5: not served" in why
+
+
+def test_by_default_the_newest_patch_of_the_tags_go_minor_so_a_minors_patches_share_a_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Two patches whose tags name go1.20.8 and go1.20.11 both build with go1.20.14 (not go1.21.x), and say why."""
+    monkeypatch.setattr(build_module, "_go", _stand_in_go({"1.20.8", "1.20.11", "1.20.14", "1.21.13"}))
+    for upstream in ("1.20.8", "1.20.11"):
+        toolchain, why = build_module.choose_toolchain(upstream, {}, tmp_path, "minor")
+        assert toolchain == "go1.20.14"
+        assert f"upstream's go{upstream}" in why and "GO_TOOLCHAIN=exact" in why
+    assert build_module.choose_toolchain("1.20.14", {}, tmp_path, "minor") == ("go1.20.14", "upstream's")
+
+
+def test_a_listed_toolchain_that_does_not_run_falls_back_to_the_next(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(build_module, "_go", _stand_in_go({"1.20.13"}, listed={"1.20.13", "1.20.14"}))
+    assert build_module.choose_toolchain("1.20.5", {}, tmp_path, "minor")[0] == "go1.20.13"
 
 
 def test_no_toolchain_of_that_minor_is_an_error_with_the_proxys_answer(
@@ -117,7 +157,24 @@ def test_no_toolchain_of_that_minor_is_an_error_with_the_proxys_answer(
 ) -> None:
     monkeypatch.setattr(build_module, "_go", _stand_in_go(set()))
     with pytest.raises(build_module.BuildError, match=r"no go1\.20 toolchain .*403 Forbidden"):
-        build_module.choose_toolchain("1.20.5", {}, tmp_path)
+        build_module.choose_toolchain("1.20.5", {}, tmp_path, "exact")
+
+
+@pytest.mark.parametrize("policy", ["", "minor", "exact", "EXACT"])
+def test_the_toolchain_policy_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch, policy: str) -> None:
+    monkeypatch.setenv(build_module.TOOLCHAIN_VARIABLE, policy)
+    assert build_module.toolchain_policy() == (policy.lower() or "minor")
+
+
+def test_an_unknown_toolchain_policy_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(build_module.TOOLCHAIN_VARIABLE, "newest")
+    with pytest.raises(VersionError, match="GO_TOOLCHAIN must be one of minor, exact"):
+        build_module.toolchain_policy()
+
+
+def test_an_exact_toolchain_build_has_its_own_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    assert build_module.build_directory("1.24.1", tmp_path, "minor") == tmp_path / "kubernetes" / "v1.24.1"
+    assert build_module.build_directory("1.24.1", tmp_path, "exact") == tmp_path / "kubernetes" / "v1.24.1+exact-go"
 
 
 def test_an_existing_build_is_reused_without_go(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -543,7 +600,7 @@ def _stand_in_build(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, source: Pat
     monkeypatch.setattr(build_module, "check_go", lambda: "go version go1.26.0 linux/amd64")
     module = {"Dir": str(source), "Sum": "h1:x", "Origin": {"Hash": "abc123"}}
     monkeypatch.setattr(build_module, "resolve_module", lambda version, tools: module)
-    monkeypatch.setattr(build_module, "choose_toolchain", lambda upstream, env, cwd: ("go1.16.15", "upstream's"))
+    monkeypatch.setattr(build_module, "choose_toolchain", lambda *a: ("go1.16.15", "upstream's"))
     monkeypatch.setattr(build_module, "served_modules", lambda pairs, env, cwd: set(pairs))
     monkeypatch.setattr(build_module, "module_dirs", lambda pairs, env, cwd: {m: twins[m] for m, _ in pairs})
     monkeypatch.setattr(build_module, "_module_version", lambda module, env, cwd: "v0.0.0-20211110012726-3cc51fd1e909")
@@ -613,7 +670,15 @@ def test_a_tag_without_the_file_is_built_from_a_copy_with_it_and_says_so(
     assert not (source / "pkg/generated/openapi/zz_generated.openapi.go").exists()  # the module cache untouched
     assert ["go", "mod", "edit", "-replace=k8s.io/kubernetes=./src"] in commands
     # Generated once the tag is required (pins kube-openapi/gengo as the tag does); the components built last.
-    require = commands.index(["go", "mod", "edit", "-require=k8s.io/kubernetes@v1.21.14"])
+    require = commands.index(
+        [
+            "go",
+            "mod",
+            "edit",
+            "-require=k8s.io/kubernetes@v0.0.0",
+            "-replace=k8s.io/kubernetes=./modules/k8s.io/kubernetes",
+        ]
+    )
     replace = commands.index(["go", "mod", "edit", "-replace=k8s.io/kubernetes=./src"])
     tool = next(i for i, c in enumerate(commands) if "k8s.io/kube-openapi/cmd/openapi-gen" in c)
     ran = next(i for i, c in enumerate(commands) if c[0].endswith("/openapi-gen"))
@@ -668,3 +733,28 @@ def test_a_mount_listed_by_its_real_path_is_found_through_a_symlinked_prefix(tmp
     mounts = f"nsfs {tmp_path}/run/netns/cni-1 nsfs rw 0 0\nproc /proc proc rw 0 0\n"
     assert _mounts_under([netns], mounts) == [f"{tmp_path}/run/netns/cni-1"]
     assert _mounts_under([tmp_path / "elsewhere"], mounts) == []
+
+
+def test_a_build_says_its_toolchain_and_what_it_reused() -> None:
+    record = {
+        "toolchain": "go1.20.14",
+        "upstream_go": "go1.20.8",
+        "duration_s": 97.6,
+        "work": {"packages_in_build": 2540, "packages_compiled": 412, "packages_reused": 2128},
+    }
+    assert build_module.build_summary(record) == (
+        "built with go1.20.14 (upstream's go1.20.8) in 98 s: 412 of 2,540 packages compiled, 2,128 reused from "
+        "the build cache"
+    )
+    assert build_module.build_summary({"toolchain": "go1.18.2", "upstream_go": "go1.18.2", "duration_s": 5}) == (
+        "built with go1.18.2 in 5 s"
+    )
+
+
+def test_a_builds_progress_estimates_its_packages_from_the_minors_last_build(tmp_path: Path) -> None:
+    assert build_module.packages_of_minor(tmp_path, "1.24") is None
+    for version, count in (("v1.24.0", 2400), ("v1.25.0", 9999)):
+        (tmp_path / "kubernetes" / version).mkdir(parents=True)
+        record = {"work": {"packages_in_build": count}}
+        (tmp_path / "kubernetes" / version / "build.json").write_text(json.dumps(record))
+    assert build_module.packages_of_minor(tmp_path, "1.24") == 2400

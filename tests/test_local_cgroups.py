@@ -1,6 +1,6 @@
 """The local cluster's cgroup settings chosen from the host (harness/local/host.py, containerd.py, components.py),
-against stand-in /sys/fs/cgroup trees and PID 1 names in tmp_path. Live runs so far were all cgroup v1 without systemd
-(cgroupfs); the v2 and systemd rows are checked only here."""
+against stand-in /sys/fs/cgroup trees and PID 1 names in tmp_path. The recorded live runs were all cgroup v1 without
+systemd (cgroupfs); the v2 and systemd rows are checked only here."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def stand_in_host(tmp_path: Path, version: int, pid1: str) -> tuple[Path, Path]:
 @pytest.mark.parametrize(
     ("version", "pid1", "driver", "systemd_cgroup", "directory"),
     [
-        (1, "process_api", "cgroupfs", "false", "/plp-1-27-ab12"),  # this workplace's VMs
+        (1, "process_api", "cgroupfs", "false", "/plp-1-27-ab12"),  # the hosts of the recorded live runs
         (1, "systemd", "systemd", "true", "/plp_1_27_ab12.slice"),
         (2, "systemd", "systemd", "true", "/plp_1_27_ab12.slice"),  # most laptops and CI runners
         (2, "tini", "cgroupfs", "false", "/plp-1-27-ab12"),  # a v2 container without systemd

@@ -1,7 +1,7 @@
 """Who can reach what a local cluster opens (harness/local/components.py), offline: the arguments each
 component is started with, and the certificates behind them. Nothing here starts a component.
 
-Seen live on this workplace's machine (README, "What a local cluster opens"): etcd started with these
+Seen live (docs/local-provider.md, "What the suite opens, and who can reach it"): etcd started with these
 arguments answers a client with the API server's certificate and refuses `nobody` on both of its ports.
 """
 

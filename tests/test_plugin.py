@@ -332,7 +332,7 @@ def test_junit_xml_carries_each_claim_and_its_sources(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout
     xml = junit.read_text()
     assert '<property name="claim:always.sigterm-ignored.phases" value="pass"' in xml
-    assert '<property name="source:always.sigterm-ignored.phases" value="document 000' in xml
+    assert '<property name="source:always.sigterm-ignored.phases" value="document pod-phase-on-stop-1.27' in xml
     assert '<property name="server_version" value="v1.27.3"' in xml
 
 
@@ -457,7 +457,7 @@ def test_an_undecided_probe_fails_apart_from_failed_ones(tmp_path: Path) -> None
 def test_a_probe_whose_every_claim_was_not_observable_fails_and_one_that_skipped_a_recorded_call_too(
     tmp_path: Path,
 ) -> None:
-    """Not observable is never a pass: with nothing else checked the probe fails (README, Verdicts). A replay
+    """Not observable is never a pass: with nothing else checked the probe fails (docs/verdicts.md). A replay
     that passed without making every recorded call fails: the probe no longer does what was recorded."""
     proc, runs = run_written_probes(tmp_path, "-k", "observes_nothing or leaves_a_call_unmade")
     assert proc.returncode == 1, proc.stdout

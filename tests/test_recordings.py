@@ -379,7 +379,7 @@ def killed_after_sigterm(recording: Recording, seconds: float) -> Recording:
 
 
 def test_deadline_kill_five_seconds_after_sigterm_passes_and_nine_seconds_fails(tmp_path: Path) -> None:
-    """Issue 15.6 for the pod past its deadline: the grace (5 s) is judged from the container's own SIGTERM to its
+    """For the pod past its deadline, the grace (5 s) is judged from the container's own SIGTERM to its
     last heartbeat. Judged from the deadline (finishedAt, one-second resolution, bound 4-10 s) a kill 9 s after
     SIGTERM, 4 s past the grace, passed too; the interval on the container's clock tells 5 s from 9 s.
     The live local v1.27.3 pod-01, its heartbeat and finishedAt altered.
@@ -423,7 +423,7 @@ def test_a_kubelet_that_kills_at_once_after_an_overrun_fails_the_two_second_clai
 
 
 def test_sigkill_two_seconds_after_sigterm_passes_and_three_seconds_fails(tmp_path: Path) -> None:
-    """Issue 15.6: the overrun claim is about SIGTERM -> SIGKILL (2 s), measured on the container's own clock.
+    """The overrun claim is about SIGTERM -> SIGKILL (2 s), measured on the container's own clock.
 
     Judged from the delete (finishedAt, one-second resolution, bound 6-10 s) a kill 3 s after SIGTERM passes
     too (10 s on this recording); the interval from the container's SIGTERM instant to its last heartbeat tells

@@ -1,4 +1,4 @@
-"""Refusals that say how to fix themselves in one step (issue 23): missing Debian packages end with the one
+"""Refusals that say how to fix themselves in one step: missing Debian packages end with the one
 apt-get line installing all of them, a release older than the suite supports is refused as such before any
 download, CLUSTER given where it means nothing is refused, and Docker that does not answer (or is not there
 for make engine) names the ways forward. Nothing here builds, downloads or starts anything."""

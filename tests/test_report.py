@@ -62,8 +62,8 @@ LOCAL_ORIGIN: dict[str, Any] = {
 OLD_DERIVED_ORIGIN: dict[str, Any] = {
     "kind": "derived",
     "note": "Derived, not recorded: no cluster ran.",
-    "basis": "shared/seeds/000_c1d4d88888778485.txt",
-    "document": "shared/seeds/000_c1d4d88888778485.txt",
+    "basis": "pod-phase-on-stop-1.27",
+    "document": "pod-phase-on-stop-1.27",
     "node_access": True,
 }
 
@@ -192,10 +192,13 @@ def test_rows_are_grouped_by_document_then_probe_with_each_claims_sentence(
     matrix = replayed_matrix
     groups = matrix.groups()
     assert [document for document, _ in groups] == [
-        "shared/seeds/000_c1d4d88888778485.txt",
-        "shared/seeds/001_626b127e201bb90e.txt",
-        "shared/seeds/002_a881ba7d7f4b4973.txt",
+        "pod-phase-on-stop-1.27",
+        "active-deadline-pod-vs-job",
+        "safe-pod-termination",
     ]
+    # each group is headed by its document's public title, not its id
+    heading = '<div class="stick">[Kubernetes 1.27] Pod 停止時のフェーズ遷移の変更: [Kubernetes 1.27] The change'
+    assert heading in replayed_html
     first_document = [scenario for scenario, _ in groups[0][1]]
     assert first_document[0].probe == PHASES  # the document's own experiment first, in the module's order
     assert first_document[0].title == "Always pod ignoring SIGTERM"  # spelt as Kubernetes spells it
@@ -250,8 +253,8 @@ def test_columns_say_what_they_ran_on_and_every_value_shown_was_observed(
         assert re.fullmatch(when, p["when"]), version  # when recorded
         assert all(w.startswith((f"local build of {version} at ", "kind node image plp-node")) for w in p["on_what"])
         # the first live runs name no suite commit (local v1.28.4 and most of v1.26.6, v1.27.3, v1.28.0); the
-        # preStop probes were re-recorded on those from b352aa3 with issue 15.6's changes, the pod-deadline ones
-        # from 02da544; later runs name theirs (kind v1.28.4's)
+        # preStop probes were re-recorded on those from b352aa3 to measure on the container's clock, the
+        # pod-deadline ones from 02da544; later runs name theirs (kind v1.28.4's)
         if version == "v1.28.4":
             assert "unknown" in p["suite"] and len(p["suite"]) == 2, p["suite"]
         elif version in ("v1.26.6", "v1.27.3", "v1.28.0"):
@@ -311,9 +314,8 @@ def test_old_run_records_of_derived_recordings_are_never_called_observed(live_ru
     assert '<span class="badge derived">derived</span>' in table
     assert "not recorded (derived)" in html  # the column's "when"
     assert "✅ Running → Failed 📄" in markdown and "📄: derived from the documents (not observed)" in markdown
-    assert "| v1.27.3 | derived | derived from documents, no cluster (document 000) | not recorded (derived) |" in (
-        markdown
-    )
+    title = "[Kubernetes 1.27] Pod 停止時のフェーズ遷移の変更"
+    assert f"| v1.27.3 | derived | derived from documents, no cluster ({title}) | not recorded (derived) |" in markdown
 
 
 def test_live_and_derived_observations_are_kept_apart_with_their_provenance(
@@ -437,7 +439,7 @@ def test_what_changed_lists_each_claim_whose_value_changes_with_the_pr_behind_it
 
 def test_pull_requests_are_read_from_the_sources_release_notes_first() -> None:
     sources = [
-        "document 000 and k/k#119684 / k/k#119685: the rolling update was judged complete",
+        "document pod-phase-on-stop-1.27 and k/k#119684 / k/k#119685: the rolling update was judged complete",
         "CHANGELOG-1.26 v1.26.7: #119223 (cherry-pick of k/k#117865); no k/k#120731 in v1.26.11",
     ]
     assert report.pull_requests(sources) == ["119223", "117865", "119684", "119685"]

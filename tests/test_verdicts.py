@@ -1,4 +1,4 @@
-"""Verdicts that cannot be fooled (issue 23): live recordings, altered in memory, replayed through the probes.
+"""Verdicts that cannot be fooled: live recordings, altered in memory, replayed through the probes.
 
 Each test takes a live recording (never edited on disk), changes a copy the way a real cluster or a lost
 watch could, and replays it through the probe function, Probe, the replay transport and the evaluator.
@@ -226,7 +226,7 @@ def test_a_container_the_kubelet_reported_without_an_id_is_not_blamed_on_node_ac
 def test_a_real_gap_from_an_api_server_restart_is_on_record_and_judged(name: str, tmp_path: Path) -> None:
     """The watch really lost its connection when the API server stopped, and re-listed when it was back; the
     probe's timeline holds that gap, the origin says what was done, and every claim is still decided: the
-    gap came before or after what decides each one (the verdict rules in README), so none was excused."""
+    gap came before or after what decides each one (the verdict rules in docs/verdicts.md), so none was excused."""
     recording = live(f"{name}--v1.32.11-live-local-apiserver-restarted.json")
     (restart,) = recording.origin["disruptions"]
     assert restart["after_s"] == 12.0 and restart["apiserver_pid_after"] != restart["apiserver_pid_before"]

@@ -57,7 +57,7 @@ def test_every_pinned_image_has_a_digest_and_a_kind_release() -> None:
 
 
 def test_the_documents_images_resolve_by_patch() -> None:
-    # Document 000 ran kind v0.20.0 with these two images.
+    # Document pod-phase-on-stop-1.27 ran kind v0.20.0 with these two images.
     assert resolve_image("1.26.6").reference == (
         "kindest/node:v1.26.6@sha256:6e2d8b28a5b601defe327b98bd1c2d1930b49e5d8c512e1895099e4504007adb"
     )

@@ -4,7 +4,7 @@ For every probe both runs recorded, each claim both observed is compared: the ve
 undecided / not observable) and the observed value. Values that are measurements (numbers) are shown side
 by side and agree when both verdicts agree, since two clusters never time alike; any other value must be
 equal. Prints one line per claim that differs and a summary; exits 1 when something differs, so a script
-can tell. Written to compare a kind cluster with a local one of the same Kubernetes build (issue 14).
+can tell. Written to compare a kind cluster with a local one of the same Kubernetes build.
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ from harness.local import teardown as local_teardown
 from harness.local.build import (
     BuildError,
     build_kubernetes,
+    build_summary,
     check_go,
     existing_build,
     resolve_module,
@@ -152,10 +153,7 @@ def prepare_local(args: argparse.Namespace) -> int:
     except BuildError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    print(
-        f"Kubernetes {build.version} built with {build.record['toolchain']} in {build.record['duration_s']:.0f}s "
-        f"({build.directory})"
-    )
+    print(f"Kubernetes {build.version}: {build_summary(build.record)} ({build.directory})")
     return 0
 
 

@@ -221,7 +221,8 @@ def run_local_bisect_command(args: argparse.Namespace) -> int:
         except (BuildError, VersionError) as err:
             seen.why = build_failure(err)
             return seen
-        seen.build = {k: build.record.get(k) for k in ("version", "commit", "toolchain", "duration_s")}
+        recorded = ("version", "commit", "toolchain", "toolchain_policy", "upstream_go", "duration_s", "work")
+        seen.build = {k: build.record.get(k) for k in recorded if k in build.record}
         seen.build["staging_substitutions"] = build.record.get("staging_substitutions") or {}
         name = version if args.runs == 1 else f"{version}-run-{attempt}"
         run_dir = directory / name

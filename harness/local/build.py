@@ -38,7 +38,7 @@ from typing import IO, Any
 import yaml
 
 from harness import paths
-from harness.local import openapi
+from harness.local import build_watch, openapi
 from harness.versions import KubeVersion, VersionError, check_supported
 
 TOOLS = paths.TOOLS
@@ -176,23 +176,69 @@ def upstream_go_version(source: Path) -> str:
     )
 
 
-def choose_toolchain(upstream: str, env: Mapping[str, str], cwd: Path) -> tuple[str, str]:
-    """(GOTOOLCHAIN value, why): upstream's exact Go when the proxy serves it, else the newest patch of its minor."""
+# How a build chooses its Go toolchain (the environment variable, set by `make ... GO_TOOLCHAIN=`):
+#   minor  the newest patch the proxy serves of the Go minor the tag names (default): the patches of a Kubernetes
+#          minor built with one Go minor then share one toolchain, so the build cache (keyed by the toolchain)
+#          serves every package a patch did not change;
+#   exact  the Go release the tag names (or the newest patch of its minor when the proxy does not serve it).
+# build.json, the run record, every recording's origin and /version's goVersion say which ran.
+TOOLCHAIN_VARIABLE = "PLP_GO_TOOLCHAIN"
+TOOLCHAIN_POLICIES = ("minor", "exact")
+
+
+def toolchain_policy() -> str:
+    """The build's toolchain policy from the environment ("minor" when unset); anything else is refused."""
+    policy = os.environ.get(TOOLCHAIN_VARIABLE, "").strip().lower() or "minor"
+    if policy not in TOOLCHAIN_POLICIES:
+        raise VersionError(
+            f"GO_TOOLCHAIN must be one of {', '.join(TOOLCHAIN_POLICIES)} (minor: the newest patch of the tag's Go "
+            f"minor, one build cache per Kubernetes minor; exact: the tag's own Go release), not {policy!r}"
+        )
+    return policy
+
+
+def served_toolchains(env: Mapping[str, str], cwd: Path) -> list[str]:
+    """Every Go release (go1.X.Y, no pre-releases) whose toolchain module the proxy lists for linux/amd64, oldest
+    first: one request (`go list -m -versions golang.org/toolchain`). Empty when the proxy does not answer."""
+    result = _go(["list", "-m", "-versions", "golang.org/toolchain"], {**env, "GOFLAGS": ""}, cwd, timeout=120)
+    found = set(re.findall(r"v0\.0\.1-go(\d+\.\d+\.\d+)\.linux-amd64\b", result.stdout))
+    return sorted(found, key=lambda v: tuple(int(p) for p in v.split(".")))
+
+
+def choose_toolchain(upstream: str, env: Mapping[str, str], cwd: Path, policy: str = "exact") -> tuple[str, str]:
+    """(GOTOOLCHAIN value, why). exact: upstream's Go when the proxy serves it, else the newest patch of its minor;
+    minor: the newest patch of its minor."""
     minor = ".".join(upstream.split(".")[:2])
-    candidates = [upstream] + [f"{minor}.{patch}" for patch in range(30, -1, -1) if f"{minor}.{patch}" != upstream]
+    listed = [v for v in served_toolchains(env, cwd) if v.startswith(f"{minor}.")]
+    newest_first = list(reversed(listed)) or [f"{minor}.{patch}" for patch in range(30, -1, -1)]
+    if policy == "minor":
+        candidates = [*newest_first, *([upstream] if upstream not in newest_first else [])]
+    else:
+        candidates = [upstream, *(v for v in newest_first if v != upstream)]
     refused = []
     for candidate in candidates:
         probe = _go(["version"], {**env, "GOTOOLCHAIN": f"go{candidate}"}, cwd, timeout=300)
         if probe.returncode == 0 and f"go{candidate} " in probe.stdout:
-            why = "upstream's" if candidate == upstream else f"newest go{minor} served (go{upstream}: not served)"
+            if candidate == upstream:
+                why = "upstream's"
+            elif policy == "minor":
+                why = (
+                    f"newest go{minor} patch (upstream's go{upstream}), so the patches of this minor share one "
+                    "build cache; GO_TOOLCHAIN=exact builds with upstream's"
+                )
+            else:
+                why = f"newest go{minor} served (go{upstream}: not served)"
             return f"go{candidate}", why
         if candidate == upstream:
             refused.append(probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else "refused")
-    raise BuildError(f"no go{minor} toolchain is served by the Go module proxy (go{upstream}: {refused[0]})")
+    raise BuildError(f"no go{minor} toolchain is served by the Go module proxy (go{upstream}: {(refused or ['?'])[0]})")
 
 
-def _replacements(kubernetes_go_mod: str, staged: Mapping[str, str] | str) -> list[str]:
-    """`old=new@version` for every replace of k8s.io/kubernetes: staging dirs -> the published v0.Y.Z twins.
+def _replacements(
+    kubernetes_go_mod: str, staged: Mapping[str, str] | str, directories: Mapping[str, str] | None = None
+) -> list[str]:
+    """`old=new` for every replace of k8s.io/kubernetes: staging dirs -> the published v0.Y.Z twins' directories in
+    the module cache where `directories` has them (else `old@version`), other replaces as the tag pins them.
 
     `staged` is one version for every staging module, or a version per module (substitutions included).
     """
@@ -200,10 +246,44 @@ def _replacements(kubernetes_go_mod: str, staged: Mapping[str, str] | str) -> li
     for old, new, pinned in _REPLACE.findall(kubernetes_go_mod):
         if new.startswith("./staging/"):
             version = staged if isinstance(staged, str) else staged[old]
-            out.append(f"{old}={old}@{version}")
+            directory = (directories or {}).get(old)
+            out.append(f"{old}={directory}" if directory is not None else f"{old}={old}@{version}")
         elif pinned:
             out.append(f"{old}={new}@{pinned}")
     return out
+
+
+def packages_of_minor(tools: Path, minor: str) -> int | None:
+    """How many packages the newest finished build of this minor had (an estimate for a build's progress)."""
+    counts = []
+    for record in (tools / "kubernetes").glob(f"v{minor}.*/build.json"):
+        with contextlib.suppress(OSError, ValueError):
+            work = json.loads(record.read_text()).get("work") or {}
+            if isinstance(work.get("packages_in_build"), int):
+                counts.append((record.stat().st_mtime, work["packages_in_build"]))
+    return max(counts)[1] if counts else None
+
+
+def module_links(directory: Path, modules: Mapping[str, Path]) -> dict[str, str]:
+    """`./modules/<module path>` in the build directory, a link to each module's directory in the module cache,
+    for `go mod edit -replace` (which takes an '@' in a directory's path for a version); {module: './modules/...'}."""
+    links = directory / "modules"
+    shutil.rmtree(links, ignore_errors=True)
+    out = {}
+    for module, target in modules.items():
+        link = links / module
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(target, target_is_directory=True)
+        out[module] = f"./modules/{module}"
+    return out
+
+
+def main_module_directives(kubernetes_go_mod: str) -> str:
+    """The `go` line and any `godebug` lines or block of k8s.io/kubernetes's go.mod, for the build's main module."""
+    go_line = re.search(r"^go[ \t]+(\S+)[ \t]*$", kubernetes_go_mod, re.M)
+    lines = [f"go {go_line[1] if go_line else '1.16'}"]
+    lines += [m[0] for m in re.finditer(r"^godebug[ \t]+\([^)]*\)|^godebug[ \t]+\S+=\S+", kubernetes_go_mod, re.M)]
+    return "\n".join(lines) + "\n"
 
 
 def staging_modules(kubernetes_go_mod: str) -> list[str]:
@@ -397,13 +477,34 @@ def _module_version(module: str, env: Mapping[str, str], cwd: Path) -> str:
     return str((info.get("Replace") or {}).get("Version") or info.get("Version") or "unknown")
 
 
+def build_directory(version: str, tools: Path = TOOLS, policy: str | None = None) -> Path:
+    """`.tools/kubernetes/vX.Y.Z/` (the default toolchain policy) or `vX.Y.Z+exact-go/` (GO_TOOLCHAIN=exact)."""
+    text = release_text(version)
+    return tools / "kubernetes" / (text if (policy or toolchain_policy()) == "minor" else f"{text}+exact-go")
+
+
 def existing_build(version: str, tools: Path = TOOLS, components: Sequence[str] = LOCAL_COMPONENTS) -> Build | None:
     """The finished build of a release with these components, or None (build.json is written last, by rename)."""
-    directory = tools / "kubernetes" / release_text(version)
+    directory = build_directory(version, tools)
     record = directory / "build.json"
     if not record.is_file() or not all((directory / "bin" / c).is_file() for c in components):
         return None
     return Build(release_text(version), directory, json.loads(record.read_text()))
+
+
+def build_summary(record: Mapping[str, Any]) -> str:
+    """'built with go1.20.14 (upstream's go1.20.8) in 98 s: 412 of 2,540 packages compiled, 2,128 reused'."""
+    upstream = record.get("upstream_go")
+    toolchain = str(record.get("toolchain", "?"))
+    said = f"built with {toolchain}" + (f" (upstream's {upstream})" if upstream and upstream != toolchain else "")
+    said += f" in {float(record.get('duration_s') or 0):.0f} s"
+    work = record.get("work") or {}
+    if "packages_in_build" in work:
+        said += (
+            f": {work['packages_compiled']:,} of {work['packages_in_build']:,} packages compiled, "
+            f"{work['packages_reused']:,} reused from the build cache"
+        )
+    return said
 
 
 def check_go() -> str:
@@ -443,7 +544,7 @@ def build_kubernetes(
     found = existing_build(version, tools, components)
     if found is not None:
         return found
-    directory = tools / "kubernetes" / release_text(version)
+    directory = build_directory(version, tools)
     before = existing_build(version, tools, ())
     missing = [c for c in components if before is None or not before.binary(c).is_file()]
     try:
@@ -487,22 +588,26 @@ def _build(
     keep_one_minors_build_cache(tools, KubeVersion.parse(version).minor)
     text = release_text(version)
     env = go_environment(tools, KubeVersion.parse(version).minor)
-    directory = tools / "kubernetes" / text
+    policy = toolchain_policy()
+    directory = build_directory(version, tools, policy)
     directory.mkdir(parents=True, exist_ok=True)
     module = resolve_module(version, tools)
     source = Path(module["Dir"])
     commit = str((module.get("Origin") or {}).get("Hash") or "unknown")
     upstream_go = upstream_go_version(source)
-    toolchain, toolchain_note = choose_toolchain(upstream_go, env, directory)
+    toolchain, toolchain_note = choose_toolchain(upstream_go, env, directory, policy)
     env = {**env, "GOTOOLCHAIN": toolchain}
     parsed = KubeVersion.parse(text)
     staged = f"v0.{parsed.version.minor}.{parsed.version.micro}" + (text[text.index("-") :] if "-" in text else "")
-    (directory / "go.mod").write_text("module local/plp-kubernetes-build\n\ngo 1.20\n")
+    kubernetes_go_mod = (source / "go.mod").read_text()
+    # The go line (and godebug lines) of k8s.io/kubernetes's own go.mod: a main module's go line sets the
+    # binaries' default GODEBUG settings (Go 1.21+), which upstream's builds take from that go.mod.
+    directives = main_module_directives(kubernetes_go_mod)
+    (directory / "go.mod").write_text(f"module local/plp-kubernetes-build\n\n{directives}")
     (directory / "main.go").write_text("package main\n")  # the module needs a package of its own
     log = directory / "build.log"
     checksum_db = "sum.golang.org (through the proxy)"
     started = time.monotonic()
-    kubernetes_go_mod = (source / "go.mod").read_text()
 
     versions, substitutions = substitute_refused_twins(
         staging_modules(kubernetes_go_mod), staged, lambda pairs: served_modules(pairs, env, directory)
@@ -531,21 +636,44 @@ def _build(
 
         for module_path, substitute in sorted(substitutions.items()):
             out.write(f"+ {module_path}@{staged} is not served: {substitute} instead\n")
-        for replacement in _replacements(kubernetes_go_mod, versions):
+        # k8s.io/kubernetes and its staging twins are built from their directories in the module cache, as
+        # v0.0.0 of their module paths: the compile cache's key names a module's version (with -trimpath), so a
+        # package a patch did not change keeps its key from one patch of the minor to the next.
+        # (Through links in ./modules/: a directory with an '@' in its path cannot be a replacement.)
+        twins = module_links(
+            directory, {"k8s.io/kubernetes": source, **module_dirs(sorted(versions.items()), env, directory)}
+        )
+        for replacement in _replacements(kubernetes_go_mod, versions, twins):
             run(["go", "mod", "edit", f"-replace={replacement}"])
-        run(["go", "mod", "edit", f"-require=k8s.io/kubernetes@{text}"])
+        kubernetes = twins["k8s.io/kubernetes"]
+        run(["go", "mod", "edit", "-require=k8s.io/kubernetes@v0.0.0", f"-replace=k8s.io/kubernetes={kubernetes}"])
         if openapi.lacks_openapi(source):
             generated = _generate_openapi(source, directory, versions, env, run)
         built_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         packages = [f"k8s.io/kubernetes/cmd/{c}" for c in components]
         if log_progress:
-            print(f"building Kubernetes {text} with {toolchain} (log: {log}); this takes a while", flush=True)
-        run(["go", "build", "-trimpath", "-ldflags", ldflags(text, commit, built_at), "-o", "bin/", *packages])
+            print(f"building Kubernetes {text} ({', '.join(components)}) with {toolchain} (log: {log})", flush=True)
+        trace = directory / "build-trace.json"
+        out.flush()
+        build_started_at = log.stat().st_size
+        watch: contextlib.AbstractContextManager[object] = (
+            build_watch.Progress(log, build_started_at, lambda: packages_of_minor(tools, parsed.minor))
+            if log_progress
+            else contextlib.nullcontext()
+        )
+        with watch:
+            flags = ["-v", f"-debug-trace={trace}", "-trimpath", "-ldflags", ldflags(text, commit, built_at)]
+            run(["go", "build", *flags, "-o", "bin/", *packages])
+        with log.open(errors="replace") as read_back:
+            read_back.seek(build_started_at)
+            work = build_watch.trace_summary(trace, build_watch.compiled_packages(read_back.read()))
+        trace.unlink(missing_ok=True)
     record = {
         "version": text,
         "commit": commit,
         "module_sum": module.get("Sum"),
         "toolchain": toolchain,
+        "toolchain_policy": policy,
         "toolchain_note": toolchain_note,
         "upstream_go": f"go{upstream_go}",
         "staging_modules": staged,
@@ -555,12 +683,14 @@ def _build(
         "checksum_database": checksum_db,
         "built_at": built_at,
         "duration_s": round(time.monotonic() - started, 1),
+        # packages in the build, compiled, reused from the build cache; compile seconds summed; each link's
+        "work": work,
         "host_go": check_go(),
         "components": list(components),
         "how": "go build of k8s.io/kubernetes@" + text + " from the Go module proxy (harness/local/build.py)",
     }
     if before is not None:  # components added to a finished build: its record, and when these were added
-        added = {k: record[k] for k in ("built_at", "duration_s", "toolchain", "staging_substitutions")}
+        added = {k: record[k] for k in ("built_at", "duration_s", "toolchain", "staging_substitutions", "work")}
         record = {
             **before,
             "components": [*before.get("components", []), *components],

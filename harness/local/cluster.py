@@ -7,10 +7,10 @@ certificates made for this cluster. Everything the cluster makes lives under `<r
 process ids, the cgroup root, the CNI bridge, the kernel settings the kubelet changes (restored), and the
 host paths the kubelet and containerd write to outside the state folder (/var/log/pods, /var/run/netns).
 
-Host facts this relies on (checked on this workplace's machines, ../shared/research/live-cluster.md):
-root lacks CAP_SYS_RESOURCE there, so a negative oom_score_adj is refused: containerd's CRI runs with
-`restrict_oom_score_adj = true`. Only one local cluster runs on a host at a time: a kubelet removes the
-/var/log/pods folders of pods its runtime does not know, so two would delete each other's logs.
+Host facts this relies on: where root lacks CAP_SYS_RESOURCE (nested VMs, some CI sandboxes) a negative
+oom_score_adj is refused, so containerd's CRI runs with `restrict_oom_score_adj = true`. Only one local
+cluster runs on a host at a time: a kubelet removes the /var/log/pods folders of pods its runtime does not
+know, so two would delete each other's logs.
 
 This module starts the components in order; what it relies on lives beside it: host.py (what the host must
 give), processes.py (one process: alive, log, health, stop), containerd.py (the suite's containerd through

@@ -5,7 +5,7 @@ A client whose watch connection dropped resumes from its last resourceVersion. R
 alone does not stop that: the new one serves an old resourceVersion from etcd while it still holds it (seen
 live on v1.29.14, and `ss -K` of the watch connections the same). With etcd compacted first, neither the new
 watch cache nor etcd holds it: the watch is answered 410 Gone and the client re-lists, which is the gap the
-verdict rules in README are about.
+verdict rules in docs/verdicts.md are about.
 
 Everything is read from and written to the cluster's state folder (cluster.json), so it works from any
 process of the run, and the process that made the cluster stops the new API server by the PID written there.

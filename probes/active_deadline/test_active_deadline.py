@@ -1,6 +1,6 @@
 """activeDeadlineSeconds on a Pod versus on a Job.
 
-Document 001 (shared/seeds/001_626b127e201bb90e.txt, "KubernetesのactiveDeadlineSecondsはJobとPodでちょっと違う",
+Document active-deadline-pod-vs-job ("KubernetesのactiveDeadlineSecondsはJobとPodでちょっと違う",
 kind v1.21.1): a Pod past its deadline is failed and killed by the kubelet, and stays (API object, logs,
 exited container on the node); a Job past its deadline is failed by the job controller, which deletes its
 active pod, so the pod and its container are gone. With both deadlines set, the shorter one decides.
@@ -123,7 +123,7 @@ def failed_at(job: JobView) -> str | None:
 
 
 def check_pod_failed_by_its_deadline(probe: Probe, pods: PodObserver, name: str, deadline_s: int) -> PodView:
-    """The kubelet's side (document 001, pod-01): Failed/DeadlineExceeded, killed, logs kept.
+    """The kubelet's side (the document's pod-01): Failed/DeadlineExceeded, killed, logs kept.
 
     The kill is judged twice: from the deadline on the server's clock (one-second timestamps, the kubelet's
     next sync in between) and, for the grace it used, from the container's own SIGTERM to its last heartbeat.
@@ -212,7 +212,7 @@ def settle_job_pods(pods: PodObserver, within: float) -> str | None:
 
 
 def test_pod_deadline(probe: Probe) -> None:
-    """Document 001, pod-01: the kubelet fails the pod (phase Failed, reason DeadlineExceeded, its message),
+    """The document's pod-01: the kubelet fails the pod (phase Failed, reason DeadlineExceeded, its message),
     kills the container (exit 137) one grace period after the deadline (SIGKILL 5 s after its SIGTERM, on
     the container's clock); logs and the exited container stay.
     """
@@ -230,7 +230,7 @@ def test_pod_deadline(probe: Probe) -> None:
 
 
 def test_job_deadline(probe: Probe) -> None:
-    """Document 001, job-01: the job controller fails the Job (DeadlineExceeded, its message) and deletes
+    """The document's job-01: the job controller fails the Job (DeadlineExceeded, its message) and deletes
     the active pod (SuccessfulDelete); the pod and, within a bound, its container are gone.
 
     Where the controller loses its deadline timer at the pod's creation (JobReadyPods on, no k/k#110294:
@@ -251,7 +251,7 @@ def test_job_deadline(probe: Probe) -> None:
 
 
 def test_job_with_shorter_pod_deadline(probe: Probe) -> None:
-    """Document 001, job-02: the pod fails on its own deadline first; with backoffLimit 0 the Job fails
+    """The document's job-02: the pod fails on its own deadline first; with backoffLimit 0 the Job fails
     with BackoffLimitExceeded, and the pod (Failed, DeadlineExceeded) and its exited container remain.
     """
     jobs, pods, manifest, unfinished = run_job(probe, "job-pod-deadline-shorter.yaml")
@@ -267,7 +267,7 @@ def test_job_with_shorter_pod_deadline(probe: Probe) -> None:
 
 
 def test_job_with_shorter_job_deadline(probe: Probe) -> None:
-    """Document 001, job-03: the Job's deadline passes first: DeadlineExceeded, the pod is deleted and its
+    """The document's job-03: the Job's deadline passes first: DeadlineExceeded, the pod is deleted and its
     container removed, although the pod's own deadline had not passed.
 
     Where the controller loses its deadline timer at the pod's creation (1.24.0-beta.0 to 1.24.2) the first sync
@@ -324,7 +324,7 @@ def check_containers_left(probe: Probe, pods: PodObserver, first: str, retries: 
 
 
 def test_job_deadline_during_retry(probe: Probe) -> None:
-    """Document 001, job-04: the first pod fails on its own deadline and stays; the retry is active when the
+    """The document's job-04: the first pod fails on its own deadline and stays; the retry is active when the
     Job's deadline passes and is deleted; one of the Job's containers remains on the node.
 
     Before 1.27 the job controller creates the first retry as soon as the first pod failed (its back-off came

@@ -1,9 +1,9 @@
-"""Pod failure policy: exit code 42 fails the Job at once (document 000's Job, KEP-3329).
+"""Pod failure policy: exit code 42 fails the Job at once (the document's Job, KEP-3329).
 
-Document 000 (shared/seeds/000_c1d4d88888778485.txt) shows a Job with a podFailurePolicy whose FailJob rule
-matches exit code 42 and whose Ignore rule matches the DisruptionTarget pod condition. Where the policy
-exists and is on (JobPodFailurePolicy beta from 1.26), the first pod's exit 42 fails the Job with reason
-PodFailurePolicy and no retry; where it does not (before 1.26: alpha and off in 1.25, absent before), the
+"[Kubernetes 1.27] Pod 停止時のフェーズ遷移の変更" (pod-phase-on-stop-1.27) shows a Job with a podFailurePolicy
+whose FailJob rule matches exit code 42 and whose Ignore rule matches the DisruptionTarget pod condition. Where
+the policy exists and is on (JobPodFailurePolicy beta from 1.26), the first pod's exit 42 fails the Job with
+reason PodFailurePolicy and no retry; where it does not (before 1.26: alpha and off in 1.25, absent before), the
 field is dropped, the Job retries up to its backoffLimit (1 here) and fails with BackoffLimitExceeded.
 
 The second probe evicts the Job's running pod through the Eviction API. Where pod disruption conditions
@@ -43,7 +43,7 @@ def failure(job: JobView, namespace: str, pods: list[str]) -> JsonDict | None:
 
 
 def test_exit_code_42_fails_the_job_through_its_pod_failure_policy(probe: Probe) -> None:
-    """Document 000, Pod Failure Policy: FailJob on exit code 42 ends the Job after its first pod."""
+    """The document's Pod Failure Policy: FailJob on exit code 42 ends the Job after its first pod."""
     manifest = probe.manifest("job-pod-failure-policy-exit-42.yaml")
     name = manifest["metadata"]["name"]
     jobs = probe.watch_all("Job", focus=name)
@@ -72,7 +72,7 @@ def outcome(job: JobView) -> JsonDict:
 
 
 def test_evicted_pod_is_ignored_through_the_disruption_target_rule(probe: Probe) -> None:
-    """Document 000, Pod Failure Policy: the Ignore rule on DisruptionTarget; an evicted pod does not count."""
+    """The document's Pod Failure Policy: the Ignore rule on DisruptionTarget; an evicted pod does not count."""
     manifest = probe.manifest("job-evicted-pod-ignored.yaml")
     name = manifest["metadata"]["name"]
     jobs: Observer[JobView] = probe.watch_all("Job", focus=name)

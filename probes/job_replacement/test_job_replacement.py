@@ -1,11 +1,11 @@
-"""Job pod deleted while running: is its replacement created before the old pod is terminal? (issue 8, probe 4)
+"""Job pod deleted while running: is its replacement created before the old pod is terminal?
 
-Document 000 (shared/seeds/000_c1d4d88888778485.txt) explains why Jobs used to start a replacement while the
-old pod was still terminating, and how KEP-3329 (podFailurePolicy) and KEP-3939 (podReplacementPolicy,
-`status.terminating`) changed that. Four Jobs, one per combination: no policy, a podFailurePolicy,
-podReplacementPolicy TerminatingOrFailed, podReplacementPolicy Failed. Each pod takes 20 s to stop after
-SIGTERM, so the order of "replacement created" and "old pod terminal (or gone)" shows plainly in the one
-pod watch that sees both (a single watch delivers events in the server's order).
+"[Kubernetes 1.27] Pod 停止時のフェーズ遷移の変更" (pod-phase-on-stop-1.27) explains why Jobs used to start a
+replacement while the old pod was still terminating, and how KEP-3329 (podFailurePolicy) and KEP-3939
+(podReplacementPolicy, `status.terminating`) changed that. Four Jobs, one per combination: no policy, a
+podFailurePolicy, podReplacementPolicy TerminatingOrFailed, podReplacementPolicy Failed. Each pod takes 20 s to
+stop after SIGTERM, so the order of "replacement created" and "old pod terminal (or gone)" shows plainly in the
+one pod watch that sees both (a single watch delivers events in the server's order).
 
 Why 20 s: from 1.27 the controller counts a deleted pod as failed at once and holds the replacement for its
 pod-failure back-off, 10 s after that first failure (k/k#114768, pkg/controller/job/backoff_utils.go at
@@ -112,12 +112,12 @@ def delete_running_pod_and_watch(
 
 
 def test_job_without_policies_replaces_a_deleted_pod(probe: Probe) -> None:
-    """Document 000: without policies the Job controller counts a terminating pod as gone and replaces it."""
+    """The document: without policies the Job controller counts a terminating pod as gone and replaces it."""
     delete_running_pod_and_watch(probe, "job-pod-replaced-default.yaml", "default")
 
 
 def test_job_with_pod_failure_policy_replaces_a_deleted_pod(probe: Probe) -> None:
-    """Document 000 / KEP-3329: with a podFailurePolicy the replacement waits for the old pod (on some versions)."""
+    """The document / KEP-3329: with a podFailurePolicy the replacement waits for the old pod (on some versions)."""
     delete_running_pod_and_watch(probe, "job-pod-replaced-with-failure-policy.yaml", "failure-policy")
 
 

@@ -1,11 +1,11 @@
-"""Pods of a DaemonSet and of a StatefulSet through a graceful node shutdown (issue 8, probes 1 and 2).
+"""Pods of a DaemonSet and of a StatefulSet through a graceful node shutdown.
 
-Document 000 (shared/seeds/000_c1d4d88888778485.txt): since 1.27 (k/k#115331) a pod the kubelet stops can
-end Succeeded instead of Failed, and a graceful node shutdown stops pods without deleting them. The
-DaemonSet controller handled only Failed pods and left a Succeeded one in place (k/k#117018, fixed by
-k/k#117073); the StatefulSet controller did the same (k/k#118310, fixed by k/k#120398, reverted, re-landed
-as k/k#121389). Each probe also checks what the shutdown does to the pod itself: phase, reason, message,
-the DisruptionTarget condition, the container's exit.
+"[Kubernetes 1.27] Pod 停止時のフェーズ遷移の変更" (pod-phase-on-stop-1.27): since 1.27 (k/k#115331) a pod the
+kubelet stops can end Succeeded instead of Failed, and a graceful node shutdown stops pods without deleting
+them. The DaemonSet controller handled only Failed pods and left a Succeeded one in place (k/k#117018, fixed by
+k/k#117073); the StatefulSet controller did the same (k/k#118310, fixed by k/k#120398, reverted, re-landed as
+k/k#121389). Each probe also checks what the shutdown does to the pod itself: phase, reason, message, the
+DisruptionTarget condition, the container's exit.
 
 How (harness/node_shutdown.py): a cluster of a control-plane and one labelled worker, from a node image
 derived from the pinned one that adds D-Bus and logind (for the suite's own plp-node images: built beside
@@ -18,7 +18,7 @@ and waits for the controller to run a pod on the node again.
 Verified: read in the sources, the kubelet's signal match (interface, member, path, no sender), the e2e
 test's use of the signal and of `false` to recover, the kubelet's shutdown status and messages, kind's cluster
 config fields (node labels, cluster-level KubeletConfiguration patch) — see the expectations' sources. Seen
-live on kind v0.20.0 with node images built from Go modules (issue 14; recordings `*-live-kind.json`):
+live on kind v0.20.0 with node images built from Go modules (recordings `*-live-kind.json`):
 v1.27.0-rc.0 (DaemonSet and StatefulSet pods left Succeeded), v1.27.3 and v1.27.4 (DaemonSet pod replaced,
 StatefulSet pod left Succeeded: before k/k#121389, v1.27.9) and v1.26.6 (both Failed, deleted and replaced).
 The shutdown-capable image brings up D-Bus and logind, the kubelet holds its delay lock
@@ -126,7 +126,7 @@ def fate(pods: PodObserver, first: PodView) -> str:
 
 
 def test_daemonset_pod_after_graceful_node_shutdown(probe: Probe) -> None:
-    """Document 000 / k/k#117018: a DaemonSet pod stopped by a node shutdown is replaced once the node is back."""
+    """The document / k/k#117018: a DaemonSet pod stopped by a node shutdown is replaced once the node is back."""
     pods, first, after, gaps = shut_down_and_recover(probe, "daemonset-on-shutdown-node.yaml")
     probe.check("daemonset.pod-replaced", after is not None, gaps)
     probe.check("daemonset.stopped-pod", fate(pods, first), gaps)
@@ -134,7 +134,7 @@ def test_daemonset_pod_after_graceful_node_shutdown(probe: Probe) -> None:
 
 
 def test_statefulset_pod_after_graceful_node_shutdown(probe: Probe) -> None:
-    """Document 000 / k/k#118310: a StatefulSet pod stopped by a node shutdown is recreated once the node is back."""
+    """The document / k/k#118310: a StatefulSet pod stopped by a node shutdown is recreated once the node is back."""
     pods, first, after, gaps = shut_down_and_recover(probe, "statefulset-on-shutdown-node.yaml")
     probe.check("statefulset.pod-recreated", after is not None, gaps)
     probe.check("statefulset.stopped-pod", fate(pods, first), gaps)

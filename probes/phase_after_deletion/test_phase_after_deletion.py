@@ -1,6 +1,6 @@
 """Pod phase after deletion: `Running` until 1.26, `Failed` / `Succeeded` from 1.27.
 
-Document 000 (shared/seeds/000_c1d4d88888778485.txt, "[Kubernetes 1.27] Pod 停止時のフェーズ遷移の変更"):
+Document pod-phase-on-stop-1.27 ("[Kubernetes 1.27] Pod 停止時のフェーズ遷移の変更"):
 a deleted pod held by a finalizer stayed in phase `Running` after its containers stopped on 1.26
 (kindest/node v1.26.6), and moved to `Failed` (SIGTERM ignored, SIGKILLed: exit 137, reason Error) or
 `Succeeded` (SIGTERM handled: exit 0, reason Completed) on 1.27 (kindest/node v1.27.3). The change is
@@ -121,7 +121,7 @@ def check_stopped_on_node(probe: Probe, pod: PodObserver) -> None:
 
 
 def test_always_pod_ignoring_sigterm(probe: Probe) -> None:
-    """Document 000, first experiment: restartPolicy Always, finalizer, SIGTERM ignored, grace 5 s.
+    """The document's first experiment: restartPolicy Always, finalizer, SIGTERM ignored, grace 5 s.
 
     Claim: exit 137 / Error at the end of the grace; phase stays `Running` the whole time on 1.26,
     becomes `Failed` on 1.27 (k/k#115331).
@@ -146,7 +146,7 @@ def test_always_pod_ignoring_sigterm_default_grace(probe: Probe) -> None:
 
 
 def test_always_pod_trapping_sigterm(probe: Probe) -> None:
-    """Document 000, second experiment: restartPolicy Always, finalizer, SIGTERM trapped, exit 0.
+    """The document's second experiment: restartPolicy Always, finalizer, SIGTERM trapped, exit 0.
 
     Claim: exit 0 / Completed soon after the delete; phase `Running` on 1.26, `Succeeded` on 1.27.
     """

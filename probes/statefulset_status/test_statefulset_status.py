@@ -1,12 +1,12 @@
-"""StatefulSet status through a Parallel scale-up and a partitioned rolling update (issue 8, probe 3).
+"""StatefulSet status through a Parallel scale-up and a partitioned rolling update.
 
-Document 000 (shared/seeds/000_c1d4d88888778485.txt), "StatefulSet の Conformance テストの破壊": k/k#117865
-made Parallel pod management create pods in parallel, and with it `status.replicas` was first written
-smaller than the pods just created, corrected on the next sync. The controller judged a rolling update
-complete from status.replicas, so a partitioned update could be taken as finished early: currentRevision
-moved to the update revision, and a pod below the partition that was deleted came back at the new revision
-(k/k#119684, k/k#119685). k/k#120731 judges completion from spec.replicas instead. k/k#117865 was
-cherry-picked into patch lines that did not all get k/k#120731: the expectations list which.
+"[Kubernetes 1.27] Pod 停止時のフェーズ遷移の変更" (pod-phase-on-stop-1.27), its section "StatefulSet の
+Conformance テストの破壊": k/k#117865 made Parallel pod management create pods in parallel, and with it
+`status.replicas` was first written smaller than the pods just created, corrected on the next sync. The
+controller judged a rolling update complete from status.replicas, so a partitioned update could be taken as
+finished early: currentRevision moved to the update revision, and a pod below the partition that was deleted
+came back at the new revision (k/k#119684, k/k#119685). k/k#120731 judges completion from spec.replicas instead.
+k/k#117865 was cherry-picked into patch lines that did not all get k/k#120731: the expectations list which.
 
 The probe records every StatefulSet and pod change from before it creates anything, orders them as the
 API server made them (resourceVersion, see harness.observe.in_server_order) and checks three invariants
@@ -32,7 +32,7 @@ REPLICAS = 3
 # and the sync that recreates a deleted pod does not count it (its local copy has no phase yet: isCreated,
 # computeReplicaStatus). With web-0 the only pod below the partition, that sync sees 2 pods, both updated:
 # the update "completes" and currentRevision moves. With partition 2 (web-0 and web-1 below it) the old-revision
-# web-1 is still counted, updated (1) never equals replicas (2), and the bug cannot show (issue 15).
+# web-1 is still counted, updated (1) never equals replicas (2), and the bug cannot show.
 PARTITION = 1
 BELOW_PARTITION = "parallel-web-0"
 # Deletions of that pod at most: two, and two more where a stale sync wrote a moved currentRevision back.
@@ -150,7 +150,7 @@ def delete_and_await_recreation(probe: Probe, pods: PodObserver, deletion: int) 
 
 
 def test_statefulset_status_through_parallel_scale_up_and_partitioned_update(probe: Probe) -> None:
-    """Document 000: status.replicas covers the pods created; a partitioned update keeps the pods below it."""
+    """The document: status.replicas covers the pods created; a partitioned update keeps the pods below it."""
     manifest = probe.manifest("statefulset-parallel-partitioned.yaml")
     name = manifest["metadata"]["name"]
     sets: Observer[StatefulSetView] = probe.watch_all("StatefulSet", focus=name)

@@ -1,6 +1,6 @@
 """What happens, in order, when a pod is deleted: deletion fields, preStop, SIGTERM, SIGKILL.
 
-Document 002 (shared/seeds/002_a881ba7d7f4b4973.txt, "アルパカでもわかる安全なPodの終了"): the API server sets
+Document safe-pod-termination ("アルパカでもわかる安全なPodの終了"): the API server sets
 deletionTimestamp = time of the delete + grace and deletionGracePeriodSeconds = grace; the kubelet runs
 the preStop hook, then sends SIGTERM, then SIGKILL when the grace runs out. A preStop that ends in time
 leaves the container what remains of the grace (at least 2 s); one that overruns it is cut off at the
@@ -128,7 +128,7 @@ def check_deletion_timestamp(probe: Probe, deleted: PodView, requested_at: float
 
 
 def test_deletion_fields_from_the_spec(probe: Probe) -> None:
-    """Document 002 §1: deletionTimestamp = time of the delete + terminationGracePeriodSeconds (7 s here),
+    """The document's §1: deletionTimestamp = time of the delete + terminationGracePeriodSeconds (7 s here),
     deletionGracePeriodSeconds = terminationGracePeriodSeconds.
     """
     seen = delete_and_observe(probe, probe.manifest("pod-finalizer-traps-sigterm.grace-7s.yaml"))
@@ -150,7 +150,7 @@ def test_deletion_fields_with_a_grace_period_override(probe: Probe) -> None:
 
 
 def test_prestop_within_the_grace_period(probe: Probe) -> None:
-    """Document 002 §2-a: preStop (3 s) ends within the grace (10 s): SIGTERM follows it, and the container,
+    """The document's §2-a: preStop (3 s) ends within the grace (10 s): SIGTERM follows it, and the container,
     which ignores SIGTERM, is SIGKILLed when the grace has run out, about 10 s after the delete: what the hook
     left of the grace (10 - 3 s) after SIGTERM, on the container's own clock.
     """
@@ -173,7 +173,7 @@ def test_prestop_within_the_grace_period(probe: Probe) -> None:
 
 
 def test_prestop_overrunning_the_grace_period(probe: Probe) -> None:
-    """Document 002 §2-a: preStop (30 s) overruns the grace (5 s): it is cut off, SIGTERM comes at the end of
+    """The document's §2-a: preStop (30 s) overruns the grace (5 s): it is cut off, SIGTERM comes at the end of
     the grace and SIGKILL a fixed 2 s later (the kubelet's minimumGracePeriodInSeconds), measured on the
     container's own clock from its SIGTERM instant to its last heartbeat.
     """
@@ -198,7 +198,7 @@ def test_prestop_overrunning_the_grace_period(probe: Probe) -> None:
 
 
 def test_sigterm_handled_after_prestop(probe: Probe) -> None:
-    """Document 002 §2-a: preStop (2 s), then SIGTERM, which the container handles in 1 s and exits 0."""
+    """The document's §2-a: preStop (2 s), then SIGTERM, which the container handles in 1 s and exits 0."""
     seen = delete_and_observe(probe, probe.manifest("pod-graceful-exit-after-prestop.prestop-2s.yaml"))
     pod, running = seen.last, seen.running
     instants = container_instants(probe, pod)
@@ -228,7 +228,7 @@ def running_deployment_pod(pods: PodObserver) -> PodView:
 
 
 def test_replicaset_replaces_a_pod_while_it_terminates(probe: Probe) -> None:
-    """Document 002 §2-c: once a pod has its deletionTimestamp, its ReplicaSet no longer counts it and creates
+    """The document's §2-c: once a pod has its deletionTimestamp, its ReplicaSet no longer counts it and creates
     the replacement at once: the new pod exists while the old pod's container is still running (for its
     whole 10 s grace here, as it ignores SIGTERM).
     """
@@ -275,7 +275,7 @@ def endpoint_of(observer: Observer[EndpointsView], pod: str) -> JsonDict | None:
 
 
 def test_endpoint_removal_while_the_container_still_runs(probe: Probe) -> None:
-    """Document 002 §2-b: the endpoints controllers take a deleted pod out of its Service as soon as its
+    """The document's §2-b: the endpoints controllers take a deleted pod out of its Service as soon as its
     deletionTimestamp is set, independently of the kubelet: the endpoint turns not-ready/terminating in the
     EndpointSlice (or leaves it, before terminating endpoints existed) and leaves v1 Endpoints while the
     container, which ignores SIGTERM, is still running.
