@@ -219,3 +219,128 @@ def test_the_job_deadline_claims_allow_either_outcome_exactly_on_releases_withou
     fixed = ["1.22.12", "1.22.17", "1.23.9", "1.24.3", "1.25.0-alpha.1", "1.26.7", "1.37.0"]
     assert all(claim.expectation_for(KubeVersion.parse(v)).one_of for v in unfixed)
     assert not any(claim.expectation_for(KubeVersion.parse(v)).one_of for v in fixed)
+
+
+NOT_FAILED = "not failed within 115 s of its creation"
+DEADLINE_EXCEEDED = {"reason": "DeadlineExceeded", "message": "Job was active longer than specified deadline"}
+BACKOFF_LIMIT = {"reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff limit"}
+
+
+def judged(claim_id: str, version: str, observed: object) -> str:
+    return evaluate(load_claims("active_deadline")[claim_id], KubeVersion.parse(version), observed).status
+
+
+@pytest.mark.parametrize("version", ["1.24.0-beta.0", "1.24.1", "1.24.2", "1.25.0-alpha.0"])
+def test_a_job_whose_pod_runs_on_is_expected_not_failed_where_jobreadypods_lost_the_deadline_timer(
+    version: str,
+) -> None:
+    """v1.24.0-beta.0 (JobReadyPods on, k/k#107476) to v1.24.2, and v1.25.0-alpha.0: job-01 is not failed within
+    the wait (as seen live on v1.24.1), or, when its pod started after the deadline, failed late at that change."""
+    assert judged("job-deadline.failed", version, NOT_FAILED) == PASS
+    assert judged("job-deadline.failed-after-deadline", version, NOT_FAILED) == PASS
+    assert judged("job-deadline.active-pod-deleted", version, False) == PASS
+    assert judged("job-deadline.events", version, ["SuccessfulCreate"]) == PASS
+    assert judged("job-deadline.container-removed", version, "running") == PASS
+    assert judged("job-deadline.failed-after-deadline", version, 12.0) == PASS  # the pod's late start-up
+    assert judged("job-deadline.failed-after-deadline", version, 45.0) == FAIL
+    # job-03: its pod fails on its own deadline first (seen live on v1.24.1: 56 s, the pod kept)
+    assert judged("job-shorter.failed", version, BACKOFF_LIMIT) == PASS
+    assert judged("job-shorter.failed-after-deadline", version, 56.0) == PASS
+    assert judged("job-shorter.failed-after-deadline", version, 40.0) == FAIL
+    assert judged("job-shorter.active-pod-deleted", version, False) == PASS
+    assert judged("job-shorter.container-removed", version, "exited") == PASS
+    # job-04: the retry's own failure syncs the Job (seen live on v1.24.1: 6 s)
+    assert judged("job-retry.failed", version, DEADLINE_EXCEEDED) == PASS
+    assert judged("job-retry.failed-after-deadline", version, 6.0) == PASS
+
+
+@pytest.mark.parametrize("version", ["1.24.3", "1.23.9", "1.22.12", "1.25.0-alpha.1", "1.30.12"])
+def test_a_job_with_k_k_110294_is_expected_failed_at_its_deadline_whatever_its_pods_do(version: str) -> None:
+    assert judged("job-deadline.failed", version, NOT_FAILED) == FAIL
+    assert judged("job-deadline.failed", version, DEADLINE_EXCEEDED) == PASS
+    assert judged("job-deadline.failed-after-deadline", version, 1.0) == PASS
+    assert judged("job-deadline.failed-after-deadline", version, 12.0) == FAIL
+    assert judged("job-deadline.events", version, ["SuccessfulCreate"]) == FAIL
+    assert judged("job-shorter.failed", version, BACKOFF_LIMIT) == FAIL
+    assert judged("job-shorter.failed-after-deadline", version, 56.0) == FAIL
+    assert judged("job-shorter.active-pod-deleted", version, True) == PASS
+    assert judged("job-retry.failed-after-deadline", version, 6.0) == FAIL
+
+
+@pytest.mark.parametrize("version", ["1.23.8", "1.22.11", "1.21.14", "1.24.0-alpha.4"])
+def test_without_k_k_110294_or_jobreadypods_only_a_pod_failure_makes_the_job_late(version: str) -> None:
+    """The timer is lost only to a failure's back-off: job-01 and job-03, whose pods do not fail before the Job's
+    deadline, fail on time; job-04 may be up to 30 s late."""
+    assert judged("job-deadline.failed", version, NOT_FAILED) == FAIL
+    assert judged("job-deadline.failed-after-deadline", version, 1.0) == PASS
+    assert judged("job-deadline.failed-after-deadline", version, 12.0) == FAIL
+    assert judged("job-shorter.failed", version, BACKOFF_LIMIT) == FAIL
+    assert judged("job-shorter.failed-after-deadline", version, 1.0) == PASS
+    assert judged("job-retry.failed-after-deadline", version, 24.0) == PASS
+    assert judged("job-retry.failed-after-deadline", version, 31.0) == FAIL
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [("1.31.0-alpha.3", []), ("1.31.0-beta.0", ["FailureTarget"]), ("1.31.0-rc.1", ["FailureTarget"])],
+)
+def test_the_failure_target_rows_start_at_the_first_pre_release_with_k_k_125510(
+    version: str, expected: list[str]
+) -> None:
+    """k/k#125510 is in CHANGELOG-1.31 under v1.31.0-beta.0, so 1.31.0's betas and rcs have it."""
+    assert judged("job-deadline.conditions-before-failed", version, expected) == PASS
+
+
+# Pre-releases on both sides of every boundary set at the first pre-release whose CHANGELOG section lists the PR
+# (and whose tree, where the module proxy serves it, shows the change).
+BOUNDARY_PRE_RELEASES = [
+    "1.22.0-alpha.3",
+    "1.22.0-rc.0",
+    "1.24.0-alpha.4",
+    "1.24.0-beta.0",
+    "1.25.0-alpha.0",
+    "1.25.0-rc.0",
+    "1.26.0-alpha.1",
+    "1.26.0-rc.1",
+    "1.28.0-alpha.3",
+    "1.28.0-alpha.4",
+    "1.28.0-beta.0",
+    "1.28.0-rc.0",
+    "1.29.0-alpha.1",
+    "1.29.0-alpha.3",
+    "1.31.0-alpha.3",
+    "1.31.0-beta.0",
+]
+# node_shutdown leaves the 1.22 pre-releases without an expectation on purpose (its header says why).
+UNTOLD_PRE_RELEASES = {"node_shutdown": ("1.22.0-",)}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_claim_has_exactly_one_expectation_for_the_pre_releases_at_its_boundaries(family: str) -> None:
+    untold = UNTOLD_PRE_RELEASES.get(family, ())
+    for claim in load_claims(family).values():
+        for version in BOUNDARY_PRE_RELEASES:
+            if not version.startswith(untold):
+                claim.expectation_for(KubeVersion.parse(version))  # raises on a gap or an overlap
+
+
+@pytest.mark.parametrize(
+    ("version", "replicas_cover_pods", "current_revision_holds"),
+    [
+        ("1.28.0-alpha.3", True, True),  # before k/k#117865 (CHANGELOG-1.28 v1.28.0-alpha.4)
+        ("1.28.0-alpha.4", False, False),
+        ("1.28.3", False, False),
+        ("1.28.4", False, True),  # k/k#120731 (CHANGELOG-1.28 v1.28.4)
+        ("1.29.0-alpha.1", False, False),  # the 1.29 line got k/k#120731 only in v1.29.0-alpha.3
+        ("1.29.0-alpha.3", False, True),
+    ],
+)
+def test_the_statefulset_rows_follow_the_pre_release_each_pr_first_reached(
+    version: str, replicas_cover_pods: bool, current_revision_holds: bool
+) -> None:
+    claims = load_claims("statefulset_status")
+    at = KubeVersion.parse(version)
+    assert claims["statefulset.scale-up.replicas-cover-pods"].expectation_for(at).value is replicas_cover_pods
+    assert claims["statefulset.partition.current-revision-holds"].expectation_for(at).value is current_revision_holds
+    revision = claims["statefulset.partition.recreated-pod-revision"].expectation_for(at).value
+    assert revision == ("current" if current_revision_holds else "update")
