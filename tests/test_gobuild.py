@@ -521,3 +521,27 @@ def test_a_builds_progress_estimates_its_packages_from_the_minors_last_build(tmp
         record = {"work": {"packages_in_build": count}}
         (tmp_path / "kubernetes" / version / "build.json").write_text(json.dumps(record))
     assert kube_build.packages_of_minor(tmp_path, "1.24") == 2400
+
+
+def test_a_twin_requires_its_staging_siblings_at_v0_0_0_as_in_the_staging_tree(tmp_path: Path) -> None:
+    """The published twin's go.mod requires k8s.io/apimachinery at the patch's version, which the module graph would
+    select and the compile cache key would name; its directory in the build says v0.0.0, and links the rest."""
+    twin = tmp_path / "mod" / "k8s.io" / "api@v0.24.2"
+    (twin / "core" / "v1").mkdir(parents=True)
+    (twin / "core" / "v1" / "types.go").write_text("package v1\n")
+    (twin / "go.mod").write_text(
+        "module k8s.io/api\n\ngo 1.16\n\nrequire (\n\tgithub.com/gogo/protobuf v1.3.2\n"
+        "\tk8s.io/apimachinery v0.24.2\n)\n\nrequire k8s.io/klog/v2 v2.60.1 // indirect\n"
+    )
+    source = tmp_path / "mod" / "k8s.io" / "kubernetes@v1.24.2"
+    source.mkdir(parents=True)
+    build = tmp_path / "build"
+    links = modules.module_links(
+        build, {"k8s.io/kubernetes": source, "k8s.io/api": twin}, staging=["k8s.io/api", "k8s.io/apimachinery"]
+    )
+    assert links == {"k8s.io/kubernetes": "./modules/k8s.io/kubernetes", "k8s.io/api": "./modules/k8s.io/api"}
+    assert (build / "modules/k8s.io/kubernetes").resolve() == source
+    written = (build / "modules/k8s.io/api/go.mod").read_text()
+    assert "\tk8s.io/apimachinery v0.0.0\n" in written and "github.com/gogo/protobuf v1.3.2" in written
+    assert "k8s.io/klog/v2 v2.60.1" in written  # not a staging module
+    assert (build / "modules/k8s.io/api/core/v1/types.go").read_text() == "package v1\n"

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from harness.families import all_recordings, families
-from harness.probe import ClaimsFailed, Probe
+from harness.probe import ClaimsFailed, ClaimsUndecided, Probe
 from harness.run import Run
 from harness.transport import Recording
 from probes.phase_after_deletion import test_phase_after_deletion as phase_probes
@@ -255,7 +255,7 @@ def test_a_job_pod_that_is_not_deleted_at_the_job_deadline_fails_the_probe(tmp_p
     watch["events"] = [e for e in watch["events"] if e["type"] != "DELETED"]
     for event in watch["events"]:
         event["object"]["metadata"].pop("deletionTimestamp", None)
-    with pytest.raises(ClaimsFailed, match=r"job-deadline\.active-pod-deleted: the pod is gone from the API was False"):
+    with pytest.raises(ClaimsFailed, match=r"job-shorter\.active-pod-deleted: the pod is gone from the API was False"):
         run_deadline_probe(recording, tmp_path)
 
 
@@ -288,6 +288,59 @@ def test_a_job_past_its_deadline_whose_pod_keeps_running_fails_its_claims_not_on
     verdicts = {v.claim.id: v for v in probe.verdicts}
     assert verdicts["job-deadline.active-pod-deleted"].detail["evidence"].startswith("waited 45s")
     assert verdicts["job-deadline.failed"].status == "pass"  # the Job itself did fail at its deadline
+
+
+def job_whose_deadline_timer_was_lost(version: str) -> Recording:
+    """What live local v1.24.1 showed of job-01: the Job is never failed, its pod runs on, only SuccessfulCreate.
+
+    The live local v1.27.3 Job as if `version` had answered: its watch cut before the Failed condition, the pod's
+    watch after it first ran, the Job's events left with the creation, the node listing the container running.
+    Each watch is kept open as long as the probe waits on it (the Job's wait, then the pods' settling).
+    """
+    recording = as_version(load_deadline("job_deadline--v1.27.3-live-local.json"), version)
+    created = next(s for s in recording.interactions if s["call"] == "create")["t_start"]
+    jobs = next(s for s in recording.interactions if s["call"] == "watch" and s["request"]["kind"] == "Job")
+    jobs["events"] = [e for e in jobs["events"] if not e["object"]["status"].get("conditions")]
+    jobs["closed_at"] = created + 120.0  # the Job's wait: 115 s
+    pods = pod_watch(recording)
+    first_running = next(i for i, e in enumerate(pods["events"]) if e["object"]["status"].get("phase") == "Running")
+    pods["events"] = pods["events"][: first_running + 1]
+    pods["closed_at"] = created + 170.0  # then 45 s for the pods to settle
+    pod = pods["events"][-1]["object"]
+    running = pod["status"]["containerStatuses"][0]["containerID"].split("//")[-1]
+    events = next(s for s in recording.interactions if s["call"] == "list_events")
+    events["response"] = [e for e in events["response"] if e["reason"] == "SuccessfulCreate"]
+    listing = next(s for s in recording.interactions if s["call"] == "node_containers")
+    node = {**listing, "response": [{"id": running, "metadata": {"name": "main"}, "state": "CONTAINER_RUNNING"}]}
+    recording.interactions = [s for s in recording.interactions if s["call"] not in ("list_events", "node_containers")]
+    recording.interactions += [copy.deepcopy(events) for _ in range(11)]  # read once a second for 10 s
+    recording.interactions += [copy.deepcopy(node) for _ in range(51)]  # polled every 3 s for 150 s
+    return recording
+
+
+def test_a_job_that_lost_its_deadline_timer_is_observed_not_failed_which_only_1_24_0_to_1_24_2_expect(
+    tmp_path: Path,
+) -> None:
+    """JobReadyPods on and no k/k#110294 (v1.24.0-beta.0 to v1.24.2): the controller loses the Job's deadline
+    timer when the pod is created, and nothing syncs the Job after its deadline. The probe observes that as
+    values ("not failed within 115 s of its creation", the pod kept, its container running), not as a timeout,
+    and the rows of those releases expect it; on v1.24.3 (k/k#110544) the same observations fail."""
+    probe = Probe.replaying(job_whose_deadline_timer_was_lost("v1.24.1"), "active_deadline", Run.start(tmp_path / "a"))
+    deadline_probes.test_job_deadline(probe)
+    verdicts = {v.claim.id: v for v in probe.verdicts}
+    assert {claim: v.status for claim, v in verdicts.items()} == dict.fromkeys(verdicts, "pass")
+    assert verdicts["job-deadline.failed"].observed == "not failed within 115 s of its creation"
+    assert verdicts["job-deadline.failed-after-deadline"].observed == "not failed within 115 s of its creation"
+    assert verdicts["job-deadline.active-pod-deleted"].observed is False
+    assert verdicts["job-deadline.events"].observed == ["SuccessfulCreate"]
+    assert verdicts["job-deadline.container-removed"].observed == "running"
+    fixed = Probe.replaying(job_whose_deadline_timer_was_lost("v1.24.3"), "active_deadline", Run.start(tmp_path / "b"))
+    with pytest.raises(ClaimsFailed) as err:
+        deadline_probes.test_job_deadline(fixed)
+    message = str(err.value)
+    assert "5 of 6 claims failed on Kubernetes v1.24.3" in message
+    assert "job-deadline.failed: reason and message of the Job's Failed condition" in message
+    assert "the v1.24.3 cluster behaved like >=1.24.0-beta.0,<1.24.3 || >=1.25.0-alpha.0,<1.25.0-alpha.1" in message
 
 
 def test_a_pod_deadline_container_removed_from_the_node_fails_the_node_claim(tmp_path: Path) -> None:
@@ -395,20 +448,38 @@ def test_sigkill_two_seconds_after_sigterm_passes_and_three_seconds_fails(tmp_pa
 
 
 def test_a_watch_gap_over_the_transition_makes_the_claim_undecided_never_passed(tmp_path: Path) -> None:
-    """The live local v1.27.3 Always pod, its Failed updates replaced by a re-list that shows it Running."""
+    """The live local v1.27.3 Always pod, its updates from Failed on replaced by a re-list that shows it Failed: the
+    phases match, but the watch was down across the transition, which could have hidden any state: undecided."""
     recording = load(ALWAYS_127)
     watch = next(step for step in recording.interactions if step["call"] == "watch")
     failed = next(i for i, e in enumerate(watch["events"]) if e["object"]["status"]["phase"] == "Failed")
     last = copy.deepcopy(watch["events"][-1]["object"])
-    last["status"]["phase"] = "Running"  # what a re-list shows if it missed the Failed update
     relisted = {"t": watch["events"][failed]["t"], "type": "RELISTED", "object": {"items": [last]}}
     watch["events"] = [*watch["events"][:failed], {**relisted, "gap": "watch expired (410 Gone)"}]
     with pytest.raises(ClaimsFailed) as err:
         run_probe(recording, tmp_path)
+    assert isinstance(err.value, ClaimsUndecided)
     assert (
-        "always.sigterm-ignored.phases: undecided: a watch gap covered the transition (watch expired (410 Gone))"
-        in str(err.value)
+        "was ['Running', 'Failed'] as expected, but a watch gap could hide a state that decides it (watch expired "
+        "(410 Gone))" in str(err.value)
     )
+
+
+def test_a_relist_that_still_shows_the_pod_running_cannot_explain_a_missing_failed(tmp_path: Path) -> None:
+    """The same, but the re-list shows the pod still Running, and the watch sees it whole from then on: no state
+    hidden before that re-list can make the phases end Failed (a gap hides states, it does not reorder them)."""
+    recording = load(ALWAYS_127)
+    watch = next(step for step in recording.interactions if step["call"] == "watch")
+    failed = next(i for i, e in enumerate(watch["events"]) if e["object"]["status"]["phase"] == "Failed")
+    last = copy.deepcopy(watch["events"][-1]["object"])
+    last["status"]["phase"] = "Running"  # what a re-list shows if the pod never left Running
+    relisted = {"t": watch["events"][failed]["t"], "type": "RELISTED", "object": {"items": [last]}}
+    watch["events"] = [*watch["events"][:failed], {**relisted, "gap": "watch expired (410 Gone)"}]
+    with pytest.raises(ClaimsFailed) as err:
+        run_probe(recording, tmp_path)
+    assert type(err.value) is ClaimsFailed
+    assert "its container stopped was ['Running'], expected ['Running', 'Failed']" in str(err.value)
+    assert "the watch gap (watch expired (410 Gone)) cannot explain this" in str(err.value)
 
 
 def test_a_1_25_server_whose_job_honours_its_pod_failure_policy_says_it_behaved_like_1_26(tmp_path: Path) -> None:

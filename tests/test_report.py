@@ -429,10 +429,11 @@ def test_what_changed_lists_each_claim_whose_value_changes_with_the_pr_behind_it
     phases = changes[boundary]["always.sigterm-ignored.phases"]
     assert phases.expected_changed and phases.prs[0] == "115331"
     assert {r.probe for r in phases.rows} == {PHASES, PHASES + "_default_grace"}  # one change, both scenarios
-    # observed live on both sides: the StatefulSet regression on v1.28.0, with the release notes that say so
+    # observed live on both sides: the StatefulSet regression on v1.28.0, with the release notes that say so (its
+    # first pre-release)
     before = matrix.versions[matrix.versions.index("v1.28.0") - 1]
     regression = changes[(before, "v1.28.0")]["statefulset.partition.current-revision-holds"]
-    assert regression.prs[0] == "117865" and regression.release_notes == ("CHANGELOG-1.28 v1.28.0",)
+    assert regression.prs[0] == "117865" and regression.release_notes == ("CHANGELOG-1.28 v1.28.0-alpha.4",)
     assert "120731" not in regression.prs  # the fix is cited on the other side, not here
     assert (regression.was.basis, regression.was.value) == ("live", True)
     assert (regression.now.basis, regression.now.value, regression.agrees) == ("live", False, True)

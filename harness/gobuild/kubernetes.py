@@ -79,7 +79,7 @@ class Build:
 
 def release_text(version: str) -> str:
     """'1.27.3' -> 'v1.27.3'; a minor alone is refused (a build needs one release)."""
-    parsed = KubeVersion.parse(version)
+    parsed = KubeVersion.requested(version)
     text = parsed.text if parsed.text.startswith("v") else f"v{parsed.text}"
     if text.count(".") < 2:
         raise VersionError(f"give a full Kubernetes release to build (e.g. 1.27.3 or 1.27.0-rc.0), not {version!r}")
@@ -352,7 +352,9 @@ def _build(
         # package a patch did not change keeps its key from one patch of the minor to the next.
         # (Through links in ./modules/: a directory with an '@' in its path cannot be a replacement.)
         twins = module_links(
-            directory, {"k8s.io/kubernetes": source, **module_dirs(sorted(versions.items()), env, directory)}
+            directory,
+            {"k8s.io/kubernetes": source, **module_dirs(sorted(versions.items()), env, directory)},
+            staging=sorted(versions),
         )
         for replacement in replacements(kubernetes_go_mod, versions, twins):
             run(["go", "mod", "edit", f"-replace={replacement}"])

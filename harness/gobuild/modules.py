@@ -5,8 +5,9 @@ a batch it serves, and links to module directories a `go mod edit -replace` can 
 from __future__ import annotations
 
 import json
+import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,16 +79,31 @@ def module_version(module: str, env: Mapping[str, str], cwd: Path) -> str:
     return str((info.get("Replace") or {}).get("Version") or info.get("Version") or "unknown")
 
 
-def module_links(directory: Path, modules: Mapping[str, Path]) -> dict[str, str]:
-    """`./modules/<module path>` in the build directory, a link to each module's directory in the module cache,
-    for `go mod edit -replace` (which takes an '@' in a directory's path for a version); {module: './modules/...'}."""
+def module_links(directory: Path, modules: Mapping[str, Path], staging: Sequence[str] = ()) -> dict[str, str]:
+    """`./modules/<module path>` in the build directory for each module's directory in the module cache, for
+    `go mod edit -replace` (which takes an '@' in a directory's path for a version); {module: './modules/...'}.
+
+    A module in `staging` (a published twin) gets a directory of its own holding its go.mod with every staging
+    sibling required at v0.0.0, as in k8s.io/kubernetes's staging tree, and a link to each of its other entries:
+    the twins' published go.mod files require their siblings at the patch's version (k8s.io/apimachinery
+    v0.24.2), which the module graph would select, and the compile cache's key names that version. Any other
+    module (k8s.io/kubernetes itself) is one link to its directory.
+    """
     links = directory / "modules"
     shutil.rmtree(links, ignore_errors=True)
+    siblings = re.compile(r"^(\s*(?:require\s+)?(?:" + "|".join(map(re.escape, staging)) + r"))\s+v\S+", re.M)
     out = {}
     for module, target in modules.items():
         link = links / module
         link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(target, target_is_directory=True)
+        if module in staging and (target / "go.mod").is_file():
+            link.mkdir()
+            for entry in target.iterdir():
+                if entry.name != "go.mod":
+                    (link / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
+            (link / "go.mod").write_text(siblings.sub(r"\1 v0.0.0", (target / "go.mod").read_text()))
+        else:
+            link.symlink_to(target, target_is_directory=True)
         out[module] = f"./modules/{module}"
     return out
 

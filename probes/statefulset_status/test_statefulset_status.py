@@ -19,7 +19,8 @@ from typing import NamedTuple
 
 import pytest
 
-from harness.observe import Change, Observer, PodObserver, in_server_order
+from harness.basis import Basis, Moment
+from harness.observe import Change, Observer, PodObserver, in_server_order, key_of
 from harness.probe import POD_START_BUDGET_S, Probe
 from harness.views import PodView, StatefulSetView
 
@@ -42,17 +43,18 @@ MAX_DELETIONS = 4
 SETTLE_S = 10.0
 
 
-def existing_pods(changes: list[Change], upto: int) -> list[str]:
-    """The pods that existed just before change number `upto` of the ordered stream."""
-    alive: set[str] = set()
+def existing_pods(changes: list[Change], upto: int) -> dict[str, str]:
+    """The pods that existed just before change number `upto` of the ordered stream: uid -> name (by uid: a pod
+    recreated under the same name is another pod)."""
+    alive: dict[str, str] = {}
     for _, kind, type_, view in changes[:upto]:
         if kind != "Pod":
             continue
         if type_ in ("DELETED", "GONE"):
-            alive.discard(view.name)
+            alive.pop(key_of(view), None)
         else:
-            alive.add(view.name)
-    return sorted(alive)
+            alive[key_of(view)] = view.name
+    return alive
 
 
 def status_updates(changes: list[Change]) -> list[tuple[int, StatefulSetView]]:
@@ -64,7 +66,7 @@ class Violation(NamedTuple):
     """A status write that broke an invariant: where it stands in the stream and what it says."""
 
     change: Change
-    pods: list[str]  # the pods that existed just before it
+    pods: dict[str, str]  # the pods that existed just before it: uid -> name
     evidence: str
 
 
@@ -73,25 +75,27 @@ def replicas_below_pods(changes: list[Change]) -> Violation | None:
     for position, view in status_updates(changes):
         pods = existing_pods(changes, position)
         if view.observed_generation and view.replicas < len(pods):
-            evidence = (
-                f"status.replicas {view.replicas} while {len(pods)} pods existed ({', '.join(pods)}): {view.summary()}"
-            )
+            names = ", ".join(sorted(pods.values()))
+            evidence = f"status.replicas {view.replicas} while {len(pods)} pods existed ({names}): {view.summary()}"
             return Violation(changes[position], pods, evidence)
     return None
 
 
-def gaps_that_could_explain_replicas_below_pods(
+def what_replicas_below_pods_rests_on(
     below: Violation | None, sets: Observer[StatefulSetView], pods: PodObserver
-) -> list[str]:
-    """The watch gaps that could make this verdict wrong (a gap hides states, it cannot add or reorder them).
+) -> Basis:
+    """What this verdict rests on (a gap hides states, it cannot add or reorder them).
 
-    No violation seen: a hidden status write (or hidden pods) could be one, so every gap counts. A violation
-    seen: the status write itself was seen; only a pod deletion before it that a gap hid, and that was learned
-    of after it, could have made the pods then existing fewer than counted.
+    No violation seen: a hidden status write (or hidden pods) could be one: every state of both watches. A
+    violation seen: the status write itself was seen; only the pods then existing, at that write (in the server's
+    order, by resourceVersion): a deletion of one of them before it that a gap hid, learned of after it, could
+    have made them fewer than counted.
     """
     if below is None:
-        return sets.gaps_since(0.0) + pods.gaps_since(0.0)
-    return pods.gaps_hiding_before(below.change.view.resource_version, below.change.t, below.pods)
+        return Basis.of(sets.during(0.0), pods.during(0.0))
+    version = str(below.change.view.resource_version)
+    at = Moment(below.change.t, int(version) if version.isdigit() else None)
+    return pods.during(at, at, below.pods)
 
 
 def current_revision_moved_early(changes: list[Change], original: str | None) -> str | None:
@@ -121,28 +125,32 @@ def all_ready(sets: Observer[StatefulSetView]) -> bool:
     return latest.observed_generation >= latest.generation and latest.ready_replicas == REPLICAS
 
 
-def recreated_and_ready(pods: Observer[PodView], name: str, since: float = 0.0) -> bool:
-    """A pod of this name was seen terminating after `since`, and later a Ready pod of the same name without
-    deletion."""
+def recreated(pods: Observer[PodView], name: str, since: float = 0.0, ready: bool = True) -> PodView | None:
+    """The pod that took this name after one of that name was seen terminating (after `since`): another uid (a pod
+    recreated under the same name is another pod); with `ready`, only once it is Ready and not being deleted."""
     terminating = next(
-        (t for t, p in pods.history if t >= since and p.name == name and p.deletion_timestamp is not None), None
+        (p for t, p in pods.history if t >= since and p.name == name and p.deletion_timestamp is not None), None
     )
     if terminating is None:
-        return False
-    return any(
-        seen > terminating and view.name == name and view.deletion_timestamp is None and view.ready
-        for seen, view in pods.history
-    )
+        return None
+    holder = pods.named(name)
+    if holder is None or holder.uid == terminating.uid:
+        return None
+    if ready and (holder.deletion_timestamp is not None or not holder.ready):
+        return None
+    return holder
 
 
 def delete_and_await_recreation(probe: Probe, pods: PodObserver, deletion: int) -> tuple[float, str | None]:
     """Delete the pod below the partition and wait until the controller recreated it and it is Ready: when the
     delete was sent, and None (else what was awaited and last seen)."""
-    deleted_at = probe.delete_pod(pods.states[BELOW_PARTITION])
+    below = pods.named(BELOW_PARTITION)
+    assert below is not None, f"pod {BELOW_PARTITION} was never seen"
+    deleted_at = probe.delete_pod(below)
     time = {1: "", 2: " a second time"}.get(deletion, f" after deletion {deletion}")
     not_recreated = pods.await_outcome(
         f"pod {BELOW_PARTITION} to be recreated and Ready{time}",
-        lambda o: recreated_and_ready(o, BELOW_PARTITION, since=deleted_at),
+        lambda o: recreated(o, BELOW_PARTITION, since=deleted_at) is not None,
         within=POD_START_BUDGET_S,
     )
     pods.catch_up()
@@ -160,7 +168,7 @@ def test_statefulset_status_through_parallel_scale_up_and_partitioned_update(pro
     # Act 1: the Parallel scale-up from 0 to 3.
     sets.wait_for(
         f"StatefulSet {name} to have {REPLICAS} ready replicas",
-        lambda o: name in o.states and all_ready(o),
+        lambda o: o.named(name) is not None and all_ready(o),
         within=POD_START_BUDGET_S,
     )
     pods.catch_up()
@@ -217,25 +225,28 @@ def test_statefulset_status_through_parallel_scale_up_and_partitioned_update(pro
     probe.check(
         "statefulset.scale-up.replicas-cover-pods",
         below is None,
-        gaps_that_could_explain_replicas_below_pods(below, sets, pods),
+        what_replicas_below_pods_rests_on(below, sets, pods),
         evidence=below.evidence if below else None,
     )
+    # The pod that came back after the last deletion (by uid: the name is the deleted pod's too); its revision is
+    # its label, which it has from its creation: what decides is which pod came back, seen from the deletion on.
+    back = recreated(pods, BELOW_PARTITION, since=deleted_at, ready=False) if not_recreated is None else None
+    came_back = None if back is None else pods.first_sighting(lambda _, view: view.uid == back.uid)
     probe.check(
         "statefulset.partition.recreated-pod-revision",
-        # the pod last seen may be the deleted one: without a recreated pod there is no revision to judge
-        revision_name(pods.states[BELOW_PARTITION], original, latest.update_revision)
-        if not_recreated is None
-        else "not recreated",
-        pods.gaps_since(deleted_at),
+        # without a recreated pod there is no revision to judge
+        revision_name(back, original, latest.update_revision) if back is not None else "not recreated",
+        pods.during(deleted_at, None if came_back is None else came_back.t),
         evidence=not_recreated,
     )
     moved = current_revision_moved_early(changes, original)
     # A move seen is a status write seen: no hidden state undoes it. None seen: a gap in the StatefulSet's
     # watch could have hidden one (the pods' watch cannot).
+    moved_at = next((t for t, v in sets.history if original and v.current_revision not in (None, original)), None)
     probe.check(
         "statefulset.partition.current-revision-holds",
         moved is None,
-        sets.gaps_since(0.0) if moved is None else [],
+        sets.during(0.0, None, sets.latest) if moved is None else sets.reading(sets.latest, at=moved_at),
         evidence=moved,
     )
     probe.conclude()
