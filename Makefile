@@ -143,7 +143,7 @@ upgrade: refuse-cluster $(STAMP)
 UNCOVERED ?=
 PLAN ?=
 coverage: refuse-cluster $(STAMP)
-	$(PY) -m harness coverage $(if $(filter 1 yes true,$(UNCOVERED)),--uncovered) $(if $(filter 1 yes true,$(PLAN)),--plan)
+	$(PY) -m harness coverage --uncovered "$(UNCOVERED)" --plan "$(PLAN)"
 
 # A node image for a release kind does not publish, built once: make node-image VERSION=1.27.0-rc.0
 # [SOURCE=release|modules], then make probe IMAGE=plp-node:v1.27.0-rc.0. release: kind build node-image
@@ -182,7 +182,7 @@ FRESH_BASELINE ?=
 TRIES ?= 3
 radar: $(STAMP)
 	$(PY) -m harness radar --cluster "$(CLUSTER)" --source "$(SOURCE)" --tries "$(TRIES)" \
-		$(if $(BASELINE),--baseline "$(BASELINE)") $(if $(filter 1 yes true,$(FRESH_BASELINE)),--fresh-baseline) \
+		$(if $(BASELINE),--baseline "$(BASELINE)") --fresh-baseline "$(FRESH_BASELINE)" \
 		$(if $(PROBE),--probe "$(PROBE)")
 
 versions: refuse-cluster $(STAMP)

@@ -169,9 +169,21 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     coverage_cmd = command(
         "coverage", "each claim version range with the live recordings inside it, or 'not seen live'"
     )
-    coverage_cmd.add_argument("--uncovered", action="store_true", help="only the ranges no live recording is in")
     coverage_cmd.add_argument(
-        "--plan", action="store_true", help="which releases to build next to cover the most uncovered ranges per build"
+        "--uncovered",
+        nargs="?",
+        const=True,
+        default=False,
+        type=yes_no("UNCOVERED"),
+        help="only the ranges no live recording is in (UNCOVERED=1)",
+    )
+    coverage_cmd.add_argument(
+        "--plan",
+        nargs="?",
+        const=True,
+        default=False,
+        type=yes_no("PLAN"),
+        help="which releases to build next to cover the most uncovered ranges per build (PLAN=1)",
     )
     radar_cmd = command(
         "radar", "the newest pre-release the Go module proxy serves, probed beside the newest release, claim by claim"
@@ -186,8 +198,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     radar_cmd.add_argument("--baseline", default="", help="a run of the newest release to compare with (runs/<id>)")
     radar_cmd.add_argument(
         "--fresh-baseline",
-        action="store_true",
-        help="probe the newest release now too (default: replay its shipped live recordings)",
+        nargs="?",
+        const=True,
+        default=False,
+        type=yes_no("FRESH_BASELINE"),
+        help="probe the newest release now too (default: replay its shipped live recordings; FRESH_BASELINE=1)",
     )
     radar_cmd.add_argument(
         "--tries", type=count("TRIES"), default=3, help="how many pre-releases to try, newest first, until one builds"

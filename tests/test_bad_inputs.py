@@ -127,7 +127,7 @@ HARNESS: dict[str, Bad] = {
         2,
         "give one or the other",
     ),
-    # probe: version text taken strictly (issue 33), conflicting and unknown inputs
+    # probe: version text taken strictly, conflicting and unknown inputs
     "version-with-x": Bad(("probe", "--version", "1.27.x"), 2, "not a Kubernetes version: '1.27.x' (give 1.27, 1.27.3"),
     "version-rc-without-number": Bad(("probe", "--version", "1.27.3-rc"), 2, "not a Kubernetes version: '1.27.3-rc'"),
     "version-full-width-digit": Bad(("probe", "--version", "\uff11.27"), 2, "not a Kubernetes version: '\uff11.27'"),

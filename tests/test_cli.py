@@ -91,7 +91,8 @@ def test_make_probe_without_docker_and_kind_fails_through_the_makefile(tmp_path:
 
 
 def test_matrix_without_docker_is_refused_once_before_any_version_starts(tmp_path: Path) -> None:
-    """Issue 33: it printed one "prerequisite missing" row per version (19 for every minor), each after starting."""
+    """Without Docker, a kind matrix is refused once; it used to print one "prerequisite missing" row per
+    version (19 for every minor), each after starting."""
     proc, _ = run_cli(
         "matrix", "--versions", "1.26 1.27", "--jobs", "2", "--run-dir", str(tmp_path), path=str(tmp_path)
     )

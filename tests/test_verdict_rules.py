@@ -1,4 +1,4 @@
-"""The verdict rules are the harness's (issue 33), checked on every live recording of every family.
+"""The verdict rules are the harness's, checked on every live recording of every family.
 
 Each recording is replayed through its probe (in memory: the files are never edited), and every verdict keeps what
 its observation rests on (harness/basis.py). Then:

@@ -244,7 +244,7 @@ def test_a_real_gap_from_an_api_server_restart_is_on_record_and_judged(name: str
     assert probe.verdicts and all(v.status != UNDECIDED for v in probe.verdicts)
 
 
-# ------------------------------------------------------------- 4. the rules are the harness's (issue 33)
+# ------------------------------------------------------------- 4. the rules are the harness's
 
 ALWAYS_128 = "phase_after_deletion/always_pod_ignoring_sigterm--v1.28.0-live-local.json"
 STS_SHUTDOWN = "node_shutdown/statefulset_pod_after_graceful_node_shutdown--v1.27.9-live-kind.json"
@@ -268,7 +268,7 @@ def relist_after(recording: Recording, kind: str, start: float, relist_at: float
 
 
 def test_a_pod_that_never_fails_watched_whole_after_an_early_relist_fails_the_claim(tmp_path: Path) -> None:
-    """Issue 33: the 1.28 finalizer pod never reaches Failed (its Failed updates altered to Running); the watch
+    """The 1.28 finalizer pod never reaches Failed (its Failed updates altered to Running); the watch
     re-listed once in the first half second after the delete and saw every state from then until long after its
     container stopped. The old probe gave the claim every gap after the delete and called it undecided; states
     hidden before that re-list cannot make a sequence that was Running at the re-list and after end Failed."""
@@ -288,7 +288,7 @@ def test_a_pod_that_never_fails_watched_whole_after_an_early_relist_fails_the_cl
 
 
 def test_a_statefulset_pod_recreated_under_its_name_in_a_gap_is_another_pod(tmp_path: Path) -> None:
-    """Issue 33: while the pods' watch was down, the StatefulSet's stopped pod was deleted and recreated under its
+    """While the pods' watch was down, the StatefulSet's stopped pod was deleted and recreated under its
     name with a new uid. The re-list shows the name with that uid: the old pod is gone and a new one added, both
     dated to the gap. The old probe took the name for the pod: the old one was never gone, and it read its last
     state, "left Succeeded" (undecided here, on 1.27.9, where it is deleted; a false pass where Succeeded is
