@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from harness import paths
+from harness.clusters.registry import DEFAULT_CLUSTER, cluster_choices
 from harness.commands.coverage import run_coverage_command
 from harness.commands.housekeeping import run_clean_command, run_node_image_command, run_report_command
 from harness.commands.probe import AUTO, run_probe_command
@@ -21,18 +22,15 @@ from harness.commands.refusal import (
     BAD,
     BAD_INPUT,
     EXIT_CODES,
-    Interrupted,
     refuse,
 )
 from harness.commands.upgrade import run_upgrade_command
 from harness.commands.version_axis import run_bisect_command, run_matrix_command
-from harness.errors import INTERRUPTED
+from harness.errors import INTERRUPTED, Interrupted
 from harness.gobuild.toolchain import toolchain_policy
 from harness.inputs import SHARED_OPTIONS, BadInput, count, yes_no
 from harness.process import sigterm_as_interrupt
 from harness.versions import VersionError, known_versions
-
-CLUSTER_KINDS = ("kind", "local")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -56,9 +54,12 @@ def parallel_count(text: str) -> int | str:
         ) from None
 
 
-def cluster_option(parser: argparse.ArgumentParser, help_text: str, default: str | None = "kind") -> None:
-    """CLUSTER (--cluster): the two kinds of cluster the suite makes, as every command that takes it names them."""
-    parser.add_argument("--cluster", choices=CLUSTER_KINDS, default=default, help=help_text)
+def cluster_option(
+    parser: argparse.ArgumentParser, help_text: str, default: str | None = DEFAULT_CLUSTER, version_axis: bool = False
+) -> None:
+    """CLUSTER (--cluster): the kinds of cluster the suite makes (harness/clusters/registry.py), as every command
+    that takes it names them; for the version axis, those that run a given release."""
+    parser.add_argument("--cluster", choices=cluster_choices(version_axis), default=default, help=help_text)
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -133,7 +134,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     bisect_cmd.add_argument("--probe", required=True, help="the probe (name or pytest -k expression)")
     bisect_cmd.add_argument("--good", required=True, help="a release where the probe passes, e.g. 1.27.3")
     bisect_cmd.add_argument("--bad", required=True, help="a later release (same minor, or the next one) where it fails")
-    cluster_option(bisect_cmd, "local: every release between built here")
+    cluster_option(bisect_cmd, "local: every release between built here", version_axis=True)
     bisect_cmd.add_argument(
         "--claim", default="", help="local: bisect on this claim's observed value (GOOD's against BAD's)"
     )
@@ -188,7 +189,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     radar_cmd = command(
         "radar", "the newest pre-release the Go module proxy serves, probed beside the newest release, claim by claim"
     )
-    cluster_option(radar_cmd, "local: the pre-release built here from Go modules; kind: a node image of it (--source)")
+    cluster_option(
+        radar_cmd,
+        "local: the pre-release built here from Go modules; kind: a node image of it (--source)",
+        version_axis=True,
+    )
     radar_cmd.add_argument(
         "--source",
         choices=("auto", "release", "modules"),
@@ -215,7 +220,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     )
     matrix.add_argument("--jobs", type=count("JOBS"), default=2, help="how many kind clusters at a time")
     matrix.add_argument("--run-dir", default=str(paths.RUNS), help="where the matrix's run directories go")
-    cluster_option(matrix, "kind, or local (built here; one at a time)")
+    cluster_option(matrix, "kind, or local (built here; one at a time)", version_axis=True)
     matrix.add_argument(
         "--parallel",
         type=parallel_count,

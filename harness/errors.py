@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import re
+from collections.abc import Callable, Iterator, Sequence
+
 # The exit code of every front door (make's commands, the engine, pytest through the suite's plugin) that Ctrl-C
 # or SIGTERM stopped: 128 + SIGINT, as a shell reports a process Ctrl-C ended.
 INTERRUPTED = 130
@@ -27,3 +31,37 @@ class ClusterFailed(RuntimeError):
 
 class LocalClusterError(RuntimeError):
     """The local cluster could not be made or did not come up; the message carries the component's log tail."""
+
+
+class NotRunnable(RuntimeError):
+    """A version could not be made runnable (its build or node image failed): the run fails, saying why."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a step: what that step was and what stopping it undid, for the one line main() says."""
+
+    def __init__(self, stopped: str) -> None:
+        super().__init__(stopped)
+        self.stopped = stopped
+
+
+@contextlib.contextmanager
+def stopping(what: str | Callable[[], str]) -> Iterator[None]:
+    """Turn Ctrl-C inside the block into Interrupted(what), once the block's own cleanup has run (`what` may be
+    a function, asked then, when what was stopped depends on how that cleanup went)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise Interrupted(what() if callable(what) else what) from None
+
+
+def host_refusal(header: str, problems: Sequence[str]) -> str:
+    """`header:` and each problem on its own line, ending with the one apt-get line that installs every
+    Debian package the problems name (each says `apt-get install <packages>` where it comes from)."""
+    packages = dict.fromkeys(
+        package for hint in re.findall(r"apt-get install ([^)]+)", "\n".join(problems)) for package in hint.split()
+    )
+    lines = [f"{header}:", *problems]
+    if packages:
+        lines.append(f"install them all with: apt-get install {' '.join(packages)}")
+    return "\n  ".join(lines)

@@ -1,9 +1,11 @@
-"""`make matrix`: the probes on several Kubernetes versions, each as its own `harness probe` process.
+"""`make matrix`: the probes on several Kubernetes versions, each as its own `harness probe` process, on any kind of
+cluster that runs a given release (harness/clusters/kinds.py ReleaseAxis).
 
-kind: one kind cluster per version, JOBS at a time. local (CLUSTER=local): one local cluster at a time (a kubelet
-removes the pod logs of pods it does not know, so two cannot share a host), each release built from its Go
-modules on a background thread ahead of the probes. Either way each version has its own run directory, and a
-version whose build or cluster fails is reported as such while the others go on.
+Each planned release is made runnable first (built here, or nothing to do for a pinned node image) on one background
+thread, the next one ahead while the current one's probes run; versions run JOBS at a time, or one at a time where
+two clusters of the kind cannot share a host (a local cluster's kubelet removes the pod logs of pods it does not
+know). Each version has its own run directory, and a version whose build or cluster fails is reported as such while
+the others go on.
 """
 
 from __future__ import annotations
@@ -11,22 +13,24 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.clusters.kinds import PlannedVersion, Readied
 from harness.process import Terminated, run_through_interrupt, terminate_waited_children
-from harness.versions import KubeVersion, known_images, resolve_image
 
 EXIT_MEANING = {0: "passed", 1: "failed", 2: "interrupted or bad input", 3: "prerequisite missing", 5: "no probe ran"}
 
 
 @dataclass
 class VersionResult:
+    """One version of a matrix: how its run ended, its probes' outcomes, and what its release took."""
+
     version: str
     status: str
     exit_code: int | None
@@ -34,12 +38,15 @@ class VersionResult:
     seconds: float
     probes: dict[str, int] = field(default_factory=dict)  # outcome -> count, from the run's probe records
     detail: str = ""
-
-
-def default_versions() -> list[str]:
-    """Every Kubernetes minor with a pinned image, oldest first."""
-    minors = {i.kubernetes.minor for i in known_images()}
-    return sorted(minors, key=lambda m: tuple(int(p) for p in m.split(".")))
+    release: str = ""
+    note: str = ""
+    build_s: float | None = None  # the build's own duration; None when it was reused or nothing was built
+    build_reused: bool = False
+    startup_s: float | None = None
+    probes_s: float | None = None
+    substitutions: dict[str, str] = field(default_factory=dict)
+    build_during_probes: str = ""  # the version that was building while these probes ran, if any
+    disk_tools_gb: float | None = None
 
 
 def summarize_run(run_dir: Path) -> tuple[dict[str, int], str]:
@@ -52,25 +59,6 @@ def summarize_run(run_dir: Path) -> tuple[dict[str, int], str]:
     for run_json in run_dir.glob("*/run.json"):
         provenance = json.loads(run_json.read_text())
     return outcomes, str(provenance.get("cluster_error", ""))
-
-
-def run_version_process(version: str, base: Path, extra: Sequence[str] = ()) -> VersionResult:
-    """One version: `python -m harness probe --version V -- --run-dir base/V`, its output in base/V.log."""
-    run_dir = base / version
-    run_dir.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    with (base / f"{version}.log").open("w") as log:
-        code = run_through_interrupt(
-            [sys.executable, "-m", "harness", "probe", "--version", version, "--", "--run-dir", str(run_dir), *extra],
-            log,
-        )
-    probes, cluster_error = summarize_run(run_dir)
-    status = "cluster did not come up" if cluster_error else EXIT_MEANING.get(code, f"exit {code}")
-    if status == "failed" and probes.get("undecided") and not probes.get("failed"):
-        status = "undecided"  # only claims a watch gap left undecided: not evidence that the version fails
-    return VersionResult(
-        version, status, code, str(run_dir), round(time.monotonic() - started, 1), probes, cluster_error
-    )
 
 
 def run_matrix(versions: Sequence[str], jobs: int, run_one: Callable[[str], VersionResult]) -> list[VersionResult]:
@@ -98,72 +86,6 @@ def run_matrix(versions: Sequence[str], jobs: int, run_one: Callable[[str], Vers
         pool.shutdown(wait=True, cancel_futures=True)  # the running versions' cleanup ends before this process
 
 
-def render(results: Sequence[VersionResult]) -> str:
-    lines = [f"{'version':<10} {'status':<26} {'seconds':>8}  probes"]
-    for r in results:
-        probes = ", ".join(f"{n} {outcome}" for outcome, n in sorted(r.probes.items())) or "-"
-        lines.append(f"{r.version:<10} {r.status:<26} {r.seconds:>8.1f}  {probes}")
-    return "\n".join(lines)
-
-
-def write_results(base: Path, results: Sequence[VersionResult]) -> Path:
-    path = base / "matrix.json"
-    path.write_text(json.dumps([asdict(r) for r in results], indent=1) + "\n")
-    return path
-
-
-# ----- The matrix on local clusters (CLUSTER=local): one version at a time, the next one building meanwhile.
-
-
-@dataclass
-class PlannedVersion:
-    """What a requested version resolves to, for kind and local alike, and why."""
-
-    requested: str  # "1.27" or "1.27.3"
-    release: str  # "1.27.16": the pinned image's patch for a minor, or the nearest buildable one
-    note: str = ""  # said when the release is not the pinned patch
-
-
-def pinned_patch(requested: str) -> str:
-    """A minor's pinned node image patch (the newest in the table), or the patch itself: the same for both providers."""
-    return str(resolve_image(requested).kubernetes.version) if requested.count(".") == 1 else requested
-
-
-def plan_versions(requested: Sequence[str], served: Callable[[str], bool]) -> list[PlannedVersion]:
-    """Each requested version as the release to build: a minor takes its pinned patch; when the proxy does not
-    serve that tag, the nearest earlier patch it serves (then later), said in the note. Raises VersionError for a
-    version that is not a version or a minor without any pinned image."""
-    plan = []
-    for text in requested:
-        parsed = KubeVersion.requested(text)
-        release = pinned_patch(text.lstrip("v"))
-        if served(release):
-            plan.append(PlannedVersion(text, release))
-            continue
-        patch = KubeVersion.parse(release).version.micro
-        nearby = [p for p in range(patch - 1, -1, -1)] + list(range(patch + 1, patch + 6))
-        for other in (f"{parsed.minor}.{p}" for p in nearby):
-            if served(other):
-                plan.append(PlannedVersion(text, other, f"{release} is not served by the Go module proxy"))
-                break
-        else:
-            plan.append(PlannedVersion(text, release, f"{release}: no patch of {parsed.minor} is served nearby"))
-    return plan
-
-
-@dataclass
-class LocalVersionResult(VersionResult):
-    release: str = ""
-    note: str = ""
-    build_s: float | None = None  # the build's own duration; None when it was reused
-    build_reused: bool = False
-    startup_s: float | None = None
-    probes_s: float | None = None
-    substitutions: dict[str, str] = field(default_factory=dict)
-    build_during_probes: str = ""  # the version that was building while these probes ran, if any
-    disk_tools_gb: float | None = None
-
-
 def disk_gb(path: Path) -> float:
     """Disk used under a folder, in GB (du -s: block use, as the user's df sees it)."""
     done = subprocess.run(["du", "-sk", str(path.resolve())], capture_output=True, text=True, check=False)
@@ -174,15 +96,15 @@ def disk_gb(path: Path) -> float:
 
 
 class Builder:
-    """Builds the planned releases in order on one background thread, ahead of the probes.
+    """Makes the planned releases runnable in order on one background thread, ahead of the probes.
 
-    Each build keeps one minor's Go build cache (harness/gobuild/kubernetes.py), so the matrix's disk stays that of one
-    minor's cache plus the modules, toolchains and binaries.
+    Each Kubernetes build keeps one minor's Go build cache (harness/gobuild/kubernetes.py), so the matrix's disk stays
+    that of one minor's cache plus the modules, toolchains and binaries.
     """
 
     def __init__(
         self,
-        build: Callable[[str], Any],
+        build: Callable[[str], Readied],
         is_built: Callable[[str], bool] = lambda release: False,
         nice: int = 19,
     ) -> None:
@@ -191,7 +113,7 @@ class Builder:
         self._nice = nice
         self._niced = False
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="build")
-        self._futures: dict[str, Future[Any]] = {}
+        self._futures: dict[str, Future[Readied]] = {}
         self.building: str = ""  # the release being built now ("" when idle)
         self.builds_done = 0  # builds that compiled (not reused): only they change the disk .tools uses
 
@@ -199,7 +121,7 @@ class Builder:
         if release not in self._futures:
             self._futures[release] = self._pool.submit(self._one, release)
 
-    def _one(self, release: str) -> Any:
+    def _one(self, release: str) -> Readied:
         if self._is_built(release):
             return self._build(release)
         # The build yields the CPU to the probes running beside it: seen live, a build at a higher priority
@@ -208,14 +130,14 @@ class Builder:
         if self._nice and not self._niced:
             os.nice(self._nice)
             self._niced = True
-        self.building = release  # (the build keeps one minor's Go build cache: harness/gobuild/kubernetes.py)
+        self.building = release
         try:
             return self._build(release)
         finally:
             self.building = ""
             self.builds_done += 1
 
-    def result(self, release: str) -> Any:
+    def result(self, release: str) -> Readied:
         self.submit(release)
         return self._futures[release].result()
 
@@ -231,7 +153,7 @@ def _fmt_s(seconds: float | None) -> str:
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
-def progress_line(index: int, total: int, result: LocalVersionResult, elapsed: float) -> str:
+def progress_line(index: int, total: int, result: VersionResult, elapsed: float) -> str:
     """One line per version: where the matrix is, this version's figures, and an estimate of what is left."""
     left = total - index - 1
     estimate = elapsed / (index + 1) * left
@@ -247,22 +169,24 @@ def progress_line(index: int, total: int, result: LocalVersionResult, elapsed: f
     )
 
 
-def run_local_version(
+def run_version(
     planned: PlannedVersion, builder: Builder, base: Path, probe_argv: Callable[[str, Path], list[str]]
-) -> LocalVersionResult:
-    """Build (or take the background build of) one release, then its probes as one `harness probe` process."""
+) -> VersionResult:
+    """Make one release runnable (or take the background build of it), then its probes as one `harness probe`
+    process, its output in base/<release>.log."""
     started = time.monotonic()
     run_dir = base / planned.release
     run_dir.mkdir(parents=True, exist_ok=True)
-    result = LocalVersionResult(planned.release, "", None, str(run_dir), 0.0, release=planned.release)
-    result.note = planned.note
+    result = VersionResult(planned.release, "", None, str(run_dir), 0.0, release=planned.release, note=planned.note)
     try:
-        build = builder.result(planned.release)
+        readied = builder.result(planned.release)
     except Exception as err:  # one version's failed build is that version's result
-        result.status, result.detail = "build failed", str(err).splitlines()[0][:300]
+        readied = Readied(planned.release, error=str(err) or repr(err))
+    if readied.error:
+        result.status, result.detail = "build failed", readied.error.splitlines()[0][:300]
         result.seconds = round(time.monotonic() - started, 1)
         return result
-    record = build.record
+    record = readied.record
     result.build_reused = bool(record.get("reused"))
     result.build_s = None if result.build_reused else record.get("duration_s")
     result.substitutions = dict(record.get("staging_substitutions") or {})
@@ -274,7 +198,7 @@ def run_local_version(
     result.probes, cluster_error = summarize_run(run_dir)
     result.status = "cluster did not come up" if cluster_error else EXIT_MEANING.get(code, f"exit {code}")
     if result.status == "failed" and result.probes.get("undecided") and not result.probes.get("failed"):
-        result.status = "undecided"
+        result.status = "undecided"  # only claims a watch gap left undecided: not evidence that the version fails
     result.detail = cluster_error
     for run_json in run_dir.glob("*/run.json"):
         timing = json.loads(run_json.read_text()).get("timing") or {}
@@ -285,38 +209,49 @@ def run_local_version(
     return result
 
 
-def run_local_matrix(
+def run_versions(
     plan: Sequence[PlannedVersion],
+    jobs: int,
     builder: Builder,
     base: Path,
     probe_argv: Callable[[str, Path], list[str]],
-    tools: Path,
+    tools: Path | None,
     overlap_builds: bool = True,
     say: Callable[[str], None] = print,
-) -> list[LocalVersionResult]:
-    """Every planned version, one local cluster at a time; a version that fails to build or start is reported
-    and the next goes on. With overlap_builds the next versions build while the current one's probes run."""
+) -> list[VersionResult]:
+    """Every planned version, `jobs` at a time; a version that fails to build or start is reported and the others
+    go on. With overlap_builds the next version is made runnable while the current one's probes run; with `tools`,
+    the disk it uses is said after each version (measured again only once a build changed it)."""
     started = time.monotonic()
-    results = []
-    measured: tuple[int, float] | None = None  # (builds done, GB) when .tools was last measured
-    for index, planned in enumerate(plan):
-        builder.submit(planned.release)
-        if overlap_builds and index + 1 < len(plan):
-            builder.submit(plan[index + 1].release)
-        result = run_local_version(planned, builder, base, probe_argv)
-        # du over .tools (46 GB, millions of module files) took 5-20 s and 7 s of system CPU here: measured again
-        # only once a build has changed it, not after every version (a warm matrix of 17 spent 87 s on it)
-        if measured is None or measured[0] != builder.builds_done:
-            measured = (builder.builds_done, disk_gb(tools))
-        result.disk_tools_gb = measured[1]
-        results.append(result)
-        say(progress_line(index, len(plan), result, time.monotonic() - started))
-    return results
+    index = {planned.release: position for position, planned in enumerate(plan)}
+    done = 0
+    measured: tuple[int, float] | None = None  # (builds done, GB) when `tools` was last measured
+    lock = threading.Lock()
+
+    def one(release: str) -> VersionResult:
+        nonlocal done, measured
+        position = index[release]
+        builder.submit(release)
+        if overlap_builds and position + 1 < len(plan):
+            builder.submit(plan[position + 1].release)
+        result = run_version(plan[position], builder, base, probe_argv)
+        with lock:
+            # du over .tools (46 GB, millions of module files) took 5-20 s and 7 s of system CPU here: measured again
+            # only once a build has changed it, not after every version (a warm matrix of 17 spent 87 s on it)
+            if tools is not None:
+                if measured is None or measured[0] != builder.builds_done:
+                    measured = (builder.builds_done, disk_gb(tools))
+                result.disk_tools_gb = measured[1]
+            say(progress_line(done, len(plan), result, time.monotonic() - started))
+            done += 1
+        return result
+
+    return run_matrix([planned.release for planned in plan], jobs, one)
 
 
 def stopped_line(base: Path, building: Sequence[str]) -> str:
-    """What an interrupted local matrix stopped: the version that was running, as its own last line says (it
-    ran to the end of its cleanup), and the build ahead, if one was running."""
+    """What an interrupted matrix stopped: the version that was running, as its own last line says (it ran to the
+    end of its cleanup), and the build ahead, if one was running."""
     logs = sorted(base.glob("*.log"), key=lambda path: path.stat().st_mtime)
     said = [line for line in logs[-1].read_text(errors="replace").splitlines() if line.strip()] if logs else []
     version = f"v{logs[-1].stem}: {said[-1].removeprefix('interrupted: ')}" if said else "no version had started"
@@ -324,28 +259,27 @@ def stopped_line(base: Path, building: Sequence[str]) -> str:
     return f"the matrix under {base} ({version}{build})"
 
 
-def render_local(results: Sequence[LocalVersionResult], wall_s: float) -> str:
+def render(results: Sequence[VersionResult], wall_s: float) -> str:
     """The matrix's figures: per version build / start-up / probes, and the total."""
     lines = [f"{'release':<14} {'status':<24} {'build':>8} {'start-up':>9} {'probes':>8}  passed  note"]
     for r in results:
         build = "reused" if r.build_reused else _fmt_s(r.build_s)
         passed = f"{r.probes.get('passed', 0)}/{sum(r.probes.values())}"
+        substituted = ", ".join(f"{m} {v}" for m, v in sorted(r.substitutions.items()))
         note = "; ".join(
             filter(
                 None,
                 [
                     r.note,
                     r.detail,
-                    ("substituted: " + ", ".join(f"{m} {v}" for m, v in sorted(r.substitutions.items())))
-                    if r.substitutions
-                    else "",
+                    f"substituted: {substituted}" if substituted else "",
                     f"v{r.build_during_probes} was building meanwhile" if r.build_during_probes else "",
                 ],
             )
         )
         lines.append(
-            f"v{r.release:<13} {r.status:<24} {build:>8} {_fmt_s(r.startup_s):>9} {_fmt_s(r.probes_s):>8}  "
-            f"{passed:>6}  {note}"
+            f"v{r.release or r.version:<13} {r.status:<24} {build:>8} {_fmt_s(r.startup_s):>9} "
+            f"{_fmt_s(r.probes_s):>8}  {passed:>6}  {note}"
         )
     builds = sum(r.build_s or 0 for r in results)
     probes = sum(r.probes_s or 0 for r in results)

@@ -14,29 +14,18 @@ from typing import Any
 
 import pytest
 
-from harness import inputs, paths
+from harness import inputs
 from harness.cluster_gate import READY, wait_at_gate
-from harness.clusters.kind.cluster import check_prerequisites
-from harness.clusters.kind.node_shutdown import announce_shutdown, cluster_config
-from harness.clusters.lifecycle import (
-    ClusterProvider,
-    ExistingProvider,
-    KindProvider,
-    LiveTarget,
-    LocalProvider,
-    cluster_life,
-)
-from harness.clusters.local.disruption import ScheduledRestart
-from harness.errors import ClusterFailed, PrerequisiteMissing
+from harness.clusters.kinds import NODE_SHUTDOWN_ROLE
+from harness.clusters.lifecycle import ClusterProvider, LiveTarget, Note, ScheduledRestart, cluster_life
+from harness.clusters.registry import options_said
+from harness.errors import ClusterFailed, NotRunnable, PrerequisiteMissing
 from harness.families import Family, FamilyError, family, family_of
-from harness.gobuild.go import BuildError
-from harness.gobuild.kubernetes import Build, build_kubernetes, existing_build
 from harness.inputs import BadInput
 from harness.namespaces import cleanup_probe_namespace, create_probe_namespace
-from harness.nodeimage.shutdown import ensure_derived_image
 from harness.probe import Probe
 from harness.pytest_plugin import (
-    IMAGE,
+    CLUSTER,
     REPORTS,
     RUN,
     UNDECIDED_OUTCOME,
@@ -45,7 +34,7 @@ from harness.pytest_plugin import (
 )
 from harness.run import Run, safe_name
 from harness.transport import Recording, RecordingMismatch, RecordingTransport, ReplayTransport
-from harness.versions import KubeVersion, VersionError
+from harness.versions import KubeVersion
 
 # How long a worker waits for make probe PARALLEL's cluster: a kind cluster and its image preload took 40-60 s here.
 GATE_TIMEOUT_S = 600.0
@@ -97,18 +86,11 @@ def live_cluster(request: pytest.FixtureRequest, pytestconfig: pytest.Config, ru
 
 @pytest.fixture(scope="session")
 def shutdown_cluster(request: pytest.FixtureRequest, pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
-    """A second kind cluster for graceful node shutdown: derived node image, a worker, kubelet shutdown grace."""
-    if pytestconfig.getoption("--kubeconfig"):
-        pytest.skip(
-            "live probe: graceful node shutdown needs a second kind cluster the suite creates from its "
-            "shutdown-capable node image, which it does not make next to an existing cluster "
-            "(run these probes with make probe VERSION=...)"
-        )
-    if pytestconfig.getoption("--local-version"):
-        pytest.skip(
-            "live probe: graceful node shutdown needs systemd-logind on the node, which the local cluster (processes "
-            "on this host) does not have; it runs on the suite's own kind cluster (make probe VERSION=...)"
-        )
+    """A second cluster for graceful node shutdown, of the kind the options chose (kind: a derived node image, a
+    worker, kubelet shutdown grace); skipped, with the kind's reason, on a kind that cannot have one."""
+    chosen = pytestconfig.stash.get(CLUSTER, None)
+    if chosen is not None and chosen.kind.no_node_shutdown is not None:
+        pytest.skip(chosen.kind.no_node_shutdown)
     with _cluster(pytestconfig, run, shutdown=True, failed=lambda: request.session.testsfailed > 0) as target:
         yield target
 
@@ -123,12 +105,12 @@ def _refuse_invalid_manifests(server_version: dict[str, Any]) -> None:
 
 @contextmanager
 def _cluster(pytestconfig: pytest.Config, run: Run, shutdown: bool, failed: Callable[[], bool]) -> Iterator[LiveTarget]:
-    """The cluster the options name (kind, local or existing), through the one life of harness/clusters/lifecycle.py.
+    """The cluster the options chose (of any kind), through the one life of harness/clusters/lifecycle.py.
 
-    `shutdown`: the graceful-node-shutdown kind cluster (harness/clusters/kind/node_shutdown.py); its provenance is kept
+    `shutdown`: the graceful-node-shutdown cluster (its kind's NODE_SHUTDOWN_ROLE); its provenance is kept
     under `shutdown_cluster` in run.json, the other cluster's at the top level.
     """
-    suffix = "-gns" if shutdown else ""
+    suffix = f"-{NODE_SHUTDOWN_ROLE}" if shutdown else ""
     facts: dict[str, Any] = {}
 
     def note(**values: Any) -> None:
@@ -138,8 +120,8 @@ def _cluster(pytestconfig: pytest.Config, run: Run, shutdown: bool, failed: Call
         else:
             run.write_provenance(**values)
 
-    provider = _provider(pytestconfig, run, shutdown, note)
     try:
+        provider = _provider(pytestconfig, run, shutdown, note)
         with cluster_life(
             provider, note, pytestconfig.getoption("--keep-cluster"), run.directory / f"kind-logs{suffix}", failed
         ) as target:
@@ -149,54 +131,27 @@ def _cluster(pytestconfig: pytest.Config, run: Run, shutdown: bool, failed: Call
         pytest.fail(str(err), pytrace=False)
 
 
-def _provider(pytestconfig: pytest.Config, run: Run, shutdown: bool, note: Any) -> ClusterProvider:
-    """The provider the options ask for; skips (with the reason) when none was asked for or none can run."""
-    if kubeconfig := pytestconfig.getoption("--kubeconfig"):
-        if gate := pytestconfig.getoption("--cluster-gate"):
-            _wait_for_the_cluster(Path(gate))
-            try:
-                inputs.check_existing_cluster(kubeconfig, pytestconfig.getoption("--context"))
-            except BadInput as err:
-                pytest.fail(str(err), pytrace=False)
-        local_state = pytestconfig.getoption("--local-state")
-        return ExistingProvider.from_kubeconfig(
-            Path(kubeconfig),
-            pytestconfig.getoption("--context"),
-            kind_nodes=pytestconfig.getoption("--kind-nodes"),
-            local_state=Path(local_state) if local_state else None,
-            run_record=run.directory / "run.json",
-        )
-    local_version = pytestconfig.getoption("--local-version")
-    if local_version:
-        build = existing_build(local_version) or _build_or_skip(local_version)
-        name = paths.cluster_name(KubeVersion.parse(local_version).minor, run.run_id)
-        return LocalProvider.for_build(name, build, run.directory / "local-logs")
-    image = pytestconfig.stash.get(IMAGE, None)
-    if image is None:
-        pytest.skip(
-            "live probe: give --kind-version (a new kind cluster), --local-version (a local one), "
-            "--kubeconfig (an existing one) or --replay DIR"
-        )
-    kind_bin = pytestconfig.getoption("--kind-bin")
+def _provider(pytestconfig: pytest.Config, run: Run, shutdown: bool, note: Note) -> ClusterProvider:
+    """The provider of the cluster the options chose: re-attached to (make probe PARALLEL's workers, once its gate
+    opened), or made by its kind for this run; skips (with the reason) when none was chosen or none can run."""
+    chosen = pytestconfig.stash.get(CLUSTER, None)
+    if chosen is None:
+        pytest.skip(f"live probe: give {', '.join(options_said(parenthesised=False))} or --replay DIR")
+    option = pytestconfig.getoption
+    if gate := option("--cluster-gate"):
+        _wait_for_the_cluster(Path(gate))
+        try:
+            inputs.check_existing_cluster(option("--kubeconfig"), option("--context"))
+        except BadInput as err:
+            pytest.fail(str(err), pytrace=False)
+    if chosen.runnable is None:  # another process made it: reached, never made or removed here
+        return chosen.kind.attach(Path(option("--kubeconfig")), option("--context"), option, run.directory / "run.json")
     try:
-        kind_line = check_prerequisites(kind_bin=kind_bin)
+        return chosen.kind.provider(chosen.runnable, run, note, NODE_SHUTDOWN_ROLE if shutdown else "")
     except PrerequisiteMissing as err:
         pytest.skip(f"live probe: {err}")
-    suffix = "-gns" if shutdown else ""
-    name = paths.cluster_name(image.kubernetes.minor, run.run_id, "gns" if shutdown else "")
-    provider = KindProvider.for_image(image, name, run.path(f"kubeconfig{suffix}"), kind_bin, kind_line)
-    cluster = provider.cluster
-    if shutdown:
-        try:
-            cluster.image, built = ensure_derived_image(image.reference, paths.NODE_IMAGES)
-        except ClusterFailed as err:
-            note(**provider.facts(), cluster_error=str(err))
-            pytest.fail(str(err), pytrace=False)
-        cluster.config = run.path("kind-config-gns.yaml")
-        cluster.config.write_text(cluster_config(image.kubernetes))
-        provider.node_shutdown = announce_shutdown
-        note(derived_node_image=cluster.image, derived_image_note=built)
-    return provider
+    except NotRunnable as err:
+        pytest.fail(f"live probe: {err}", pytrace=False)
 
 
 def _wait_for_the_cluster(gate: Path) -> None:
@@ -207,13 +162,6 @@ def _wait_for_the_cluster(gate: Path) -> None:
         pytest.fail(str(err), pytrace=False)
     if outcome != READY:
         pytest.fail(f"no cluster to run on: {outcome or 'make probe stopped before it was ready'}", pytrace=False)
-
-
-def _build_or_skip(version: str) -> Build:
-    try:
-        return build_kubernetes(version)
-    except (BuildError, VersionError) as err:
-        pytest.fail(f"live probe: cannot build Kubernetes {version} for a local cluster: {err}", pytrace=False)
 
 
 @pytest.fixture

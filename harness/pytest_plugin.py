@@ -9,7 +9,9 @@ its module is in, probes/<family>/ (harness/families.py). Where it runs:
   unless --keep-cluster / KEEP=1);
 - `--local-version 1.27.3`: on a local cluster this run builds (once) and starts (harness/clusters/local/);
 - `--kubeconfig F [--context C]`: on an existing cluster (node-level claims are "not observable");
+- `--cluster-spec JSON`: on the cluster `make probe` resolved (and readied), of any kind;
 - `--replay DIR`: on the recordings in DIR, once per recording of that probe, with no cluster at all.
+Each kind of cluster declares its own options (harness/clusters/kinds.py); the plugin chooses one kind, once.
 Without any of these, and without Docker and kind, live probes are skipped with one reason.
 """
 
@@ -20,13 +22,15 @@ import json
 import os
 import sys
 from collections.abc import Generator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness import inputs
-from harness.clusters.kind.cluster import check_prerequisites
+from harness.clusters.kinds import ClusterKind, Option, Runnable
+from harness.clusters.registry import KINDS, asked_kinds, attached_kind, kind_for, kind_named, one_of
 from harness.errors import (
     BAD_INPUT_CLASS,
     INTERRUPTED,
@@ -43,7 +47,6 @@ from harness.schedule import PlannedScheduling, longest_first, read_durations
 from harness.spread import render as render_spread
 from harness.spread import spread_of_run
 from harness.transport import Recording
-from harness.versions import NodeImage
 
 REPO = Path(__file__).resolve().parent.parent
 # The fixtures (run, live_cluster, shutdown_cluster, probe) live beside this plugin, which registers them.
@@ -54,7 +57,7 @@ UNDECIDED_OUTCOME = "undecided"
 RUN = pytest.StashKey[Run]()
 # pytest -n N (pytest-xdist) without --run-id: the run id the controller gives its workers, so they share one run
 SHARED_RUN_ID = pytest.StashKey[str]()
-IMAGE = pytest.StashKey[NodeImage]()
+CLUSTER = pytest.StashKey["ChosenCluster"]()  # the cluster the options chose, resolved
 RECORDINGS = pytest.StashKey[dict[str, list[Path]]]()  # --replay: recording files by the probe they are of
 DURATIONS = pytest.StashKey[dict[str, float]]()  # --schedule: seconds per probe id (harness/schedule.py)
 INTERRUPTED_LINE = pytest.StashKey[str]()  # said last, after pytest's own summary
@@ -64,24 +67,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("pod-lifecycle-probes", "pod-lifecycle probes")
     for option in inputs.SHARED_OPTIONS:  # make probe's too (harness/inputs.py); KEEP in the environment: checked
         option.declare(group.addoption, {"--repeat": None})
+    for kind in KINDS:  # each kind of cluster its own: --kind-version, --local-version, ...
+        kind.declare_options(group.addoption)
     group.addoption(
-        "--kind-version", metavar="VERSION", help="Kubernetes version for a new kind cluster: 1.27 or 1.27.3"
-    )
-    group.addoption("--kind-image", metavar="IMAGE", help="node image to use instead of the pinned one for VERSION")
-    group.addoption(
-        "--kind-nodes",
-        action="store_true",
-        help="the --kubeconfig cluster is a kind cluster on this machine: read its nodes with docker exec",
-    )
-    group.addoption(
-        "--local-version",
-        metavar="VERSION",
-        help="Kubernetes release for a new local cluster (built from its Go modules, run as processes here; root)",
-    )
-    group.addoption(
-        "--local-state",
-        metavar="DIR",
-        help="the --kubeconfig cluster is a local cluster of the suite: read its node through the containerd in DIR",
+        "--cluster-spec",
+        metavar="JSON",
+        help="the cluster make probe resolved and readied (a Runnable, harness/clusters/kinds.py), resolved no more",
     )
     group.addoption(
         "--cluster-gate",
@@ -105,17 +96,12 @@ _repeat_count = inputs.count("--repeat (REPEAT)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if config.getoption("--replay") and any(
-        config.getoption(o) for o in ("--kind-version", "--local-version", "--kubeconfig")
-    ):
+    asked = asked_kinds(config.getoption)
+    if config.getoption("--replay") and (asked or config.getoption("--cluster-spec")):
+        raise pytest.UsageError(f"--replay runs on recordings; it cannot be combined with {one_of(described=False)}")
+    if len(asked) > 1:
         raise pytest.UsageError(
-            "--replay runs on recordings; it cannot be combined with --kind-version, --local-version or --kubeconfig"
-        )
-    chosen = [o for o in ("--kind-version", "--local-version", "--kubeconfig") if config.getoption(o)]
-    if len(chosen) > 1:
-        raise pytest.UsageError(
-            f"choose one cluster: a new kind cluster (--kind-version), a new local one (--local-version) or an "
-            f"existing one (--kubeconfig), not {' and '.join(chosen)}"
+            f"choose one cluster: {one_of()}, not {' and '.join(kind.pytest_option for kind in asked)}"
         )
     try:
         _check_inputs(config)
@@ -131,45 +117,66 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _check_inputs(config: pytest.Config) -> None:
     """The options' checks shared with `make probe` (harness/inputs.py), and the plugin's own; raises BadInput, or
-    PrerequisiteMissing when the cluster they name cannot be had on this host (checked once, by the controller)."""
+    PrerequisiteMissing when the cluster they name cannot be had (checked once, by the controller, in seconds)."""
     controller = not hasattr(config, "workerinput")  # a pytest-xdist worker's controller checked the same
-    kubeconfig, context = config.getoption("--kubeconfig"), config.getoption("--context")
-    if not config.getoption("--cluster-gate"):  # else the kubeconfig is written behind the gate: checked after it
-        inputs.check_existing_cluster(kubeconfig, context)
-        if kubeconfig and controller:
-            inputs.check_api_server(kubeconfig, context)
-    config.option.keep_cluster = config.getoption("--keep-cluster") or inputs.yes_or_no("KEEP", os.environ.get("KEEP"))
-    if config.getoption("--repeat") is None:
+    option = config.getoption
+    if not option("--kubeconfig") or (attached_kind(option) and not option("--cluster-gate")):
+        # (an existing cluster's kubeconfig is checked by its kind; behind the gate, it is written there first)
+        inputs.check_existing_cluster(option("--kubeconfig"), option("--context"))
+    config.option.keep_cluster = option("--keep-cluster") or inputs.yes_or_no("KEEP", os.environ.get("KEEP"))
+    if option("--repeat") is None:
         try:
             config.option.repeat = _repeat_count(os.environ.get("REPEAT") or "1")
         except argparse.ArgumentTypeError as err:
             raise BadInput(str(err)) from err
-    if local_version := config.getoption("--local-version"):
-        config.option.local_version = inputs.local_release(local_version)
-    if config.getoption("--replay"):
+    if option("--replay"):
         sent = getattr(config, "workerinput", {}).get("plp_recordings")  # a pytest-xdist worker: the controller's
         config.stash[RECORDINGS] = (
-            _recordings(Path(config.getoption("--replay")))
+            _recordings(Path(option("--replay")))
             if sent is None
             else {probe: [Path(p) for p in paths] for probe, paths in sent.items()}
         )
-    if config.getoption("--schedule"):
+    if option("--schedule"):
         try:
-            config.stash[DURATIONS] = read_durations(Path(config.getoption("--schedule")))
+            config.stash[DURATIONS] = read_durations(Path(option("--schedule")))
         except ValueError as err:
             raise BadInput(str(err)) from err
-    inputs.check_run_dir(config.getoption("--run-dir"))
+    inputs.check_run_dir(option("--run-dir"))
+    chosen = _chosen_cluster(option)
     inputs.check_apiserver_restart(
-        config.getoption("--restart-apiserver-after"),
-        bool(config.getoption("--local-version") or config.getoption("--local-state")),
+        option("--restart-apiserver-after"), chosen is not None and chosen.kind.restarts_apiserver
     )
-    version, image = config.getoption("--kind-version"), config.getoption("--kind-image")
-    if version and image:
-        raise BadInput("--kind-version (VERSION) and --kind-image (IMAGE) both name the node image: give one")
-    if version or image:
-        config.stash[IMAGE] = inputs.kind_image(version, image)
-        if controller and not config.getoption("--replay"):  # a kind cluster is to be made: Docker and kind, now
-            check_prerequisites(kind_bin=config.getoption("--kind-bin"))
+    if chosen is None:
+        return
+    config.stash[CLUSTER] = chosen
+    runnable = chosen.runnable
+    if runnable is not None and not runnable.prepared and controller and not option("--replay"):
+        chosen.kind.check_host(runnable)  # make probe prepared what it hands on; plain pytest is checked here
+
+
+@dataclass(frozen=True)
+class ChosenCluster:
+    """The kind of cluster the options ask for, chosen once, and what it resolved them to (None: the cluster is
+    another process's, re-attached to once it is ready)."""
+
+    kind: ClusterKind
+    runnable: Runnable | None
+
+
+def _chosen_cluster(option: Option) -> ChosenCluster | None:
+    """From make probe's resolved cluster (--cluster-spec), the options re-attaching to one another process made,
+    or the one kind the options ask for (resolved here); None when none is asked for."""
+    if spec := option("--cluster-spec"):
+        runnable = Runnable.from_json(spec)
+        return ChosenCluster(kind_named(runnable.kind), runnable)
+    if (attached := attached_kind(option)) is not None or option("--cluster-gate"):
+        # made by another process, which opens the gate once it is ready (its kubeconfig may not be written yet)
+        return ChosenCluster(attached or kind_for("", option("--kubeconfig")), None)
+    asked = asked_kinds(option)
+    if not asked:
+        return None
+    kind = asked[0]
+    return ChosenCluster(kind, kind.resolve(kind.request(option), warn=lambda said: None))
 
 
 # ------------------------------------------------------------------------------------ collection

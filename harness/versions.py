@@ -127,6 +127,17 @@ def known_images() -> tuple[NodeImage, ...]:
     return tuple(sorted(images, key=lambda i: Version(i.kind_release or "0"), reverse=True))
 
 
+def pinned_minors() -> list[str]:
+    """Every Kubernetes minor with a pinned image, oldest first."""
+    minors = {i.kubernetes.minor for i in known_images()}
+    return sorted(minors, key=lambda m: tuple(int(p) for p in m.split(".")))
+
+
+def pinned_patch(requested: str) -> str:
+    """A minor's pinned node image patch (the newest in the table), or the patch itself."""
+    return str(resolve_image(requested).kubernetes.version) if requested.count(".") == 1 else requested
+
+
 def known_versions() -> list[str]:
     """Known minors and patches, for error messages: '1.19 (1.19.16), 1.26 (1.26.0 ... 1.26.15), ...'."""
     by_minor: dict[str, set[Version]] = {}

@@ -30,10 +30,14 @@ from harness import bisect as bisect_module
 from harness import cli, janitor, matrix
 from harness import report as report_module
 from harness.clusters import lifecycle
+from harness.clusters.existing import clusters as existing_clusters
+from harness.clusters.kind import clusters as kind_clusters
+from harness.clusters.kind import node_images as kind_node_images
+from harness.clusters.local import clusters as local_clusters
 from harness.clusters.local import host as local_host
 from harness.clusters.local import teardown as local_teardown
-from harness.commands import housekeeping, refusal, version_axis
 from harness.commands import probe as probe_command
+from harness.commands import refusal, version_axis
 from harness.families import recording_path
 from harness.nodeimage import release as node_image_release
 from tests import fake_tools
@@ -353,18 +357,21 @@ def forbid(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return reach
 
     for owner, names in (
-        (probe_command, ["check_docker", "ensure_kind", "check_prerequisites", "build_kubernetes", "check_go"]),
-        (probe_command, ["resolve_module", "run_parallel", "prepare_local", "prepare_kind"]),
+        (kind_clusters, ["check_docker", "check_engine", "ensure_kind", "check_prerequisites", "make_node_image"]),
+        (kind_node_images, ["check_docker", "check_engine", "ensure_kind", "check_go", "resolve_module"]),
+        (kind_node_images, ["build_node_images"]),
+        (local_clusters, ["build_kubernetes", "check_go", "resolve_module"]),
+        (existing_clusters, ["clean_namespaces"]),
+        (probe_command, ["run_parallel"]),
         (lifecycle, ["cluster_life"]),  # the probe command imports it when it makes a cluster
-        (housekeeping, ["check_docker", "ensure_kind", "check_go", "resolve_module", "build_node_images"]),
-        (version_axis, ["check_go", "resolve_module", "build_kubernetes", "check_docker", "check_engine"]),
+        (version_axis, ["check_go"]),
         (os, ["execv"]),
         (local_host, ["check_host"]),
-        (local_teardown, ["running_clusters"]),
+        (local_teardown, ["running_clusters", "stop_cluster"]),
         (node_image_release, ["build_node_image", "build_kind_release"]),
-        (matrix, ["run_matrix", "run_version_process"]),
+        (matrix, ["run_matrix", "run_versions"]),
         (bisect_module, ["bisect"]),
-        (janitor, ["clean_kind_clusters", "clean_local_clusters", "clean_namespaces"]),
+        (janitor, ["clean"]),
         (report_module, ["write_matrix"]),
     ):
         for name in names:

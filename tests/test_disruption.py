@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from harness.clusters.local.disruption import ScheduledRestart, compact_etcd, restart_apiserver
+from harness.clusters.lifecycle import ScheduledRestart
+from harness.clusters.local.disruption import compact_etcd, restart_apiserver
 from harness.clusters.local.pki import Pki
 from harness.clusters.local.processes import alive, stop_process
 from harness.errors import LocalClusterError

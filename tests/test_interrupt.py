@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from harness import cli, engine
+from harness.clusters.kind import node_images as kind_node_images
 from harness.clusters.local import cluster as local
 from harness.clusters.local.teardown import StopReport
-from harness.commands import housekeeping
 from harness.commands import probe as probe_command
 from harness.errors import INTERRUPTED
 from harness.gobuild import go as go_command
@@ -117,11 +117,11 @@ SIGINT_BUILD = textwrap.dedent(
     tools = Path(sys.argv[1])
     local_host.check_host = lambda: []
     local_teardown.running_clusters = lambda root=None: []
-    from harness.commands import probe as probe_command
+    from harness.clusters.local import clusters as local_clusters
 
-    probe_command.existing_build = lambda version: None
-    probe_command.check_go = lambda: "go version go1.26.8 linux/amd64"
-    probe_command.resolve_module = lambda version: {}
+    local_clusters.existing_build = lambda version: None
+    local_clusters.check_go = lambda: "go version go1.26.8 linux/amd64"
+    local_clusters.resolve_module = lambda version: {}
     source = tools / "source"
     source.mkdir(parents=True)
     (source / "go.mod").write_text("module k8s.io/kubernetes\\n")
@@ -131,7 +131,7 @@ SIGINT_BUILD = textwrap.dedent(
     build_module.upstream_go_version = lambda source: "1.20.5"
     build_module.choose_toolchain = lambda upstream, env, cwd, policy: ("go1.20.5", "")
     build_module.substitute_refused_twins = lambda *a: ({}, {})
-    probe_command.build_kubernetes = lambda version: build_module.build_kubernetes(version, tools=tools)
+    local_clusters.build_kubernetes = lambda version: build_module.build_kubernetes(version, tools=tools)
     sys.exit(cli.main(["probe", "--cluster", "local", "--version", "1.27.3", "--run-dir", str(tools / "runs")]))
     """
 )
@@ -214,13 +214,13 @@ def test_ctrl_c_during_make_node_image_exits_130_naming_the_image(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     for check in ("check_docker", "check_engine", "check_go", "resolve_module"):
-        monkeypatch.setattr(housekeeping, check, lambda *a: None)
-    monkeypatch.setattr(housekeeping, "node_image_host_problems", lambda: [])
+        monkeypatch.setattr(kind_node_images, check, lambda *a: None)
+    monkeypatch.setattr(kind_node_images, "node_image_host_problems", lambda: [])
 
     def build(version: str) -> list[str]:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(housekeeping, "build_node_images", build)
+    monkeypatch.setattr(kind_node_images, "build_node_images", build)
     assert cli.main(["node-image", "--version", "1.27.3", "--source", "modules"]) == INTERRUPTED
     err = capsys.readouterr().err
     assert err.startswith("interrupted: stopped building node image plp-node:v1.27.3: its unfinished work")

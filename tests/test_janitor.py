@@ -1,4 +1,4 @@
-"""make clean (harness/janitor.py): only the suite's leftovers are removed.
+"""make clean (harness/janitor.py and each kind's leftovers): only the suite's leftovers are removed.
 
 kind is stood in by FakeRunner; the API by tests.test_cleanup.FakeCore with a labelled namespace list.
 """
@@ -8,7 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.janitor import JanitorReport, clean_kind_clusters, clean_namespaces, installed_kind
+from harness.clusters.existing.clusters import clean_namespaces
+from harness.clusters.kind.leftovers import clean_kind_clusters, installed_kind
+from harness.janitor import JanitorReport
 from harness.run import PROBE_FINALIZER, SUITE_LABEL
 from tests.doubles import FakeRunner, failed, ok
 from tests.test_cleanup import OTHER, FakeCore, raw
@@ -16,18 +18,21 @@ from tests.test_cleanup import OTHER, FakeCore, raw
 
 def test_only_the_suites_kind_clusters_are_deleted() -> None:
     runner = FakeRunner({"kind get clusters": ok("kind\nplp-1-27-ab12\nmy-dev\nplp-1-26-cd34\n")})
-    report = JanitorReport()
-    clean_kind_clusters(report, runner=runner)
+    report = JanitorReport([clean_kind_clusters(runner=runner)])
     deleted = [call[4] for call in runner.calls if call[:3] == ["kind", "delete", "cluster"]]
     assert deleted == ["plp-1-27-ab12", "plp-1-26-cd34"]
-    assert report.clusters_left == ["kind", "my-dev"]
-    assert "kind clusters left alone (not the suite's): kind, my-dev" in report.render()
+    assert report.render().splitlines() == [
+        "kind clusters deleted: plp-1-27-ab12, plp-1-26-cd34",
+        "kind clusters left alone (not the suite's): kind, my-dev",
+    ]
 
 
 def test_a_failing_kind_is_reported_not_hidden() -> None:
-    report = JanitorReport()
-    clean_kind_clusters(report, runner=FakeRunner({"kind get clusters": failed("Cannot connect to the Docker daemon")}))
+    report = JanitorReport(
+        [clean_kind_clusters(runner=FakeRunner({"kind get clusters": failed("Cannot connect to the Docker daemon")}))]
+    )
     assert report.errors == ["kind get clusters failed: Cannot connect to the Docker daemon"]
+    assert report.render().endswith("error: kind get clusters failed: Cannot connect to the Docker daemon")
 
 
 class LabelledCore(FakeCore):
@@ -40,8 +45,7 @@ class LabelledCore(FakeCore):
 
 def test_labelled_namespaces_lose_only_the_suites_finalizer_and_are_deleted() -> None:
     core = LabelledCore({"held": [PROBE_FINALIZER, OTHER]})
-    report = JanitorReport()
-    clean_namespaces(report, core)  # type: ignore[arg-type]
+    report = JanitorReport([clean_namespaces(core)])  # type: ignore[arg-type]
     assert core.pods["held"] == [OTHER]
     assert "probe-ns" not in core.namespaces
     assert "namespace probe-ns: finalizers removed from 1 pod(s), deleted" in report.render()

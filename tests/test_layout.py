@@ -79,3 +79,42 @@ def test_every_runtime_dependency_is_used() -> None:
         if IMPORT_NAMES.get(n, n.replace("-", "_")) not in imported and CONFIGURED_PLUGINS.get(n) not in options
     ]
     assert names and unused == []
+
+
+# The front doors and the version axis reach a kind of cluster through its interface and the registry only, never
+# one kind's package: a kind's name is said in its own package alone (`make node-image` is kind's own command).
+FRONT_DOORS = ("cli.py", "pytest_plugin.py", "probe_fixtures.py", "matrix.py", "janitor.py", "bisect.py")
+ONE_KIND = ("harness.clusters.kind", "harness.clusters.local", "harness.clusters.existing")
+KINDS_OWN_COMMAND = {"housekeeping.py": ["harness.clusters.kind.node_images"]}
+# `cluster == "local"`, `kind.name != "kind"` and the like
+NAMED = re.compile(r"""(?:cluster|name|kind)\s*[!=]=\s*["'](?:kind|local|existing)["']""")
+
+
+def front_doors() -> list[Path]:
+    return [REPO / "harness" / name for name in FRONT_DOORS] + sorted((REPO / "harness" / "commands").glob("*.py"))
+
+
+def kind_packages(paths: list[Path]) -> dict[str, list[str]]:
+    """The modules of one kind's package each file imports."""
+    out = {}
+    for path in paths:
+        inside = {m for m in imported_modules(path) if any(m == p or m.startswith(f"{p}.") for p in ONE_KIND)}
+        if inside:
+            out[path.name] = sorted({".".join(m.split(".")[:4]) for m in inside})
+    return out
+
+
+def test_the_front_doors_know_no_kind_of_cluster_by_its_package() -> None:
+    assert kind_packages(front_doors()) == KINDS_OWN_COMMAND
+
+
+def test_no_front_door_branches_on_a_kinds_name() -> None:
+    said = {path.name: NAMED.findall(path.read_text()) for path in front_doors()}
+    assert {name: found for name, found in said.items() if found} == {}
+
+
+def test_the_checks_see_a_kind_by_package_and_by_name(tmp_path: Path) -> None:
+    door = tmp_path / "door.py"
+    door.write_text("from harness.clusters.local.clusters import check_host\nif args.cluster == 'local':\n    pass\n")
+    assert kind_packages([door]) == {"door.py": ["harness.clusters.local.clusters"]}
+    assert NAMED.findall(door.read_text()) == ["cluster == 'local'"]

@@ -12,10 +12,16 @@ from typing import Any
 import pytest
 
 from harness.clusters import lifecycle
+from harness.clusters.existing.clusters import ExistingClusters
+from harness.clusters.kind.clusters import KindClusters
+from harness.clusters.kind.provider import kind_facts
+from harness.clusters.kinds import Runnable
+from harness.clusters.local import provider as local_provider
 from harness.clusters.local.cluster import LocalCluster
 from harness.clusters.local.teardown import StopReport
 from harness.errors import ClusterFailed
 from harness.gobuild.kubernetes import Build
+from harness.run import Run
 
 
 class StandInCluster(LocalCluster):
@@ -38,10 +44,10 @@ class StandInCluster(LocalCluster):
         return {"containerd_version": "containerd 1.6.20", "images": {}}
 
 
-def provider(tmp_path: Path, fail_start: bool = False) -> lifecycle.LocalProvider:
+def provider(tmp_path: Path, fail_start: bool = False) -> local_provider.LocalProvider:
     cluster = StandInCluster("plp-1-27-abcd", Build("v1.27.3", tmp_path, {"version": "v1.27.3"}), tmp_path / "logs")
     cluster.fail_start = fail_start
-    return lifecycle.LocalProvider(cluster)
+    return local_provider.LocalProvider(cluster)
 
 
 def test_a_cluster_that_does_not_come_up_is_recorded_and_nothing_is_left(tmp_path: Path) -> None:
@@ -60,7 +66,7 @@ def test_nodes_that_never_get_ready_end_in_a_removed_cluster(tmp_path: Path, mon
     def never_ready(core: object, timeout_s: float = 0) -> list[str]:
         raise TimeoutError("nodes not Ready after 120s; last seen: plp-local-node: Ready=False")
 
-    monkeypatch.setattr(lifecycle, "wait_nodes_ready", never_ready)
+    monkeypatch.setattr(local_provider, "wait_nodes_ready", never_ready)
     monkeypatch.setattr("kubernetes.config.new_client_from_config", lambda **kwargs: None)
     notes: dict[str, Any] = {}
     local = provider(tmp_path)
@@ -80,7 +86,7 @@ def _reachable(monkeypatch: pytest.MonkeyPatch) -> None:
         def server_version(self) -> dict[str, str]:
             return {"gitVersion": "v1.27.3"}
 
-    monkeypatch.setattr(lifecycle, "wait_nodes_ready", lambda core, timeout_s=0: ["plp-local-node"])
+    monkeypatch.setattr(local_provider, "wait_nodes_ready", lambda core, timeout_s=0: ["plp-local-node"])
     monkeypatch.setattr("kubernetes.config.new_client_from_config", lambda **kwargs: None)
     monkeypatch.setattr(lifecycle, "LiveTransport", Transport)
 
@@ -119,20 +125,16 @@ def test_a_kept_cluster_is_not_removed_and_the_user_is_told_where_it_is(
 
 
 def test_parallel_kind_workers_take_the_image_and_kind_from_the_run_record(tmp_path: Path) -> None:
-    """The CLI records the kind cluster it made in run.json; PARALLEL workers reach it as an existing cluster whose
-    nodes they read with docker exec, and name it in their recordings."""
-    assert lifecycle.kind_facts(tmp_path / "run.json") == {}
+    """The CLI records the kind cluster it made in run.json; PARALLEL workers re-attach to it as its kind says: a
+    cluster they reach, whose nodes they read with docker exec, named in their recordings."""
+    assert kind_facts(tmp_path / "run.json") == {}
     (tmp_path / "run.json").write_text(
         json.dumps(
             {"cluster_name": "plp-1-27-c8ba", "node_image": "plp-node:v1.27.3", "kind_version": "v0.20.0", "x": 1}
         )
     )
-    worker = lifecycle.ExistingProvider.from_kubeconfig(
-        tmp_path / "kubeconfig",
-        "kind-plp-1-27-c8ba",
-        kind_nodes=True,
-        local_state=None,
-        run_record=tmp_path / "run.json",
+    worker = KindClusters().attach(
+        tmp_path / "kubeconfig", "kind-plp-1-27-c8ba", {"--kind-nodes": True}.get, tmp_path / "run.json"
     )
     assert worker.origin() == {
         "cluster": "kind",
@@ -142,25 +144,24 @@ def test_parallel_kind_workers_take_the_image_and_kind_from_the_run_record(tmp_p
         "context": "kind-plp-1-27-c8ba",
     }
     assert worker.facts()["cluster"] == "kind (created by make probe)" and worker.node_lister is not None
+    assert worker.goes_with_the_run and not worker.created
 
 
 def test_an_existing_cluster_is_reached_through_the_same_life_and_never_removed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _reachable(monkeypatch)
-    monkeypatch.setattr(lifecycle, "wait_nodes_ready", lambda core, timeout_s=0: pytest.fail("not the suite's to wait"))
+    for module in (lifecycle, local_provider):
+        monkeypatch.setattr(
+            module, "wait_nodes_ready", lambda core, timeout_s=0: pytest.fail("not the suite's to wait")
+        )
     notes: dict[str, Any] = {}
-    existing = lifecycle.ExistingProvider.from_kubeconfig(
-        tmp_path / "kubeconfig", "theirs", kind_nodes=False, local_state=None, run_record=tmp_path / "run.json"
-    )
+    given = Runnable("existing", "", {"kubeconfig": str(tmp_path / "kubeconfig"), "context": "theirs"})
+    existing = ExistingClusters().provider(given, Run.start(tmp_path / "runs"), notes.update)
     with lifecycle.cluster_life(existing, notes.update, keep=False, logs_dir=tmp_path) as target:
         assert target.origin == {"cluster": "existing", "context": "theirs"}
         assert not target.goes_with_the_run  # the user's: the probes' namespaces are waited for until gone
     assert existing.node_lister is None  # node-level claims: not observable
-    made_for_the_workers = lifecycle.ExistingProvider.from_kubeconfig(
-        tmp_path / "kubeconfig", "kind-plp-1-27-abcd", kind_nodes=True, local_state=None, run_record=tmp_path / "r"
-    )
-    assert made_for_the_workers.goes_with_the_run
     assert notes == {
         "cluster": "existing",
         "kubeconfig": str(tmp_path / "kubeconfig"),

@@ -23,14 +23,14 @@ from kubernetes import config
 
 from harness import cli
 from harness.clusters.local import cluster as local
+from harness.clusters.local import clusters as local_clusters
 from harness.clusters.local import containerd, host, teardown
-from harness.clusters.local.images import FileEntry, layer_tar, oci_archive, pause_tag
 from harness.clusters.local.pki import Pki
-from harness.commands import probe as probe_command
 from harness.commands import refusal
 from harness.errors import LocalClusterError
 from harness.gobuild.go import BuildError
 from harness.gobuild.kubernetes import Build
+from harness.oci_images import FileEntry, layer_tar, oci_archive, pause_tag
 
 # ------------------------------------------------------------------------------------------ images
 
@@ -180,7 +180,7 @@ def test_a_host_that_cannot_run_it_is_told_why_before_anything_starts(monkeypatc
 def test_bad_local_input_is_refused_in_seconds(
     argv: list[str], expected: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(probe_command, "build_kubernetes", lambda v: pytest.fail("nothing may be built"))
+    monkeypatch.setattr(local_clusters, "build_kubernetes", lambda v: pytest.fail("nothing may be built"))
     assert cli.main(["probe", "--cluster", "local", *argv]) == refusal.BAD_INPUT
     assert expected in capsys.readouterr().err
 
@@ -189,7 +189,7 @@ def test_a_host_that_cannot_run_a_local_cluster_exits_3_naming_each_problem(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(host, "check_host", lambda: ["x is not on PATH (apt-get install x)"])
-    monkeypatch.setattr(probe_command, "build_kubernetes", lambda v: pytest.fail("nothing may be built"))
+    monkeypatch.setattr(local_clusters, "build_kubernetes", lambda v: pytest.fail("nothing may be built"))
     assert cli.main(["probe", "--cluster", "local", "--version", "1.27.3"]) == refusal.PREREQUISITE_MISSING
     assert "a local cluster cannot run here:\n  x is not on PATH" in capsys.readouterr().err
 
@@ -198,8 +198,8 @@ def host_ready_and_nothing_built(monkeypatch: pytest.MonkeyPatch) -> None:
     """A host that could run a local cluster, with Go, and no build of the version yet."""
     monkeypatch.setattr(host, "check_host", lambda: [])
     monkeypatch.setattr(teardown, "running_clusters", lambda: [])
-    monkeypatch.setattr(probe_command, "existing_build", lambda v: None)
-    monkeypatch.setattr(probe_command, "check_go", lambda: "go version go1.26.8 linux/amd64")
+    monkeypatch.setattr(local_clusters, "existing_build", lambda v: None)
+    monkeypatch.setattr(local_clusters, "check_go", lambda: "go version go1.26.8 linux/amd64")
 
 
 def test_a_version_the_proxy_does_not_serve_is_bad_input(
@@ -209,8 +209,8 @@ def test_a_version_the_proxy_does_not_serve_is_bad_input(
         raise BuildError("the Go module proxy does not serve k8s.io/kubernetes@v1.27.99: 404")
 
     host_ready_and_nothing_built(monkeypatch)
-    monkeypatch.setattr(probe_command, "resolve_module", refuse)
-    monkeypatch.setattr(probe_command, "build_kubernetes", lambda v: pytest.fail("nothing may be built"))
+    monkeypatch.setattr(local_clusters, "resolve_module", refuse)
+    monkeypatch.setattr(local_clusters, "build_kubernetes", lambda v: pytest.fail("nothing may be built"))
     assert cli.main(["probe", "--cluster", "local", "--version", "1.27.99"]) == refusal.BAD_INPUT
     assert "does not serve k8s.io/kubernetes@v1.27.99" in capsys.readouterr().err
 
@@ -222,8 +222,8 @@ def test_a_failed_build_shows_the_end_of_its_log(
         raise BuildError("building Kubernetes v1.27.3 failed (go build); last lines of x:\nundefined: y")
 
     host_ready_and_nothing_built(monkeypatch)
-    monkeypatch.setattr(probe_command, "resolve_module", lambda v: {})
-    monkeypatch.setattr(probe_command, "build_kubernetes", fail)
+    monkeypatch.setattr(local_clusters, "resolve_module", lambda v: {})
+    monkeypatch.setattr(local_clusters, "build_kubernetes", fail)
     assert cli.main(["probe", "--cluster", "local", "--version", "1.27.3"]) == 1
     assert "undefined: y" in capsys.readouterr().err
 

@@ -65,6 +65,8 @@ def test_a_run_of_node_shutdown_probes_alone_makes_no_cluster_of_its_own(
 
     from harness import schedule
     from harness.clusters import lifecycle
+    from harness.clusters.kind.clusters import KindClusters
+    from harness.clusters.kinds import Runnable
     from harness.commands import probe as probe_command
     from harness.versions import known_images
 
@@ -77,6 +79,9 @@ def test_a_run_of_node_shutdown_probes_alone_makes_no_cluster_of_its_own(
     log = tmp_path / "shutdown-probes.log"
     log.write_text("2 passed\n")
     started = subprocess.Popen(["true"])
-    monkeypatch.setattr(probe_command, "_start_shutdown_probes", lambda args, run: (started, log))
+    monkeypatch.setattr(probe_command, "_start_shutdown_probes", lambda args, run, runnable: (started, log))
     args = argparse.Namespace(run_dir=str(tmp_path / "runs"), parallel="auto", kind_bin="kind", keep_cluster=False)
-    assert probe_command.run_parallel(args, known_images()[-1], "kind v0.20.0 go1.20.4 linux/amd64") == 0
+    image = known_images()[-1]
+    facts = {"image": image.reference, "kind_release": image.kind_release or "", "kind_bin": "kind"}
+    runnable = Runnable("kind", image.kubernetes.text, facts).with_facts(kind_line="kind v0.20.0 go1.20.4 linux/amd64")
+    assert probe_command.run_parallel(args, KindClusters(), runnable) == 0

@@ -17,7 +17,11 @@ from typing import Any
 
 import pytest
 
-from harness.clusters.local.images import (
+from harness.gobuild.kubernetes import Build
+from harness.nodeimage import addons
+from harness.nodeimage import images as node
+from harness.nodeimage.addons import Addon, AddonBuildError
+from harness.oci_images import (
     FileEntry,
     directory_tar,
     file_layer,
@@ -25,10 +29,6 @@ from harness.clusters.local.images import (
     memory_layer,
     write_oci_archive,
 )
-from harness.gobuild.kubernetes import Build
-from harness.nodeimage import addons
-from harness.nodeimage import images as node
-from harness.nodeimage.addons import Addon, AddonBuildError
 
 KUBEADM_LIST = [
     "registry.k8s.io/kube-apiserver:v1.27.3",

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness import versions
-from harness.commands import housekeeping
+from harness.clusters.kind import node_images as kind_node_images
 from harness.nodeimage import release as node_image_release
 from harness.nodeimage.release import NodeImageBuildFailed, build_kind_release, build_node_image, local_tag
 from harness.versions import VersionError, resolve_image
@@ -87,29 +87,28 @@ def test_from_modules_an_unserved_version_is_refused_before_anything_is_built(
 ) -> None:
     """Stood in: Docker, the engine and Go checks (pass) and the proxy (refuses); the builder must not run."""
     from harness import cli
-    from harness.commands import housekeeping
     from harness.gobuild.go import BuildError
 
     built: list[str] = []
-    monkeypatch.setattr(housekeeping, "check_docker", lambda: None)
-    monkeypatch.setattr(housekeeping, "check_engine", lambda: None)
-    monkeypatch.setattr(housekeeping, "check_go", lambda: "go version go1.26.8 linux/amd64")
-    monkeypatch.setattr(housekeeping, "node_image_host_problems", lambda: [])
+    monkeypatch.setattr(kind_node_images, "check_docker", lambda: None)
+    monkeypatch.setattr(kind_node_images, "check_engine", lambda: None)
+    monkeypatch.setattr(kind_node_images, "check_go", lambda: "go version go1.26.8 linux/amd64")
+    monkeypatch.setattr(kind_node_images, "node_image_host_problems", lambda: [])
 
     def build(version: str) -> list[str]:
         built.append(version)
         return [f"plp-node:v{version}"]
 
-    monkeypatch.setattr(housekeeping, "build_node_images", build)
+    monkeypatch.setattr(kind_node_images, "build_node_images", build)
 
     def unserved(version: str) -> None:
         raise BuildError(f"the Go module proxy does not serve k8s.io/kubernetes@v{version}: 404")
 
-    monkeypatch.setattr(housekeeping, "resolve_module", unserved)
+    monkeypatch.setattr(kind_node_images, "resolve_module", unserved)
     assert cli.main(["node-image", "--version", "1.27.99", "--source", "modules"]) == 2
     assert "does not serve k8s.io/kubernetes@v1.27.99" in capsys.readouterr().err and built == []
     # served: built from modules; `auto` picks modules when dl.k8s.io does not answer
-    monkeypatch.setattr(housekeeping, "resolve_module", lambda version: {"Dir": "/x"})
+    monkeypatch.setattr(kind_node_images, "resolve_module", lambda version: {"Dir": "/x"})
     monkeypatch.setattr(node_image_release, "release_downloads_reachable", lambda: False)
     assert cli.main(["node-image", "--version", "1.27.3"]) == 0
     out = capsys.readouterr().out
@@ -122,13 +121,13 @@ def test_from_modules_a_host_without_root_or_debootstrap_is_told_so_before_anyth
 ) -> None:
     from harness import cli
 
-    monkeypatch.setattr(housekeeping, "check_docker", lambda: None)
-    monkeypatch.setattr(housekeeping, "check_engine", lambda: None)
+    monkeypatch.setattr(kind_node_images, "check_docker", lambda: None)
+    monkeypatch.setattr(kind_node_images, "check_engine", lambda: None)
     monkeypatch.setattr(
-        housekeeping, "node_image_host_problems", lambda: ["root (debootstrap and chroot)", "debootstrap on PATH"]
+        kind_node_images, "node_image_host_problems", lambda: ["root (debootstrap and chroot)", "debootstrap on PATH"]
     )
     monkeypatch.setattr(
-        housekeeping, "check_go", lambda: pytest.fail("nothing is checked after a missing prerequisite")
+        kind_node_images, "check_go", lambda: pytest.fail("nothing is checked after a missing prerequisite")
     )
     assert cli.main(["node-image", "--version", "1.27.3", "--source", "modules"]) == 3
     err = capsys.readouterr().err

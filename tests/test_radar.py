@@ -17,7 +17,10 @@ from typing import Any
 import pytest
 
 from harness import radar
+from harness.clusters.kind import clusters as kind_clusters
+from harness.clusters.local import clusters as local_clusters
 from harness.commands import radar as radar_command
+from harness.errors import NotRunnable
 from harness.expectations import Claim, Expectation
 from harness.gobuild import go as go_command
 from harness.gobuild import kubernetes as kube_build
@@ -215,8 +218,8 @@ def test_the_path_up_to_the_build_asks_the_proxy_and_builds_the_newest_pre_relea
         assert tools_dir == tools
         raise go_command.BuildError("stand-in: nothing is built in the tests\nlast line of the build log")
 
-    monkeypatch.setattr(kube_build, "build_kubernetes", stand_in_build)
-    steps = radar_command.local_steps(radar_args(tmp_path), tools)
+    monkeypatch.setattr(local_clusters, "build_kubernetes", stand_in_build)
+    steps = radar_command.release_steps(radar_args(tmp_path), tools)
     assert radar_command.run_radar(radar_args(tmp_path), steps) == 1
     assert built == ["v1.37.0-rc.1"]  # v1.38.0-alpha.0 was not built: a twin it requires is served nowhere
     out, err = capsys.readouterr()
@@ -293,21 +296,21 @@ def test_the_probe_runs_it_starts_name_the_release_as_make_probe_takes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     started: list[list[str]] = []
-    node_images: list[argparse.Namespace] = []
+    node_images: list[tuple[str, str]] = []
 
     def run_through_interrupt(command: list[str], log: object) -> int:
         started.append(command)
         return 0
 
-    def run_node_image_command(args: argparse.Namespace) -> int:
-        node_images.append(args)
-        return 1
+    def make_node_image(version: str, source: str, say: object) -> str:
+        node_images.append((version, source))
+        raise NotRunnable("kind build node-image failed (stand-in)")
 
     monkeypatch.setattr(radar_command, "run_through_interrupt", run_through_interrupt)
-    monkeypatch.setattr(radar_command, "run_node_image_command", run_node_image_command)
-    local = radar_command.local_steps(radar_args(tmp_path, probe="deadline"), tmp_path / "tools")
+    monkeypatch.setattr(kind_clusters, "make_node_image", make_node_image)
+    local = radar_command.release_steps(radar_args(tmp_path, probe="deadline"), tmp_path / "tools")
     local.probe("v1.37.0-rc.1", tmp_path / "r" / "v1.37.0-rc.1")
-    kind = radar_command.local_steps(radar_args(tmp_path, cluster="kind", source="release"), tmp_path / "tools")
+    kind = radar_command.release_steps(radar_args(tmp_path, cluster="kind", source="release"), tmp_path / "tools")
     kind.probe("v1.37.0", tmp_path / "r" / "v1.37.0")  # a pinned image
     kind.probe("v1.38.0-alpha.0", tmp_path / "r" / "v1.38.0-alpha.0")
     tails = [command[3:] for command in started]
@@ -319,5 +322,7 @@ def test_the_probe_runs_it_starts_name_the_release_as_make_probe_takes_it(
     ]
     assert f"(log: {tmp_path}/r/v1.37.0-rc.1.log)" in capsys.readouterr().out
     assert kind.build("v1.37.0") == "" and node_images == []  # kind runs a pinned image as it is
-    assert kind.build("v1.38.0-alpha.0") == "could not be built as a node image (SOURCE=release; exit 1)"
-    assert [(a.version, a.source) for a in node_images] == [("v1.38.0-alpha.0", "release")]
+    assert kind.build("v1.38.0-alpha.0") == (
+        "could not be built as a node image (SOURCE=release): kind build node-image failed (stand-in)"
+    )
+    assert node_images == [("v1.38.0-alpha.0", "release")]

@@ -14,12 +14,14 @@ from pathlib import Path
 import pytest
 
 from harness import cli, engine
+from harness.clusters.kind import clusters as kind_clusters
+from harness.clusters.kind import node_images as kind_node_images
 from harness.clusters.kind.cluster import check_docker
+from harness.clusters.local import clusters as local_clusters
 from harness.clusters.local import host as local_host
 from harness.clusters.local import teardown as local_teardown
-from harness.commands import housekeeping, refusal
-from harness.commands import probe as probe_command
-from harness.errors import PrerequisiteMissing
+from harness.commands import refusal
+from harness.errors import PrerequisiteMissing, host_refusal
 from harness.gobuild.kubernetes import release_text
 from harness.nodeimage import release as node_image_release
 from harness.versions import resolve_image
@@ -31,8 +33,9 @@ INSTALL_ALL = "install them all with: apt-get install "
 
 def nothing_may_start(monkeypatch: pytest.MonkeyPatch) -> None:
     for owner, steps in (
-        (probe_command, ("build_kubernetes", "resolve_module", "ensure_kind")),
-        (housekeeping, ("resolve_module", "build_node_images", "ensure_kind")),
+        (local_clusters, ("build_kubernetes", "resolve_module")),
+        (kind_clusters, ("ensure_kind", "make_node_image")),
+        (kind_node_images, ("resolve_module", "build_node_images", "ensure_kind")),
     ):
         for step in steps:
             monkeypatch.setattr(owner, step, lambda *a, **k: pytest.fail("nothing may be built or downloaded"))
@@ -59,8 +62,8 @@ def test_a_node_images_missing_packages_end_with_one_apt_get_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     nothing_may_start(monkeypatch)
-    monkeypatch.setattr(housekeeping, "check_docker", lambda: None)
-    monkeypatch.setattr(housekeeping, "check_engine", lambda: None)
+    monkeypatch.setattr(kind_node_images, "check_docker", lambda: None)
+    monkeypatch.setattr(kind_node_images, "check_engine", lambda: None)
     monkeypatch.setattr("harness.nodeimage.node.shutil.which", lambda t: None if t in ("debootstrap", "ctr") else t)
     monkeypatch.setattr("harness.nodeimage.node.os.geteuid", lambda: 0)
     assert cli.main(["node-image", "--version", "1.27.3", "--source", "modules"]) == refusal.PREREQUISITE_MISSING
@@ -69,7 +72,7 @@ def test_a_node_images_missing_packages_end_with_one_apt_get_line(
 
 
 def test_nothing_to_install_adds_no_apt_get_line() -> None:
-    assert refusal.host_refusal("needs", ["root (debootstrap and chroot)"]) == "needs:\n  root (debootstrap and chroot)"
+    assert host_refusal("needs", ["root (debootstrap and chroot)"]) == "needs:\n  root (debootstrap and chroot)"
 
 
 @pytest.mark.parametrize(
@@ -130,8 +133,8 @@ def test_make_clean_passes_cluster_on_and_probe_takes_it() -> None:
 def test_clean_of_kind_leftovers_only_leaves_local_clusters_alone(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr("harness.commands.housekeeping.shutil.which", lambda tool: None)
-    monkeypatch.setattr("harness.janitor.installed_kind", lambda: None)
+    monkeypatch.setattr("harness.clusters.kind.clusters.shutil.which", lambda tool: None)
+    monkeypatch.setattr(kind_clusters, "installed_kind", lambda: None)
     monkeypatch.setattr(local_teardown, "leftover_clusters", lambda: pytest.fail("local clusters are not looked at"))
     assert cli.main(["clean", "--cluster", "kind"]) == 0
 

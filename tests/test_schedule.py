@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from harness import cli, schedule, selection
+from harness.clusters.registry import KINDS
 from harness.commands import probe as probe_command
 from harness.commands import refusal
 from harness.schedule import choose_workers, known_durations, longest_first, pack, plan_for, probe_of
@@ -314,9 +315,9 @@ def test_auto_on_an_existing_cluster_is_refused(tmp_path: Path, capsys: pytest.C
 
 def started_with(monkeypatch: pytest.MonkeyPatch, argv: list[str], tmp_path: Path) -> Any:
     """What main() starts after its checks: ("parallel", PARALLEL) or ("serial", the pytest command line)."""
-    monkeypatch.setattr(probe_command, "prepare_local", lambda args: 0)
-    monkeypatch.setattr(probe_command, "prepare_kind", lambda args, image: (0, "kind v0.20.0 go1.20.4 linux/amd64"))
-    monkeypatch.setattr(probe_command, "run_parallel", lambda args, image, kind_line: ("parallel", args.parallel))
+    for kind in KINDS:  # the host checked and the runnable made ready: stood in
+        monkeypatch.setattr(type(kind), "prepare", lambda self, runnable, say, warn: runnable.with_facts())
+    monkeypatch.setattr(probe_command, "run_parallel", lambda args, kind, runnable: ("parallel", args.parallel))
 
     def execv(path: str, command: list[str]) -> None:
         raise SystemExit(("serial", command))

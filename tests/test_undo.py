@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.clusters.kind.cluster import KindCluster
-from harness.clusters.lifecycle import KindProvider
+from harness.clusters.kind.provider import KindProvider
 from harness.process import Completed, InterruptedUndo
 
 # Ctrl-C, as a terminal sends it to its whole foreground group, 0.3 s into a 1 s undo. Run in a session of its

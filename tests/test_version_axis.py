@@ -26,12 +26,13 @@ from harness.bisect import (
     claim_observations,
     release_candidates,
 )
+from harness.clusters.kinds import PlannedVersion, Readied, plan_versions
 from harness.versions import VersionError
 
 
 def test_a_minor_resolves_to_its_pinned_patch_or_the_nearest_earlier_served_one() -> None:
     served = {"1.26.15", "1.25.15", "1.25.16"}
-    plan = matrix.plan_versions(["1.26", "1.29", "1.25.16"], lambda release: release in served or release == "1.29.13")
+    plan = plan_versions(["1.26", "1.29", "1.25.16"], lambda release: release in served or release == "1.29.13")
     assert [(p.requested, p.release) for p in plan] == [
         ("1.26", "1.26.15"),
         ("1.29", "1.29.13"),
@@ -39,7 +40,7 @@ def test_a_minor_resolves_to_its_pinned_patch_or_the_nearest_earlier_served_one(
     ]
     assert plan[0].note == "" and plan[1].note == "1.29.14 is not served by the Go module proxy"
     with pytest.raises(VersionError):
-        matrix.plan_versions(["1.12"], lambda release: True)
+        plan_versions(["1.12"], lambda release: True)
 
 
 def test_a_build_keeps_its_minors_go_build_cache_and_the_shared_one_only(tmp_path: Path) -> None:
@@ -55,14 +56,10 @@ def test_a_build_keeps_its_minors_go_build_cache_and_the_shared_one_only(tmp_pat
 
 
 def test_the_local_matrix_goes_on_past_a_failed_build_and_says_where_it_is(tmp_path: Path) -> None:
-    class Built:
-        def __init__(self, release: str) -> None:
-            self.record = {"duration_s": 200.0, "staging_substitutions": {"k8s.io/kube-proxy": "v0.25.15"}}
-
-    def build(release: str) -> Built:
+    def build(release: str) -> Readied:
         if release == "1.22.17":
             raise RuntimeError("building Kubernetes v1.22.17 failed (go build)\nlast lines ...")
-        return Built(release)
+        return Readied(release, {"duration_s": 200.0, "staging_substitutions": {"k8s.io/kube-proxy": "v0.25.15"}})
 
     def probe_argv(release: str, run_dir: Path) -> list[str]:
         script = (
@@ -72,17 +69,17 @@ def test_the_local_matrix_goes_on_past_a_failed_build_and_says_where_it_is(tmp_p
         )
         return ["python3", "-c", script, str(run_dir)]
 
-    plan = [matrix.PlannedVersion(v, v) for v in ("1.21.14", "1.22.17", "1.25.16")]
+    plan = [PlannedVersion(v, v) for v in ("1.21.14", "1.22.17", "1.25.16")]
     lines: list[str] = []
     builder = matrix.Builder(build)
-    results = matrix.run_local_matrix(plan, builder, tmp_path / "m", probe_argv, tmp_path, True, lines.append)
+    results = matrix.run_versions(plan, 1, builder, tmp_path / "m", probe_argv, tmp_path, True, lines.append)
     builder.shutdown()
     assert [r.status for r in results] == ["passed", "build failed", "passed"]
     assert results[1].detail == "building Kubernetes v1.22.17 failed (go build)"
     assert results[2].probes == {"passed": 1} and results[2].startup_s == 5.0 and results[2].probes_s == 65.0
     assert lines[0].startswith("[1/3] v1.21.14 ") and "probes 1/1 passed" in lines[0] and "left ~" in lines[0]
     assert lines[2].startswith("[3/3]") and "left ~0s" in lines[2]
-    table = matrix.render_local(results, 300.0)
+    table = matrix.render(results, 300.0)
     assert "substituted: k8s.io/kube-proxy v0.25.15" in table and table.splitlines()[-1].startswith("total wall 5m00s")
 
 
@@ -99,13 +96,13 @@ def test_the_local_matrix_measures_the_disk_again_only_after_a_build(
     monkeypatch.setattr(matrix, "disk_gb", disk_gb)
     built = {"1.21.14", "1.22.17", "1.24.17"}  # 1.23.17 is built here
 
-    def build(release: str) -> Any:
+    def build(release: str) -> Readied:
         built.add(release)
-        return type("Built", (), {"record": {"reused": release != "1.23.17"}})()
+        return Readied(release, {"reused": release != "1.23.17"})
 
-    plan = [matrix.PlannedVersion(v, v) for v in ("1.21.14", "1.22.17", "1.23.17", "1.24.17")]
+    plan = [PlannedVersion(v, v) for v in ("1.21.14", "1.22.17", "1.23.17", "1.24.17")]
     builder = matrix.Builder(build, is_built=lambda release: release in built)
-    results = matrix.run_local_matrix(plan, builder, tmp_path / "m", lambda r, d: ["true"], tmp_path, False, print)
+    results = matrix.run_versions(plan, 1, builder, tmp_path / "m", lambda r, d: ["true"], tmp_path, False, print)
     builder.shutdown()
     # measured after the first version and after 1.23.17's build; 1.22.17 and 1.24.17 say the last figure
     assert [r.disk_tools_gb for r in results] == [41.0, 41.0, 42.0, 42.0] and len(measured) == 2
@@ -266,19 +263,19 @@ def test_builder_builds_one_at_a_time_in_order(tmp_path: Path) -> None:
     active, highest, order = [0], [0], []
     lock = threading.Lock()
 
-    def build(release: str) -> str:
+    def build(release: str) -> Readied:
         with lock:
             active[0] += 1
             highest[0] = max(highest[0], active[0])
             order.append(release)
         with lock:
             active[0] -= 1
-        return release
+        return Readied(release)
 
     builder = matrix.Builder(build)
     for release in ("1.21.14", "1.22.17", "1.23.17"):
         builder.submit(release)
-    assert builder.result("1.23.17") == "1.23.17"
+    assert builder.result("1.23.17").release == "1.23.17"
     builder.shutdown()
     assert order == ["1.21.14", "1.22.17", "1.23.17"] and highest[0] == 1
 
@@ -318,8 +315,8 @@ def test_an_interrupted_matrix_says_what_its_running_version_and_build_ahead_bec
 
 
 def test_a_release_that_cannot_be_built_says_which_step_failed_and_why() -> None:
-    from harness.commands.version_axis import build_failure
     from harness.gobuild.go import BuildError
+    from harness.gobuild.kubernetes import build_failure
 
     log_tail = "go: finding module\n.../apiserver.go:32:2: module k8s.io/apiserver found, but does not contain it"
     err = BuildError(f"building Kubernetes v1.28.0-alpha.3 failed (go build); last lines of build.log:\n{log_tail}\n")

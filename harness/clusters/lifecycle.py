@@ -1,37 +1,27 @@
 """One owner for a cluster's life, whatever provides the cluster: create → Ready → prepare → use → keep or delete.
 
-A provider says how to make, reach and remove one kind of cluster: `KindProvider` (a kind cluster from a
-node image, harness/clusters/kind/), `LocalProvider` (Kubernetes built from its Go modules and run as processes
-on this host, harness/clusters/local/) and `ExistingProvider` (a cluster the suite did not make in this process: it
-only reaches it, and never removes it). `cluster_life` drives any of them the same way, through
-`ClusterProvider` alone, for the pytest fixtures and for `make probe PARALLEL=N`, writes what happened into
-the run's provenance as it goes, and removes a cluster it created at the end, also after a failure, Ctrl-C
-or SIGTERM (which the suite turns into KeyboardInterrupt), unless it is kept.
+A provider says how to make, reach and remove one cluster of one kind (harness/clusters/kinds.py): each kind's
+package has its own (kind/provider.py, local/provider.py), and `Reached` is the provider of a cluster this
+process did not make (one from --kubeconfig, or the one make probe PARALLEL made for its workers): it reaches
+it, and never removes it. `cluster_life` drives any of them the same way, through `ClusterProvider` alone, for
+the pytest fixtures and for `make probe PARALLEL=N`, writes what happened into the run's provenance as it goes,
+and removes a cluster it created at the end, also after a failure, Ctrl-C or SIGTERM (which the suite turns into
+KeyboardInterrupt), unless it is kept.
 """
 
 from __future__ import annotations
 
-import json
-import platform
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.clusters.kind.cluster import KindCluster, list_node_containers, parse_kind_version
-from harness.clusters.local.cluster import LocalCluster
-from harness.clusters.local.containerd import local_node_lister
-from harness.clusters.local.disruption import restart_apiserver
-from harness.errors import ClusterFailed, LocalClusterError
-from harness.gobuild.kubernetes import Build
+from harness.errors import ClusterFailed
 from harness.kubeapi import KubeApi
-from harness.manifest_check import images_in_manifests
-from harness.process import InterruptedUndo
 from harness.transport import JsonDict, LiveTransport, raw_call, watch_until
-from harness.versions import NodeImage
 
 Note = Callable[..., None]
 NodeLister = Callable[[str], list[JsonDict]]
@@ -44,7 +34,7 @@ class ClusterProvider(Protocol):
 
     @property
     def kind(self) -> str:
-        """What the provider is, for messages: "kind", "local" or "existing"."""
+        """What kind of cluster it is, for messages (harness/clusters/kinds.py ClusterKind.name)."""
         ...
 
     @property
@@ -73,8 +63,8 @@ class ClusterProvider(Protocol):
 
     @property
     def apiserver_restart(self) -> ApiserverRestart | None:
-        """Compact etcd and restart the API server (a real watch gap, harness/clusters/local/disruption.py); None where
-        the suite does not run the control plane's processes."""
+        """Compact etcd and restart the API server (a real watch gap); None where the suite does not run the control
+        plane's processes."""
         ...
 
     @property
@@ -200,193 +190,21 @@ class MadeHere:
 
 
 @dataclass
-class KindProvider(MadeHere):
-    """A kind cluster from a node image (harness/clusters/kind/); the node-shutdown cluster passes a config."""
-
-    cluster: KindCluster
-    node_image_kind_release: str | None
-    kind_version: str | None
-    kind_version_line: str
-    preload_images: list[str] = field(default_factory=list)
-    node_shutdown: NodeShutdown | None = None
-    kind: str = "kind"
-
-    @classmethod
-    def for_image(cls, image: NodeImage, name: str, kubeconfig: Path, kind_bin: str, kind_line: str) -> KindProvider:
-        """A new kind cluster from a node image, preloaded with the images the manifests use."""
-        cluster = KindCluster(name=name, image=image.reference, kubeconfig=kubeconfig, kind_bin=kind_bin)
-        version = parse_kind_version(kind_line)
-        return cls(cluster, image.kind_release, version, kind_line, preload_images=images_in_manifests())
-
-    @property
-    def created(self) -> bool:
-        return self.cluster.created
-
-    @property
-    def context(self) -> str | None:
-        return None  # kind writes one context into the private kubeconfig, and makes it current
-
-    def facts(self) -> dict[str, Any]:
-        return {
-            "cluster": "kind",
-            "cluster_name": self.cluster.name,
-            "node_image": self.cluster.image,
-            "node_image_kind_release": self.node_image_kind_release,
-            "kind_version": self.kind_version,
-            "kind_version_line": self.kind_version_line,
-            "kubeconfig": str(self.cluster.kubeconfig),
-        }
-
-    def create(self, logs_dir: Path) -> None:
-        self.cluster.create(logs_dir=logs_dir)
-
-    def wait_ready(self, core: KubeApi, logs_dir: Path) -> list[str]:
-        return self.cluster.wait_ready(lambda: wait_nodes_ready(core), logs_dir)
-
-    def prepare(self, nodes: list[str]) -> dict[str, Any]:
-        return {"preloaded": self.cluster.preload(self.preload_images, nodes)}
-
-    @property
-    def apiserver_restart(self) -> None:
-        return None  # the kind node's control plane is kubeadm's static pods, not the suite's processes
-
-    def delete(self) -> Removal:
-        try:
-            deleted = self.cluster.delete()
-        except InterruptedUndo as stop:
-            failed = stop.completed.returncode != 0
-            return Removal(stop.completed.output if failed else None, interrupted=True)
-        return Removal(deleted.output if deleted is not None and deleted.returncode != 0 else None)
-
-    def keep_logs(self, directory: Path) -> str:
-        return self.cluster.export_logs(directory)  # kind export logs: each node's kubelet and containerd logs
-
-    def kept(self) -> str:
-        return (
-            f"kept kind cluster {self.name}; kubeconfig: {self.kubeconfig} "
-            f"(remove it: kind delete cluster --name {self.name}, or make clean)"
-        )
-
-    def origin(self) -> dict[str, Any]:
-        return {
-            "cluster": "kind",
-            "cluster_name": self.name,
-            "node_image": self.cluster.image,
-            "kind_version": self.kind_version,
-        }
-
-
-@dataclass
-class LocalProvider(MadeHere):
-    """Kubernetes built from its Go modules, run as processes on this host (harness/clusters/local/)."""
-
-    cluster: LocalCluster
-    node_shutdown: NodeShutdown | None = None
-    kind: str = "local"
-
-    @classmethod
-    def for_build(cls, name: str, build: Build, logs: Path) -> LocalProvider:
-        return cls(LocalCluster(name=name, build=build, logs=logs))
-
-    @property
-    def created(self) -> bool:
-        return self.cluster.started
-
-    @property
-    def context(self) -> str | None:
-        return self.cluster.context
-
-    def facts(self) -> dict[str, Any]:
-        return {
-            "cluster": "local",
-            "cluster_name": self.name,
-            "kubernetes_build": self.cluster.build.record,
-            "kubeconfig": str(self.kubeconfig),
-            "state": str(self.cluster.state),
-            "component_logs": str(self.cluster.logs),
-        }
-
-    def create(self, logs_dir: Path) -> None:
-        try:
-            self.cluster.start()
-        except (LocalClusterError, OSError) as err:
-            raise ClusterFailed(f"the local cluster {self.name} did not come up: {err}") from err
-
-    def wait_ready(self, core: KubeApi, logs_dir: Path) -> list[str]:
-        try:
-            return wait_nodes_ready(core, timeout_s=120)
-        except (TimeoutError, RuntimeError) as err:
-            raise ClusterFailed(
-                f"the local cluster's node never became Ready: {err}\n"
-                f"the kubelet's log: {self.cluster.logs / 'kubelet.log'}"
-            ) from err
-
-    def prepare(self, nodes: list[str]) -> dict[str, Any]:
-        return {"local": self.cluster.provenance()}
-
-    @property
-    def apiserver_restart(self) -> ApiserverRestart:
-        return partial(restart_apiserver, self.cluster.state)
-
-    def delete(self) -> Removal:
-        if not self.cluster.started:
-            return Removal()
-        stopped = self.cluster.stop()
-        return Removal("; ".join(stopped.errors) or None, {"local_stop": stopped.to_json()})
-
-    def keep_logs(self, directory: Path) -> str:
-        return str(self.cluster.logs)  # every component writes its log there, and it stays with the run
-
-    def kept(self) -> str:
-        return (
-            f"kept local cluster {self.name}; kubeconfig: {self.kubeconfig} "
-            f"(component logs: {self.cluster.logs}; stop it: make clean)"
-        )
-
-    def origin(self) -> dict[str, Any]:
-        return local_origin(self.cluster.record)
-
-
-@dataclass
-class ExistingProvider:
-    """A cluster this process did not make: one from --kubeconfig, or the one `make probe PARALLEL=N` made for
-    its workers. It is reached, never created, waited for or removed."""
+class Reached:
+    """A cluster this process did not make: one from --kubeconfig, or the one `make probe PARALLEL=N` made for its
+    workers (its kind re-attaches to it with what that kind can read of it). It is reached, never created,
+    waited for or removed."""
 
     kubeconfig_file: Path
     context_name: str
     label: str  # run.json's `cluster`
     recorded: dict[str, Any]  # the recordings' origin
     node_lister: NodeLister | None = None
+    apiserver_restart: ApiserverRestart | None = None
+    goes_with_the_run: bool = False  # made for this run by another process: see ClusterProvider.goes_with_the_run
+    kind: str = ""  # its ClusterKind.name, for messages
     node_shutdown: NodeShutdown | None = None
-    apiserver_restart: ApiserverRestart | None = None  # a local cluster of the suite's (its state folder)
-    kind: str = "existing"
     created: bool = False
-
-    @classmethod
-    def from_kubeconfig(
-        cls, kubeconfig: Path, context: str, kind_nodes: bool, local_state: Path | None, run_record: Path
-    ) -> ExistingProvider:
-        """The cluster of `context`; `kind_nodes` / `local_state`: the kind or local cluster `make probe` made, whose
-        nodes this host reads (from its run record / the cluster's own record)."""
-        if kind_nodes:
-            return cls(
-                kubeconfig,
-                context,
-                "kind (created by make probe)",
-                {"cluster": "kind", **kind_facts(run_record), "context": context},
-                list_node_containers,
-            )
-        if local_state is not None:
-            record = json.loads((local_state / "cluster.json").read_text())
-            return cls(
-                kubeconfig,
-                context,
-                "local (created by make probe)",
-                {**local_origin(record), "context": context},
-                local_node_lister(local_state),
-                apiserver_restart=partial(restart_apiserver, local_state),
-            )
-        return cls(kubeconfig, context, "existing", {"cluster": "existing", "context": context})
 
     @property
     def name(self) -> str:
@@ -421,41 +239,40 @@ class ExistingProvider:
     def keep_logs(self, directory: Path) -> str:
         return "(not the suite's to collect: its owner keeps them)"
 
-    @property
-    def goes_with_the_run(self) -> bool:
-        return self.label != "existing"  # the one `make probe PARALLEL=N` made for its workers
-
     def origin(self) -> dict[str, Any]:
         return self.recorded
 
 
-def kind_facts(run_record: Path) -> dict[str, Any]:
-    """The cluster name, node image and kind version the CLI recorded when it made the kind cluster."""
-    recorded = json.loads(run_record.read_text()) if run_record.is_file() else {}
-    return {key: recorded[key] for key in ("cluster_name", "node_image", "kind_version") if key in recorded}
+@dataclass
+class ScheduledRestart:
+    """`restart` run on a thread `after_s` seconds after `start`; `finish()` cancels it if it has not begun, waits
+    for it if it has, and says what happened (its record, its error, or that the probe ended first)."""
 
+    after_s: float
+    restart: ApiserverRestart
+    outcome: JsonDict = field(default_factory=dict)
+    _timer: threading.Timer | None = None
 
-def local_origin(record: dict[str, Any]) -> dict[str, Any]:
-    """What a recording made on a local cluster says about what ran, from the cluster's own record."""
-    build = record.get("build") or {}
-    return {
-        "cluster": "local",
-        "cluster_name": record.get("name"),
-        "kubernetes": {
-            **{k: build.get(k) for k in ("version", "commit", "toolchain", "upstream_go", "how")},
-            # Why this toolchain (GO_TOOLCHAIN: the newest patch of the tag's Go minor by default, or exact)
-            **{k: build[k] for k in ("toolchain_policy", "toolchain_note") if k in build},
-            # Staging modules the proxy refused at the tag and the served versions built instead (empty: exact)
-            "staging_substitutions": build.get("staging_substitutions") or {},
-            # Files the tag lacks that the build generated as upstream's make did (1.21-1.23: openapi)
-            "generated": build.get("generated") or {},
-        },
-        "containerd": record.get("containerd_version"),
-        "runc": record.get("runc_version"),
-        "etcd": record.get("etcd_version"),
-        "kernel": platform.release(),
-        "images": record.get("images") or {},
-    }
+    def start(self) -> ScheduledRestart:
+        self._timer = threading.Timer(self.after_s, self._run)
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def _run(self) -> None:
+        self.outcome["began"] = True
+        try:
+            self.outcome.update(self.restart())
+        except Exception as err:  # whatever went wrong is the probe's evidence, not a crash of the run
+            self.outcome["error"] = f"{type(err).__name__}: {err}"
+
+    def finish(self) -> JsonDict:
+        assert self._timer is not None, "start() first"
+        self._timer.cancel()
+        self._timer.join()
+        if not self.outcome.pop("began", False):
+            return {"after_s": self.after_s, "not_done": "the probe ended first"}
+        return {"after_s": self.after_s, **self.outcome}
 
 
 @contextmanager

@@ -1,42 +1,29 @@
-"""make clean (the suite's leftovers), make report (the behaviour matrix of run records) and make node-image (a node
-image for a release kind does not publish).
+"""make clean (the suite's leftovers, each kind of cluster's own), make report (the behaviour matrix of run
+records) and make node-image (a node image for a release kind does not publish).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import sys
 from pathlib import Path
 
-from harness import inputs, paths, upgrade
+from harness import inputs, janitor, paths, upgrade
 from harness import report as report_module
-from harness.clusters.kind.cluster import check_docker
-from harness.clusters.kind.install import KindInstallError, ensure_kind
-from harness.clusters.local import host as local_host
-from harness.clusters.local import teardown as local_teardown
+from harness.clusters.kind.node_images import make_node_image
+from harness.clusters.kinds import Request
+from harness.clusters.registry import KINDS
 from harness.commands.refusal import (
     BAD,
     MISSING,
     NOTHING_TO_REPORT,
-    host_refusal,
     missing_arguments,
     refuse,
-    stopping,
 )
 from harness.commands.upgrade import Refusal, releases
-from harness.engine import check_engine
-from harness.errors import PrerequisiteMissing
-from harness.gobuild.go import BuildError, check_go
-from harness.gobuild.kubernetes import resolve_module
+from harness.errors import NotRunnable, PrerequisiteMissing
 from harness.inputs import BadInput
-from harness.nodeimage import release as node_image_release
-from harness.nodeimage.images import NodeImageError
-from harness.nodeimage.node import build_node_images
-from harness.nodeimage.node import host_problems as node_image_host_problems
 from harness.run import new_run_id
-from harness.versions import VersionError
 
 
 def run_clean_command(args: argparse.Namespace) -> int:
@@ -48,32 +35,11 @@ def run_clean_command(args: argparse.Namespace) -> int:
             inputs.check_api_server(args.kubeconfig, args.context)
         except PrerequisiteMissing as err:
             return refuse(MISSING, f"{err} (make clean removes its namespaces only through it)")
-    from harness import janitor  # the Kubernetes client with it (a few tenths of a second): after the checks
-
-    report = janitor.JanitorReport()
-    kind_bin = shutil.which(args.kind_bin) or janitor.installed_kind()
-    if args.cluster != "local":
-        if kind_bin:
-            janitor.clean_kind_clusters(report, kind_bin)
-        else:
-            print(f"{args.kind_bin} is not on PATH: no kind clusters to look for", file=sys.stderr)
-    if args.cluster != "kind" and local_teardown.leftover_clusters():
-        if os.geteuid() == 0:
-            janitor.clean_local_clusters(report)
-        else:
-            print(f"local clusters under {local_host.DEFAULT_ROOT} need root to stop: run make clean as root")
-    if args.kubeconfig:
-        import urllib3
-        from kubernetes import config
-        from kubernetes.client.exceptions import ApiException
-
-        from harness.kubeapi import KubeApi
-
-        try:
-            api = config.new_client_from_config(config_file=args.kubeconfig, context=args.context)
-            janitor.clean_namespaces(report, KubeApi(api))
-        except (config.ConfigException, ApiException, urllib3.exceptions.HTTPError, OSError, ValueError) as err:
-            report.errors.append(f"cannot clean namespaces on context {args.context!r} of {args.kubeconfig}: {err}")
+    request = Request(kubeconfig=args.kubeconfig, context=args.context, kind_bin=args.kind_bin)
+    kinds = [kind for kind in KINDS if not kind.makes_clusters or args.cluster in (None, kind.name)]
+    report = janitor.clean(kinds, request)
+    for note in (note for found in report.found for note in found.notes):
+        print(note, file=sys.stderr)
     print(report.render())
     return 1 if report.errors else 0
 
@@ -134,36 +100,12 @@ def run_node_image_command(args: argparse.Namespace) -> int:
     if problem := missing_arguments(args, {"version": "VERSION"}):
         return refuse(BAD, f"{problem}: the release to build, e.g. make node-image VERSION=1.27.0-rc.0")
     try:
-        tag = node_image_release.local_tag(args.version)
-        release = node_image_release.build_kind_release()
-    except VersionError as err:
+        tag = make_node_image(args.version, getattr(args, "source", "auto"), print)
+    except BadInput as err:
         return refuse(BAD, str(err))
-    source = getattr(args, "source", "auto")
-    if source == "auto":
-        source = "release" if node_image_release.release_downloads_reachable() else "modules"
-        print(f"building from {source}: dl.k8s.io {'answers' if source == 'release' else 'does not answer'}")
-    try:
-        check_docker()
-        check_engine()
-        if source == "modules":
-            if problems := node_image_host_problems():
-                raise PrerequisiteMissing(host_refusal("building a node image from Go modules needs", problems))
-            check_go()
-            resolve_module(args.version)
-        else:
-            kind_bin = ensure_kind(release)
-    except (PrerequisiteMissing, KindInstallError) as err:
+    except PrerequisiteMissing as err:
         return refuse(MISSING, str(err))
-    except BuildError as err:
-        return refuse(BAD if "does not serve" in str(err) else MISSING, str(err))
-    try:
-        with stopping(f"building node image {tag}: its unfinished work was removed, nothing of it is reused"):
-            if source == "modules":
-                tag = build_node_images(args.version)[0]
-            else:
-                tag, said = node_image_release.build_node_image(args.version, kind_bin, release)
-                print(said)
-    except (node_image_release.NodeImageBuildFailed, NodeImageError, BuildError) as err:
+    except NotRunnable as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     print(f"run the probes on it: make probe IMAGE={tag}")

@@ -1,5 +1,6 @@
-"""make probe: every input and the host checked in seconds, then the probes, on a cluster made here (kind or local)
-or an existing one; with PARALLEL, on one cluster this process makes and removes, as pytest-xdist workers.
+"""make probe: every input and the host checked in seconds, then the probes, on a cluster made here (of the kind
+CLUSTER names) or an existing one; with PARALLEL, on one cluster this process makes and removes, as pytest-xdist
+workers. What depends on the kind of cluster is the kind's (harness/clusters/kinds.py): this module asks it.
 """
 
 from __future__ import annotations
@@ -8,7 +9,6 @@ import argparse
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -19,198 +19,88 @@ from typing import TYPE_CHECKING
 
 from harness import inputs, paths, selection
 from harness.cluster_gate import READY, ClusterGate
-from harness.clusters.kind.cluster import INSTALL_KIND, check_docker, check_prerequisites
-from harness.clusters.kind.install import KindInstallError, ensure_kind
-from harness.clusters.local import host as local_host
-from harness.clusters.local import teardown as local_teardown
+from harness.clusters.kinds import ClusterKind, Request, Runnable
+from harness.clusters.registry import DEFAULT_CLUSTER, kind_for
 from harness.commands.refusal import (
-    BAD,
     MISSING,
     NO_TESTS_COLLECTED,
     Refused,
-    host_refusal,
     refuse,
     selection_problem,
-    stopping,
 )
-from harness.engine import check_engine
-from harness.errors import ClusterFailed, PrerequisiteMissing
+from harness.errors import ClusterFailed, NotRunnable, PrerequisiteMissing, stopping
 from harness.families import families
-from harness.gobuild.go import BuildError, check_go
-from harness.gobuild.kubernetes import build_kubernetes, build_summary, existing_build, resolve_module
 from harness.inputs import BadInput
 from harness.process import wait_through_interrupt
 from harness.run import Run
-from harness.versions import KubeVersion, NodeImage
+from harness.versions import KubeVersion
 
 if TYPE_CHECKING:
     from harness import schedule
-    from harness.clusters.lifecycle import ClusterProvider
 
 AUTO = "auto"
 
 
 def run_probe_command(args: argparse.Namespace) -> int:
-    """make probe: every input checked, then the host (Docker and kind, or a local cluster's needs and its build),
-    then the probes: in this process become pytest, or with PARALLEL on a cluster made here."""
+    """make probe: every input checked, then the host (what the kind of cluster needs, and its runnable made: the
+    kind release installed, the release built), then the probes: in this process become pytest, or with PARALLEL
+    on a cluster made here."""
     try:
-        image = check_probe_input(args)
+        kind, runnable = check_probe_input(args)
+        runnable = kind.prepare(runnable, say=print, warn=_warn)
     except Refused as refused:
         return refuse(refused.kind, refused.problem)
-    kind_line = ""
-    if args.cluster == "local" and not args.kubeconfig:
-        if code := prepare_local(args):
-            return code
-    elif image is not None:
-        code, kind_line = prepare_kind(args, image)
-        if code != 0:
-            return code
-    if args.parallel == "":  # the default: auto on a local cluster, one probe at a time otherwise
-        args.parallel = AUTO if args.cluster == "local" and not args.kubeconfig else 1
-    if (args.parallel == AUTO or args.parallel > 1) and not args.kubeconfig:
-        return run_parallel(args, image, kind_line)
-    command = pytest_argv(args)
+    except PrerequisiteMissing as err:
+        return refuse(MISSING, str(err))
+    except NotRunnable as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    if args.parallel == "":  # the default: the kind's (auto on a local cluster, one probe at a time otherwise)
+        args.parallel = kind.default_parallel
+    if args.parallel == AUTO or args.parallel > 1:
+        return run_parallel(args, kind, runnable)
+    command = pytest_argv(args, ["--cluster-spec", runnable.to_json()])
     print("+ " + " ".join(command), flush=True)
     # Become pytest: Ctrl-C and CI's SIGTERM then reach it directly and its teardown cleans up; its
     # exit code is make's.
     os.execv(command[0], command)
 
 
-def check_probe_input(args: argparse.Namespace) -> NodeImage | None:
+def _warn(said: str) -> None:
+    print(said, file=sys.stderr)
+
+
+def check_probe_input(args: argparse.Namespace) -> tuple[ClusterKind, Runnable]:
     """Every check of make probe's input, in seconds and before anything starts; raises BadInput or Refused.
 
-    Returns the kind node image to run when a kind cluster is to be made.
-    """
+    Returns the kind of cluster the run is on and what it resolved the input to (kept for the whole run)."""
+    kind = kind_for(args.cluster, args.kubeconfig)
     if not args.kubeconfig:
         inputs.check_existing_cluster(args.kubeconfig, args.context)  # a CONTEXT without KUBECONFIG_FILE
     inputs.check_run_dir(args.run_dir)
-    inputs.check_apiserver_restart(args.restart_apiserver_after, args.cluster == "local" and not args.kubeconfig)
-    image: NodeImage | None = None
-    if args.kubeconfig:
-        if args.version or args.image or args.cluster == "local":
-            raise BadInput(
-                "KUBECONFIG_FILE (--kubeconfig) probes an existing cluster, VERSION, IMAGE and CLUSTER=local make a "
-                "new one: give one or the other",
-            )
-        if args.parallel not in ("", 1):
-            raise BadInput("PARALLEL runs the probes on a cluster make probe creates itself, not on an existing one")
-        inputs.check_existing_cluster(args.kubeconfig, args.context)
-        try:  # once, before any probe: a server that cannot be reached is one line, not a traceback per probe
-            print(f"API server of context {args.context}: {inputs.check_api_server(args.kubeconfig, args.context)}")
-        except PrerequisiteMissing as err:
-            raise Refused(MISSING, str(err)) from None
-    elif args.cluster == "local":
-        if args.image:
-            raise BadInput("IMAGE is a kind node image; a local cluster (CLUSTER=local) takes VERSION only")
-        if not args.version:
-            raise BadInput("no VERSION given: a local cluster is built from one release (VERSION=1.27.3)")
-        args.version = inputs.local_release(args.version)
-        print(inputs.check_manifests_for(KubeVersion.parse(args.version)))
-    else:
-        if args.version and args.image:
-            raise BadInput(
-                f"VERSION ({args.version}) and IMAGE ({args.image}) both name the node image: give one (IMAGE runs "
-                "an image of your own, VERSION the pinned one)"
-            )
-        image = inputs.kind_image(args.version or None, args.image or None)
-        if image.digest is None and not image.reference.startswith(f"{paths.NODE_IMAGE_REPOSITORY}:"):
-            print(
-                f"warning: {image.reference} is not pinned by digest; kind asks for @sha256 digests because tags "
-                "are rebuilt (kind#3853), so what runs may not be what this name meant before",
-                file=sys.stderr,
-            )
-        print(inputs.check_manifests_for(image.kubernetes))
+    inputs.check_apiserver_restart(args.restart_apiserver_after, kind.restarts_apiserver)
+    asked = Request(
+        version=args.version,
+        image=args.image,
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        cluster="" if args.cluster == DEFAULT_CLUSTER else args.cluster,
+        kind_bin=args.kind_bin,
+    )
+    if not kind.makes_clusters and args.parallel not in ("", 1):
+        raise BadInput("PARALLEL runs the probes on a cluster make probe creates itself, not on an existing one")
+    runnable = kind.resolve(asked, warn=_warn)
+    if runnable.version:
+        print(inputs.check_manifests_for(KubeVersion.parse(runnable.version)))
     if args.probe and (refused := selection_problem(args.probe, args.run_dir)):
         raise Refused(*refused)
-    return image
+    return kind, runnable
 
 
-def local_host_refusal(one_at_a_time: bool) -> int | None:
-    """The refusal's exit code when a local cluster cannot run here (what is missing, with the one apt-get line
-    that installs it), or, with one_at_a_time, when one of the suite's is already running; None when it can."""
-    if host_problems := local_host.check_host():
-        return refuse(MISSING, host_refusal("a local cluster cannot run here", host_problems))
-    if one_at_a_time and (running := local_teardown.running_clusters()):
-        return refuse(
-            MISSING,
-            f"a local cluster of the suite is already running ({', '.join(running)}); one at a time "
-            "(make clean stops it)",
-        )
-    return None
-
-
-def prepare_local(args: argparse.Namespace) -> int:
-    """Check the host for a local cluster in seconds, then build (or reuse) the release: 0 when ready."""
-    if refused := local_host_refusal(one_at_a_time=True):
-        return refused
-    if existing_build(args.version) is None:
-        try:
-            print(check_go())
-            resolve_module(args.version)
-        except BuildError as err:
-            return refuse(BAD if "does not serve" in str(err) else MISSING, str(err))
-    try:
-        stopped = "its go processes were stopped and its unfinished binaries removed (the Go caches stay)"
-        with stopping(f"the Kubernetes {args.version} build: {stopped}"):
-            build = build_kubernetes(args.version)
-    except BuildError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    print(f"Kubernetes {build.version}: {build_summary(build.record)} ({build.directory})")
-    return 0
-
-
-def prepare_kind(args: argparse.Namespace, image: NodeImage) -> tuple[int, str]:
-    """Docker and the kind that built the image, checked (and that kind installed) in seconds: (0 or the
-    refusal's exit code, kind's version line)."""
-    try:
-        check_docker()
-        check_engine()
-    except PrerequisiteMissing as err:
-        return refuse(MISSING, f"{err}\n  {kind_status(image.kind_release)}"), ""
-    if args.kind_bin == "kind" and image.kind_release:
-        try:
-            args.kind_bin = ensure_kind(image.kind_release)
-        except KindInstallError as err:
-            return refuse(MISSING, str(err)), ""
-    try:
-        kind_line = check_prerequisites(kind_bin=args.kind_bin)
-    except PrerequisiteMissing as err:
-        return refuse(MISSING, str(err)), ""
-    print(f"node image {image.reference} (built by kind {image.kind_release or 'unknown'}); {kind_line}")
-    if image.kind_release and image.kind_release not in kind_line:
-        print(
-            f"warning: this image was built for kind {image.kind_release}; kind supports an image only with "
-            "the release that built it (best effort otherwise)",
-            file=sys.stderr,
-        )
-    return 0, kind_line
-
-
-def kind_status(release: str | None) -> str:
-    if shutil.which("kind"):
-        return "kind is on PATH"
-    if release:
-        return f"kind is not on PATH: once Docker works, make probe installs kind {release} (checksum-verified) itself"
-    return f"kind is not on PATH: {INSTALL_KIND}"
-
-
-def pytest_argv(args: argparse.Namespace, target: Sequence[str] | None = None) -> list[str]:
-    """pytest's command line; `target` replaces the cluster options (the parallel mode's own cluster)."""
-    argv = [sys.executable, "-m", "pytest", str(paths.REPO / "probes"), "-p", "no:cacheprovider"]
-    if target is not None:
-        argv += list(target)
-        argv += ["--keep-cluster"] if args.keep_cluster else []  # there: keep the failed probes' namespaces
-    elif args.kubeconfig:
-        argv += ["--kubeconfig", args.kubeconfig] + (["--context", args.context] if args.context else [])
-    elif args.cluster == "local":
-        argv += ["--local-version", args.version]
-        argv += ["--keep-cluster"] if args.keep_cluster else []
-    else:
-        argv += ["--kind-bin", args.kind_bin]
-        argv += ["--kind-version", args.version] if args.version else []
-        argv += ["--kind-image", args.image] if args.image else []
-        argv += ["--keep-cluster"] if args.keep_cluster else []
+def pytest_argv(args: argparse.Namespace, target: Sequence[str] = ()) -> list[str]:
+    """pytest's command line, on the cluster the `target` options name (the resolved cluster, or PARALLEL's)."""
+    argv = [sys.executable, "-m", "pytest", str(paths.REPO / "probes"), "-p", "no:cacheprovider", *target]
+    argv += ["--keep-cluster"] if args.keep_cluster else []  # with a cluster given: keep the failed probes' namespaces
     # always said, so that a REPEAT in the environment (make exports its command line: make bisect REPEAT=3 runs
     # each release up to 3 times, each time the probe once) is not read by the plugin in its place
     argv += ["--repeat", str(args.repeat)]
@@ -221,38 +111,29 @@ def pytest_argv(args: argparse.Namespace, target: Sequence[str] | None = None) -
     return argv + list(args.pytest_args)
 
 
-def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: str) -> int:
-    """One cluster (kind, or local with --cluster local), created here through the one lifecycle of
-    harness/clusters/lifecycle.py; the probes on it `--parallel` at a time as pytest-xdist workers.
+def run_parallel(args: argparse.Namespace, kind: ClusterKind, runnable: Runnable) -> int:
+    """One cluster of the kind, created here through the one life of harness/clusters/lifecycle.py; the probes
+    on it `--parallel` at a time as pytest-xdist workers, which re-attach to it as the kind says.
 
     The cluster is this process's: it is removed after pytest ends (also after Ctrl-C or SIGTERM, which
     pytest receives too and answers with its own cleanup first), unless --keep-cluster.
     """
     # The Kubernetes client comes with the lifecycle (a few tenths of a second): imported here, so that a refusal
     # of bad input before this point does not wait for it.
-    from harness.clusters.lifecycle import KindProvider, LocalProvider, cluster_life
+    from harness.clusters.lifecycle import cluster_life
 
     run = Run.start(Path(args.run_dir))
     run.write_provenance(parallel=args.parallel)
-    cluster_kind, version = ("kind", image.kubernetes.text) if image is not None else ("local", args.version)
-    plan, schedule_file, with_shutdown_probes = plan_workers(args, run.directory, cluster_kind, version)
+    plan, schedule_file, with_shutdown_probes = plan_workers(args, run.directory, kind.name, runnable.version)
     print(f"PARALLEL={args.parallel}: {plan.why()}", flush=True)
-    provider: ClusterProvider
-    if image is None:
-        build = existing_build(args.version)
-        assert build is not None  # built by main() before
-        name = paths.cluster_name(KubeVersion.parse(args.version).minor, run.run_id)
-        provider = LocalProvider.for_build(name, build, run.directory / "local-logs")
-        context, node_access = provider.context or name, ["--local-state", str(provider.cluster.state)]
-    else:
-        name = paths.cluster_name(image.kubernetes.minor, run.run_id)
-        provider = KindProvider.for_image(image, name, run.directory / "kubeconfig", args.kind_bin, kind_line)
-        context, node_access = f"kind-{name}", ["--kind-nodes"]
+    provider = kind.provider(runnable, run, run.write_provenance)
+    context, node_access = provider.context or provider.name, kind.attach_options(provider)
     started = time.monotonic()
-    # The node-shutdown probes (kind only) need their own cluster, which their own pytest makes (the fixtures'
-    # kind mode, harness/clusters/kind/node_shutdown.py): started first, so that it comes up beside this one and its
-    # probes run while the others do; their output goes to a log, whose end is printed after.
-    shutdown = _start_shutdown_probes(args, run) if image is not None and with_shutdown_probes else None
+    # The node-shutdown probes need their own cluster (on kinds that have one: ClusterKind.no_node_shutdown), which
+    # their own pytest makes: started first, so that it comes up beside this one and its probes run while the others
+    # do; their output goes to a log, whose end is printed after.
+    with_shutdown_probes = with_shutdown_probes and kind.no_node_shutdown is None
+    shutdown = _start_shutdown_probes(args, run, runnable) if with_shutdown_probes else None
     code = 1
     if shutdown is not None and not any(plan.shares):  # PROBE chose only node-shutdown probes: no cluster here
         try:
@@ -323,9 +204,12 @@ def run_parallel(args: argparse.Namespace, image: NodeImage | None, kind_line: s
     return code
 
 
-def _start_shutdown_probes(args: argparse.Namespace, run: Run) -> tuple[subprocess.Popen[bytes], Path]:
-    """The node-shutdown probes' pytest, one at a time on their own kind cluster in this run's directory."""
-    command = [*_own_junit(pytest_argv(args), "shutdown"), "--run-id", run.run_id, "-m", "node_shutdown"]
+def _start_shutdown_probes(
+    args: argparse.Namespace, run: Run, runnable: Runnable
+) -> tuple[subprocess.Popen[bytes], Path]:
+    """The node-shutdown probes' pytest, one at a time on their own cluster in this run's directory."""
+    own = _own_junit(pytest_argv(args, ["--cluster-spec", runnable.to_json()]), "shutdown")
+    command = [*own, "--run-id", run.run_id, "-m", "node_shutdown"]
     log = run.directory / "shutdown-probes.log"
     print(f"+ {' '.join(command)} > {log}", flush=True)
     env = {**os.environ, "PYTEST_XDIST_WORKER": "shutdown"}

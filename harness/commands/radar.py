@@ -12,18 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from harness import coverage, inputs, radar
-from harness.commands.housekeeping import run_node_image_command
-from harness.commands.refusal import BAD, MISSING, NOTHING_TO_RUN, refuse, selection_problem, stopping
-from harness.commands.version_axis import build_failure, local_builds_refusal
+from harness.commands.refusal import BAD, MISSING, NOTHING_TO_RUN, refuse, selection_problem
+from harness.commands.version_axis import axis_host_refusal, release_axis
 from harness.gobuild import go as go_command
-from harness.gobuild import kubernetes as kube_build
 from harness.gobuild import modules as go_modules
-from harness.nodeimage import release as node_image_release
 from harness.paths import TOOLS
 from harness.process import run_through_interrupt
 from harness.report import RecordError, load_records
 from harness.run import new_run_id
-from harness.versions import VersionError, known_images
 
 JsonDict = dict[str, Any]
 
@@ -40,40 +36,16 @@ class Steps:
     shipped: Callable[[], list[JsonDict]]  # the shipped live recordings' records (a replay)
 
 
-def local_steps(args: argparse.Namespace, tools: Path = TOOLS) -> Steps:
-    """The radar on releases built here (CLUSTER=local) or on kind node images (CLUSTER=kind, SOURCE=...); the proxy
-    asked through Go with the builds' own Go environment and module cache under `tools`."""
+def release_steps(args: argparse.Namespace, tools: Path = TOOLS) -> Steps:
+    """The radar on the kind CLUSTER names (releases built here, or kind node images of them with SOURCE=...); the
+    proxy asked through Go with the builds' own Go environment and module cache under `tools`."""
+    _, axis = release_axis(args, tools)
 
-    def build_local(version: str) -> str:
-        if kube_build.existing_build(version, tools) is not None:
-            return ""
-        try:
-            nowhere = kube_build.twins_served_nowhere(version, tools)
-            if nowhere:
-                return (
-                    f"cannot be built here: the Go module proxy serves {', '.join(nowhere)} at no version the build "
-                    "could take (neither the tag's twin nor a release of its minor)"
-                )
-            with stopping(f"building Kubernetes {version}: its unfinished binaries were removed"):
-                kube_build.build_kubernetes(version, tools)
-        except (go_command.BuildError, VersionError) as err:
-            return build_failure(err)
-        return ""
-
-    pinned = {str(i.kubernetes.version) for i in known_images()}
-
-    def build_node_image(version: str) -> str:
-        if version.lstrip("v") in pinned:
-            return ""  # kind runs its pinned image
-        code = run_node_image_command(argparse.Namespace(version=version, source=args.source))
-        return "" if code == 0 else f"could not be built as a node image (SOURCE={args.source}; exit {code})"
+    def build(version: str) -> str:
+        return axis.unbuildable(version) or axis.ready(version).why_not
 
     def probe(version: str, run_dir: Path) -> int:
-        bare = version.lstrip("v")
-        where = ["--version", bare, "--cluster", "local"]
-        if args.cluster == "kind":
-            where = ["--version", bare] if bare in pinned else ["--image", node_image_release.local_tag(bare)]
-        command = [sys.executable, "-m", "harness", "probe", *where, "--run-dir", str(run_dir)]
+        command = [sys.executable, "-m", "harness", "probe", *axis.probe_args(version), "--run-dir", str(run_dir)]
         command += ["--probe", args.probe] if args.probe else []
         log_file = run_dir.parent / f"{run_dir.name}.log"
         print(f"+ {' '.join(command)} (log: {log_file})", flush=True)
@@ -87,7 +59,7 @@ def local_steps(args: argparse.Namespace, tools: Path = TOOLS) -> Steps:
     return Steps(
         listed=lambda: go_modules.listed_kubernetes_versions(tools),
         served=served,
-        build=build_local if args.cluster == "local" else build_node_image,
+        build=build,
         probe=probe,
         shipped=lambda: coverage.replay_records()[0],
     )
@@ -111,15 +83,11 @@ def run_radar_command(args: argparse.Namespace) -> int:
     inputs.check_run_dir(args.run_dir)
     if args.probe and (not_selected := selection_problem(args.probe, args.run_dir)):
         return refuse(*not_selected)
-    if args.cluster == "local":
-        if refused := local_builds_refusal(one_at_a_time=True):
-            return refused
-    else:
-        try:
-            print(go_command.check_go())  # the proxy is asked through Go, as a local build asks it
-        except go_command.BuildError as err:
-            return refuse(MISSING, str(err))
-    return run_radar(args, local_steps(args))
+    _, axis = release_axis(args)
+    # the proxy is asked through Go, as a build here asks it; a kind whose releases are built here checks its host
+    if refused := axis_host_refusal(axis, one_at_a_time=True, go=True, host=axis.builds_here):
+        return refused
+    return run_radar(args, release_steps(args))
 
 
 def run_radar(args: argparse.Namespace, steps: Steps) -> int:
@@ -173,14 +141,12 @@ def _baseline(args: argparse.Namespace, steps: Steps, release: str, base: Path) 
         return (versions[-1] if versions else "?"), records, f"the run {args.baseline}"
     if args.fresh_baseline:
         newest = release
-        if args.cluster == "kind":  # kind runs the newest pinned node image
-            newest = max((i.kubernetes for i in known_images()), key=lambda v: v.version).text
+        newest = release_axis(args)[1].newest_baseline(newest)  # (kind: the newest pinned node image)
         why_not = steps.build(newest)
         if why_not:
             return newest, [], f"{newest} {why_not}"
         steps.probe(newest, base / newest)
         return newest, load_records([base / newest]), f"probed now, {base / newest}"
-    provider = "local" if args.cluster == "local" else "kind"
-    version, records = radar.baseline_records(steps.shipped(), provider)
+    version, records = radar.baseline_records(steps.shipped(), args.cluster)
     probes = len({r["probe"] for r in records})
     return version, records, f"the shipped live recordings of {version}, replayed: {probes} probes"

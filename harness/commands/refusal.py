@@ -1,15 +1,12 @@
 """How the harness refuses: one line `error: <class>: <what is wrong>` on stderr and the class's exit code (make
-turns every failure into its own exit code 2, so the line says the class in words), and Ctrl-C as one line
-saying what was stopped.
+turns every failure into its own exit code 2, so the line says the class in words). Ctrl-C is one line saying what
+was stopped (harness/errors.py `stopping`, said by harness/cli.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
 
 from harness import selection
 from harness.errors import BAD_INPUT_CLASS, PREREQUISITE_MISSING_CLASS, PREREQUISITE_MISSING_EXIT
@@ -43,40 +40,10 @@ exit codes (make turns every non-zero one into 2: the error line says which it w
   other: pytest's own, for a probe run that started (2 interrupted, 4 pytest usage error)"""
 
 
-class Interrupted(Exception):
-    """Ctrl-C during a step: what that step was and what stopping it undid, for the one line main() says."""
-
-    def __init__(self, stopped: str) -> None:
-        super().__init__(stopped)
-        self.stopped = stopped
-
-
-@contextlib.contextmanager
-def stopping(what: str | Callable[[], str]) -> Iterator[None]:
-    """Turn Ctrl-C inside the block into Interrupted(what), once the block's own cleanup has run (`what` may be
-    a function, asked then, when what was stopped depends on how that cleanup went)."""
-    try:
-        yield
-    except KeyboardInterrupt:
-        raise Interrupted(what() if callable(what) else what) from None
-
-
 def refuse(kind: str, problem: str) -> int:
     """Say why the harness will not go on, as `error: <class>: <problem>`; return the class's exit code."""
     print(f"error: {kind}: {problem}", file=sys.stderr)
     return EXIT_CODE[kind]
-
-
-def host_refusal(header: str, problems: Sequence[str]) -> str:
-    """`header:` and each problem on its own line, ending with the one apt-get line that installs every
-    Debian package the problems name (each says `apt-get install <packages>` where it comes from)."""
-    packages = dict.fromkeys(
-        package for hint in re.findall(r"apt-get install ([^)]+)", "\n".join(problems)) for package in hint.split()
-    )
-    lines = [f"{header}:", *problems]
-    if packages:
-        lines.append(f"install them all with: apt-get install {' '.join(packages)}")
-    return "\n  ".join(lines)
 
 
 class Refused(Exception):

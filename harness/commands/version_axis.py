@@ -1,5 +1,7 @@
 """The version axis: make matrix (the probes on several versions) and make bisect (the first release on which a
-probe fails, or on which a claim observed what BAD did), each version one `python -m harness probe` run.
+probe fails, or on which a claim observed what BAD did), each version one `python -m harness probe` run, on any
+kind of cluster that runs a given release: the kind says which releases, how one is made runnable and how it is
+probed (harness/clusters/kinds.py ReleaseAxis).
 """
 
 from __future__ import annotations
@@ -13,32 +15,48 @@ import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from harness import bisect as bisect_module
 from harness import inputs, matrix
-from harness.clusters.kind.cluster import check_docker
-from harness.commands.housekeeping import run_node_image_command, run_report_command
-from harness.commands.probe import local_host_refusal
+from harness.clusters.kinds import ClusterKind, ReleaseAxis
+from harness.clusters.registry import kind_named
+from harness.commands.housekeeping import run_report_command
 from harness.commands.refusal import (
     BAD,
     MISSING,
     missing_arguments,
     refuse,
     selection_problem,
-    stopping,
 )
-from harness.engine import check_engine
-from harness.errors import PrerequisiteMissing, one_line
+from harness.errors import PrerequisiteMissing, stopping
 from harness.expectations import all_claim_ids
 from harness.gobuild.go import BuildError, check_go
-from harness.gobuild.kubernetes import build_kubernetes, existing_build, resolve_module
 from harness.inputs import BadInput
-from harness.nodeimage import release as node_image_release
 from harness.paths import TOOLS
 from harness.process import run_through_interrupt
 from harness.run import new_run_id, safe_name, suite_version
-from harness.versions import KubeVersion, VersionError, known_images
+from harness.versions import VersionError
+
+
+def release_axis(args: argparse.Namespace, tools: Path = TOOLS) -> tuple[ClusterKind, ReleaseAxis]:
+    """The kind CLUSTER names and its version axis for this command's options."""
+    kind = kind_named(args.cluster)
+    axis = kind.release_axis(args, tools)
+    assert axis is not None, f"CLUSTER={kind.name} has no version axis"  # (CLUSTER offers only kinds that have one)
+    return kind, axis
+
+
+def axis_host_refusal(axis: ReleaseAxis, one_at_a_time: bool, go: bool, host: bool = True) -> int | None:
+    """The refusal when this host cannot run the kind's releases (`host`), or has no Go to ask the module proxy or
+    build with (`go`); else None, Go said."""
+    try:
+        if host:
+            axis.check_host(one_at_a_time)
+        if go:
+            print(check_go())
+    except (PrerequisiteMissing, BuildError) as err:
+        return refuse(MISSING, str(err))
+    return None
 
 
 def requested_versions(args: argparse.Namespace, every: list[str]) -> list[str]:
@@ -68,85 +86,45 @@ def refuse_duplicates(requested: list[str], resolved: list[str]) -> None:
 
 
 def run_matrix_command(args: argparse.Namespace) -> int:
-    if args.cluster == "local":
-        return run_local_matrix_command(args)
-    for given, variable in ((args.parallel, "PARALLEL"), (args.probe, "PROBE")):
-        if given not in (None, ""):
-            raise BadInput(
-                f"{variable} applies to make matrix CLUSTER=local; a kind matrix runs every probe of each version as "
-                "make probe VERSION=... does"
-            )
-    versions = requested_versions(args, matrix.default_versions())
-    refuse_duplicates(versions, [str(inputs.kind_image(version, None).kubernetes.version) for version in versions])
+    """make matrix: every version planned and checked in seconds, then run JOBS at a time (one at a time on a kind
+    whose clusters cannot share a host), the next release made runnable meanwhile; the record and the report."""
+    kind, axis = release_axis(args)
+    if refusal := axis.matrix_refusal():
+        raise BadInput(refusal)
+    requested = requested_versions(args, axis.default_versions())
+    refuse_duplicates(requested, axis.releases(requested))
     inputs.check_run_dir(args.run_dir)
-    try:  # every version's cluster needs Docker: said once, before any version starts
-        check_docker()
-        check_engine()
-    except PrerequisiteMissing as err:
-        return refuse(MISSING, f"{one_line(str(err))} (every version of the matrix needs it)")
-    base = Path(args.run_dir) / f"matrix-{new_run_id()}"
-    base.mkdir(parents=True, exist_ok=True)
-    print(f"{len(versions)} versions, {args.jobs} at a time; logs and run records under {base}", flush=True)
-    results = matrix.run_matrix(versions, args.jobs, lambda v: matrix.run_version_process(v, base))
-    print(matrix.render(results))
-    print(f"matrix record: {matrix.write_results(base, results)}")
-    return 0 if all(r.status == "passed" for r in results) else 1
-
-
-def run_local_matrix_command(args: argparse.Namespace) -> int:
-    """make matrix CLUSTER=local: every version built here and probed on its own local cluster, in turn."""
-    requested = requested_versions(args, [m for m in matrix.default_versions() if m not in ("1.19", "1.20")])
-    args.parallel = "auto" if args.parallel in (None, "") else args.parallel
-    try:
-        releases = [matrix.pinned_patch(KubeVersion.requested(v).text.strip().lstrip("v")) for v in requested]
-    except VersionError as err:
-        return refuse(BAD, str(err))
-    refuse_duplicates(requested, releases)
-    inputs.check_run_dir(args.run_dir)
-    if refused := local_builds_refusal(one_at_a_time=True):
+    if refused := axis_host_refusal(axis, one_at_a_time=True, go=axis.builds_here):
         return refused
-
-    def served(release: str) -> bool:
-        if existing_build(release) is not None:
-            return True
-        try:
-            resolve_module(release)
-        except BuildError:
-            return False
-        return True
-
-    plan = matrix.plan_versions(requested, served)
+    plan = axis.plan(requested)
     base = Path(args.run_dir) / f"matrix-{new_run_id()}"
     base.mkdir(parents=True, exist_ok=True)
     for planned in plan:
         said = f" ({planned.note})" if planned.note else ""
         print(f"  {planned.requested} -> v{planned.release}{said}")
-    print(
-        f"{len(plan)} versions on local clusters, one at a time, PARALLEL={args.parallel}; builds "
-        f"{'after each version' if args.no_overlap else 'ahead, while probes run'}; records under {base}",
-        flush=True,
-    )
+    jobs = 1 if axis.one_at_a_time else args.jobs
+    how = [f"{len(plan)} versions on {kind.name} clusters, {'one' if jobs == 1 else jobs} at a time"]
+    how += [f"PARALLEL={args.parallel}"] if args.parallel else []
+    if axis.builds_here:
+        how.append(f"builds {'after each version' if args.no_overlap else 'ahead, while probes run'}")
+    print(f"{', '.join(how)}; records under {base}", flush=True)
 
     stop_builds = threading.Event()
 
-    def build_release(release: str) -> Any:
-        found = existing_build(release)
-        if found is not None:
-            return dataclasses.replace(found, record={**found.record, "reused": True})
-        return build_kubernetes(release, log_progress=False, stop=stop_builds)
-
     def probe_argv(release: str, run_dir: Path) -> list[str]:
-        argv = [sys.executable, "-m", "harness", "probe", "--version", release, "--cluster", "local"]
-        argv += ["--parallel", str(args.parallel), "--run-dir", str(run_dir)]
+        argv = [sys.executable, "-m", "harness", "probe", *axis.probe_args(release)]
+        argv += ["--parallel", str(args.parallel)] if args.parallel else []
+        argv += ["--run-dir", str(run_dir)]
         return argv + (["--probe", args.probe] if args.probe else [])
 
     started = time.monotonic()
-    builder = matrix.Builder(build_release, is_built=lambda release: existing_build(release) is not None)
+    builder = matrix.Builder(lambda release: axis.ready(release, stop=stop_builds, quiet=True), is_built=axis.is_ready)
     stopped_build: list[str] = []
+    tools = TOOLS if axis.builds_here else None
     try:
         with stopping(lambda: matrix.stopped_line(base, stopped_build)):
             try:
-                results = matrix.run_local_matrix(plan, builder, base, probe_argv, TOOLS, not args.no_overlap)
+                results = matrix.run_versions(plan, jobs, builder, base, probe_argv, tools, not args.no_overlap)
             finally:
                 # (after an interrupt, a build ahead would otherwise run to its end before this process could exit:
                 # no Ctrl-C reaches its go processes, which run in a session of their own)
@@ -155,50 +133,51 @@ def run_local_matrix_command(args: argparse.Namespace) -> int:
     finally:
         builder.shutdown()
     wall = time.monotonic() - started
-    print(matrix.render_local(results, wall))
-    record = {"cluster": "local", "wall_s": round(wall, 1), "versions": [dataclasses.asdict(r) for r in results]}
+    print(matrix.render(results, wall))
+    record = {"cluster": kind.name, "wall_s": round(wall, 1), "versions": [dataclasses.asdict(r) for r in results]}
     (base / "matrix.json").write_text(json.dumps(record, indent=1) + "\n")
     print(f"matrix record: {base / 'matrix.json'}")
     if any(r.probes for r in results):
-        run_report_command(argparse.Namespace(runs=[str(base)], out=str(base / "report")))
+        run_report_command(
+            argparse.Namespace(runs=[str(base)], out=str(base / "report"), from_version="", to_version="")
+        )
     return 0 if all(r.status == "passed" for r in results) else 1
 
 
-def build_failure(err: Exception) -> str:
-    """Why a release could not be built, in one line: the step that failed (the error's first line) and why (a build
-    log's last line; seen: "module k8s.io/apiserver ... does not contain package k8s.io/apiserver/pkg/reconcilers"
-    for v1.28.0-alpha.3, whose kube-aggregator twin the proxy serves at no 0.28 pre-release)."""
-    lines = [line.strip() for line in str(err).splitlines() if line.strip()] or ["(no message)"]
-    return "could not be built: " + " ... ".join(dict.fromkeys([lines[0][:300], lines[-1][:300]]))
-
-
 def run_bisect_command(args: argparse.Namespace) -> int:
-    """Each candidate version is one `python -m harness probe` run (its own cluster); see harness/bisect.py."""
+    """Each candidate release is one `python -m harness probe` run (its own cluster), made runnable first; with
+    CLAIM, releases are classified by what the claim observed (bisections/<name>.json), else by pass or fail
+    (harness/bisect.py). Which a kind bisects with is its own (ReleaseAxis.bisect_refusal)."""
     if problem := missing_arguments(args, {"probe": "PROBE", "good": "GOOD", "bad": "BAD"}):
         return refuse(BAD, f"{problem}: make bisect PROBE=<name or -k expression> GOOD=1.27.3 BAD=1.27.16")
-    if args.cluster == "local":
-        return run_local_bisect_command(args)
-    if args.claim or args.pre_releases or args.runs > 1:
-        return refuse(BAD, "CLAIM, PRE=1 and REPEAT bisect releases built here: give CLUSTER=local with them")
+    kind, axis = release_axis(args)
+    if refusal := axis.bisect_refusal():
+        return refuse(BAD, refusal)
     try:
-        versions = bisect_module.candidates(args.good, args.bad, args.build)
+        versions = axis.candidates(args.good, args.bad)
     except VersionError as err:
         return refuse(BAD, str(err))
+    if args.claim and args.claim not in (known_claims := all_claim_ids()):
+        return refuse(BAD, f"no claim {args.claim!r} in the expectations (e.g. {', '.join(sorted(known_claims)[:3])})")
     inputs.check_run_dir(args.run_dir)
-    if refused := selection_problem(args.probe, args.run_dir):
-        return refuse(*refused)
+    if not_selected := selection_problem(args.probe, args.run_dir):
+        return refuse(*not_selected)
+    if axis.builds_here and (refused := axis_host_refusal(axis, one_at_a_time=False, go=True)):
+        return refused
+    if args.claim:
+        return _bisect_on_a_claim(args, kind, axis, versions)
+    return _bisect_on_pass_or_fail(args, axis, versions)
+
+
+def _bisect_on_pass_or_fail(args: argparse.Namespace, axis: ReleaseAxis, versions: list[str]) -> int:
     directory = Path(args.run_dir) / f"bisect-{new_run_id()}"
-    pinned = {str(i.kubernetes.version) for i in known_images()}
 
     def run(version: str) -> str:
-        where = ["--version", version]
-        if version not in pinned:  # only with --build
-            built = run_node_image_command(argparse.Namespace(version=version, source="auto"))
-            if built != 0:
-                return bisect_module.SKIP
-            where = ["--image", node_image_release.local_tag(version)]
+        if axis.ready(version).why_not:
+            return bisect_module.SKIP
         run_dir = directory / version
-        command = [sys.executable, "-m", "harness", "probe", *where, "--probe", args.probe, "--run-dir", str(run_dir)]
+        command = [sys.executable, "-m", "harness", "probe", *axis.probe_args(version), "--probe", args.probe]
+        command += ["--run-dir", str(run_dir)]
         print("+ " + " ".join(command), flush=True)
         code = run_through_interrupt(command)
         records = sorted(run_dir.glob("*/run.json"))
@@ -216,53 +195,24 @@ def run_bisect_command(args: argparse.Namespace) -> int:
     return 0 if found.first_bad else 1
 
 
-def local_builds_refusal(one_at_a_time: bool) -> int | None:
-    """The refusal when this host cannot run local clusters or build Kubernetes (Go); else None, Go said."""
-    if refused := local_host_refusal(one_at_a_time=one_at_a_time):
-        return refused
-    try:
-        print(check_go())
-    except BuildError as err:
-        return refuse(MISSING, str(err))
-    return None
-
-
-def run_local_bisect_command(args: argparse.Namespace) -> int:
-    """make bisect CLUSTER=local CLAIM=<id>: each release between GOOD and BAD built once, probed on its own local
-    cluster, and classified by what the claim observed; the record goes to bisections/<name>.json."""
-    if not args.claim:
-        return refuse(
-            BAD,
-            "CLUSTER=local bisects on what a claim observed: give CLAIM=<claim id> (probes/*/expectations.yaml)",
-        )
-    try:
-        versions = bisect_module.release_candidates(args.good, args.bad, args.pre_releases)
-    except VersionError as err:
-        return refuse(BAD, str(err))
-    known_claims = all_claim_ids()
-    if args.claim not in known_claims:
-        return refuse(BAD, f"no claim {args.claim!r} in the expectations (e.g. {', '.join(sorted(known_claims)[:3])})")
-    inputs.check_run_dir(args.run_dir)
-    if not_selected := selection_problem(args.probe, args.run_dir):
-        return refuse(*not_selected)
-    if refused := local_builds_refusal(one_at_a_time=False):
-        return refused
+def _bisect_on_a_claim(args: argparse.Namespace, kind: ClusterKind, axis: ReleaseAxis, versions: list[str]) -> int:
+    """Each release between GOOD and BAD made runnable once, probed on its own cluster, and classified by what the
+    claim observed; the record goes to bisections/<name>.json."""
     name = safe_name(args.name or f"{args.claim}-{args.good}-{args.bad}")
     directory = Path(args.run_dir) / f"bisect-{new_run_id()}"
 
     def observe(version: str, attempt: int) -> bisect_module.ClaimObservation:
         seen = bisect_module.ClaimObservation(version, "")
-        try:
-            build = existing_build(version) or build_kubernetes(version)
-        except (BuildError, VersionError) as err:
-            seen.why = build_failure(err)
+        readied = axis.ready(version)
+        if readied.why_not:
+            seen.why = readied.why_not
             return seen
         recorded = ("version", "commit", "toolchain", "toolchain_policy", "upstream_go", "duration_s", "work")
-        seen.build = {k: build.record.get(k) for k in recorded if k in build.record}
-        seen.build["staging_substitutions"] = build.record.get("staging_substitutions") or {}
+        seen.build = {k: readied.record.get(k) for k in recorded if k in readied.record}
+        seen.build["staging_substitutions"] = readied.record.get("staging_substitutions") or {}
         name = version if args.runs == 1 else f"{version}-run-{attempt}"
         run_dir = directory / name
-        command = [sys.executable, "-m", "harness", "probe", "--version", version, "--cluster", "local"]
+        command = [sys.executable, "-m", "harness", "probe", *axis.probe_args(version)]
         command += ["--probe", args.probe, "--run-dir", str(run_dir)]
         print("+ " + " ".join(command), flush=True)
         with (directory / f"{name}.log").open("w") as log:
@@ -274,10 +224,7 @@ def run_local_bisect_command(args: argparse.Namespace) -> int:
             seen.cluster = {
                 "run_id": record.get("run_id"),
                 "server_version": record.get("server_version"),
-                **{
-                    k: (record.get("local") or {}).get(k)
-                    for k in ("containerd_version", "runc_version", "etcd_version")
-                },
+                **axis.ran_on(record),
                 **({"cluster_error": record["cluster_error"]} if record.get("cluster_error") else {}),
             }
         if not seen.observed:
@@ -296,7 +243,7 @@ def run_local_bisect_command(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     ran = {
-        "provider": "local",
+        "provider": kind.name,
         "started": started,
         "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         "kernel": platform.release(),

@@ -215,6 +215,14 @@ def existing_build(version: str, tools: Path = TOOLS, components: Sequence[str] 
     return Build(release_text(version), directory, json.loads(record.read_text()))
 
 
+def build_failure(err: Exception) -> str:
+    """Why a release could not be built, in one line: the step that failed (the error's first line) and why (a build
+    log's last line; seen: "module k8s.io/apiserver ... does not contain package k8s.io/apiserver/pkg/reconcilers"
+    for v1.28.0-alpha.3, whose kube-aggregator twin the proxy serves at no 0.28 pre-release)."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()] or ["(no message)"]
+    return "could not be built: " + " ... ".join(dict.fromkeys([lines[0][:300], lines[-1][:300]]))
+
+
 def build_summary(record: Mapping[str, Any]) -> str:
     """'built with go1.20.14 (upstream's go1.20.8) in 98 s: 412 of 2,540 packages compiled, 2,128 reused'."""
     upstream = record.get("upstream_go")

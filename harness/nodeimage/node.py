@@ -33,10 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from harness import paths
-from harness.clusters.local.cluster import LOCAL_PROBE_IMAGE
-from harness.clusters.local.images import BUSYBOX
 from harness.gobuild.kubernetes import Build
 from harness.nodeimage.images import ImageArchive, NodeImageError, kubeadm_images, node_images
+from harness.oci_images import BUSYBOX, LOCAL_PROBE_IMAGE
 from harness.versions import KubeVersion
 
 TOOLS = paths.TOOLS

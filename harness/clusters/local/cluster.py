@@ -14,8 +14,8 @@ know, so two would delete each other's logs.
 
 This module starts the components in order; what it relies on lives beside it: host.py (what the host must
 give), processes.py (one process: alive, log, health, stop), containerd.py (the suite's containerd through
-`ctr`), components.py (arguments that depend on the host or release), images.py and pki.py (what it imports
-and signs), teardown.py (removing all of it, also from another process).
+`ctr`), components.py (arguments that depend on the host or release), pki.py (what it signs), teardown.py
+(removing all of it, also from another process); the images it imports are made by harness/oci_images.py.
 """
 
 from __future__ import annotations
@@ -50,7 +50,6 @@ from harness.clusters.local.host import (
     host_cgroups,
     node_ip,
 )
-from harness.clusters.local.images import ImageError, busybox_layer, oci_archive, pause_layer, pause_tag
 from harness.clusters.local.processes import alive, http_ok, https_ok, log_tail
 from harness.clusters.local.teardown import (
     HOST_PATHS_WRITTEN,
@@ -65,20 +64,20 @@ from harness.errors import LocalClusterError
 from harness.gobuild.go import go_environment
 from harness.gobuild.kubernetes import Build
 from harness.gobuild.modules import download_module
+from harness.oci_images import (
+    LOCAL_PROBE_IMAGE,
+    PROBE_IMAGE_NAMES,
+    ImageError,
+    busybox_layer,
+    oci_archive,
+    pause_layer,
+    pause_tag,
+)
 
 if TYPE_CHECKING:  # imported where the certificates are made: cryptography is slow to import, and most never need it
     from harness.clusters.local.pki import Pki
 
 JsonDict = dict[str, Any]
-
-
-PROBE_IMAGE_NAMES = (
-    "docker.io/library/alpine:3.18.4@sha256:eece025e432126ce23f223450a0326fbebde39cdf496a85d8c016293fc851978",
-    "docker.io/library/alpine@sha256:eece025e432126ce23f223450a0326fbebde39cdf496a85d8c016293fc851978",
-)
-
-
-LOCAL_PROBE_IMAGE = "docker.io/plp-local/busybox:debian"
 
 
 def write_cluster_record(state: Path, record: dict[str, Any]) -> None:

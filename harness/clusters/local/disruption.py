@@ -16,11 +16,8 @@ from __future__ import annotations
 import base64
 import json
 import subprocess
-import threading
 import time
 import urllib.request
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -100,35 +97,3 @@ def restart_apiserver(state: Path, ready_timeout_s: float = READY_TIMEOUT_S) -> 
         "apiserver_pid_after": process.pid,
         "apiserver_ready_after_s": round(time.monotonic() - began, 1),
     }
-
-
-@dataclass
-class ScheduledRestart:
-    """`restart` run on a thread `after_s` seconds after `start`; `finish()` cancels it if it has not begun, waits
-    for it if it has, and says what happened (its record, its error, or that the probe ended first)."""
-
-    after_s: float
-    restart: Callable[[], JsonDict]
-    outcome: JsonDict = field(default_factory=dict)
-    _timer: threading.Timer | None = None
-
-    def start(self) -> ScheduledRestart:
-        self._timer = threading.Timer(self.after_s, self._run)
-        self._timer.daemon = True
-        self._timer.start()
-        return self
-
-    def _run(self) -> None:
-        self.outcome["began"] = True
-        try:
-            self.outcome.update(self.restart())
-        except Exception as err:  # whatever went wrong is the probe's evidence, not a crash of the run
-            self.outcome["error"] = f"{type(err).__name__}: {err}"
-
-    def finish(self) -> JsonDict:
-        assert self._timer is not None, "start() first"
-        self._timer.cancel()
-        self._timer.join()
-        if not self.outcome.pop("began", False):
-            return {"after_s": self.after_s, "not_done": "the probe ended first"}
-        return {"after_s": self.after_s, **self.outcome}

@@ -1,4 +1,4 @@
-"""Container images for the local cluster, made on this host: no registry is needed (or reachable).
+"""Container images made on this host, for the local cluster and the kind node images: no registry is needed.
 
 - The sandbox image: `pause` compiled from `build/pause/linux/pause.c` of the Kubernetes module being run,
   with gcc `-Os -Wall -Werror -static`, as `build/pause/Makefile` does; `USER 65535:65535` and
@@ -34,6 +34,15 @@ from pathlib import Path
 from typing import BinaryIO
 
 BUSYBOX = Path("/bin/busybox")  # Debian's busybox-static
+
+# The names the manifests pin the probes' image by (alpine), under which the busybox image is made available.
+PROBE_IMAGE_NAMES = (
+    "docker.io/library/alpine:3.18.4@sha256:eece025e432126ce23f223450a0326fbebde39cdf496a85d8c016293fc851978",
+    "docker.io/library/alpine@sha256:eece025e432126ce23f223450a0326fbebde39cdf496a85d8c016293fc851978",
+)
+
+# The busybox image itself, as made here.
+LOCAL_PROBE_IMAGE = "docker.io/plp-local/busybox:debian"
 
 
 class ImageError(RuntimeError):

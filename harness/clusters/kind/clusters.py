@@ -1,0 +1,237 @@
+"""kind as a kind of cluster (harness/clusters/kinds.py): a kind cluster from a node image pinned by digest, run by
+the kind release that built it (installed or built when the one on PATH is another), one for each run.
+
+VERSION resolves to its pinned node image (harness/node_images.yaml), or IMAGE names one; the graceful-node-shutdown
+probes get a second cluster from the image's shutdown-capable sibling (node_shutdown.py). On the version axis a
+release without a pinned image runs on a node image built for it (node_images.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from harness import bisect as bisect_module
+from harness import inputs, paths
+from harness.clusters.kind.cluster import INSTALL_KIND, check_docker, check_prerequisites, list_node_containers
+from harness.clusters.kind.install import KindInstallError, ensure_kind
+from harness.clusters.kind.leftovers import clean_kind_clusters, installed_kind
+from harness.clusters.kind.node_images import make_node_image
+from harness.clusters.kind.node_shutdown import announce_shutdown, cluster_config
+from harness.clusters.kind.provider import KindProvider, kind_facts
+from harness.clusters.kinds import (
+    NODE_SHUTDOWN_ROLE,
+    AddOption,
+    ClusterKind,
+    Leftovers,
+    Option,
+    PlannedVersion,
+    Readied,
+    ReleaseAxis,
+    Request,
+    Runnable,
+    Say,
+    plan_versions,
+)
+from harness.clusters.lifecycle import ClusterProvider, Note, Reached
+from harness.engine import check_engine
+from harness.errors import ClusterFailed, NotRunnable, PrerequisiteMissing, one_line
+from harness.inputs import BadInput
+from harness.nodeimage import release as node_image_release
+from harness.nodeimage.shutdown import ensure_derived_image
+from harness.run import Run
+from harness.versions import NodeImage, known_images, pinned_minors
+
+
+class KindClusters(ClusterKind):
+    """A new kind cluster for each run, from a pinned node image (or IMAGE)."""
+
+    name = "kind"
+    has_release_axis = True
+    pytest_option = "--kind-version"
+    described = "a new kind cluster"
+
+    def declare_options(self, add: AddOption) -> None:
+        add("--kind-version", metavar="VERSION", help="Kubernetes version for a new kind cluster: 1.27 or 1.27.3")
+        add("--kind-image", metavar="IMAGE", help="node image to use instead of the pinned one for VERSION")
+        add(
+            "--kind-nodes",
+            action="store_true",
+            help="the --kubeconfig cluster is a kind cluster on this machine: read its nodes with docker exec",
+        )
+
+    def asked(self, option: Option) -> bool:
+        return bool(option("--kind-version") or option("--kind-image"))
+
+    def request(self, option: Option) -> Request:
+        return Request(
+            version=option("--kind-version") or "", image=option("--kind-image") or "", kind_bin=option("--kind-bin")
+        )
+
+    def resolve(self, request: Request, warn: Say) -> Runnable:
+        if request.version and request.image:
+            raise BadInput(
+                f"VERSION ({request.version}) and IMAGE ({request.image}) both name the node image: give one (IMAGE "
+                "runs an image of your own, VERSION the pinned one)"
+            )
+        image = inputs.kind_image(request.version or None, request.image or None)
+        if image.digest is None and not image.reference.startswith(f"{paths.NODE_IMAGE_REPOSITORY}:"):
+            warn(
+                f"warning: {image.reference} is not pinned by digest; kind asks for @sha256 digests because tags "
+                "are rebuilt (kind#3853), so what runs may not be what this name meant before"
+            )
+        facts = {"image": image.reference, "kind_release": image.kind_release or "", "kind_bin": request.kind_bin}
+        return Runnable(self.name, image.kubernetes.text, facts)
+
+    def check_host(self, runnable: Runnable) -> None:
+        check_prerequisites(kind_bin=runnable.facts["kind_bin"])
+
+    def prepare(self, runnable: Runnable, say: Say, warn: Say) -> Runnable:
+        """Docker and the kind that built the image, checked (and that kind installed) in seconds."""
+        release = runnable.facts["kind_release"]
+        kind_bin = runnable.facts["kind_bin"]
+        try:
+            check_docker()
+            check_engine()
+        except PrerequisiteMissing as err:
+            raise PrerequisiteMissing(f"{err}\n  {kind_status(release)}") from err
+        if kind_bin == "kind" and release:
+            try:
+                kind_bin = ensure_kind(release)
+            except KindInstallError as err:
+                raise PrerequisiteMissing(str(err)) from err
+        kind_line = check_prerequisites(kind_bin=kind_bin)
+        say(f"node image {runnable.facts['image']} (built by kind {release or 'unknown'}); {kind_line}")
+        if release and release not in kind_line:
+            warn(
+                f"warning: this image was built for kind {release}; kind supports an image only with "
+                "the release that built it (best effort otherwise)"
+            )
+        return runnable.with_facts(kind_bin=kind_bin, kind_line=kind_line)
+
+    def provider(self, runnable: Runnable, run: Run, note: Note, role: str = "") -> ClusterProvider:
+        image = NodeImage.parse(runnable.facts["image"], runnable.facts["kind_release"] or None)
+        kind_bin = runnable.facts["kind_bin"]
+        kind_line = runnable.facts.get("kind_line") or check_prerequisites(kind_bin=kind_bin)
+        suffix = f"-{role}" if role else ""
+        name = paths.cluster_name(image.kubernetes.minor, run.run_id, role)
+        provider = KindProvider.for_image(image, name, run.path(f"kubeconfig{suffix}"), kind_bin, kind_line)
+        if role == NODE_SHUTDOWN_ROLE:
+            cluster = provider.cluster
+            try:
+                cluster.image, built = ensure_derived_image(image.reference, paths.NODE_IMAGES)
+            except ClusterFailed as err:
+                note(**provider.facts(), cluster_error=str(err))
+                raise
+            cluster.config = run.path(f"kind-config{suffix}.yaml")
+            cluster.config.write_text(cluster_config(image.kubernetes))
+            provider.node_shutdown = announce_shutdown
+            note(derived_node_image=cluster.image, derived_image_note=built)
+        return provider
+
+    def attach_options(self, provider: ClusterProvider) -> list[str]:
+        return ["--kind-nodes"]
+
+    def attached(self, option: Option) -> bool:
+        return bool(option("--kind-nodes"))
+
+    def attach(self, kubeconfig: Path, context: str, option: Option, run_record: Path) -> ClusterProvider:
+        """The kind cluster make probe made, whose nodes this host reads, named as its run record says."""
+        recorded = {"cluster": self.name, **kind_facts(run_record), "context": context}
+        label = "kind (created by make probe)"
+        return Reached(
+            kubeconfig, context, label, recorded, list_node_containers, goes_with_the_run=True, kind=self.name
+        )
+
+    def leftovers(self, request: Request) -> Leftovers:
+        kind_bin = shutil.which(request.kind_bin) or installed_kind()
+        if kind_bin:
+            return clean_kind_clusters(kind_bin)
+        return Leftovers(
+            ["kind clusters deleted: none"], [f"{request.kind_bin} is not on PATH: no kind clusters to look for"]
+        )
+
+    def release_axis(self, args: argparse.Namespace, tools: Path) -> ReleaseAxis:
+        return KindAxis(args)
+
+
+def kind_status(release: str | None) -> str:
+    if shutil.which("kind"):
+        return "kind is on PATH"
+    if release:
+        return f"kind is not on PATH: once Docker works, make probe installs kind {release} (checksum-verified) itself"
+    return f"kind is not on PATH: {INSTALL_KIND}"
+
+
+class KindAxis(ReleaseAxis):
+    """Releases on kind: each runs its pinned node image; one without (make bisect BUILD=1, the radar) runs a node
+    image built for it first (SOURCE: release, modules, or auto)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.source = str(getattr(args, "source", "auto") or "auto")
+        self.pinned = {str(i.kubernetes.version) for i in known_images()}
+
+    def default_versions(self) -> list[str]:
+        return pinned_minors()
+
+    def matrix_refusal(self) -> str | None:
+        for given, variable in ((self.args.parallel, "PARALLEL"), (self.args.probe, "PROBE")):
+            if given not in (None, ""):
+                return (
+                    f"{variable} applies to make matrix CLUSTER=local; a kind matrix runs every probe of each version "
+                    "as make probe VERSION=... does"
+                )
+        return None
+
+    def releases(self, requested: list[str]) -> list[str]:
+        return [str(inputs.kind_image(version, None).kubernetes.version) for version in requested]
+
+    def plan(self, requested: list[str]) -> list[PlannedVersion]:
+        return plan_versions(requested, served=lambda release: True)
+
+    def check_host(self, one_at_a_time: bool) -> None:
+        """Every release's cluster needs Docker: said once, before any release starts."""
+        try:
+            check_docker()
+            check_engine()
+        except PrerequisiteMissing as err:
+            raise PrerequisiteMissing(f"{one_line(str(err))} (every version of the matrix needs it)") from err
+
+    def candidates(self, good: str, bad: str) -> list[str]:
+        return bisect_module.candidates(good, bad, bool(getattr(self.args, "build", False)))
+
+    def bisect_refusal(self) -> str | None:
+        if self.args.claim or self.args.pre_releases or self.args.runs > 1:
+            return "CLAIM, PRE=1 and REPEAT bisect releases built here: give CLUSTER=local with them"
+        return None
+
+    def unbuildable(self, release: str) -> str:
+        return ""
+
+    def ready(self, release: str, stop: threading.Event | None = None, quiet: bool = False) -> Readied:
+        if self.is_ready(release):
+            return Readied(release)  # kind runs its pinned image as it is
+        try:
+            make_node_image(release, self.source, print)
+        except (BadInput, PrerequisiteMissing, NotRunnable) as err:
+            said = f"could not be built as a node image (SOURCE={self.source}): {err}"
+            return Readied(release, why_not=said, error=str(err))
+        return Readied(release)
+
+    def is_ready(self, release: str) -> bool:
+        return release.lstrip("v") in self.pinned
+
+    def probe_args(self, release: str) -> list[str]:
+        bare = release.lstrip("v")
+        return ["--version", bare] if bare in self.pinned else ["--image", node_image_release.local_tag(bare)]
+
+    def ran_on(self, run_record: Mapping[str, Any]) -> dict[str, Any]:
+        return {key: run_record.get(key) for key in ("node_image", "kind_version")}
+
+    def newest_baseline(self, newest_release: str) -> str:
+        return max((i.kubernetes for i in known_images()), key=lambda v: v.version).text

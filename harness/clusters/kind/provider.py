@@ -1,0 +1,99 @@
+"""The provider of a kind cluster from a node image (cluster.py), for one run; the graceful-node-shutdown cluster is
+one with a config of its own (node_shutdown.py)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.clusters.kind.cluster import KindCluster, parse_kind_version
+from harness.clusters.lifecycle import MadeHere, NodeShutdown, Removal, wait_nodes_ready
+from harness.kubeapi import KubeApi
+from harness.manifest_check import images_in_manifests
+from harness.process import InterruptedUndo
+from harness.versions import NodeImage
+
+
+@dataclass
+class KindProvider(MadeHere):
+    """A kind cluster from a node image (cluster.py); the node-shutdown cluster passes a config."""
+
+    cluster: KindCluster
+    node_image_kind_release: str | None
+    kind_version: str | None
+    kind_version_line: str
+    preload_images: list[str] = field(default_factory=list)
+    node_shutdown: NodeShutdown | None = None
+    kind: str = "kind"
+
+    @classmethod
+    def for_image(cls, image: NodeImage, name: str, kubeconfig: Path, kind_bin: str, kind_line: str) -> KindProvider:
+        """A new kind cluster from a node image, preloaded with the images the manifests use."""
+        cluster = KindCluster(name=name, image=image.reference, kubeconfig=kubeconfig, kind_bin=kind_bin)
+        version = parse_kind_version(kind_line)
+        return cls(cluster, image.kind_release, version, kind_line, preload_images=images_in_manifests())
+
+    @property
+    def created(self) -> bool:
+        return self.cluster.created
+
+    @property
+    def context(self) -> str:
+        return f"kind-{self.name}"  # the one context kind writes into the private kubeconfig (and makes current)
+
+    def facts(self) -> dict[str, Any]:
+        return {
+            "cluster": "kind",
+            "cluster_name": self.cluster.name,
+            "node_image": self.cluster.image,
+            "node_image_kind_release": self.node_image_kind_release,
+            "kind_version": self.kind_version,
+            "kind_version_line": self.kind_version_line,
+            "kubeconfig": str(self.cluster.kubeconfig),
+        }
+
+    def create(self, logs_dir: Path) -> None:
+        self.cluster.create(logs_dir=logs_dir)
+
+    def wait_ready(self, core: KubeApi, logs_dir: Path) -> list[str]:
+        return self.cluster.wait_ready(lambda: wait_nodes_ready(core), logs_dir)
+
+    def prepare(self, nodes: list[str]) -> dict[str, Any]:
+        return {"preloaded": self.cluster.preload(self.preload_images, nodes)}
+
+    @property
+    def apiserver_restart(self) -> None:
+        return None  # the kind node's control plane is kubeadm's static pods, not the suite's processes
+
+    def delete(self) -> Removal:
+        try:
+            deleted = self.cluster.delete()
+        except InterruptedUndo as stop:
+            failed = stop.completed.returncode != 0
+            return Removal(stop.completed.output if failed else None, interrupted=True)
+        return Removal(deleted.output if deleted is not None and deleted.returncode != 0 else None)
+
+    def keep_logs(self, directory: Path) -> str:
+        return self.cluster.export_logs(directory)  # kind export logs: each node's kubelet and containerd logs
+
+    def kept(self) -> str:
+        return (
+            f"kept kind cluster {self.name}; kubeconfig: {self.kubeconfig} "
+            f"(remove it: kind delete cluster --name {self.name}, or make clean)"
+        )
+
+    def origin(self) -> dict[str, Any]:
+        return {
+            "cluster": "kind",
+            "cluster_name": self.name,
+            "node_image": self.cluster.image,
+            "kind_version": self.kind_version,
+        }
+
+
+def kind_facts(run_record: Path) -> dict[str, Any]:
+    """The cluster name, node image and kind version the CLI recorded when it made the kind cluster."""
+    recorded = json.loads(run_record.read_text()) if run_record.is_file() else {}
+    return {key: recorded[key] for key in ("cluster_name", "node_image", "kind_version") if key in recorded}
