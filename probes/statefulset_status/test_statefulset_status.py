@@ -149,9 +149,19 @@ def delete_and_await_recreation(probe: Probe, pods: PodObserver, deletion: int) 
     return deleted_at, not_recreated
 
 
-def test_statefulset_status_through_parallel_scale_up_and_partitioned_update(probe: Probe) -> None:
-    """The document: status.replicas covers the pods created; a partitioned update keeps the pods below it."""
-    manifest = probe.manifest("statefulset-parallel-partitioned.yaml")
+class PartitionedUpdate(NamedTuple):
+    """A StatefulSet through its Parallel scale-up and its partitioned update: what the probe watches of it."""
+
+    name: str
+    sets: Observer[StatefulSetView]
+    pods: PodObserver
+    original: str | None  # currentRevision before the update
+
+
+def scale_up_then_update_above_the_partition(probe: Probe, manifest_file: str) -> PartitionedUpdate:
+    """Apply the StatefulSet (a Parallel scale-up from 0 to 3), then a partitioned rolling update; return once the
+    pod above the partition runs at the new revision. Both watches start before anything is created."""
+    manifest = probe.manifest(manifest_file)
     name = manifest["metadata"]["name"]
     sets: Observer[StatefulSetView] = probe.watch_all("StatefulSet", focus=name)
     pods: PodObserver = probe.watch_pods()
@@ -188,16 +198,32 @@ def test_statefulset_status_through_parallel_scale_up_and_partitioned_update(pro
         within=POD_START_BUDGET_S,
     )
     pods.catch_up()
+    return PartitionedUpdate(name, sets, pods, original)
 
-    # Act 3: delete the pod below the partition, twice; the controller recreates it each time. Where the update
-    # is wrongly judged complete, the sync that recreates the pod the first time moves currentRevision to the
-    # update revision, though it still creates that pod from the revision it started with (live 1.28.0); the
-    # second recreation then comes from the moved currentRevision: the pod below the partition "comes up with
-    # the updated image" (CHANGELOG-1.28 v1.28.4, k/k#120731). A sync working from a stale copy of the
-    # StatefulSet can write currentRevision back (live on v1.25.12 and v1.26.7 under load: moved, and back 0.01-0.12 s
-    # later); a recreation then moves it again and comes from the revision it started with. So where
-    # currentRevision has moved, the pod is deleted again until one deletion is made while it is seen moved
-    # (MAX_DELETIONS in all); where it never moves, twice.
+
+class Deletions(NamedTuple):
+    """The deletions of the pod below the partition: the first, the last, and whether its last recreation came."""
+
+    first: PodView  # the pod as the first delete found it
+    first_at: float
+    last_at: float
+    not_recreated: str | None  # None, else what was awaited and last seen
+
+
+def delete_below_the_partition(probe: Probe, update: PartitionedUpdate) -> Deletions:
+    """Act 3: delete the pod below the partition, twice; the controller recreates it each time.
+
+    Where the update is wrongly judged complete, the sync that recreates the pod the first time moves
+    currentRevision to the update revision, though it still creates that pod from the revision it started with
+    (live 1.28.0); the second recreation then comes from the moved currentRevision: the pod below the partition
+    "comes up with the updated image" (CHANGELOG-1.28 v1.28.4, k/k#120731). A sync working from a stale copy of
+    the StatefulSet can write currentRevision back (live on v1.25.12 and v1.26.7 under load: moved, and back
+    0.01-0.12 s later); a recreation then moves it again and comes from the revision it started with. So where
+    currentRevision has moved, the pod is deleted again until one deletion is made while it is seen moved
+    (MAX_DELETIONS in all); where it never moves, twice. Then SETTLE_S more of both watches.
+    """
+    sets, pods, original = update.sets, update.pods, update.original
+    first = pods.states[BELOW_PARTITION]
     first_deleted_at, not_recreated = delete_and_await_recreation(probe, pods, 1)
     deleted_at, deletions, moved_at_deletion = first_deleted_at, 1, False
     while not_recreated is None and deletions < MAX_DELETIONS:
@@ -210,32 +236,44 @@ def test_statefulset_status_through_parallel_scale_up_and_partitioned_update(pro
         deleted_at, not_recreated = delete_and_await_recreation(probe, pods, deletions)
     sets.observe_for(SETTLE_S)
     pods.catch_up()
+    return Deletions(first, first_deleted_at, deleted_at, not_recreated)
 
-    changes = in_server_order(sets, pods)
-    latest = sets.latest
+
+def recreated_revision(update: PartitionedUpdate, deletions: Deletions) -> str:
+    """The revision the pod below the partition came back at after its last deletion ('current' or 'update'), or
+    'not recreated': the pod last seen may then be the deleted one, with no revision of its own to judge."""
+    if deletions.not_recreated is not None:
+        return "not recreated"
+    return revision_name(update.pods.states[BELOW_PARTITION], update.original, update.sets.latest.update_revision)
+
+
+def test_statefulset_status_through_parallel_scale_up_and_partitioned_update(probe: Probe) -> None:
+    """The document: status.replicas covers the pods created; a partitioned update keeps the pods below it."""
+    update = scale_up_then_update_above_the_partition(probe, "statefulset-parallel-partitioned.yaml")
+    deletions = delete_below_the_partition(probe, update)
+
+    changes = in_server_order(update.sets, update.pods)
     below = replicas_below_pods(changes)
+    moved = current_revision_moved_early(changes, update.original)
+
     probe.check(
         "statefulset.scale-up.replicas-cover-pods",
         below is None,
-        gaps_that_could_explain_replicas_below_pods(below, sets, pods),
+        gaps_that_could_explain_replicas_below_pods(below, update.sets, update.pods),
         evidence=below.evidence if below else None,
     )
     probe.check(
         "statefulset.partition.recreated-pod-revision",
-        # the pod last seen may be the deleted one: without a recreated pod there is no revision to judge
-        revision_name(pods.states[BELOW_PARTITION], original, latest.update_revision)
-        if not_recreated is None
-        else "not recreated",
-        pods.gaps_since(deleted_at),
-        evidence=not_recreated,
+        recreated_revision(update, deletions),
+        update.pods.gaps_since(deletions.last_at),
+        evidence=deletions.not_recreated,
     )
-    moved = current_revision_moved_early(changes, original)
     # A move seen is a status write seen: no hidden state undoes it. None seen: a gap in the StatefulSet's
     # watch could have hidden one (the pods' watch cannot).
     probe.check(
         "statefulset.partition.current-revision-holds",
         moved is None,
-        sets.gaps_since(0.0) if moved is None else [],
+        update.sets.gaps_since(0.0) if moved is None else [],
         evidence=moved,
     )
     probe.conclude()
