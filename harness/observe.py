@@ -430,12 +430,14 @@ class PodObserver(Observer[PodView]):
                 return {k: condition.get(k) for k in ("status", "reason", "message")}
         return None
 
-    def phases_since(self, t: float, name: str | None = None) -> list[str | None]:
-        """The phases a pod was in from time t on: the phase at t, then each change (repeats collapsed)."""
+    def phases_since(self, t: float, name: str | None = None, uid: str | None = None) -> list[str | None]:
+        """The phases a pod was in from time t on: the phase at t, then each change (repeats collapsed).
+
+        `uid`: that pod only, not a later one of the same name (a StatefulSet's recreation)."""
         name = name or self.focus
         phases: list[str | None] = []
         for seen_at, view in self.history:
-            if view.name != name:
+            if view.name != name or (uid is not None and view.uid != uid):
                 continue
             if seen_at <= t:
                 phases = [view.phase]

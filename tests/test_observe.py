@@ -137,6 +137,25 @@ def test_a_namespace_watch_tracks_every_pod_and_a_relist_marks_the_missing_ones_
     assert "[gap: watch connection lost]" in timeline.render()
 
 
+def test_phases_by_uid_leave_out_a_recreated_pod_of_the_same_name() -> None:
+    """A StatefulSet recreates a deleted pod under its name: its Pending and Running are not the deleted pod's."""
+    failed = pod(name="web-0", phase="Failed", ready=False, container_state=TERMINATED)
+    recreated = pod(name="web-0", phase="Pending", ready=False)
+    recreated["metadata"]["uid"] = "u-2"  # type: ignore[index]
+    watch = ScriptedWatch(
+        [
+            WatchEvent(1.0, "ADDED", pod(name="web-0")),
+            WatchEvent(3.0, "MODIFIED", failed),
+            WatchEvent(3.5, "DELETED", failed),
+            WatchEvent(4.0, "ADDED", recreated),
+        ]
+    )
+    obs = PodObserver(watch, Timeline(), watch.clock, "Pod")
+    obs.observe_for(10)
+    assert obs.phases_since(2.0, "web-0", uid="u-1") == ["Running", "Failed"]
+    assert obs.phases_since(2.0, "web-0") == ["Running", "Failed", "Pending"]
+
+
 def test_job_views_read_conditions_and_counts() -> None:
     from harness.views import JobView
 

@@ -11,6 +11,11 @@ k/k#117865 was cherry-picked into patch lines that did not all get k/k#120731: t
 The probe records every StatefulSet and pod change from before it creates anything, orders them as the
 API server made them (resourceVersion, see harness.observe.in_server_order) and checks three invariants
 over the whole stream; a violation is reported with the offending status update and the pods then.
+
+Its variant runs the same scenario with pods whose container exits 1 on SIGTERM: from 1.27 (k/k#115331) the
+deleted pod ends Failed before it is gone, and the controller's recreation of a Failed pod moved currentRevision
+on releases before k/k#120731 even without k/k#117865 (1.27.0-rc.0 to 1.27.3); the base's pods exit 0 and end
+Succeeded, which that controller leaves alone.
 """
 
 from __future__ import annotations
@@ -275,5 +280,39 @@ def test_statefulset_status_through_parallel_scale_up_and_partitioned_update(pro
         moved is None,
         update.sets.gaps_since(0.0) if moved is None else [],
         evidence=moved,
+    )
+    probe.conclude()
+
+
+def test_statefulset_partition_with_pods_failing_on_sigterm(probe: Probe) -> None:
+    """The partitioned update above, its pods exiting 1 on SIGTERM. Claims (statefulset.failing-pod.*): the pod
+    deleted below the partition ends Failed from 1.27.0-rc.0 (k/k#115331) and the controller recreates a Failed pod
+    while it still exists; from 1.27.0-rc.0 to 1.27.7 and in the 1.28 pre-releases to 1.28.3 that recreation
+    (AlreadyExists, status.replicas one short, the status written anyway) moves currentRevision and the pod comes
+    back at the update revision: updateStatefulSet / processReplica in stateful_set_control.go and
+    completeRollingUpdate in stateful_set_utils.go at those tags, fixed by k/k#120731 (1.27.8, 1.28.4). On 1.26 the
+    pod stays Running and only k/k#117865's path (1.26.7 on) moves it. expectations.yaml gives ranges and sources.
+    """
+    update = scale_up_then_update_above_the_partition(probe, "statefulset-parallel-partitioned.failing-on-sigterm.yaml")
+    deletions = delete_below_the_partition(probe, update)
+
+    changes = in_server_order(update.sets, update.pods)
+    phases = update.pods.phases_since(deletions.first_at, BELOW_PARTITION, uid=deletions.first.uid)
+    moved = current_revision_moved_early(changes, update.original)
+
+    probe.check("statefulset.failing-pod.deleted-pod-phases", phases, update.pods.gaps_since(deletions.first_at))
+    # A move seen is a status write seen: no hidden state undoes it. None seen: a gap in the StatefulSet's
+    # watch could have hidden one.
+    probe.check(
+        "statefulset.failing-pod.current-revision-holds",
+        moved is None,
+        update.sets.gaps_since(0.0) if moved is None else [],
+        evidence=moved,
+    )
+    probe.check(
+        "statefulset.failing-pod.recreated-pod-revision",
+        recreated_revision(update, deletions),
+        update.pods.gaps_since(deletions.last_at),
+        evidence=deletions.not_recreated,
     )
     probe.conclude()
