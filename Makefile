@@ -20,7 +20,7 @@ KUBECONFIG_FILE ?=
 CONTEXT ?=
 RESTART_APISERVER_AFTER ?=
 
-VERSIONS ?=
+# VERSIONS: not given, every minor with a pinned image; given empty (VERSIONS=""), refused
 JOBS ?= 2
 
 # Which Go builds a release here: minor (default: the newest patch of the Go minor the tag names, so the patches
@@ -106,7 +106,7 @@ $(STAMP): pyproject.toml
 
 probe: $(STAMP)
 	$(PY) -m harness probe --version "$(VERSION)" --image "$(IMAGE)" --probe "$(PROBE)" --cluster "$(CLUSTER)" \
-		$(if $(filter 1 yes true,$(KEEP)),--keep-cluster) --repeat "$(REPEAT)" --parallel "$(PARALLEL)" \
+		--keep "$(KEEP)" --repeat "$(REPEAT)" --parallel "$(PARALLEL)" \
 		$(if $(KUBECONFIG_FILE),--kubeconfig "$(KUBECONFIG_FILE)") $(if $(CONTEXT),--context "$(CONTEXT)") \
 		$(if $(RESTART_APISERVER_AFTER),--restart-apiserver-after "$(RESTART_APISERVER_AFTER)") \
 		-- $(PYTEST_ARGS)
@@ -116,9 +116,9 @@ probe: $(STAMP)
 # make matrix VERSIONS="1.21 1.22" CLUSTER=local [PARALLEL=N] [PROBE=...]
 OVERLAP ?= 1
 matrix: $(STAMP)
-	$(PY) -m harness matrix --versions "$(VERSIONS)" --jobs "$(JOBS)" --cluster "$(CLUSTER)" \
-		$(if $(PARALLEL),--parallel "$(PARALLEL)") $(if $(PROBE),--probe "$(PROBE)") \
-		$(if $(filter 0 no false,$(OVERLAP)),--no-overlap)
+	$(PY) -m harness matrix $(if $(filter undefined,$(origin VERSIONS)),,--versions "$(VERSIONS)") \
+		--jobs "$(JOBS)" --cluster "$(CLUSTER)" $(if $(PARALLEL),--parallel "$(PARALLEL)") \
+		$(if $(PROBE),--probe "$(PROBE)") --overlap "$(OVERLAP)"
 
 # The suite's leftovers after an interrupted run: its kind clusters (plp-*), and with KUBECONFIG_FILE its
 # labelled namespaces on that cluster (only the suite's finalizer is removed).
@@ -143,7 +143,7 @@ upgrade: refuse-cluster $(STAMP)
 UNCOVERED ?=
 PLAN ?=
 coverage: refuse-cluster $(STAMP)
-	$(PY) -m harness coverage $(if $(filter 1 yes true,$(UNCOVERED)),--uncovered) $(if $(filter 1 yes true,$(PLAN)),--plan)
+	$(PY) -m harness coverage --uncovered "$(UNCOVERED)" --plan "$(PLAN)"
 
 # A node image for a release kind does not publish, built once: make node-image VERSION=1.27.0-rc.0
 # [SOURCE=release|modules], then make probe IMAGE=plp-node:v1.27.0-rc.0. release: kind build node-image
@@ -168,8 +168,8 @@ CLAIM ?=
 PRE ?=
 NAME ?=
 bisect: $(STAMP)
-	$(PY) -m harness bisect --probe "$(PROBE)" --good "$(GOOD)" --bad "$(BAD)" $(if $(filter 1 yes true,$(BUILD)),--build) \
-		--cluster "$(CLUSTER)" $(if $(CLAIM),--claim "$(CLAIM)") $(if $(filter 1 yes true,$(PRE)),--pre-releases) \
+	$(PY) -m harness bisect --probe "$(PROBE)" --good "$(GOOD)" --bad "$(BAD)" --build "$(BUILD)" \
+		--cluster "$(CLUSTER)" $(if $(CLAIM),--claim "$(CLAIM)") --pre-releases "$(PRE)" \
 		$(if $(NAME),--name "$(NAME)") --runs "$(REPEAT)"
 
 # The newest pre-release the Go module proxy serves, built (CLUSTER=local: from Go modules; kind: a node image,
@@ -182,7 +182,7 @@ FRESH_BASELINE ?=
 TRIES ?= 3
 radar: $(STAMP)
 	$(PY) -m harness radar --cluster "$(CLUSTER)" --source "$(SOURCE)" --tries "$(TRIES)" \
-		$(if $(BASELINE),--baseline "$(BASELINE)") $(if $(filter 1 yes true,$(FRESH_BASELINE)),--fresh-baseline) \
+		$(if $(BASELINE),--baseline "$(BASELINE)") --fresh-baseline "$(FRESH_BASELINE)" \
 		$(if $(PROBE),--probe "$(PROBE)")
 
 versions: refuse-cluster $(STAMP)

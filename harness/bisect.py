@@ -56,7 +56,7 @@ class Bisection:
 
 def candidates(good: str, bad: str, build: bool) -> list[str]:
     """Patch releases from GOOD to BAD (both included), one minor: pinned ones, or every patch with `build`."""
-    low, high = KubeVersion.parse(good), KubeVersion.parse(bad)
+    low, high = KubeVersion.requested(good), KubeVersion.requested(bad)
     if low.minor != high.minor:
         raise VersionError(f"bisect runs over the patch releases of one minor; {good} and {bad} are not one minor")
     if not low.version < high.version:
@@ -135,7 +135,7 @@ def release_candidates(good: str, bad: str, pre_releases: bool = False) -> list[
     of x.(y+1).0 when asked, then x.(y+1).0 up to BAD; GOOD's later patches are on another branch and are not
     between them.
     """
-    low, high = KubeVersion.parse(good), KubeVersion.parse(bad)
+    low, high = KubeVersion.requested(good), KubeVersion.requested(bad)
     if not low.version < high.version:
         raise VersionError(f"GOOD ({good}) must be an earlier release than BAD ({bad})")
     high_minor = high.version.minor

@@ -27,7 +27,7 @@ from harness.commands.refusal import (
 from harness.commands.upgrade import run_upgrade_command
 from harness.commands.version_axis import run_bisect_command, run_matrix_command
 from harness.errors import INTERRUPTED
-from harness.inputs import SHARED_OPTIONS, BadInput, count
+from harness.inputs import SHARED_OPTIONS, BadInput, count, yes_no
 from harness.local.build import toolchain_policy
 from harness.process import sigterm_as_interrupt
 from harness.versions import VersionError, known_versions
@@ -93,6 +93,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     )
     for option in SHARED_OPTIONS:  # declared once for pytest too, to which they are passed on
         option.declare(probe.add_argument, {"--kubeconfig": "", "--context": "", "--repeat": 1})
+    probe.add_argument(
+        "--keep", type=yes_no("KEEP"), default=False, metavar="YES_NO", help="KEEP=1: the same as --keep-cluster"
+    )
     probe.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     command("versions", "list the Kubernetes versions with a pinned node image")
     clean = command("clean", "remove the suite's leftovers: its kind clusters and labelled namespaces")
@@ -135,7 +138,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--claim", default="", help="local: bisect on this claim's observed value (GOOD's against BAD's)"
     )
     bisect_cmd.add_argument(
-        "--pre-releases", action="store_true", help="local: also try the x.y.0 pre-releases between GOOD and BAD"
+        "--pre-releases",
+        nargs="?",
+        const=True,
+        default=False,
+        type=yes_no("PRE"),
+        help="local: also try the x.y.0 pre-releases between GOOD and BAD (PRE=1)",
     )
     bisect_cmd.add_argument(
         "--runs",
@@ -150,15 +158,32 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         help="local: where the record goes (default bisections/)",
     )
     bisect_cmd.add_argument(
-        "--build", action="store_true", help="also try patch releases without a pinned image (built by node-image)"
+        "--build",
+        nargs="?",
+        const=True,
+        default=False,
+        type=yes_no("BUILD"),
+        help="also try patch releases without a pinned image (built by node-image; BUILD=1)",
     )
     bisect_cmd.add_argument("--run-dir", default=str(paths.RUNS), help="where the runs go (default: runs/)")
     coverage_cmd = command(
         "coverage", "each claim version range with the live recordings inside it, or 'not seen live'"
     )
-    coverage_cmd.add_argument("--uncovered", action="store_true", help="only the ranges no live recording is in")
     coverage_cmd.add_argument(
-        "--plan", action="store_true", help="which releases to build next to cover the most uncovered ranges per build"
+        "--uncovered",
+        nargs="?",
+        const=True,
+        default=False,
+        type=yes_no("UNCOVERED"),
+        help="only the ranges no live recording is in (UNCOVERED=1)",
+    )
+    coverage_cmd.add_argument(
+        "--plan",
+        nargs="?",
+        const=True,
+        default=False,
+        type=yes_no("PLAN"),
+        help="which releases to build next to cover the most uncovered ranges per build (PLAN=1)",
     )
     radar_cmd = command(
         "radar", "the newest pre-release the Go module proxy serves, probed beside the newest release, claim by claim"
@@ -173,8 +198,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     radar_cmd.add_argument("--baseline", default="", help="a run of the newest release to compare with (runs/<id>)")
     radar_cmd.add_argument(
         "--fresh-baseline",
-        action="store_true",
-        help="probe the newest release now too (default: replay its shipped live recordings)",
+        nargs="?",
+        const=True,
+        default=False,
+        type=yes_no("FRESH_BASELINE"),
+        help="probe the newest release now too (default: replay its shipped live recordings; FRESH_BASELINE=1)",
     )
     radar_cmd.add_argument(
         "--tries", type=count("TRIES"), default=3, help="how many pre-releases to try, newest first, until one builds"
@@ -182,15 +210,27 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     radar_cmd.add_argument("--probe", default="", help="only the probes matching this name or -k expression")
     radar_cmd.add_argument("--run-dir", default=str(paths.RUNS), help="where the radar's runs go (default: runs/)")
     matrix = command("matrix", "run the probes on several versions, one cluster each")
-    matrix.add_argument("--versions", default="", help="space-separated versions (default: every minor in the table)")
+    matrix.add_argument(
+        "--versions", default=None, help="space-separated versions (not given: every minor in the table; empty refused)"
+    )
     matrix.add_argument("--jobs", type=count("JOBS"), default=2, help="how many kind clusters at a time")
     matrix.add_argument("--run-dir", default=str(paths.RUNS), help="where the matrix's run directories go")
     cluster_option(matrix, "kind, or local (built here; one at a time)")
     matrix.add_argument(
-        "--parallel", default="auto", help="local: probes at a time in each version's cluster (PARALLEL of make probe)"
+        "--parallel",
+        type=parallel_count,
+        default=None,
+        help="local: probes at a time in each version's cluster (PARALLEL of make probe; default auto)",
     )
     matrix.add_argument(
         "--no-overlap", action="store_true", help="local: build the next version only after this one's probes"
+    )
+    matrix.add_argument(
+        "--overlap",
+        type=yes_no("OVERLAP"),
+        default=True,
+        metavar="YES_NO",
+        help="local: OVERLAP=0 is --no-overlap",
     )
     matrix.add_argument("--probe", default="", help="local: only the probes matching this name or -k expression")
     return parser.parse_args(argv)
@@ -222,6 +262,10 @@ def run_command(argv: Sequence[str]) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "probe":
+        args.keep_cluster = args.keep_cluster or args.keep
+    if args.command == "matrix":
+        args.no_overlap = args.no_overlap or not args.overlap
     if args.command == "versions":
         print("\n".join(known_versions()))
         return 0

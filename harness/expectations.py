@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from harness import families
+from harness.basis import Doubt
 from harness.versions import KubeVersion, version_range
 
 PASS, FAIL, NOT_OBSERVABLE, UNDECIDED = "pass", "fail", "not observable", "undecided"
@@ -78,6 +79,7 @@ class Verdict:
     expected: Expectation | None
     message: str
     detail: dict[str, Any] = field(default_factory=dict)
+    rests_on: Any = field(default=None, repr=False, compare=False)  # the Basis it was judged on (harness/basis.py)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -109,17 +111,18 @@ def outcome_json(expectation: Expectation) -> dict[str, Any]:
 
 
 def evaluate(
-    claim: Claim, version: KubeVersion, observed: Any, gaps: list[str] | None = None, evidence: str | None = None
+    claim: Claim, version: KubeVersion, observed: Any, doubt: Doubt | None = None, evidence: str | None = None
 ) -> Verdict:
     """Judge one observation; a mismatch says which other version range it looks like, if any.
 
-    When the watch had gaps in the window the observation comes from, a mismatch the gap could explain is
-    undecided, not failed: the transition that would have matched may have happened unseen. It is never a
-    pass either. A gap hides states, it does not invent them: a mismatch no hidden state could explain
-    (see `gap_could_explain`) fails as it would without the gap.
+    `doubt`: the watch gaps that could hide a state the observation rests on, as the harness chose them
+    (harness/basis.py: a probe says what it rests on, never which gaps). With none, the observation is what
+    happened: pass or fail. With some, it is undecided, never a pass, unless no state hidden where they lie
+    could change the verdict: a sequence whose mismatch no hidden states could turn into the expected one fails
+    (a gap hides states, it does not add or reorder them), one that no hidden state could spoil passes.
     `evidence`: what the observation rests on (e.g. the offending status update), kept and shown on a mismatch.
     """
-    verdict = _evaluate(claim, version, observed, gaps)
+    verdict = _evaluate(claim, version, observed, doubt or Doubt())
     if evidence:
         verdict.detail["evidence"] = evidence
         if verdict.status != PASS:
@@ -127,30 +130,33 @@ def evaluate(
     return verdict
 
 
-def gap_could_explain(expected: Expectation, observed: Any) -> bool:
-    """Whether states a watch gap hid could make this observation the expected one.
-
-    A sequence of states seen (a list, e.g. the phases after a delete) can lose states to a gap, never gain
-    or reorder them: only an observation that is a subsequence of the expected sequence is explained. A
-    single value (a phase, a condition, a duration, a yes/no) may come from before or after the hidden
-    change, so a gap can explain any mismatch of it.
-    """
+def could_become(expected: Expectation, doubt: Doubt, observed: Any) -> bool:
+    """Whether states the doubt's gaps hid could make the observation the expected one (any of `one_of`)."""
     if expected.one_of:
-        return any(gap_could_explain(alternative, observed) for alternative in expected.one_of)
-    if expected.between is None and isinstance(expected.value, list) and isinstance(observed, list):
-        remaining = iter(expected.value)
-        return all(any(state == wanted for wanted in remaining) for state in observed)
-    return True
+        return any(could_become(alternative, doubt, observed) for alternative in expected.one_of)
+    return doubt.could_become(expected.value if expected.between is None else None, observed)
 
 
-def _evaluate(claim: Claim, version: KubeVersion, observed: Any, gaps: list[str] | None) -> Verdict:
+def _evaluate(claim: Claim, version: KubeVersion, observed: Any, doubt: Doubt) -> Verdict:
     expected = claim.expectation_for(version)
-    detail = {"watch_gaps": gaps} if gaps else {}
+    gaps = list(doubt.gaps)
+    detail = doubt.record()
     if expected.matches(observed):
+        if doubt.could_differ():
+            return Verdict(
+                claim,
+                str(version),
+                UNDECIDED,
+                observed,
+                expected,
+                f"{claim.id}: undecided: {claim.observable} was {observed!r} as expected, but a watch gap could hide "
+                f"a state that decides it ({'; '.join(gaps)})",
+                detail,
+            )
         return Verdict(
             claim, str(version), PASS, observed, expected, f"{claim.observable}: {observed!r} as expected", detail
         )
-    if gaps and gap_could_explain(expected, observed):
+    if could_become(expected, doubt, observed):
         return Verdict(
             claim,
             str(version),
@@ -170,7 +176,7 @@ def _evaluate(claim: Claim, version: KubeVersion, observed: Any, gaps: list[str]
         message += f"\n  the {version} cluster behaved like {' / '.join(e.versions for e in lookalikes)}"
     if gaps:
         message += (
-            f"\n  the watch gap ({'; '.join(gaps)}) cannot explain this: a gap hides states, "
+            f"\n  the watch gap ({'; '.join(gaps)}) cannot explain this: a gap hides states where it lies, "
             "it does not add or reorder them"
         )
     return Verdict(claim, str(version), FAIL, observed, expected, message, detail)

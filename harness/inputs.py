@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness.errors import PrerequisiteMissing
 from harness.kubeconfig import kubeconfig_problem
 from harness.local.build import release_text
 from harness.manifest_check import check_manifests
@@ -46,6 +47,30 @@ def _number(variable: str, kind: Callable[[str], N], fits: Callable[[N], bool], 
         if not fits(value):
             raise argparse.ArgumentTypeError(f"{variable} must be {what}, not {text!r}")
         return value
+
+    return parse
+
+
+YES, NO = ("1", "yes", "true", "on"), ("0", "no", "false", "off", "")
+
+
+def yes_or_no(variable: str, text: str | None) -> bool:
+    """A make variable that says yes or no (KEEP, BUILD, PRE, OVERLAP): 1/yes/true/on or 0/no/false/off, any case;
+    empty is no. Anything else is refused, never taken as no."""
+    value = (text or "").strip().lower()
+    if value in YES or value in NO:
+        return value in YES
+    raise BadInput(f"{variable} must be 1, yes or true (or 0, no, false, or empty), not {text!r}")
+
+
+def yes_no(variable: str) -> Callable[[str], bool]:
+    """An argparse type for such a variable (`yes_or_no`)."""
+
+    def parse(text: str) -> bool:
+        try:
+            return yes_or_no(variable, text)
+        except BadInput as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
 
     return parse
 
@@ -115,6 +140,78 @@ def check_existing_cluster(kubeconfig: str | None, context: str | None) -> None:
         raise BadInput("--context (CONTEXT) names a context of --kubeconfig (KUBECONFIG_FILE), which is not given")
     if kubeconfig and (problem := kubeconfig_problem(kubeconfig, context or "")):
         raise BadInput(problem)
+
+
+# How long the one check of an existing cluster's API server waits for its /version (a local or kind API server
+# answers in milliseconds; a blackholed address would otherwise hold the run for the client's own timeouts).
+API_CHECK_TIMEOUT_S = 5.0
+
+
+def check_api_server(kubeconfig: str, context: str | None, timeout_s: float = API_CHECK_TIMEOUT_S) -> str:
+    """The API server that the kubeconfig's context names answers GET /version as Kubernetes does; its gitVersion.
+
+    Asked once, with no retry, before any probe: a server that cannot be reached (or that answers but is not a
+    Kubernetes API server) is one line, not a traceback for every probe. Raises PrerequisiteMissing when it
+    cannot be reached (refused, unresolvable, no answer in `timeout_s`), BadInput when what answers is not a
+    Kubernetes API server the suite can use (not TLS or HTTP as it expects, a status other than 200 such as the
+    kubeconfig's credentials refused, an answer without a Kubernetes version).
+    """
+    import json
+
+    import urllib3
+    from kubernetes import client, config
+    from kubernetes.client.exceptions import ApiException
+
+    from harness.kubeapi import KubeApi
+
+    configuration = client.Configuration()
+    try:
+        config.load_kube_config(config_file=kubeconfig, context=context or None, client_configuration=configuration)
+    except (config.ConfigException, OSError, ValueError, TypeError, KeyError) as err:
+        raise BadInput(f"context {context!r} of {kubeconfig} cannot be used: {err}") from err
+    configuration.retries = False  # one request: refused is refused, not six tracebacks later
+    where = f"the API server {configuration.host} (context {context} of {kubeconfig})"
+    api = client.ApiClient(configuration)
+    try:
+        response = KubeApi(api).get_code(_request_timeout=timeout_s)
+        body = response.data
+    except ApiException as err:
+        if not err.status:  # the client's word for a TLS failure: something answered, not with the TLS it expects
+            said = " ".join(str(err.reason).split())
+            raise BadInput(f"{where} is not a Kubernetes API server: the TLS handshake failed ({said})") from None
+        if err.status in (401, 403):
+            raise BadInput(
+                f"{where} refused the kubeconfig's credentials: GET /version answered {err.status} {err.reason}"
+            ) from None
+        raise BadInput(
+            f"{where} is not a Kubernetes API server the suite can use: GET /version answered {err.status} {err.reason}"
+        ) from None
+    except (urllib3.exceptions.ConnectTimeoutError, urllib3.exceptions.ReadTimeoutError) as err:
+        reason = "no answer within" if isinstance(err, urllib3.exceptions.ReadTimeoutError) else "no connection in"
+        if isinstance(err, urllib3.exceptions.NewConnectionError):  # refused, or the name does not resolve
+            reason = _os_reason(err)
+            raise PrerequisiteMissing(f"{where} cannot be reached: {reason}; is the cluster running?") from None
+        raise PrerequisiteMissing(f"{where} cannot be reached: {reason} {timeout_s:.0f} s") from None
+    except (urllib3.exceptions.HTTPError, OSError) as err:  # TLS, protocol: something answered, not as expected
+        raise BadInput(f"{where} is not a Kubernetes API server: {type(err).__name__}: {_os_reason(err)}") from None
+    try:
+        git_version = json.loads(body).get("gitVersion")
+        KubeVersion.parse(str(git_version))
+    except (ValueError, AttributeError, VersionError):
+        shown = body[:80].decode(errors="replace").replace("\n", " ")
+        raise BadInput(
+            f"{where} is not a Kubernetes API server: GET /version answered {shown!r}, not a Kubernetes version"
+        ) from None
+    return str(git_version)
+
+
+def _os_reason(err: BaseException) -> str:
+    """The innermost reason of a connection error, without urllib3's object reprs: 'Connection refused'."""
+    text = str(err)
+    for marker in ("Failed to establish a new connection: ", "Failed to resolve "):
+        if marker in text:
+            return text.split(marker, 1)[1].strip().removeprefix("[Errno 111] ").rstrip(")")
+    return text.split(": ", 1)[-1] if ": " in text else text
 
 
 def local_release(version: str) -> str:

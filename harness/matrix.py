@@ -135,7 +135,7 @@ def plan_versions(requested: Sequence[str], served: Callable[[str], bool]) -> li
     version that is not a version or a minor without any pinned image."""
     plan = []
     for text in requested:
-        parsed = KubeVersion.parse(text)
+        parsed = KubeVersion.requested(text)
         release = pinned_patch(text.lstrip("v"))
         if served(release):
             plan.append(PlannedVersion(text, release))

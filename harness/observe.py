@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Generic, NamedTuple, Self, TypeVar
 
+from harness.basis import Basis, Gap, Moment, Step
 from harness.transport import WatchEvent, WatchHandle
 from harness.views import (
     CountersView,
@@ -30,6 +31,7 @@ class TimelineEntry:
     what: str  # ADDED, MODIFIED, DELETED, RELISTED, or an action such as "delete"
     detail: JsonDict = field(default_factory=dict)
     gap: str | None = None
+    uid: str | None = None  # the observed object's uid: a name can be taken again by a new object
 
 
 @dataclass
@@ -45,8 +47,10 @@ class Timeline:
         if anchor:
             self.anchor_t, self.anchor_label = t, label
 
-    def observed(self, t: float, source: str, what: str, detail: JsonDict, gap: str | None = None) -> None:
-        self.entries.append(TimelineEntry(t, source, what, detail, gap))
+    def observed(
+        self, t: float, source: str, what: str, detail: JsonDict, gap: str | None = None, uid: str | None = None
+    ) -> None:
+        self.entries.append(TimelineEntry(t, source, what, detail, gap, uid))
 
     def rel(self, t: float) -> float:
         return t - (self.anchor_t if self.anchor_t is not None else 0.0)
@@ -67,6 +71,7 @@ class Timeline:
                     "t": round(self.rel(e.t), 3),
                     "source": e.source,
                     "what": e.what,
+                    **({"uid": e.uid} if e.uid else {}),
                     **({"gap": e.gap} if e.gap else {}),
                     "detail": e.detail,
                 }
@@ -75,16 +80,23 @@ class Timeline:
         }
 
     def render(self, last: int | None = None) -> str:
-        """Human-readable lines; an observed state shows only what changed since the previous one."""
+        """Human-readable lines; an observed state shows only what changed since the previous state of the same object
+        (by uid), and an object that takes a name another had says so (`new uid ...`)."""
         lines: list[str] = []
-        previous: dict[str, JsonDict] = {}
+        previous: dict[tuple[str, str | None], JsonDict] = {}
+        holder: dict[str, str] = {}  # source -> the uid last shown under it
         for entry in self.in_order():
             shown = entry.detail
+            new_uid = ""
             if entry.source != "probe":
-                before = previous.get(entry.source, {})
+                before = previous.get((entry.source, entry.uid), {})
                 shown = {k: v for k, v in entry.detail.items() if before.get(k) != v}
-                previous[entry.source] = entry.detail
-            text = " ".join(f"{k}={_compact(v)}" for k, v in shown.items() if v not in (None, {}, []))
+                previous[(entry.source, entry.uid)] = entry.detail
+                if entry.uid:
+                    if holder.get(entry.source, entry.uid) != entry.uid:
+                        new_uid = f"(new uid {entry.uid[:8]}) "
+                    holder[entry.source] = entry.uid
+            text = new_uid + " ".join(f"{k}={_compact(v)}" for k, v in shown.items() if v not in (None, {}, []))
             gap = f" [gap: {entry.gap}]" if entry.gap else ""
             lines.append(f"{self.rel(entry.t):+8.2f}s {entry.source:<24} {entry.what:<10}{gap} {text}".rstrip())
         if last is not None and len(lines) > last:
@@ -105,45 +117,34 @@ def _compact(value: Any) -> str:
     return str(value)
 
 
-class Gap(NamedTuple):
-    """A stretch a watch may have missed: after the last event it delivered, up to the re-list that ended it.
-
-    A gap hides states; it does not add or reorder them. What it may have hidden happened after `since`
-    (when the last event before it arrived; on the server, after `since_version`) and before `until`.
-    """
-
-    since: float  # arrival of the last event delivered before the gap (or when the observer started)
-    since_version: int | None  # that event's resourceVersion, when an integer (None: not known)
-    until: float  # arrival of the re-list that closed the gap
-    why: str
-    changed: frozenset[str]  # objects the re-list showed changed: new, missing, or at another resourceVersion
-
-
 @dataclass(frozen=True)
 class Sighting(Generic[V]):
     """The first time a watch showed something, and since when it may already have been so.
 
     Seen through the watch, it happened when it arrived (`not_before` == `t`); seen only in the re-list after
-    a gap, it happened somewhere in the gap: `not_before` is the gap's start and `gap` says why.
+    a gap, it happened somewhere in the gap: `not_before` is the gap's start and `gap` is that gap.
     """
 
     t: float
     not_before: float
     type: str
     view: V
-    gap: str | None = None
+    gap: Gap | None = None
+
+    @property
+    def why(self) -> str | None:
+        """Why its instant is not known exactly (the gap's reason), or None when it was seen as it happened."""
+        return self.gap.why if self.gap is not None else None
 
 
-def order_of(first: Sighting[Any], then: Sighting[Any]) -> tuple[bool, list[str]]:
-    """Whether `first` came before `then`, and the gaps that leave it open (empty: the order is certain).
-
-    Two sightings are ordered for certain unless the stretch a gap gives one of them overlaps the other.
-    """
+def order_of(first: Sighting[Any], then: Sighting[Any]) -> bool:
+    """Whether `first` came before `then`, as far as the watch shows: for certain unless the stretch a gap gives
+    one of them overlaps the other (`Basis.order` says which gaps leave it open), else by arrival."""
     if first.t < then.not_before:
-        return True, []
+        return True
     if then.t < first.not_before:
-        return False, []
-    return first.t < then.t, list(dict.fromkeys(why for why in (first.gap, then.gap) if why))
+        return False
+    return first.t < then.t
 
 
 class ProbeTimeout(AssertionError):
@@ -168,10 +169,19 @@ VIEWS: dict[str, Callable[[JsonDict], Any]] = {
 }
 
 
+def key_of(view: Any) -> str:
+    """An object's identity: its uid (a name can be taken again by a new object: a StatefulSet's pod); the name
+    only for a view without one (a test's hand-written object)."""
+    return str(getattr(view, "uid", "") or f"name:{view.name}")
+
+
 class Observer(Generic[V]):
     """Consumes a watch: the latest state of every object seen, every state in order, and the timeline.
 
-    `focus` names the object a single-object watch is about; `latest` and `gone` refer to it.
+    Objects are known by uid everywhere (the second verdict rule, kept here): `states` and `deleted` are by uid, a
+    re-list marks an object gone when its uid is missing (a name that came back with a new uid is the old object
+    gone and a new one added, both dated to the gap), and sightings are of uids. `focus` names the object a
+    single-object watch is about: `latest` and `gone` refer to the object that holds that name now.
     """
 
     def __init__(
@@ -189,8 +199,9 @@ class Observer(Generic[V]):
         self.kind = kind
         self.focus = focus
         self._view: Callable[[JsonDict], V] = VIEWS[kind]
-        self.states: dict[str, V] = {}
-        self.deleted: set[str] = set()
+        self.states: dict[str, V] = {}  # by uid: each object's latest state, in the order first seen
+        self.deleted: set[str] = set()  # uids of the objects seen deleted (DELETED, or missing from a re-list)
+        self._holders: dict[str, str] = {}  # name -> uid of the object last seen with it
         self.gaps: list[Gap] = []  # every stretch this watch may have missed, in order
         self.history: list[tuple[float, V]] = []
         # Every change as it arrived: (when, ADDED/MODIFIED/DELETED/RELISTED/GONE, the object as then seen).
@@ -214,24 +225,47 @@ class Observer(Generic[V]):
 
     @property
     def latest(self) -> V:
-        if self.focus is None or self.focus not in self.states:
+        """The focus: the object that holds the focused name now, as last seen."""
+        view = self.named(self.focus) if self.focus is not None else None
+        if view is None:
             raise KeyError(f"this observer of {self.kind}s has no state of {self.focus!r}")
-        return self.states[self.focus]
+        return view
 
     @property
     def gone(self) -> bool:
-        return self.focus in self.deleted
+        """Whether the object holding the focused name was deleted (a new one may take the name later)."""
+        uid = self._holders.get(self.focus or "")
+        return uid is not None and uid in self.deleted
+
+    def named(self, name: str) -> V | None:
+        """The object that holds `name` now (the one last seen with it), as last seen; None if none was seen."""
+        uid = self._holders.get(name)
+        return None if uid is None else self.states[uid]
+
+    def objects(self) -> list[V]:
+        """Every object seen (by uid), as last seen, in the order first seen."""
+        return list(self.states.values())
 
     def names(self) -> list[str]:
-        """Every object seen, in the order it was first seen."""
-        return list(self.states)
+        """The names of the objects seen, in the order first seen (a name taken again is listed once)."""
+        return list(dict.fromkeys(view.name for view in self.states.values()))
+
+    def is_deleted(self, view: Any) -> bool:
+        """Whether this object (by uid, not name) was seen deleted."""
+        return key_of(view) in self.deleted
 
     def source(self, name: str) -> str:
         return f"{self.kind.lower()}/{name}"
 
     def _record(self, t: float, view: V) -> None:
-        self.states[view.name] = view
+        uid = key_of(view)
+        self.states[uid] = view
+        self._holders[view.name] = uid
         self.history.append((t, view))
+
+    def _observed(self, t: float, what: str, view: V, detail: JsonDict, gap: str | None) -> None:
+        uid = getattr(view, "uid", "") or None
+        self._timeline.observed(t, self.source(view.name), what, detail, gap, uid)
 
     def _apply(self, event: WatchEvent) -> None:
         if event.type == "ERROR":
@@ -244,34 +278,33 @@ class Observer(Generic[V]):
         self._last_t = event.t
         for item in items:
             self._last_version = _later_version(self._last_version, item)
-        if event.type == "RELISTED":  # after a gap: what exists now; what is missing was deleted meanwhile
-            present = {self._view(item).name: self._view(item) for item in items}
-            for name in set(self.states) - set(present) - self.deleted:
-                self.deleted.add(name)
-                self.changes.append((event.t, "GONE", self.states[name]))
-                self._timeline.observed(event.t, self.source(name), "GONE", {}, event.gap)
-            for view in present.values():
-                self.deleted.discard(view.name)
+        if event.type == "RELISTED":  # after a gap: what exists now; a uid missing was deleted meanwhile
+            present = {key_of(view): view for view in map(self._view, items)}
+            for uid in [uid for uid in self.states if uid not in present and uid not in self.deleted]:
+                self.deleted.add(uid)
+                self.changes.append((event.t, "GONE", self.states[uid]))
+                self._observed(event.t, "GONE", self.states[uid], {}, event.gap)
+            for uid, view in present.items():
+                self.deleted.discard(uid)
                 self._record(event.t, view)
                 self.changes.append((event.t, event.type, view))
-                self._timeline.observed(event.t, self.source(view.name), event.type, view.timeline_fields(), event.gap)
+                self._observed(event.t, event.type, view, view.timeline_fields(), event.gap)
             return
         view = self._view(event.object)
         self._record(event.t, view)
         self.changes.append((event.t, event.type, view))
         if event.type == "DELETED":
-            self.deleted.add(view.name)
-        else:  # a name can come back (a StatefulSet recreates its pod under the same name)
-            self.deleted.discard(view.name)
-        self._timeline.observed(event.t, self.source(view.name), event.type, view.timeline_fields(), event.gap)
+            self.deleted.add(key_of(view))
+        self._observed(event.t, event.type, view, view.timeline_fields(), event.gap)
 
     def _gap(self, event: WatchEvent, items: list[JsonDict]) -> Gap:
-        """The gap `event` closes: from the last event delivered before it, with what its re-list shows changed."""
-        views = [self._view(item) for item in items]
-        known = {name: view for name, view in self.states.items() if name not in self.deleted}
-        changed = {view.name for view in views if not _same_version(known.get(view.name), view)}
+        """The gap `event` closes: from the last event delivered before it, with the uids its re-list shows changed
+        (new, missing, or at another resourceVersion)."""
+        views = {key_of(view): view for view in map(self._view, items)}
+        known = {uid: view for uid, view in self.states.items() if uid not in self.deleted}
+        changed = {uid for uid, view in views.items() if not _same_version(known.get(uid), view)}
         if event.type == "RELISTED":
-            changed |= set(known) - {view.name for view in views}
+            changed |= set(known) - set(views)
         return Gap(self._last_t, self._last_version, event.t, str(event.gap), frozenset(changed))
 
     # ----------------------------------------------------------------------------------- waits
@@ -323,34 +356,12 @@ class Observer(Generic[V]):
             if event is not None:
                 self._apply(event)
 
-    def gaps_since(self, t: float) -> list[str]:
-        """Why events may be missing after time t (watch expired, connection lost)."""
-        return [gap.why for gap in self.gaps if gap.until >= t]
+    def catch_up(self) -> None:
+        """Take in every event that has already arrived (e.g. on this watch while waiting on another)."""
+        while (event := self._handle.next_event(0.0)) is not None:
+            self._apply(event)
 
-    def gaps_between(self, start: float, end: float) -> list[str]:
-        """The gaps whose hidden stretch overlaps [start, end]: only they can hide a state of that stretch."""
-        return [gap.why for gap in self.gaps if gap.since < end and gap.until >= start]
-
-    def gaps_hiding_before(self, version: str, seen_at: float, names: Iterable[str]) -> list[str]:
-        """The gaps that may have hidden a change to one of `names` made before the change at `version`
-        (seen at `seen_at`, possibly on another watch) and learned of only after it.
-
-        Only a gap that re-listed one of `names` changed (gone, new or at another resourceVersion) hid a
-        change to it; it was made before `version` only if the gap began before that (by resourceVersion when
-        both are integers, else by arrival), and learned of later only if the re-list came after `seen_at`.
-        """
-        wanted = set(names)
-        before = int(version) if version.isdigit() else None
-        hiding = []
-        for gap in self.gaps:
-            began_before = (
-                gap.since_version < before
-                if gap.since_version is not None and before is not None
-                else gap.since < seen_at
-            )
-            if gap.changed & wanted and began_before and gap.until > seen_at:
-                hiding.append(gap.why)
-        return hiding
+    # -------------------------------------------------------------------------------- readings
 
     def first_sighting(self, holds: Callable[[str, V], bool]) -> Sighting[V] | None:
         """The first change (type, state) for which `holds` is true, with the time a gap leaves it.
@@ -361,34 +372,88 @@ class Observer(Generic[V]):
         for t, type_, view in self.changes:
             if holds(type_, view):
                 gap = next((g for g in self.gaps if g.until == t), None) if type_ in ("RELISTED", "GONE") else None
-                return Sighting(t, gap.since if gap else t, type_, view, gap.why if gap else None)
+                return Sighting(t, gap.since if gap else t, type_, view, gap)
         return None
-
-    def catch_up(self) -> None:
-        """Take in every event that has already arrived (e.g. on this watch while waiting on another)."""
-        while (event := self._handle.next_event(0.0)) is not None:
-            self._apply(event)
 
     def first_state(self, holds: Callable[[V], bool]) -> V | None:
         """The first state seen for which `holds` is true: an event's instant is read where it first showed."""
         return next((view for _, view in self.history if holds(view)), None)
 
-    def first_seen(self, name: str, holds: Callable[[V], bool]) -> float | None:
-        """When a state of `name` for which `holds` is true was first seen (transport clock)."""
-        return next((t for t, view in self.history if view.name == name and holds(view)), None)
+    def first_seen(self, view: Any, holds: Callable[[V], bool]) -> float | None:
+        """When a state of this object (by uid) for which `holds` is true was first seen (transport clock)."""
+        uid = key_of(view)
+        return next((t for t, seen in self.history if key_of(seen) == uid and holds(seen)), None)
+
+    def sequence(self, view: Any, since: float, value: Callable[[V], Any]) -> tuple[list[Any], Basis]:
+        """The values an object (by uid) took from `since` on (the value at `since`, then each change; repeats
+        collapsed), with what that sequence rests on: each state and when it was seen, so that a gap explains a
+        mismatch only where it lies."""
+        uid = key_of(view)
+        steps: list[Step] = []
+        for t, seen in self.history:
+            if key_of(seen) != uid:
+                continue
+            if t <= since:
+                steps = [Step(t, value(seen))]
+            else:
+                steps.append(Step(t, value(seen)))
+        values = [step.value for step in steps]
+        collapsed = [v for i, v in enumerate(values) if i == 0 or v != values[i - 1]]
+        return collapsed, Basis.sequence(self, uid, since, self._now(), steps)
+
+    # ------------------------------------------------------------------------- what it rests on
+
+    def during(self, since: float | Moment, until: float | Moment | None = None, objects: Any = None) -> Basis:
+        """An observation any state of `objects` (views or uids; None: any object, as for something that did or
+        did not appear) from `since` to `until` (default: now) may decide."""
+        return Basis.during(self, since, self._now() if until is None else until, _uids(objects))
+
+    def reading(self, objects: Any = None, at: float | None = None) -> Basis:
+        """What the watch showed of `objects` at one instant (default: now): only a gap still open then hides it."""
+        t = self._now() if at is None else at
+        return Basis.during(self, t, t, _uids(objects))
+
+    def final_state(self, *views: Any) -> Basis:
+        """The state each object was left in: as last seen, or before it went. Only a gap after its last state
+        seen that re-listed it changed (its deletion learned from a re-list) can have hidden its end."""
+        parts = []
+        for uid in _uids(views) or ():
+            last = max((t for t, seen in self.history if key_of(seen) == uid), default=0.0)
+            parts.append(Basis.during(self, last, self._now(), {uid}))
+        return parts[0] if len(parts) == 1 else Basis.of(*parts)
+
+    def sighted(self, sighting: Sighting[V] | None, since: float, objects: Any = None) -> Basis:
+        """An event's first sighting: the instant it arrived, or the whole gap when only a re-list showed it; when
+        it was never seen, any state of `objects` (None: any object) from `since` on could have hidden it."""
+        if sighting is None:
+            return self.during(since, None, objects)
+        return Basis.during(self, sighting.not_before, sighting.t, {key_of(sighting.view)})
+
+    # ---------------------------------------------------------------------------------- messages
 
     def _last_seen(self) -> str:
         """One line per object in view: 'last seen pod/x: phase=Running ...' (or gone)."""
-        shown = [self.focus] if self.focus else self.names()
-        states = "\n".join(
-            f"last seen {self.source(n)}: {'gone' if n in self.deleted else self.states[n].summary()}"
-            for n in shown
-            if n in self.states
-        )
-        return states or f"no {self.kind} seen yet"
+        focused = self._holders.get(self.focus) if self.focus else None
+        shown = [focused] if focused else list(self.states)
+        taken = [view.name for view in self.states.values()]
+        lines = []
+        for uid in shown:
+            view = self.states[uid]
+            label = self.source(view.name) + (f" (uid {uid[:8]})" if taken.count(view.name) > 1 else "")
+            lines.append(f"last seen {label}: {'gone' if uid in self.deleted else view.summary()}")
+        return "\n".join(lines) or f"no {self.kind} seen yet"
 
     def _state_text(self) -> str:
         return f"{self._last_seen()}\ntimeline:\n{self._timeline.render(last=25)}"
+
+
+def _uids(objects: Any) -> set[str] | None:
+    """Uids of views, or uids as given; None stays None (any object)."""
+    if objects is None:
+        return None
+    if isinstance(objects, str) or not isinstance(objects, Iterable):
+        objects = [objects]
+    return {item if isinstance(item, str) else key_of(item) for item in objects}
 
 
 def _same_version(before: Any, after: Any) -> bool:
@@ -408,6 +473,10 @@ def _later_version(current: int | None, obj: JsonDict) -> int | None:
 class PodObserver(Observer[PodView]):
     """An observer of Pods: one pod (focus) or every pod of the namespace."""
 
+    def deletion_sighting(self, pod: PodView) -> Sighting[PodView] | None:
+        """The first state of the pod (by uid) with a deletionTimestamp, with when it was seen."""
+        return self.first_sighting(lambda _, view: view.uid == pod.uid and view.deletion_timestamp is not None)
+
     def as_deleted(self, pod: PodView) -> PodView | None:
         """The pod (by uid) as its deletion first showed it: the first state with a deletionTimestamp.
 
@@ -415,8 +484,10 @@ class PodObserver(Observer[PodView]):
         containers stopped, the kubelet deletes the pod again with grace 0, and the server moves
         deletionTimestamp and deletionGracePeriodSeconds (staging/src/k8s.io/apiserver/pkg/registry/rest/
         delete.go BeforeDelete). Read from a later state, the end of the grace moved 5 s early (live, 1.27.3).
+        A first state seen only in a re-list may already be a rewritten one: `deletion_sighting` says so.
         """
-        return self.first_state(lambda view: view.uid == pod.uid and view.deletion_timestamp is not None)
+        sighting = self.deletion_sighting(pod)
+        return None if sighting is None else sighting.view
 
     def first_condition(self, pod: PodView, type_: str) -> JsonDict | None:
         """A condition the pod (by uid) was given, as first seen (status, reason, message); None if never.
@@ -430,20 +501,14 @@ class PodObserver(Observer[PodView]):
                 return {k: condition.get(k) for k in ("status", "reason", "message")}
         return None
 
-    def phases_since(self, t: float, name: str | None = None, uid: str | None = None) -> list[str | None]:
-        """The phases a pod was in from time t on: the phase at t, then each change (repeats collapsed).
+    def condition_sighting(self, pod: PodView, type_: str) -> Sighting[PodView] | None:
+        """When the pod (by uid) was first seen with the condition."""
+        return self.first_sighting(lambda _, view: view.uid == pod.uid and view.condition(type_) is not None)
 
-        `uid`: that pod only, not a later one of the same name (a StatefulSet's recreation)."""
-        name = name or self.focus
-        phases: list[str | None] = []
-        for seen_at, view in self.history:
-            if view.name != name or (uid is not None and view.uid != uid):
-                continue
-            if seen_at <= t:
-                phases = [view.phase]
-            elif not phases or phases[-1] != view.phase:
-                phases.append(view.phase)
-        return phases
+    def phases(self, pod: PodView, since: float) -> tuple[list[str | None], Basis]:
+        """The phases the pod (by uid) was in from `since` on: the phase then, then each change (repeats
+        collapsed), with what they rest on (`Observer.sequence`)."""
+        return self.sequence(pod, since, lambda view: view.phase)
 
 
 def delete_requested_at(deleted: PodView) -> datetime | None:
@@ -456,14 +521,21 @@ def delete_requested_at(deleted: PodView) -> datetime | None:
     return grace_ends - timedelta(seconds=deleted.deletion_grace_period_seconds or 0)
 
 
-def conditions_before_failed(jobs: Observer[JobView]) -> list[str]:
-    """The condition types that were True in some state of the Job seen before its Failed condition appeared."""
+def conditions_before_failed(jobs: Observer[JobView]) -> tuple[list[str], Basis]:
+    """The condition types that were True in some state of the Job (the focus) seen before its Failed condition
+    appeared, with what that rests on: every state of the Job from the start until Failed was seen (now, if never).
+    """
+    job = jobs.latest
     seen: list[str] = []
-    for _, view in jobs.history:
+    failed_at: float | None = None
+    for t, view in jobs.history:
+        if key_of(view) != key_of(job):
+            continue
         if view.condition("Failed") is not None:
+            failed_at = t
             break
         seen.extend(c.type for c in view.conditions if c.status == "True" and c.type not in seen)
-    return seen
+    return seen, jobs.during(0.0, failed_at, job)
 
 
 # Waiting reasons after which a container will not start by itself (kubelet/images and CRI reasons).

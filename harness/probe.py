@@ -17,11 +17,12 @@ from typing import Any
 
 import yaml
 
+from harness.basis import Basis
 from harness.expectations import FAIL, NOT_OBSERVABLE, PASS, UNDECIDED, Verdict, evaluate, load_claims, not_observable
 from harness.families import family as family_folder
 from harness.manifests import load_manifest
 from harness.node_containers import container_state_on_node
-from harness.observe import Observer, PodObserver, Timeline, cannot_start
+from harness.observe import Observer, PodObserver, Timeline, cannot_start, key_of
 from harness.run import RUN_LABEL, SUITE_LABEL, Run, safe_name
 from harness.transport import JsonDict, Recording, ReplayTransport, Transport
 from harness.versions import KubeVersion
@@ -130,9 +131,14 @@ class Probe:
         return observer
 
     @property
+    def watches(self) -> list[Observer[Any]]:
+        """Every watch the probe opened, in the order opened."""
+        return list(self._observers)
+
+    @property
     def pods(self) -> dict[str, PodView]:
-        """Every pod the probe created, as last seen (through a watch, or as created)."""
-        seen = {name: view for o in self._observers if o.kind == "Pod" for name, view in o.states.items()}
+        """Every pod the probe created or saw (by uid), as last seen (through a watch, or as created)."""
+        seen = {uid: view for o in self._observers if o.kind == "Pod" for uid, view in o.states.items()}
         return {**self._created, **seen}
 
     def close(self) -> None:
@@ -162,7 +168,8 @@ class Probe:
         t = self.transport.last_call_started()
         self.timeline.action(t, "create", {manifest["kind"].lower(): created["metadata"]["name"]}, anchor=anchor)
         if manifest["kind"] == "Pod":
-            self._created[created["metadata"]["name"]] = PodView.from_object(created)
+            view = PodView.from_object(created)
+            self._created[key_of(view)] = view
         return created
 
     def watch_all(self, kind: str, focus: str | None = None) -> Observer[Any]:
@@ -285,16 +292,24 @@ class Probe:
 
     # ---------------------------------------------------------------------------------- checking
 
-    def check(
-        self, claim_id: str, observed: Any, gaps: list[str] | None = None, evidence: str | None = None
-    ) -> Verdict:
+    def check(self, claim_id: str, observed: Any, rests_on: Basis, evidence: str | None = None) -> Verdict:
         """Judge an observation against the claim's expectation for the server's version.
 
-        `gaps`: watch gaps in the window the observation covers; a mismatch then is undecided, not failed.
+        `rests_on`: what the observation rests on (harness/basis.py: the watches, objects and stretch of time its
+        deciding states lie in, or what was read outside every watch); the harness chooses from it the watch gaps
+        that could hide those states, and a claim is undecided exactly when one could. A probe never names gaps.
         `evidence`: what the observation rests on, shown with a mismatch (e.g. the offending status update).
         """
-        verdict = evaluate(self.claims[claim_id], self.server_version, observed, gaps, evidence)
+        verdict = self.judge(claim_id, observed, rests_on, evidence)
         self.verdicts.append(verdict)
+        return verdict
+
+    def judge(self, claim_id: str, observed: Any, rests_on: Basis, evidence: str | None = None) -> Verdict:
+        """The verdict `check` records, without recording it (tests judge a verdict again with a gap added)."""
+        if not isinstance(rests_on, Basis):
+            raise TypeError(f"claim {claim_id}: say what the observation rests on (a harness.basis.Basis)")
+        verdict = evaluate(self.claims[claim_id], self.server_version, observed, rests_on.doubt(), evidence)
+        verdict.rests_on = rests_on
         return verdict
 
     def check_not_observable(self, claim_id: str, why: str) -> Verdict:
@@ -401,7 +416,8 @@ class Probe:
             return directory
         for name, call in {
             "objects-now.yaml": lambda: yaml.safe_dump_all(
-                [live.get("Pod", self.namespace, pod) for pod in self.pods], sort_keys=False
+                [live.get("Pod", self.namespace, name) for name in {pod.name for pod in self.pods.values()}],
+                sort_keys=False,
             ),
             "events.yaml": lambda: yaml.safe_dump(live.list_events(self.namespace), sort_keys=False),
             "node-containers.json": lambda: json.dumps(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from harness.basis import Basis
 from harness.observe import Observer
 from harness.probe import POD_START_BUDGET_S, Probe
 from harness.transport import JsonDict
@@ -67,11 +68,14 @@ def lost_exit_status(pod: PodView, container: str = "main") -> str | None:
     return None
 
 
-def exit_status_kept(probe: Probe, claim: str, pod: PodView, depending: Iterable[str], container: str = "main") -> bool:
-    """Check that the kubelet kept the container's own end (`claim`); when it did not, the claims that read
-    that end (`depending`) are not observable, with the reason. True when they can be checked."""
+def exit_status_kept(
+    probe: Probe, claim: str, pod: PodView, rests_on: Basis, depending: Iterable[str], container: str = "main"
+) -> bool:
+    """Check that the kubelet kept the container's own end (`claim`, read from `pod`, which `rests_on` says how it
+    was seen); when it did not, the claims that read that end (`depending`) are not observable, with the reason.
+    True when they can be checked."""
     lost = lost_exit_status(pod, container)
-    probe.check(claim, lost is None, evidence=lost)
+    probe.check(claim, lost is None, rests_on, evidence=lost)
     if lost is None:
         return True
     for depending_claim in depending:

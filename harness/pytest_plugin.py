@@ -26,8 +26,16 @@ from typing import Any
 import pytest
 
 from harness import inputs
-from harness.errors import INTERRUPTED
+from harness.errors import (
+    BAD_INPUT_CLASS,
+    INTERRUPTED,
+    PREREQUISITE_MISSING_CLASS,
+    PREREQUISITE_MISSING_EXIT,
+    PrerequisiteMissing,
+    one_line,
+)
 from harness.inputs import BadInput
+from harness.kind import check_prerequisites
 from harness.probe import ClaimsUndecided, Probe
 from harness.process import sigterm_as_interrupt
 from harness.run import Run, new_run_id
@@ -54,8 +62,8 @@ INTERRUPTED_LINE = pytest.StashKey[str]()  # said last, after pytest's own summa
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("pod-lifecycle-probes", "pod-lifecycle probes")
-    for option in inputs.SHARED_OPTIONS:  # make probe's too (harness/inputs.py)
-        option.declare(group.addoption, {"--keep-cluster": os.environ.get("KEEP") == "1", "--repeat": None})
+    for option in inputs.SHARED_OPTIONS:  # make probe's too (harness/inputs.py); KEEP in the environment: checked
+        option.declare(group.addoption, {"--repeat": None})
     group.addoption(
         "--kind-version", metavar="VERSION", help="Kubernetes version for a new kind cluster: 1.27 or 1.27.3"
     )
@@ -112,7 +120,9 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         _check_inputs(config)
     except BadInput as err:
-        raise pytest.UsageError(str(err)) from err
+        raise pytest.UsageError(f"{BAD_INPUT_CLASS}: {err}") from err
+    except PrerequisiteMissing as err:  # a cluster the options name cannot be had here: said once, not per probe
+        pytest.exit(f"error: {PREREQUISITE_MISSING_CLASS}: {one_line(str(err))}", returncode=PREREQUISITE_MISSING_EXIT)
     # CI cancels with SIGTERM: turned into the same path as Ctrl-C, so fixture teardown (finalizer removal,
     # namespace and cluster deletion) still runs. pytest-timeout uses the signal method for the same reason (its
     # thread method exits without teardown).
@@ -120,9 +130,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _check_inputs(config: pytest.Config) -> None:
-    """The options' checks shared with `make probe` (harness/inputs.py), and the plugin's own; raises BadInput."""
+    """The options' checks shared with `make probe` (harness/inputs.py), and the plugin's own; raises BadInput, or
+    PrerequisiteMissing when the cluster they name cannot be had on this host (checked once, by the controller)."""
+    controller = not hasattr(config, "workerinput")  # a pytest-xdist worker's controller checked the same
+    kubeconfig, context = config.getoption("--kubeconfig"), config.getoption("--context")
     if not config.getoption("--cluster-gate"):  # else the kubeconfig is written behind the gate: checked after it
-        inputs.check_existing_cluster(config.getoption("--kubeconfig"), config.getoption("--context"))
+        inputs.check_existing_cluster(kubeconfig, context)
+        if kubeconfig and controller:
+            inputs.check_api_server(kubeconfig, context)
+    config.option.keep_cluster = config.getoption("--keep-cluster") or inputs.yes_or_no("KEEP", os.environ.get("KEEP"))
     if config.getoption("--repeat") is None:
         try:
             config.option.repeat = _repeat_count(os.environ.get("REPEAT") or "1")
@@ -148,8 +164,12 @@ def _check_inputs(config: pytest.Config) -> None:
         bool(config.getoption("--local-version") or config.getoption("--local-state")),
     )
     version, image = config.getoption("--kind-version"), config.getoption("--kind-image")
+    if version and image:
+        raise BadInput("--kind-version (VERSION) and --kind-image (IMAGE) both name the node image: give one")
     if version or image:
         config.stash[IMAGE] = inputs.kind_image(version, image)
+        if controller and not config.getoption("--replay"):  # a kind cluster is to be made: Docker and kind, now
+            check_prerequisites(kind_bin=config.getoption("--kind-bin"))
 
 
 # ------------------------------------------------------------------------------------ collection

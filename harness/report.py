@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup, escape
 
 from harness import coverage, families, timeline_svg
+from harness.basis import Doubt
 from harness.expectations import (
     FAIL,
     NOT_OBSERVABLE,
@@ -632,8 +633,8 @@ def build_matrix(records: Iterable[JsonDict], claims_loader: ClaimsLoader = load
             if verdict["status"] == NOT_OBSERVABLE:
                 now = verdict
             else:
-                gaps = (verdict.get("detail") or {}).get("watch_gaps")
-                now = evaluate(claim, KubeVersion.parse(version), verdict["observed"], gaps).to_json()
+                doubt = Doubt.from_record(verdict.get("detail"))  # the gaps it was judged with, and where they lay
+                now = evaluate(claim, KubeVersion.parse(version), verdict["observed"], doubt).to_json()
             seen.setdefault((probe, claim.id, version), []).append(_Seen(kind, now, verdict["status"], probe, where))
     by_claim: dict[tuple[str, str], list[_Seen]] = {}
     for (_, claim_id, version), observations in seen.items():

@@ -19,8 +19,13 @@ NODE_IMAGES_FILE = Path(__file__).with_name("node_images.yaml")
 _KUBE_VERSION = re.compile(
     r"^v?(?P<major>\d+)\.(?P<minor>\d+)(?:\.(?P<patch>\d+))?"
     r"(?:-(?P<pre>(?:alpha|beta|rc)\.\d+))?"
-    r"(?P<vendor>[-+.].*)?$"
+    r"(?P<vendor>[-+.].*)?$",
+    re.ASCII,
 )
+# What a user may ask for (VERSION, VERSIONS, GOOD, BAD, --kind-version, --local-version): a release as Kubernetes
+# tags spell it, nothing after it (a server's own version may carry a vendor's suffix; a request may not).
+_REQUESTED_VERSION = re.compile(r"v?[0-9]+\.[0-9]+(?:\.[0-9]+(?:-(?:alpha|beta|rc)\.[0-9]+)?)?", re.ASCII)
+REQUESTED_FORMS = "1.27, 1.27.3, v1.27.3, 1.27.0-rc.0, 1.27.0-alpha.3 or 1.27.0-beta.0"
 _NODE_IMAGE = re.compile(
     r"^(?P<repo>(?:[\w.-]+/)*[\w.-]+):(?P<tag>v\d+\.\d+\.\d+[\w.+-]*)(?:@(?P<digest>sha256:[0-9a-f]{64}))?$"
 )
@@ -49,6 +54,14 @@ class KubeVersion:
         core = f"{match['major']}.{match['minor']}.{match['patch'] or 0}"
         pre = match["pre"]
         return cls(Version(f"{core}-{pre}" if pre else core), text.strip())
+
+    @classmethod
+    def requested(cls, text: str) -> KubeVersion:
+        """A version a user asked for: a minor or a release exactly as Kubernetes spells it (REQUESTED_FORMS);
+        anything else (1.27.x, 1.27.3-rc, full-width digits, a vendor's suffix) is refused, never read loosely."""
+        if not _REQUESTED_VERSION.fullmatch(text.strip()):
+            raise VersionError(f"not a Kubernetes version: {text!r} (give {REQUESTED_FORMS})")
+        return cls.parse(text)
 
     @property
     def minor(self) -> str:
@@ -155,7 +168,7 @@ def resolve_image(version: str | None, image: str | None = None) -> NodeImage:
         return node_image
     if not version:
         raise VersionError("no VERSION given; known versions: " + "; ".join(known_versions()))
-    wanted = KubeVersion.parse(version)
+    wanted = KubeVersion.requested(version)
     check_supported(wanted)
     exact_patch = wanted.text.lstrip("v").count(".") >= 2
     candidates = [

@@ -251,13 +251,16 @@ class CountersView:
     name: str
     counters: tuple[tuple[str, str, int], ...]  # (timeline key, summary label, value) in order
     raw: JsonDict
+    uid: str = ""
+    resource_version: str = ""
 
     @classmethod
     def reading(cls, obj: JsonDict, fields: tuple[tuple[str, str, str], ...]) -> CountersView:
         """`fields`: (status field, timeline key, summary label) of each counter."""
         status = obj.get("status") or {}
+        meta = obj.get("metadata") or {}
         counters = tuple((key, label, int(status.get(field) or 0)) for field, key, label in fields)
-        return cls(name=(obj.get("metadata") or {}).get("name", ""), counters=counters, raw=obj)
+        return cls(meta.get("name", ""), counters, obj, meta.get("uid", ""), meta.get("resourceVersion", ""))
 
     def summary(self) -> str:
         return " ".join(f"{label}={value}" for _, label, value in self.counters)
@@ -295,6 +298,8 @@ class EndpointsView:
     name: str
     pods: dict[str, JsonDict]
     raw: JsonDict
+    uid: str = ""
+    resource_version: str = ""
 
     @classmethod
     def from_object(cls, obj: JsonDict) -> EndpointsView:
@@ -310,7 +315,8 @@ class EndpointsView:
                     ref = address.get("targetRef") or {}
                     if ref.get("kind") == "Pod":
                         pods[ref["name"]] = {"ready": ready}
-        return cls((obj.get("metadata") or {}).get("name", ""), pods, obj)
+        meta = obj.get("metadata") or {}
+        return cls(meta.get("name", ""), pods, obj, meta.get("uid", ""), meta.get("resourceVersion", ""))
 
     def summary(self) -> str:
         return " ".join(f"{pod}:{conditions}" for pod, conditions in self.pods.items()) or "no pod endpoints"
@@ -324,6 +330,7 @@ class StatefulSetView:
     """A StatefulSet's spec and status as the rolling-update and scaling invariants need them."""
 
     name: str
+    uid: str
     resource_version: str
     generation: int
     observed_generation: int
@@ -345,6 +352,7 @@ class StatefulSetView:
         rolling = (spec.get("updateStrategy") or {}).get("rollingUpdate") or {}
         return cls(
             name=meta.get("name", ""),
+            uid=meta.get("uid", ""),
             resource_version=meta.get("resourceVersion", ""),
             generation=int(meta.get("generation") or 0),
             observed_generation=int(status.get("observedGeneration") or 0),

@@ -67,9 +67,11 @@ def pod(
     container_state: Mapping[str, object] | None = None,
     deletion_timestamp: str | None = None,
     grace: int | None = None,
+    uid: str | None = None,
 ) -> dict[str, object]:
-    """A Pod as the API server serialises it, with just the fields the probes read."""
-    metadata: dict[str, object] = {"name": name, "namespace": "ns", "uid": "u-1", "resourceVersion": rv}
+    """A Pod as the API server serialises it, with just the fields the probes read (uid: `u-<name>` unless given:
+    a pod recreated under the same name has another)."""
+    metadata: dict[str, object] = {"name": name, "namespace": "ns", "uid": uid or f"u-{name}", "resourceVersion": rv}
     if deletion_timestamp:
         metadata["deletionTimestamp"] = deletion_timestamp
         metadata["deletionGracePeriodSeconds"] = grace

@@ -11,11 +11,15 @@ docker on PATH (tests/fake_tools.py) that log every call, and the log must stay 
 
 from __future__ import annotations
 
+import http.server
 import os
 import re
+import socket
 import subprocess
 import sys
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,7 +126,41 @@ HARNESS: dict[str, Bad] = {
         2,
         "give one or the other",
     ),
+    # probe: version text taken strictly, conflicting and unknown inputs
+    "version-with-x": Bad(("probe", "--version", "1.27.x"), 2, "not a Kubernetes version: '1.27.x' (give 1.27, 1.27.3"),
+    "version-rc-without-number": Bad(("probe", "--version", "1.27.3-rc"), 2, "not a Kubernetes version: '1.27.3-rc'"),
+    "version-full-width-digit": Bad(("probe", "--version", "\uff11.27"), 2, "not a Kubernetes version: '\uff11.27'"),
+    "version-vendor-suffix": Bad(("probe", "--version", "1.27.3-eks-1"), 2, "v1.27.3, 1.27.0-rc.0, 1.27.0-alpha.3"),
+    "local-version-with-x": Bad(("probe", "--cluster", "local", "--version", "v1.27.x"), 2, "'v1.27.x' (give 1.27"),
+    "version-and-image": Bad(
+        ("probe", "--version", "1.27", "--image", "kindest/node:v1.27.3"), 2, "both name the node image: give one"
+    ),
+    "keep-maybe": Bad(("probe", "--version", "1.27", "--keep", "maybe"), 2, "KEEP must be 1, yes or true"),
+    # probe and clean: an existing cluster's API server, asked once (/version) before anything
+    "kubeconfig-closed-port": Bad(
+        ("probe", "--kubeconfig", "{tmp}/closed", "--context", "kind-mine"), 3, "cannot be reached: Connection refused"
+    ),
+    "kubeconfig-not-kubernetes": Bad(
+        ("probe", "--kubeconfig", "{tmp}/notk8s", "--context", "kind-mine"), 2, "is not a Kubernetes API server"
+    ),
+    "clean-kubeconfig-closed-port": Bad(
+        ("clean", "--kubeconfig", "{tmp}/closed", "--context", "kind-mine"), 3, "cannot be reached"
+    ),
     # matrix
+    "matrix-versions-empty": Bad(("matrix", "--versions", ""), 2, "VERSIONS (--versions) is empty"),
+    "matrix-versions-blank": Bad(("matrix", "--versions", "  "), 2, "or leave VERSIONS out for every minor"),
+    "matrix-duplicate": Bad(("matrix", "--versions", "1.27 1.27.16"), 2, "names Kubernetes 1.27.16 twice"),
+    "matrix-local-duplicate": Bad(
+        ("matrix", "--cluster", "local", "--versions", "1.27.3 v1.27.3"), 2, "names Kubernetes 1.27.3 twice"
+    ),
+    "matrix-version-with-x": Bad(("matrix", "--versions", "1.26 1.27.x"), 2, "not a Kubernetes version: '1.27.x'"),
+    "matrix-parallel-word": Bad(("matrix", "--parallel", "banana"), 2, "PARALLEL must be a whole number"),
+    "matrix-parallel-on-kind": Bad(
+        ("matrix", "--versions", "1.27", "--parallel", "2"), 2, "PARALLEL applies to make matrix CLUSTER=local"
+    ),
+    "matrix-overlap-word": Bad(
+        ("matrix", "--cluster", "local", "--versions", "1.27.3", "--overlap", "perhaps"), 2, "OVERLAP must be 1"
+    ),
     "matrix-jobs-zero": Bad(("matrix", "--jobs", "0"), 2, "JOBS must be a whole number of 1 or more, not '0'"),
     "matrix-jobs-word": Bad(("matrix", "--jobs", "two"), 2, "not 'two'"),
     "matrix-unknown-version": Bad(("matrix", "--versions", "1.26 9.9"), 2, "no pinned node image for Kubernetes 9.9"),
@@ -148,7 +186,14 @@ HARNESS: dict[str, Bad] = {
     "bisect-probe-matches-nothing": Bad(
         ("bisect", "--probe", "doesnotexist", "--good", "1.27.3", "--bad", "1.27.16"), 5, "matches none"
     ),
+    "bisect-build-word": Bad(
+        ("bisect", "--probe", "x", "--good", "1.27.3", "--bad", "1.27.16", "--build", "maybe"), 2, "BUILD must be 1"
+    ),
+    "bisect-version-with-x": Bad(
+        ("bisect", "--probe", "x", "--good", "1.27.x", "--bad", "1.27.16"), 2, "not a Kubernetes version: '1.27.x'"
+    ),
     # node-image
+    "node-image-version-with-x": Bad(("node-image", "--version", "1.27.0-rc"), 2, "not a Kubernetes version"),
     "node-image-no-version": Bad(("node-image", "--version", ""), 2, "VERSION (--version) is missing"),
     "node-image-minor-only": Bad(("node-image", "--version", "1.27"), 2, "give a full release version"),
     "node-image-malformed": Bad(("node-image", "--version", "latest"), 2, "not a Kubernetes version"),
@@ -174,6 +219,23 @@ PYTEST: dict[str, Bad] = {
     "pytest-restart-without-local": Bad(("--restart-apiserver-after", "5"), 4, "give CLUSTER=local (--local-version)"),
     "pytest-replay-and-kind": Bad(("--replay", "probes", "--kind-version", "1.27"), 4, "cannot be combined"),
     "pytest-kubeconfig-no-context": Bad(("--kubeconfig", "/etc/passwd"), 4, "needs an explicit --context"),
+    "pytest-kind-version-with-x": Bad(("--kind-version", "1.27.x"), 4, "bad input: not a Kubernetes version: '1.27.x'"),
+    "pytest-local-version-with-x": Bad(("--local-version", "v1.27.x"), 4, "not a Kubernetes version: 'v1.27.x'"),
+    "pytest-kind-version-and-image": Bad(
+        ("--kind-version", "1.27", "--kind-image", "kindest/node:v1.27.3"), 4, "both name the node image"
+    ),
+    "pytest-KEEP-maybe": Bad(
+        (), 4, "KEEP must be 1, yes or true (or 0, no, false, or empty), not 'maybe'", {"KEEP": "maybe"}
+    ),
+    "pytest-kind-version-without-kind": Bad(
+        ("--kind-version", "1.27", "--kind-bin", "{tmp}/no-kind"), 3, "error: prerequisite missing: live probes need"
+    ),
+    "pytest-kubeconfig-closed-port": Bad(
+        ("--kubeconfig", "{tmp}/closed", "--context", "kind-mine"), 3, "cannot be reached: Connection refused"
+    ),
+    "pytest-kubeconfig-not-kubernetes": Bad(
+        ("--kubeconfig", "{tmp}/notk8s", "--context", "kind-mine"), 4, "is not a Kubernetes API server"
+    ),
 }
 
 # make ... (the documented commands; make's own exit code is 2 for all, so the line must say the class)
@@ -192,10 +254,30 @@ MAKE: dict[str, Bad] = {
     "make-probe-unknown-probe": Bad(
         ("probe", "VERSION=1.27", "PROBE=doesnotexist"), 2, "error: nothing to run: PROBE 'doesnotexist'"
     ),
+    "make-probe-version-with-x": Bad(("probe", "VERSION=1.27.x"), 2, "error: bad input: not a Kubernetes version"),
+    "make-probe-version-and-image": Bad(
+        ("probe", "VERSION=1.27", "IMAGE=kindest/node:v1.27.3"), 2, "error: bad input: VERSION (1.27) and IMAGE"
+    ),
+    "make-probe-keep-maybe": Bad(("probe", "VERSION=1.27", "KEEP=maybe"), 2, "KEEP must be 1, yes or true"),
+    "make-probe-closed-port": Bad(
+        ("probe", "KUBECONFIG_FILE={tmp}/closed", "CONTEXT=kind-mine"), 2, "error: prerequisite missing: the API server"
+    ),
+    "make-probe-not-kubernetes": Bad(
+        ("probe", "KUBECONFIG_FILE={tmp}/notk8s", "CONTEXT=kind-mine"), 2, "error: bad input: the API server http"
+    ),
+    "make-matrix-versions-empty": Bad(("matrix", "VERSIONS="), 2, "error: bad input: VERSIONS (--versions) is empty"),
+    "make-matrix-duplicate": Bad(("matrix", "VERSIONS=1.27 1.27"), 2, "error: bad input: VERSIONS names Kubernetes"),
+    "make-matrix-parallel-word": Bad(("matrix", "PARALLEL=banana"), 2, "error: bad input: argument --parallel"),
+    "make-bisect-build-word": Bad(
+        ("bisect", "PROBE=x", "GOOD=1.27.3", "BAD=1.27.16", "BUILD=maybe"), 2, "error: bad input: argument --build"
+    ),
 }
 
 # python -m harness in a child process: the real entry point, a few of the rows above
 SUBPROCESS = [
+    "kubeconfig-closed-port",
+    "kubeconfig-not-kubernetes",
+    "version-full-width-digit",
     "kubeconfig-binary",
     "report-nothing-there",
     "probe-matches-nothing",
@@ -204,9 +286,47 @@ SUBPROCESS = [
 ]
 
 
+class NotKubernetes(http.server.BaseHTTPRequestHandler):
+    """A web server on this machine that is not a Kubernetes API server: /version is an HTML page."""
+
+    def do_GET(self) -> None:
+        body = b"<html><body>It works!</body></html>\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[tuple[str, str]]:
+    """(a server URL nothing listens on, the URL of a web server that is not Kubernetes), on 127.0.0.1."""
+    with socket.socket() as free:  # a port the kernel just gave and took back: closed
+        free.bind(("127.0.0.1", 0))
+        closed = free.getsockname()[1]
+    web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotKubernetes)
+    thread = threading.Thread(target=web.serve_forever, daemon=True)
+    thread.start()
+    yield f"https://127.0.0.1:{closed}", f"http://127.0.0.1:{web.server_address[1]}"
+    web.shutdown()
+    web.server_close()
+
+
+def write_cluster_files(directory: Path, servers: tuple[str, str]) -> None:
+    """Kubeconfigs whose context kind-mine names a closed port (`closed`) and a web server (`notk8s`)."""
+    closed, web = servers
+    (directory / "closed").write_text(KUBECONFIG.replace("https://127.0.0.1:6443", closed))
+    (directory / "notk8s").write_text(KUBECONFIG.replace("https://127.0.0.1:6443", web))
+
+
 @pytest.fixture
-def tmp(tmp_path: Path) -> Path:
-    """The files the rows name: a kubeconfig, a binary, YAML that is not a kubeconfig, a plain file, a record."""
+def tmp(tmp_path: Path, servers: tuple[str, str]) -> Path:
+    """The files the rows name: a kubeconfig, a binary, YAML that is not a kubeconfig, a plain file, a record, and
+    kubeconfigs of a closed port and of a web server that is not Kubernetes."""
+    write_cluster_files(tmp_path, servers)
     (tmp_path / "kubeconfig").write_text(KUBECONFIG)
     (tmp_path / "binary").write_bytes(bytes(range(256)) * 4)
     (tmp_path / "notakubeconfig").write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n")
@@ -236,7 +356,7 @@ def forbid(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         (probe_command, ["resolve_module", "run_parallel", "prepare_local", "prepare_kind"]),
         (lifecycle, ["cluster_life"]),  # the probe command imports it when it makes a cluster
         (housekeeping, ["check_docker", "ensure_kind", "check_go", "resolve_module", "build_node_images"]),
-        (version_axis, ["check_go", "resolve_module", "build_kubernetes"]),
+        (version_axis, ["check_go", "resolve_module", "build_kubernetes", "check_docker", "check_engine"]),
         (os, ["execv"]),
         (local_host, ["check_host"]),
         (local_teardown, ["running_clusters"]),
@@ -305,16 +425,40 @@ def _child(argv: list[str], tmp: Path, env: dict[str, str]) -> tuple[subprocess.
 
 @pytest.mark.parametrize("name", SUBPROCESS)
 def test_the_real_entry_point_refuses_without_a_traceback(name: str, tmp: Path) -> None:
+    started = time.monotonic()
     proc, calls = _child([sys.executable, "-m", "harness", *expand(HARNESS[name].argv, tmp)], tmp, {})
+    assert time.monotonic() - started < 5.0  # measured 0.4-0.9 s here: the refusal comes before anything slow
     assert_refused(proc.returncode, HARNESS[name], proc.stdout, proc.stderr)
     assert calls == []  # kind and docker never asked: nothing started
 
 
+def test_make_report_before_any_run_has_nothing_to_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """make report's default RUNS (runs/) not there yet: nothing to report (5), as README says; a RUNS given that
+    is not there is a mistake in it (bad input, the rows above)."""
+    monkeypatch.setattr("harness.paths.RUNS", tmp_path / "runs")
+    assert cli.main(["report", str(tmp_path / "runs")]) == refusal.NO_TESTS_COLLECTED
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: nothing to report: no run records: ") and "is not there yet" in line
+
+
+def test_the_makefile_passes_every_yes_no_variable_on_to_be_checked() -> None:
+    """KEEP, BUILD, PRE and OVERLAP reach the harness as given, where anything but yes or no is refused; make
+    filtered them before, so KEEP=maybe was taken as no."""
+    makefile = (REPO / "Makefile").read_text()
+    for option in ('--keep "$(KEEP)"', '--build "$(BUILD)"', '--pre-releases "$(PRE)"', '--overlap "$(OVERLAP)"'):
+        assert option in makefile
+    assert "$(filter 1 yes true" not in makefile and "$(filter 0 no false" not in makefile
+
+
 @pytest.mark.parametrize("name", sorted(PYTEST))
-def test_plain_pytest_refuses_bad_options(name: str, tmp_path: Path) -> None:
+def test_plain_pytest_refuses_bad_options(name: str, tmp_path: Path, servers: tuple[str, str]) -> None:
     expected = PYTEST[name]
+    write_cluster_files(tmp_path, servers)
     argv = [sys.executable, "-m", "pytest", "probes", "-p", "no:cacheprovider", "--collect-only", "-q"]
-    proc, _ = _child([*argv, *expected.argv, "--run-dir", str(tmp_path / "runs")], tmp_path, expected.env)
+    options = expand(expected.argv, tmp_path)
+    proc, _ = _child([*argv, *options, "--run-dir", str(tmp_path / "runs")], tmp_path, expected.env)
     assert proc.returncode == expected.code, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
     assert re.search(r"(?i)\berror: ", proc.stderr)
@@ -322,10 +466,11 @@ def test_plain_pytest_refuses_bad_options(name: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(MAKE))
-def test_make_refuses_and_says_which_class_of_failure(name: str, tmp_path: Path) -> None:
+def test_make_refuses_and_says_which_class_of_failure(name: str, tmp_path: Path, servers: tuple[str, str]) -> None:
     expected = MAKE[name]
+    write_cluster_files(tmp_path, servers)
     make = ["make", "--no-print-directory", "STAMP=", f"PY={sys.executable}", f"RUNS={tmp_path / 'nothing'}"]
-    proc, calls = _child([*make, *expected.argv], tmp_path, expected.env)
+    proc, calls = _child([*make, *expand(expected.argv, tmp_path)], tmp_path, expected.env)
     assert proc.returncode == expected.code, proc.stdout + proc.stderr  # make's own 2 for every failure
     assert "Traceback" not in proc.stdout + proc.stderr
     assert expected.says in proc.stderr, proc.stderr

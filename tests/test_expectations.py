@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from harness.basis import Basis, Doubt, Gap, Step
 from harness.expectations import (
     FAIL,
     NOT_OBSERVABLE,
@@ -115,26 +117,79 @@ def test_the_expectation_files_are_found() -> None:
     assert "phase_after_deletion" in FAMILIES
 
 
-def test_a_mismatch_after_a_watch_gap_is_undecided_and_a_match_keeps_the_gap_on_record() -> None:
-    undecided = evaluate(PHASES, KubeVersion.parse("v1.27.3"), ["Running"], gaps=["watch expired (410 Gone)"])
+@dataclass
+class Watch:
+    """Stands in for an Observer as a Basis reads it: its kind and its gaps."""
+
+    kind: str = "Pod"
+    gaps: list[Gap] = field(default_factory=list)
+
+
+def gap(since: float, until: float, changed: tuple[str, ...] = ("u",), why: str = "watch expired (410 Gone)") -> Gap:
+    return Gap(since, None, until, why, frozenset(changed))
+
+
+def phases_seen(states: list[tuple[float, str]], *gaps: Gap, since: float = 2.0, until: float = 30.0) -> Doubt:
+    """The doubt of the phases of pod u from `since` on, seen at these instants, with these gaps on its watch."""
+    return Basis.sequence(Watch(gaps=list(gaps)), "u", since, until, [Step(t, v) for t, v in states]).doubt()
+
+
+V1_27 = KubeVersion.parse("v1.27.3")
+
+
+def test_a_gap_explains_a_sequence_only_where_it_lies() -> None:
+    """The 1.28 finalizer pod that never reaches Failed, watched whole from well before its container stopped until
+    long after: a re-list in the first half second after the delete, still Running, cannot hide a Failed that every
+    state seen after it contradicts. A gap after the last state seen (the pod gone in a re-list) can."""
+    early = phases_seen([(1.0, "Running"), (2.1, "Running"), (2.5, "Running"), (20.0, "Running")], gap(2.1, 2.5))
+    failed = evaluate(PHASES, V1_27, ["Running"], early)
+    assert failed.status == FAIL, failed.message
+    assert "cannot explain this: a gap hides states where it lies" in failed.message
+    assert failed.detail["watch_gaps"] == ["watch expired (410 Gone)"]  # kept on record, only not blamed
+    at_the_end = phases_seen([(1.0, "Running"), (2.1, "Running")], gap(2.1, 9.0))  # gone: learned from a re-list
+    undecided = evaluate(PHASES, V1_27, ["Running"], at_the_end)
     assert undecided.status == UNDECIDED
     assert "undecided: a watch gap covered the transition (watch expired (410 Gone))" in undecided.message
-    passed = evaluate(PHASES, KubeVersion.parse("v1.27.3"), ["Running", "Failed"], gaps=["connection lost"])
-    assert passed.status == PASS and passed.detail == {"watch_gaps": ["connection lost"]}
+
+
+def test_a_gap_where_a_sequence_could_differ_leaves_even_a_match_undecided() -> None:
+    """Running, then (watch down) Failed in the re-list: it matches, but the gap could have hidden any state
+    between; a match no hidden state could spoil (the gap re-listed the pod unchanged, or another pod) passes."""
+    across = phases_seen([(1.0, "Running"), (2.1, "Running"), (9.0, "Failed")], gap(2.1, 9.0))
+    assert evaluate(PHASES, V1_27, ["Running", "Failed"], across).status == UNDECIDED
+    unchanged = phases_seen([(1.0, "Running"), (2.1, "Running"), (9.0, "Failed")], gap(3.0, 5.0, changed=()))
+    passed = evaluate(PHASES, V1_27, ["Running", "Failed"], unchanged)
+    assert passed.status == PASS and passed.detail == {}
+    other_pod = phases_seen([(1.0, "Running"), (9.0, "Failed")], gap(3.0, 5.0, changed=("v",)))
+    assert evaluate(PHASES, V1_27, ["Running", "Failed"], other_pod).status == PASS
 
 
 def test_a_gap_hides_states_but_cannot_add_or_reorder_them() -> None:
     """Only a mismatch the hidden states could explain is undecided; the rest fail as without the gap."""
-    v1_27, gap = KubeVersion.parse("v1.27.3"), ["watch expired (410 Gone)"]
-    assert evaluate(PHASES, v1_27, ["Running"], gaps=gap).status == UNDECIDED  # Failed may have been hidden
-    assert evaluate(PHASES, v1_27, [], gaps=gap).status == UNDECIDED
-    contradicted = evaluate(PHASES, v1_27, ["Running", "Succeeded"], gaps=gap)  # Succeeded is never expected
-    assert contradicted.status == FAIL
-    assert "cannot explain this: a gap hides states, it does not add or reorder them" in contradicted.message
-    assert contradicted.detail == {"watch_gaps": gap}  # kept, so the report re-evaluates it the same way
-    assert evaluate(PHASES, v1_27, ["Failed", "Running"], gaps=gap).status == FAIL  # out of order
+    between = gap(2.1, 9.0)
+    assert evaluate(PHASES, V1_27, [], phases_seen([], between)).status == UNDECIDED
+    contradicted = evaluate(
+        PHASES, V1_27, ["Running", "Succeeded"], phases_seen([(1.0, "Running"), (9.0, "Succeeded")], between)
+    )
+    assert contradicted.status == FAIL  # Succeeded is never expected
+    assert contradicted.detail["gap_slots"]["open_after"] == [0]  # kept, so the report judges it again alike
+    out_of_order = phases_seen([(1.0, "Failed"), (9.0, "Running")], between)
+    assert evaluate(PHASES, V1_27, ["Failed", "Running"], out_of_order).status == FAIL
+    spanning_the_start = phases_seen([(1.0, "Succeeded"), (9.0, "Failed")], gap(1.0, 9.0))
+    assert evaluate(PHASES, V1_27, ["Succeeded", "Failed"], spanning_the_start).status == UNDECIDED  # Running hidden
+
+
+def test_a_single_value_is_undecided_only_with_a_gap_over_what_decides_it() -> None:
     one_value = Claim("phase", "c", "the phase", "d", (Expectation(">=1.0", value="Failed", sources=("s",)),))
-    assert evaluate(one_value, v1_27, "Running", gaps=gap).status == UNDECIDED  # seen before the hidden change
+    watch = Watch(gaps=[gap(5.0, 9.0)])
+    over = Basis.during(watch, 4.0, 10.0, {"u"}).doubt()
+    assert evaluate(one_value, V1_27, "Running", over).status == UNDECIDED  # seen before the hidden change
+    assert evaluate(one_value, V1_27, "Failed", over).status == UNDECIDED  # a hidden state may decide otherwise
+    elsewhere = Basis.during(watch, 10.0, 12.0, {"u"}).doubt()  # the value was seen whole after the gap
+    assert evaluate(one_value, V1_27, "Running", elsewhere).status == FAIL
+    assert evaluate(one_value, V1_27, "Failed", elsewhere).status == PASS
+    read_directly = Basis.direct("the node's container list").doubt()
+    assert evaluate(one_value, V1_27, "Running", read_directly).status == FAIL
 
 
 RACY = Expectation(
@@ -165,8 +220,10 @@ def test_a_one_of_mixes_values_and_ranges_and_a_gap_explains_what_any_outcome_co
     assert late.describe() == "one of between -1 and 3 / between 10 and 20"
     sequence = Expectation("<1.27", one_of=(Expectation("", value=["Running"]), Expectation("", value=["A", "B"])))
     claim = Claim("c", "c", "c", "doc", (sequence,))
-    assert evaluate(claim, KubeVersion.parse("v1.26.7"), ["B"], gaps=["watch down 2 s"]).status == UNDECIDED
-    assert evaluate(claim, KubeVersion.parse("v1.26.7"), ["C"], gaps=["watch down 2 s"]).status == FAIL
+    seen_b = phases_seen([(1.0, "B")], gap(0.5, 1.0, why="watch down 2 s"), since=0.0)  # A may be hidden before B
+    assert evaluate(claim, KubeVersion.parse("v1.26.7"), ["B"], seen_b).status == UNDECIDED
+    seen_c = phases_seen([(1.0, "C")], gap(0.5, 1.0, why="watch down 2 s"), since=0.0)
+    assert evaluate(claim, KubeVersion.parse("v1.26.7"), ["C"], seen_c).status == FAIL
 
 
 def write_family(root: Path, expect: str) -> None:

@@ -109,12 +109,15 @@ spec: {containers: [{name: main, image: busybox}]}
     "test_new_family.py": """\
 import pytest
 
+from harness.basis import Basis
+
 pytestmark = pytest.mark.probe
 
 
 def test_reads_its_own_manifest(probe):
     \"\"\"A pod manifest read from the family's own folder.\"\"\"
-    probe.check("pod-name", probe.manifest("new-family-pod.yaml")["metadata"]["name"])
+    name = probe.manifest("new-family-pod.yaml")["metadata"]["name"]
+    probe.check("pod-name", name, Basis.direct("the family's manifest"))
     probe.conclude()
 """,
 }

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import pytest
 
+from harness.basis import Basis, Gap, Moment
 from harness.observe import (
-    Gap,
     Observer,
     PodObserver,
     ProbeImpossible,
@@ -19,6 +21,15 @@ from harness.observe import (
 from harness.transport import WatchEvent
 from harness.views import JobView, PodView
 from tests.doubles import ScriptedWatch, pod
+
+
+@dataclass
+class Watch:
+    """Stands in for a watch as a Basis reads it."""
+
+    kind: str = "Pod"
+    gaps: list[Gap] = field(default_factory=list)
+
 
 TERMINATED = {"terminated": {"exitCode": 137, "reason": "Error", "finishedAt": "2023-12-11T00:00:10Z"}}
 
@@ -72,14 +83,14 @@ def test_observe_for_keeps_recording_and_phases_show_every_change_after_the_acti
     )
     obs.wait_for("Ready", lambda o: o.latest.ready, within=5)
     obs.observe_for(20)
-    assert obs.phases_since(5.0) == ["Running", "Failed"]
-    assert obs.phases_since(11.0) == ["Failed"]
+    assert obs.phases(obs.latest, 5.0)[0] == ["Running", "Failed"]
+    assert obs.phases(obs.latest, 11.0)[0] == ["Failed"]
 
 
 def test_phase_that_never_changes_is_one_entry() -> None:
     obs, _, _ = observer([WatchEvent(1.0, "MODIFIED", pod()), WatchEvent(6.0, "MODIFIED", pod(rv="9"))])
     obs.observe_for(10)
-    assert obs.phases_since(2.0) == ["Running"]
+    assert obs.phases(obs.latest, 2.0)[0] == ["Running"]
 
 
 def test_deleted_event_marks_the_pod_gone_with_its_last_state() -> None:
@@ -129,31 +140,13 @@ def test_a_namespace_watch_tracks_every_pod_and_a_relist_marks_the_missing_ones_
     timeline = Timeline()
     obs = PodObserver(watch, timeline, watch.clock, "Pod")
     obs.wait_for("two pods", lambda o: len(o.names()) == 2, within=5)
-    obs.wait_for("job-a gone", lambda o: "job-a" in o.deleted, within=10)
+    obs.wait_for("job-a gone", lambda o: "u-job-a" in o.deleted, within=10)
     assert obs.names() == ["job-a", "job-b"]
-    assert obs.states["job-b"].phase == "Failed"
-    assert obs.phases_since(0.0, "job-b") == ["Running", "Failed"]
-    assert obs.first_seen("job-b", lambda p: p.phase == "Failed") == 9.0
+    job_b = obs.named("job-b")
+    assert job_b is not None and job_b.phase == "Failed"
+    assert obs.phases(job_b, 0.0)[0] == ["Running", "Failed"]
+    assert obs.first_seen(job_b, lambda p: p.phase == "Failed") == 9.0
     assert "[gap: watch connection lost]" in timeline.render()
-
-
-def test_phases_by_uid_leave_out_a_recreated_pod_of_the_same_name() -> None:
-    """A StatefulSet recreates a deleted pod under its name: its Pending and Running are not the deleted pod's."""
-    failed = pod(name="web-0", phase="Failed", ready=False, container_state=TERMINATED)
-    recreated = pod(name="web-0", phase="Pending", ready=False)
-    recreated["metadata"]["uid"] = "u-2"  # type: ignore[index]
-    watch = ScriptedWatch(
-        [
-            WatchEvent(1.0, "ADDED", pod(name="web-0")),
-            WatchEvent(3.0, "MODIFIED", failed),
-            WatchEvent(3.5, "DELETED", failed),
-            WatchEvent(4.0, "ADDED", recreated),
-        ]
-    )
-    obs = PodObserver(watch, Timeline(), watch.clock, "Pod")
-    obs.observe_for(10)
-    assert obs.phases_since(2.0, "web-0", uid="u-1") == ["Running", "Failed"]
-    assert obs.phases_since(2.0, "web-0") == ["Running", "Failed", "Pending"]
 
 
 def test_job_views_read_conditions_and_counts() -> None:
@@ -194,7 +187,7 @@ def test_two_watches_are_merged_in_the_servers_order_not_their_arrival_order() -
 
 
 def test_a_name_that_comes_back_is_no_longer_counted_as_deleted() -> None:
-    watch = ScriptedWatch([WatchEvent(1.0, "DELETED", pod(rv="3")), WatchEvent(2.0, "ADDED", pod(rv="4"))])
+    watch = ScriptedWatch([WatchEvent(1.0, "DELETED", pod(rv="3")), WatchEvent(2.0, "ADDED", pod(rv="4", uid="u-2"))])
     observer = Observer(watch, Timeline(), watch.clock, "Pod", focus="running-pod")
     observer.observe_for(1.5)
     assert observer.gone
@@ -223,10 +216,10 @@ def test_a_gap_keeps_the_stretch_it_may_hide_and_what_its_relist_showed_changed(
         ]
     )
     assert obs.gaps == [
-        Gap(since=3.0, since_version=5, until=9.0, why="410 Gone", changed=frozenset({"b", "c"})),  # b gone, c new
+        Gap(since=3.0, since_version=5, until=9.0, why="410 Gone", changed=frozenset({"u-b", "u-c"})),  # b gone, c new
         Gap(since=12.0, since_version=9, until=20.0, why="lost", changed=frozenset()),  # nothing changed
     ]
-    assert obs.deleted == {"b"}
+    assert obs.deleted == {"u-b"}
 
 
 def test_gaps_are_given_only_to_the_stretches_they_may_hide() -> None:
@@ -238,21 +231,27 @@ def test_gaps_are_given_only_to_the_stretches_they_may_hide() -> None:
             WatchEvent(20.0, "RELISTED", {"items": [pod(name="a", rv="5"), pod(name="c", rv="9")]}, gap="lost"),
         ]
     )
-    assert obs.gaps_since(0.0) == ["410 Gone", "lost"]
-    assert obs.gaps_since(9.5) == ["lost"]  # the first gap ended before
-    assert obs.gaps_since(21.0) == []
-    assert obs.gaps_between(0.0, 2.0) == []  # before either gap began
-    assert obs.gaps_between(4.0, 5.0) == ["410 Gone"]
-    assert obs.gaps_between(10.0, 11.0) == []  # between the gaps: every event was delivered
-    assert obs.gaps_between(8.0, 13.0) == ["410 Gone", "lost"]
+
+    def hiding(since: float | Moment, until: float | Moment, objects: list[str] | None = None) -> list[str]:
+        return [gap.why for gap in obs.during(since, until, objects).hiding()]
+
+    assert hiding(0.0, 30.0) == ["410 Gone", "lost"]  # any object: every gap of the stretch
+    assert hiding(9.5, 30.0) == ["lost"]  # the first gap ended before
+    assert hiding(21.0, 30.0) == []
+    assert hiding(0.0, 2.0) == []  # before either gap began
+    assert hiding(4.0, 5.0) == ["410 Gone"]
+    assert hiding(10.0, 11.0) == []  # between the gaps: every event was delivered
+    assert hiding(8.0, 13.0) == ["410 Gone", "lost"]
+    assert hiding(0.0, 30.0, ["u-a"]) == []  # a re-list that showed a as it was hid nothing about it
     # a change at rv 7, seen (on another watch) at 6.0: the first gap began at rv 5 and ended at 9.0, and
     # re-listed b gone: it may have hidden b's deletion before rv 7, learned only after it
-    assert obs.gaps_hiding_before("7", 6.0, ["a", "b"]) == ["410 Gone"]
-    assert obs.gaps_hiding_before("7", 6.0, ["a"]) == []  # a came back unchanged: nothing hidden about it
-    assert obs.gaps_hiding_before("4", 2.0, ["b"]) == []  # the gap began after rv 4
-    assert obs.gaps_hiding_before("7", 9.5, ["b"]) == []  # b's deletion was known before the change was seen
-    assert obs.gaps_hiding_before("10", 15.0, ["a", "c"]) == []  # the second re-list changed nothing
-    assert obs.gaps_hiding_before("x", 6.0, ["b"]) == ["410 Gone"]  # no integer version: by arrival
+    at_7 = Moment(6.0, 7)
+    assert hiding(at_7, at_7, ["u-a", "u-b"]) == ["410 Gone"]
+    assert hiding(at_7, at_7, ["u-a"]) == []  # a came back unchanged: nothing hidden about it
+    assert hiding(Moment(2.0, 4), Moment(2.0, 4), ["u-b"]) == []  # the gap began after rv 4
+    assert hiding(Moment(9.5, 7), Moment(9.5, 7), ["u-b"]) == []  # b's deletion was known before the change was seen
+    assert hiding(Moment(15.0, 10), Moment(15.0, 10), ["u-a", "u-c"]) == []  # the second re-list changed nothing
+    assert hiding(Moment(6.0), Moment(6.0), ["u-b"]) == ["410 Gone"]  # no integer version: by arrival
 
 
 def test_an_object_known_only_from_a_relist_is_sighted_with_the_gaps_stretch() -> None:
@@ -264,23 +263,28 @@ def test_an_object_known_only_from_a_relist_is_sighted_with_the_gaps_stretch() -
         ]
     )
     new = obs.first_sighting(lambda _, view: view.name == "c")
-    assert new is not None and (new.t, new.not_before, new.type, new.gap) == (9.0, 3.0, "RELISTED", "410 Gone")
+    assert new is not None and (new.t, new.not_before, new.type, new.why) == (9.0, 3.0, "RELISTED", "410 Gone")
     gone = obs.first_sighting(lambda type_, view: view.name == "b" and type_ == "GONE")
     assert gone is not None and (gone.t, gone.not_before) == (9.0, 3.0)
     failed = obs.first_sighting(lambda _, view: view.phase == "Failed")
     assert failed is not None and (failed.t, failed.not_before, failed.gap) == (12.0, 12.0, None)
-    assert order_of(new, failed) == (True, [])  # the whole stretch ended before a failed
-    assert order_of(failed, new) == (False, [])
+    assert order_of(new, failed) is True  # the whole stretch ended before a failed: for certain
+    assert Basis.order(new, failed, obs).hiding() == []
+    assert order_of(failed, new) is False
+    assert [gap.why for gap in obs.sighted(new, 0.0).hiding()] == ["410 Gone"]  # when in the gap c came
+    assert obs.sighted(failed, 0.0).hiding() == []  # seen as it happened
     assert obs.first_sighting(lambda _, view: view.name == "z") is None
 
 
 def test_two_sightings_whose_stretches_overlap_are_ordered_by_arrival_and_name_the_gap() -> None:
     view = PodView.from_object(pod())
-    relisted = Sighting(9.0, 3.0, "RELISTED", view, "410 Gone")
+    down = Gap(3.0, None, 9.0, "410 Gone", frozenset({"u-running-pod"}))
+    relisted = Sighting(9.0, 3.0, "RELISTED", view, down)
     seen = Sighting(5.0, 5.0, "MODIFIED", view)
-    assert order_of(seen, relisted) == (True, ["410 Gone"])
-    assert order_of(relisted, seen) == (False, ["410 Gone"])
-    assert order_of(relisted, relisted) == (False, ["410 Gone"])  # one gap named once
+    assert order_of(seen, relisted) is True
+    assert order_of(relisted, seen) is False
+    assert Basis.order(seen, relisted, Watch()).hiding() == [down]
+    assert Basis.order(relisted, relisted, Watch()).hiding() == [down]  # one gap named once
 
 
 def test_the_delete_instant_is_read_from_the_first_deletion_view() -> None:

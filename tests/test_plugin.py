@@ -348,11 +348,22 @@ def test_junit_xml_carries_each_claim_and_its_sources(tmp_path: Path) -> None:
 WRITTEN_PROBES = """
 import pytest
 
+from harness.basis import Basis, Gap
+
 pytestmark = pytest.mark.probe("phase_after_deletion")
+READ = Basis.direct("a number written here")
+
+
+class Watch:
+    kind = "Pod"
+    gaps = [Gap(1.0, None, 5.0, "watch expired (410 Gone)", frozenset({"u"}))]
+
+
+DOWN = Watch()
 
 
 def test_forgets_to_conclude(probe):
-    probe.check("default-grace-period", 31)  # fails, and the probe never calls probe.conclude()
+    probe.check("default-grace-period", 31, READ)  # fails, and the probe never calls probe.conclude()
 
 
 def test_checks_nothing(probe):
@@ -360,17 +371,17 @@ def test_checks_nothing(probe):
 
 
 def test_forgets_to_conclude_but_holds(probe):
-    probe.check("default-grace-period", 30)
+    probe.check("default-grace-period", 30, READ)
 
 
 def test_checks_after_concluding(probe):
-    probe.check("default-grace-period", 30)
+    probe.check("default-grace-period", 30, READ)
     probe.conclude()
-    probe.check("default-grace-period", 29)
+    probe.check("default-grace-period", 29, READ)
 
 
 def test_left_undecided(probe):
-    probe.check("always.sigterm-ignored.phases", ["Running"], gaps=["watch expired (410 Gone)"])
+    probe.check("always.sigterm-ignored.phases", ["Running"], Basis.during(DOWN, 0.0, 9.0, {"u"}))
     probe.conclude()
 
 
@@ -380,7 +391,7 @@ def test_observes_nothing(probe):
 
 
 def test_leaves_a_call_unmade(probe):
-    probe.check("default-grace-period", 30)
+    probe.check("default-grace-period", 30, READ)
     probe.conclude()
 """
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from harness.families import all_recordings, families
-from harness.probe import ClaimsFailed, Probe
+from harness.probe import ClaimsFailed, ClaimsUndecided, Probe
 from harness.run import Run
 from harness.transport import Recording
 from probes.phase_after_deletion import test_phase_after_deletion as phase_probes
@@ -456,20 +456,38 @@ def test_sigkill_two_seconds_after_sigterm_passes_and_three_seconds_fails(tmp_pa
 
 
 def test_a_watch_gap_over_the_transition_makes_the_claim_undecided_never_passed(tmp_path: Path) -> None:
-    """The live local v1.27.3 Always pod, its Failed updates replaced by a re-list that shows it Running."""
+    """The live local v1.27.3 Always pod, its updates from Failed on replaced by a re-list that shows it Failed: the
+    phases match, but the watch was down across the transition, which could have hidden any state: undecided."""
     recording = load(ALWAYS_127)
     watch = next(step for step in recording.interactions if step["call"] == "watch")
     failed = next(i for i, e in enumerate(watch["events"]) if e["object"]["status"]["phase"] == "Failed")
     last = copy.deepcopy(watch["events"][-1]["object"])
-    last["status"]["phase"] = "Running"  # what a re-list shows if it missed the Failed update
     relisted = {"t": watch["events"][failed]["t"], "type": "RELISTED", "object": {"items": [last]}}
     watch["events"] = [*watch["events"][:failed], {**relisted, "gap": "watch expired (410 Gone)"}]
     with pytest.raises(ClaimsFailed) as err:
         run_probe(recording, tmp_path)
+    assert isinstance(err.value, ClaimsUndecided)
     assert (
-        "always.sigterm-ignored.phases: undecided: a watch gap covered the transition (watch expired (410 Gone))"
-        in str(err.value)
+        "was ['Running', 'Failed'] as expected, but a watch gap could hide a state that decides it (watch expired "
+        "(410 Gone))" in str(err.value)
     )
+
+
+def test_a_relist_that_still_shows_the_pod_running_cannot_explain_a_missing_failed(tmp_path: Path) -> None:
+    """The same, but the re-list shows the pod still Running, and the watch sees it whole from then on: no state
+    hidden before that re-list can make the phases end Failed (a gap hides states, it does not reorder them)."""
+    recording = load(ALWAYS_127)
+    watch = next(step for step in recording.interactions if step["call"] == "watch")
+    failed = next(i for i, e in enumerate(watch["events"]) if e["object"]["status"]["phase"] == "Failed")
+    last = copy.deepcopy(watch["events"][-1]["object"])
+    last["status"]["phase"] = "Running"  # what a re-list shows if the pod never left Running
+    relisted = {"t": watch["events"][failed]["t"], "type": "RELISTED", "object": {"items": [last]}}
+    watch["events"] = [*watch["events"][:failed], {**relisted, "gap": "watch expired (410 Gone)"}]
+    with pytest.raises(ClaimsFailed) as err:
+        run_probe(recording, tmp_path)
+    assert type(err.value) is ClaimsFailed
+    assert "its container stopped was ['Running'], expected ['Running', 'Failed']" in str(err.value)
+    assert "the watch gap (watch expired (410 Gone)) cannot explain this" in str(err.value)
 
 
 def test_a_1_25_server_whose_job_honours_its_pod_failure_policy_says_it_behaved_like_1_26(tmp_path: Path) -> None:

@@ -86,9 +86,9 @@ def test_1_24_to_1_31_lists_every_release_on_the_way_and_cites_no_pr_for_what_a_
         "1.27.0-alpha.0",
         "1.27.4",
         "1.27.8",
-        "1.28.0-alpha.4",  # the first 1.28 pre-release with k/k#117865; 1.28.0-alpha.0-3 hold like 1.27.8
+        "1.28.0-alpha.4",
         "1.28.4",
-        "1.29.0-alpha.0",  # the 1.29 line got k/k#120731 only in v1.29.0-alpha.3
+        "1.29.0-alpha.0",
         "1.29.0-alpha.3",
     ]
     # "before the k/k#117865 cherry-pick" says what 1.26.0-alpha.0 lacks: it is not what changed it

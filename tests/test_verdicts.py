@@ -19,9 +19,11 @@ from harness.probe import ClaimsFailed, ClaimsUndecided, Probe
 from harness.run import Run
 from harness.transport import JsonDict, Recording
 from probes.job_replacement import test_job_replacement as job_probes
+from probes.node_shutdown import test_node_shutdown as shutdown_probes
 from probes.phase_after_deletion import test_phase_after_deletion as phase_probes
 from probes.statefulset_status import test_statefulset_status as statefulset_probes
 from probes.termination_order import test_termination_order as termination_probes
+from tests.live import as_version
 
 STS_LIVE = (
     "statefulset_status/statefulset_status_through_parallel_scale_up_and_partitioned_update--v1.27.3-live-kind.json"
@@ -240,3 +242,85 @@ def test_a_real_gap_from_an_api_server_restart_is_on_record_and_judged(name: str
     assert raised is None
     assert probe.timeline.gaps and set(probe.timeline.gaps) == {"watch connection lost (ProtocolError)"}
     assert probe.verdicts and all(v.status != UNDECIDED for v in probe.verdicts)
+
+
+# ------------------------------------------------------------- 4. the rules are the harness's
+
+ALWAYS_128 = "phase_after_deletion/always_pod_ignoring_sigterm--v1.28.0-live-local.json"
+STS_SHUTDOWN = "node_shutdown/statefulset_pod_after_graceful_node_shutdown--v1.27.9-live-kind.json"
+
+
+def relist_after(recording: Recording, kind: str, start: float, relist_at: float, why: str) -> None:
+    """The watch of `kind` lost every event in [start, relist_at) and re-listed at `relist_at`: each object (by
+    uid) as last seen, the deleted ones left out (a name taken again by a new pod shows that pod only)."""
+    watch = watch_of(recording, kind)
+    objects: dict[str, JsonDict] = {}
+    for event in watch["events"]:
+        if event["t"] < relist_at:
+            uid = event["object"]["metadata"]["uid"]
+            if event["type"] == "DELETED":
+                objects.pop(uid, None)
+            else:
+                objects[uid] = event["object"]
+    relist = {"t": relist_at, "type": "RELISTED", "object": {"items": copy.deepcopy(list(objects.values()))}}
+    kept = [e for e in watch["events"] if not start <= e["t"] < relist_at]
+    watch["events"] = sorted([*kept, {**relist, "gap": why}], key=lambda e: float(e["t"]))
+
+
+def test_a_pod_that_never_fails_watched_whole_after_an_early_relist_fails_the_claim(tmp_path: Path) -> None:
+    """The 1.28 finalizer pod never reaches Failed (its Failed updates altered to Running); the watch
+    re-listed once in the first half second after the delete and saw every state from then until long after its
+    container stopped. The old probe gave the claim every gap after the delete and called it undecided; states
+    hidden before that re-list cannot make a sequence that was Running at the re-list and after end Failed."""
+    recording = live(ALWAYS_128)
+    for event in events_of(recording, "Pod"):
+        if event["object"]["status"]["phase"] == "Failed":
+            event["object"]["status"]["phase"] = "Running"
+    relist_after(recording, "Pod", 530.64, 531.1, "watch expired (410 Gone)")
+    probe, raised = replay(recording, "phase_after_deletion", phase_probes, tmp_path)
+    phases = verdict(probe, "always.sigterm-ignored.phases")
+    assert phases.observed == ["Running"] and phases.status == FAIL, phases.message
+    assert type(raised) is ClaimsFailed
+    assert phases.detail["watch_gaps"] == ["watch expired (410 Gone)"]  # on record, not blamed
+    assert "cannot explain this: a gap hides states where it lies" in phases.message
+    # the exit, read from the state the pod was left in, was seen whole: the early gap is nobody's business
+    assert verdict(probe, "sigterm-ignored.exit").status == PASS
+
+
+def test_a_statefulset_pod_recreated_under_its_name_in_a_gap_is_another_pod(tmp_path: Path) -> None:
+    """While the pods' watch was down, the StatefulSet's stopped pod was deleted and recreated under its
+    name with a new uid. The re-list shows the name with that uid: the old pod is gone and a new one added, both
+    dated to the gap. The old probe took the name for the pod: the old one was never gone, and it read its last
+    state, "left Succeeded" (undecided here, on 1.27.9, where it is deleted; a false pass where Succeeded is
+    expected, below)."""
+    recording = live(STS_SHUTDOWN)
+    relist_after(recording, "Pod", 39.35, 56.0, "watch connection lost (ProtocolError)")
+    probe, raised = replay(recording, "node_shutdown", shutdown_probes, tmp_path)
+    assert raised is None, raised
+    stopped = verdict(probe, "statefulset.stopped-pod")
+    assert stopped.observed == "deleted" and stopped.status == PASS, stopped.message
+    recreated = verdict(probe, "statefulset.pod-recreated")
+    assert recreated.observed is True and recreated.status == PASS, recreated.message
+    (pods,) = probe.watches
+    old, new = "38bb11d2-", "dc1097b4-"
+    (gone,) = [(t, type_) for t, type_, view in pods.changes if view.uid.startswith(old) and type_ == "GONE"]
+    (added,) = [(t, type_) for t, type_, view in pods.changes if view.uid.startswith(new) and type_ == "RELISTED"]
+    assert gone == (56.0, "GONE") and added == (56.0, "RELISTED")
+    sighted = pods.first_sighting(lambda _, view: view.uid.startswith(new))
+    assert sighted is not None and (sighted.not_before, sighted.t) == (39.333, 56.0)  # anywhere in the gap
+    (gap,) = pods.gaps
+    assert {uid[:9] for uid in gap.changed} == {old, new}
+    entries = [e for e in probe.timeline.to_json()["entries"] if e["source"] == "pod/shutdown-stateful-0"]
+    assert {e["uid"][:9] for e in entries} == {old, new}  # the timeline knows them apart
+    assert "(new uid dc1097b4)" in probe.timeline.render()
+
+
+def test_a_pod_recreated_in_a_gap_is_not_taken_for_the_old_pod_left_in_place(tmp_path: Path) -> None:
+    """The same recording as if its server had said v1.27.8, where the stopped pod is expected left Succeeded: the
+    old probe passed it, reading the old pod's last state under its name; it was deleted, and that fails."""
+    recording = as_version(live(STS_SHUTDOWN), "v1.27.8")
+    relist_after(recording, "Pod", 39.35, 56.0, "watch connection lost (ProtocolError)")
+    probe, raised = replay(recording, "node_shutdown", shutdown_probes, tmp_path)
+    stopped = verdict(probe, "statefulset.stopped-pod")
+    assert stopped.observed == "deleted" and stopped.status == FAIL, stopped.message
+    assert type(raised) is ClaimsFailed

@@ -10,7 +10,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from harness import inputs, upgrade
+from harness import inputs, paths, upgrade
 from harness import report as report_module
 from harness.commands.refusal import (
     BAD,
@@ -43,8 +43,14 @@ from harness.versions import VersionError
 
 
 def run_clean_command(args: argparse.Namespace) -> int:
-    """Remove the suite's leftovers; a kubeconfig is checked before anything is touched."""
+    """Remove the suite's leftovers; a kubeconfig (and the API server it names) is checked before anything is
+    touched."""
     inputs.check_existing_cluster(args.kubeconfig, args.context)
+    if args.kubeconfig:
+        try:
+            inputs.check_api_server(args.kubeconfig, args.context)
+        except PrerequisiteMissing as err:
+            return refuse(MISSING, f"{err} (make clean removes its namespaces only through it)")
     from harness import janitor  # the Kubernetes client with it (a few tenths of a second): after the checks
 
     report = janitor.JanitorReport()
@@ -85,6 +91,12 @@ def report_home(runs: list[str]) -> Path:
 def run_report_command(args: argparse.Namespace) -> int:
     """The behaviour matrix of the run records under RUNS; refused when there is nothing to report."""
     missing = [p for p in args.runs if not Path(p).exists()]
+    if missing and all(Path(p).resolve() == paths.RUNS for p in missing):  # make report before any run
+        return refuse(
+            NOTHING_TO_REPORT,
+            f"no run records: {', '.join(missing)} is not there yet (make probe, or make test, writes run records "
+            "under runs/)",
+        )
     if missing:
         return refuse(
             BAD,

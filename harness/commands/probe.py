@@ -101,6 +101,10 @@ def check_probe_input(args: argparse.Namespace) -> NodeImage | None:
         if args.parallel not in ("", 1):
             raise BadInput("PARALLEL runs the probes on a cluster make probe creates itself, not on an existing one")
         inputs.check_existing_cluster(args.kubeconfig, args.context)
+        try:  # once, before any probe: a server that cannot be reached is one line, not a traceback per probe
+            print(f"API server of context {args.context}: {inputs.check_api_server(args.kubeconfig, args.context)}")
+        except PrerequisiteMissing as err:
+            raise Refused(MISSING, str(err)) from None
     elif args.cluster == "local":
         if args.image:
             raise BadInput("IMAGE is a kind node image; a local cluster (CLUSTER=local) takes VERSION only")
@@ -109,6 +113,11 @@ def check_probe_input(args: argparse.Namespace) -> NodeImage | None:
         args.version = inputs.local_release(args.version)
         print(inputs.check_manifests_for(KubeVersion.parse(args.version)))
     else:
+        if args.version and args.image:
+            raise BadInput(
+                f"VERSION ({args.version}) and IMAGE ({args.image}) both name the node image: give one (IMAGE runs "
+                "an image of your own, VERSION the pinned one)"
+            )
         image = inputs.kind_image(args.version or None, args.image or None)
         if image.digest is None and not image.reference.startswith(f"{paths.NODE_IMAGE_REPOSITORY}:"):
             print(

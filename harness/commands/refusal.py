@@ -12,15 +12,16 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 
 from harness import selection
+from harness.errors import BAD_INPUT_CLASS, PREREQUISITE_MISSING_CLASS, PREREQUISITE_MISSING_EXIT
 
-BAD_INPUT, PREREQUISITE_MISSING = 2, 3
+BAD_INPUT, PREREQUISITE_MISSING = 2, PREREQUISITE_MISSING_EXIT
 
 NO_TESTS_COLLECTED = 5  # pytest's exit code when a selection matches nothing; also ours for "nothing to do"
 
 # The classes of refusal, as each error line names them, and their exit codes.
 BAD, MISSING, NOTHING_TO_RUN, NOTHING_TO_REPORT = (
-    "bad input",
-    "prerequisite missing",
+    BAD_INPUT_CLASS,
+    PREREQUISITE_MISSING_CLASS,
     "nothing to run",
     "nothing to report",
 )
@@ -32,8 +33,10 @@ exit codes (make turns every non-zero one into 2: the error line says which it w
   0  done; for probe, every probe passed
   1  a probe failed or left a claim undecided; a build, a bisection or a cleanup failed; radar: a claim changed
      on the pre-release as no expectation states yet
-  {BAD_INPUT}  {BAD}: an argument the harness cannot use ('error: {BAD}: ...'), refused before anything starts
-  {PREREQUISITE_MISSING}  {MISSING}: Docker, kind, Go, root ... ('error: {MISSING}: ...')
+  {BAD_INPUT}  {BAD}: an argument the harness cannot use, or a KUBECONFIG_FILE whose API server is not Kubernetes
+     ('error: {BAD}: ...'), refused before anything starts
+  {PREREQUISITE_MISSING}  {MISSING}: Docker, kind, Go, root, an API server that cannot be reached ...
+     ('error: {MISSING}: ...')
   {NO_TESTS_COLLECTED}  {NOTHING_TO_RUN} / {NOTHING_TO_REPORT}: PROBE matches no probe, or RUNS holds no run records
      ('error: {NOTHING_TO_RUN}: ...', 'error: {NOTHING_TO_REPORT}: ...')
   130  interrupted (Ctrl-C) in the harness itself: one line says what was stopped ('interrupted: stopped ...')

@@ -27,7 +27,11 @@ from harness.commands.refusal import (
     selection_problem,
     stopping,
 )
+from harness.engine import check_engine
+from harness.errors import PrerequisiteMissing, one_line
 from harness.expectations import all_claim_ids
+from harness.inputs import BadInput
+from harness.kind import check_docker
 from harness.local.build import (
     TOOLS,
     BuildError,
@@ -42,13 +46,49 @@ from harness.run import new_run_id, safe_name, suite_version
 from harness.versions import KubeVersion, VersionError, known_images
 
 
+def requested_versions(args: argparse.Namespace, every: list[str]) -> list[str]:
+    """VERSIONS as given: not given, `every` minor; given but empty, or naming none, refused (an empty VERSIONS
+    is more likely a mistake than a wish for all of them, which is VERSIONS left out)."""
+    if args.versions is None:
+        return every
+    versions: list[str] = args.versions.split()
+    if not versions:
+        raise BadInput(
+            f'VERSIONS (--versions) is empty: name the versions (VERSIONS="1.26 1.27"), or leave VERSIONS out for '
+            f"every minor with a pinned image ({len(every)})"
+        )
+    return versions
+
+
+def refuse_duplicates(requested: list[str], resolved: list[str]) -> None:
+    """Each version once: two that resolve to one release (1.27 and 1.27.16) are refused, never run twice."""
+    seen: dict[str, str] = {}
+    for asked, release in zip(requested, resolved, strict=True):
+        if release in seen:
+            raise BadInput(
+                f"VERSIONS names Kubernetes {release} twice ({seen[release]} and {asked}): each version runs once "
+                "(REPEAT runs each probe again)"
+            )
+        seen[release] = asked
+
+
 def run_matrix_command(args: argparse.Namespace) -> int:
     if args.cluster == "local":
         return run_local_matrix_command(args)
-    versions = args.versions.split() or matrix.default_versions()
-    for version in versions:
-        inputs.kind_image(version, None)
+    for given, variable in ((args.parallel, "PARALLEL"), (args.probe, "PROBE")):
+        if given not in (None, ""):
+            raise BadInput(
+                f"{variable} applies to make matrix CLUSTER=local; a kind matrix runs every probe of each version as "
+                "make probe VERSION=... does"
+            )
+    versions = requested_versions(args, matrix.default_versions())
+    refuse_duplicates(versions, [str(inputs.kind_image(version, None).kubernetes.version) for version in versions])
     inputs.check_run_dir(args.run_dir)
+    try:  # every version's cluster needs Docker: said once, before any version starts
+        check_docker()
+        check_engine()
+    except PrerequisiteMissing as err:
+        return refuse(MISSING, f"{one_line(str(err))} (every version of the matrix needs it)")
     base = Path(args.run_dir) / f"matrix-{new_run_id()}"
     base.mkdir(parents=True, exist_ok=True)
     print(f"{len(versions)} versions, {args.jobs} at a time; logs and run records under {base}", flush=True)
@@ -60,12 +100,13 @@ def run_matrix_command(args: argparse.Namespace) -> int:
 
 def run_local_matrix_command(args: argparse.Namespace) -> int:
     """make matrix CLUSTER=local: every version built here and probed on its own local cluster, in turn."""
-    requested = args.versions.split() or [m for m in matrix.default_versions() if m not in ("1.19", "1.20")]
+    requested = requested_versions(args, [m for m in matrix.default_versions() if m not in ("1.19", "1.20")])
+    args.parallel = "auto" if args.parallel in (None, "") else args.parallel
     try:
-        for version in requested:
-            matrix.pinned_patch(KubeVersion.parse(version).text.lstrip("v"))
+        releases = [matrix.pinned_patch(KubeVersion.requested(v).text.strip().lstrip("v")) for v in requested]
     except VersionError as err:
         return refuse(BAD, str(err))
+    refuse_duplicates(requested, releases)
     inputs.check_run_dir(args.run_dir)
     if refused := local_builds_refusal(one_at_a_time=True):
         return refused

@@ -122,7 +122,7 @@ def _host_go_setting(name: str, default: str) -> str:
 
 def release_text(version: str) -> str:
     """'1.27.3' -> 'v1.27.3'; a minor alone is refused (a build needs one release)."""
-    parsed = KubeVersion.parse(version)
+    parsed = KubeVersion.requested(version)
     text = parsed.text if parsed.text.startswith("v") else f"v{parsed.text}"
     if text.count(".") < 2:
         raise VersionError(f"give a full Kubernetes release to build (e.g. 1.27.3 or 1.27.0-rc.0), not {version!r}")

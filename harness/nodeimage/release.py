@@ -39,7 +39,7 @@ def build_kind_release() -> str:
 
 def local_tag(version: str) -> str:
     """plp-node:v1.27.0-rc.0 for '1.27.0-rc.0' (a full release version, patch and pre-release included)."""
-    parsed = KubeVersion.parse(version)
+    parsed = KubeVersion.requested(version)
     text = parsed.text if parsed.text.startswith("v") else f"v{parsed.text}"
     if text.lstrip("v").count(".") < 2:
         raise VersionError(f"give a full release version to build (e.g. 1.27.0-rc.0), not {version!r}")

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from harness.basis import Basis
 from harness.observe import Observer, PodObserver, ProbeTimeout, conditions_before_failed
 from harness.probe import Probe
 from harness.probe_helpers import DEADLINE_SLACK_S, container_exit, finished_at, written_instants
@@ -111,10 +112,10 @@ def job_event_reasons_settled(probe: Probe, job: str, awaited: str, within_s: fl
     return reasons
 
 
-def only_pod(pods: PodObserver) -> str:
-    names = pods.names()
-    assert len(names) == 1, f"expected the Job to create exactly one pod, saw {names}"
-    return names[0]
+def only_pod(pods: PodObserver) -> PodView:
+    seen = pods.objects()
+    assert len(seen) == 1, f"expected the Job to create exactly one pod, saw {[pod.name for pod in seen]}"
+    return seen[0]
 
 
 def failed_at(job: JobView) -> str | None:
@@ -132,23 +133,25 @@ def check_pod_failed_by_its_deadline(probe: Probe, pods: PodObserver, name: str,
     """
     not_killed = pods.await_outcome(
         f"pod {name}'s container to be killed after its deadline",
-        lambda o: name in o.states and o.states[name].all_containers_terminated,
+        lambda o: (pod := o.named(name)) is not None and pod.all_containers_terminated,
         within=deadline_s + DEADLINE_SLACK_S,
-        veto=lambda o: f"pod {name} was deleted" if name in o.deleted else None,
+        veto=lambda o: f"pod {name} was deleted" if (pod := o.named(name)) and o.is_deleted(pod) else None,
     )
-    if name not in pods.states:
+    pod = pods.named(name)
+    if pod is None:
         raise ProbeTimeout(f"pod {name} was never seen: {not_killed}")
-    pod = pods.states[name]
-    probe.check("pod-deadline.status", pod_outcome(pod), evidence=not_killed)
-    probe.check("pod-deadline.killed", container_exit(pod), evidence=not_killed)
+    left = pods.final_state(pod)  # its status as the kubelet left it
+    probe.check("pod-deadline.status", pod_outcome(pod), left, evidence=not_killed)
+    probe.check("pod-deadline.killed", container_exit(pod), left, evidence=not_killed)
     probe.check(
         "pod-deadline.killed-after-deadline",
         seconds_between(finished_at(pod), deadline_of(pod.raw["status"].get("startTime"), deadline_s)),
+        left,
         evidence=not_killed,
     )
-    probe.check("pod-deadline.killed-after-sigterm", sigterm_to_last_beat(pod), evidence=not_killed)
+    probe.check("pod-deadline.killed-after-sigterm", sigterm_to_last_beat(pod), left, evidence=not_killed)
     lines = probe.logs(name, "main").split()
-    probe.check("pod-deadline.logs-kept", bool(lines) and lines[0] == "1")
+    probe.check("pod-deadline.logs-kept", bool(lines) and lines[0] == "1", Basis.direct("the container's log"))
     return pod
 
 
@@ -157,7 +160,7 @@ def check_container_on_node(probe: Probe, claim: str, pod: PodView, expected_sta
     if state is None:
         probe.check_not_observable(claim, probe.why_not_on_node(pod, "main"))
     else:
-        probe.check(claim, state)
+        probe.check(claim, state, Basis.direct("the node's container list"))
 
 
 def run_job(probe: Probe, manifest_name: str) -> tuple[Observer[JobView], PodObserver, JsonDict, str | None]:
@@ -173,23 +176,31 @@ def run_job(probe: Probe, manifest_name: str) -> tuple[Observer[JobView], PodObs
     probe.create(manifest, anchor=True)
     unfinished = jobs.await_outcome(
         f"Job {name} to finish",
-        lambda o: name in o.states and o.latest.finished,
+        lambda o: o.named(name) is not None and o.latest.finished,
         within=job_wait_s(manifest),
     )
-    if name not in jobs.states:
+    if jobs.named(name) is None:
         raise ProbeTimeout(f"Job {name} was never seen: {unfinished}")
     pods.catch_up()
     return jobs, pods, manifest, unfinished
 
 
 def check_failed_at_the_job_deadline(
-    probe: Probe, claim: str, job: JobView, manifest: JsonDict, unfinished: str | None
+    probe: Probe, claim: str, jobs: Observer[JobView], manifest: JsonDict, unfinished: str | None
 ) -> None:
     """Seconds from the Job's deadline to its Failed condition, or `not_failed` when it had none."""
+    job = jobs.latest
     deadline = deadline_of(job.start_time, manifest["spec"]["activeDeadlineSeconds"])
     moment = failed_at(job)
     observed = not_failed(manifest) if moment is None else seconds_between(moment, deadline)
-    probe.check(claim, observed, evidence=unfinished)
+    probe.check(claim, observed, jobs.final_state(job), evidence=unfinished)
+
+
+def check_job_failure(
+    probe: Probe, claim: str, jobs: Observer[JobView], manifest: JsonDict, unfinished: str | None
+) -> None:
+    """How the Job failed (its Failed condition's reason and message), as the Job was left, or `not_failed`."""
+    probe.check(claim, job_failure(jobs.latest, manifest), jobs.final_state(jobs.latest), evidence=unfinished)
 
 
 def settle_job_pods(pods: PodObserver, within: float) -> str | None:
@@ -200,9 +211,9 @@ def settle_job_pods(pods: PodObserver, within: float) -> str | None:
     """
 
     def settled(o: Observer[PodView]) -> bool:
-        return bool(o.names()) and all(
-            n in o.deleted or (o.states[n].all_containers_terminated and not o.states[n].deletion_timestamp)
-            for n in o.names()
+        return bool(o.states) and all(
+            uid in o.deleted or (pod.all_containers_terminated and not pod.deletion_timestamp)
+            for uid, pod in o.states.items()
         )
 
     return pods.await_outcome("the Job's pods to be gone, or stopped and not being deleted", settled, within=within)
@@ -221,7 +232,7 @@ def test_pod_deadline(probe: Probe) -> None:
     probe.create(manifest, anchor=True)
     pod = check_pod_failed_by_its_deadline(probe, pods, "pod-01", manifest["spec"]["activeDeadlineSeconds"])
     pods.observe_for(5)
-    probe.check("pod-deadline.pod-remains", not pods.gone)
+    probe.check("pod-deadline.pod-remains", not pods.gone, pods.final_state(pod))
     check_container_on_node(probe, "pod-deadline.container-on-node", pod, {"exited"})
     probe.conclude()
 
@@ -239,14 +250,16 @@ def test_job_deadline(probe: Probe) -> None:
     """
     jobs, pods, manifest, unfinished = run_job(probe, "job-active-deadline.yaml")
     job = jobs.latest
-    probe.check("job-deadline.failed", job_failure(job, manifest), evidence=unfinished)
-    probe.check("job-deadline.conditions-before-failed", conditions_before_failed(jobs), evidence=unfinished)
-    check_failed_at_the_job_deadline(probe, "job-deadline.failed-after-deadline", job, manifest, unfinished)
+    check_job_failure(probe, "job-deadline.failed", jobs, manifest, unfinished)
+    before_failed, rests_on = conditions_before_failed(jobs)
+    probe.check("job-deadline.conditions-before-failed", before_failed, rests_on, evidence=unfinished)
+    check_failed_at_the_job_deadline(probe, "job-deadline.failed-after-deadline", jobs, manifest, unfinished)
     unsettled = settle_job_pods(pods, within=DEADLINE_SLACK_S)
-    pod_name = only_pod(pods)
-    probe.check("job-deadline.active-pod-deleted", pod_name in pods.deleted, evidence=unsettled)
-    probe.check("job-deadline.events", job_event_reasons_settled(probe, job.name, "DeadlineExceeded"))
-    check_container_on_node(probe, "job-deadline.container-removed", pods.states[pod_name], {"removed"})
+    pod = only_pod(pods)
+    probe.check("job-deadline.active-pod-deleted", pods.is_deleted(pod), pods.final_state(pod), evidence=unsettled)
+    reasons = job_event_reasons_settled(probe, job.name, "DeadlineExceeded")
+    probe.check("job-deadline.events", reasons, Basis.direct("the namespace's events"))
+    check_container_on_node(probe, "job-deadline.container-removed", pod, {"removed"})
     probe.conclude()
 
 
@@ -255,13 +268,12 @@ def test_job_with_shorter_pod_deadline(probe: Probe) -> None:
     with BackoffLimitExceeded, and the pod (Failed, DeadlineExceeded) and its exited container remain.
     """
     jobs, pods, manifest, unfinished = run_job(probe, "job-pod-deadline-shorter.yaml")
-    probe.check("job-backoff.failed", job_failure(jobs.latest, manifest), evidence=unfinished)
-    pod_name = only_pod(pods)
+    check_job_failure(probe, "job-backoff.failed", jobs, manifest, unfinished)
     pod = check_pod_failed_by_its_deadline(
-        probe, pods, pod_name, manifest["spec"]["template"]["spec"]["activeDeadlineSeconds"]
+        probe, pods, only_pod(pods).name, manifest["spec"]["template"]["spec"]["activeDeadlineSeconds"]
     )
     pods.observe_for(5)
-    probe.check("job-backoff.pod-remains", pod_name not in pods.deleted)
+    probe.check("job-backoff.pod-remains", not pods.is_deleted(pod), pods.final_state(pod))
     check_container_on_node(probe, "job-backoff.container-on-node", pod, {"exited"})
     probe.conclude()
 
@@ -274,53 +286,58 @@ def test_job_with_shorter_job_deadline(probe: Probe) -> None:
     after the Job's deadline is the pod's own failure: BackoffLimitExceeded (backoffLimit 0), the pod kept.
     """
     jobs, pods, manifest, unfinished = run_job(probe, "job-deadline-shorter.yaml")
-    probe.check("job-shorter.failed", job_failure(jobs.latest, manifest), evidence=unfinished)
-    check_failed_at_the_job_deadline(probe, "job-shorter.failed-after-deadline", jobs.latest, manifest, unfinished)
+    check_job_failure(probe, "job-shorter.failed", jobs, manifest, unfinished)
+    check_failed_at_the_job_deadline(probe, "job-shorter.failed-after-deadline", jobs, manifest, unfinished)
     unsettled = settle_job_pods(pods, within=DEADLINE_SLACK_S)
-    pod_name = only_pod(pods)
-    probe.check("job-shorter.active-pod-deleted", pod_name in pods.deleted, evidence=unsettled)
-    check_container_on_node(probe, "job-shorter.container-removed", pods.states[pod_name], {"removed"})
+    pod = only_pod(pods)
+    probe.check("job-shorter.active-pod-deleted", pods.is_deleted(pod), pods.final_state(pod), evidence=unsettled)
+    check_container_on_node(probe, "job-shorter.container-removed", pod, {"removed"})
     probe.conclude()
 
 
 def retries_ended_before_the_job_deadline(
-    probe: Probe, jobs: Observer[JobView], pods: PodObserver, deadline_s: int, retries: list[str]
-) -> tuple[list[str], str]:
-    """The retries already seen Failed or Succeeded before the Job's deadline, and the instants that say so.
+    probe: Probe, jobs: Observer[JobView], pods: PodObserver, deadline_s: int, retries: list[PodView]
+) -> tuple[list[PodView], str, Basis]:
+    """The retries already seen Failed or Succeeded before the Job's deadline, the instants that say so, and what
+    that rests on (a gap before the deadline could hide a retry's end, or move the startTime's sighting).
 
     The deadline is placed on the watch clock from the first sighting of the Job's startTime: the server
     writes startTime in whole seconds, so the deadline lies within the second before that sighting plus
     `deadline_s`; a retry counts as ended only when it was seen ended before that second began.
     """
-    start_seen = jobs.first_seen(jobs.latest.name, lambda view: view.start_time is not None)
-    if start_seen is None:
-        return [], ""
-    deadline = start_seen + deadline_s - 1.0
-    ended_at = {name: pods.first_seen(name, lambda view: view.phase in ("Failed", "Succeeded")) for name in retries}
-    ended = [name for name, t in ended_at.items() if t is not None and t < deadline]
-    instants = ", ".join(f"{name} at {probe.timeline.rel(ended_at[name] or 0.0):.1f} s" for name in ended)
-    return ended, f"the Job's deadline came after {probe.timeline.rel(deadline):.1f} s; ended before it: {instants}"
+    started = jobs.first_sighting(lambda _, view: view.uid == jobs.latest.uid and view.start_time is not None)
+    if started is None:
+        return [], "", jobs.during(0.0, None, jobs.latest)
+    deadline = started.t + deadline_s - 1.0
+    ended_at = {pod.uid: pods.first_seen(pod, lambda view: view.phase in ("Failed", "Succeeded")) for pod in retries}
+    ended = [pod for pod in retries if (t := ended_at[pod.uid]) is not None and t < deadline]
+    instants = ", ".join(f"{pod.name} at {probe.timeline.rel(ended_at[pod.uid] or 0.0):.1f} s" for pod in ended)
+    rests_on = Basis.of(jobs.sighted(started, 0.0), pods.during(started.t, deadline, retries))
+    return (
+        ended,
+        f"the Job's deadline came after {probe.timeline.rel(deadline):.1f} s; ended before it: {instants}",
+        rests_on,
+    )
 
 
-def check_containers_left(probe: Probe, pods: PodObserver, first: str, retries: list[str]) -> None:
+def check_containers_left(probe: Probe, pods: PodObserver, first: PodView, retries: list[PodView]) -> None:
     """The states of the Job's containers on the node once the deleted retries' containers had time to go.
 
     Only a deleted pod's container is waited for: the kubelet keeps the container of a pod that still exists.
     """
     states = {
-        name: probe.wait_on_node(pods.states[name], "main", {"removed"}, CONTAINER_REMOVAL_BOUND_S)
-        if name in pods.deleted
-        else probe.node_container_state(pods.states[name], "main")
-        for name in retries
+        pod.uid: probe.wait_on_node(pod, "main", {"removed"}, CONTAINER_REMOVAL_BOUND_S)
+        if pods.is_deleted(pod)
+        else probe.node_container_state(pod, "main")
+        for pod in retries
     }
-    states[first] = probe.node_container_state(pods.states[first], "main")
+    states[first.uid] = probe.node_container_state(first, "main")
     if None in states.values():
-        unseen = next(name for name, state in states.items() if state is None)
-        probe.check_not_observable(
-            "job-retry.containers-left-on-node", probe.why_not_on_node(pods.states[unseen], "main")
-        )
+        unseen = next(pod for pod in (*retries, first) if states[pod.uid] is None)
+        probe.check_not_observable("job-retry.containers-left-on-node", probe.why_not_on_node(unseen, "main"))
     else:
-        probe.check("job-retry.containers-left-on-node", sorted(s for s in states.values() if s != "removed"))
+        left = sorted(str(s) for s in states.values() if s != "removed")
+        probe.check("job-retry.containers-left-on-node", left, Basis.direct("the node's container list"))
 
 
 def test_job_deadline_during_retry(probe: Probe) -> None:
@@ -335,21 +352,24 @@ def test_job_deadline_during_retry(probe: Probe) -> None:
     at the Job's deadline, and the two claims about it are not observable (said with the instants).
     """
     jobs, pods, manifest, unfinished = run_job(probe, "job-deadline-during-retry.yaml")
-    probe.check("job-retry.failed", job_failure(jobs.latest, manifest), evidence=unfinished)
-    check_failed_at_the_job_deadline(probe, "job-retry.failed-after-deadline", jobs.latest, manifest, unfinished)
+    check_job_failure(probe, "job-retry.failed", jobs, manifest, unfinished)
+    check_failed_at_the_job_deadline(probe, "job-retry.failed-after-deadline", jobs, manifest, unfinished)
     unsettled = settle_job_pods(pods, within=DEADLINE_SLACK_S)
-    first, *retries = pods.names()
-    outcome = {**pod_outcome(pods.states[first]), "deleted": first in pods.deleted}
-    probe.check("job-retry.first-pod", outcome, evidence=unsettled)
-    ended, instants = retries_ended_before_the_job_deadline(
+    first, *retries = pods.objects()
+    outcome = {**pod_outcome(first), "deleted": pods.is_deleted(first)}
+    probe.check("job-retry.first-pod", outcome, pods.final_state(first), evidence=unsettled)
+    ended, instants, when = retries_ended_before_the_job_deadline(
         probe, jobs, pods, manifest["spec"]["activeDeadlineSeconds"], retries
     )
-    active = [name for name in retries if name not in ended]
+    active = [pod for pod in retries if pod not in ended]
     why = f"no retry was active at the Job's deadline: {instants} (watch clock, from the Job's creation)"
     if ended and not active:
         probe.check_not_observable("job-retry.retries-deleted", why)
     else:
-        probe.check("job-retry.retries-deleted", [name in pods.deleted for name in active], evidence=unsettled)
+        deleted = [pods.is_deleted(pod) for pod in active]
+        probe.check(
+            "job-retry.retries-deleted", deleted, Basis.of(when, *map(pods.final_state, active)), evidence=unsettled
+        )
     if ended:
         probe.check_not_observable("job-retry.containers-left-on-node", why)
     else:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.observe import Observer, ProbeTimeout, conditions_before_failed
+from harness.observe import Observer, ProbeTimeout, conditions_before_failed, key_of
 from harness.probe import Probe
 from harness.probe_helpers import POD_START_BUDGET_S, container_exit, running_and_ready
 from harness.transport import JsonDict
@@ -50,16 +50,22 @@ def test_exit_code_42_fails_the_job_through_its_pod_failure_policy(probe: Probe)
     pods = probe.watch_pods()
     probe.create(manifest, anchor=True)
     not_failed = jobs.await_outcome(
-        f"Job {name} to fail", lambda o: name in o.states and o.latest.condition("Failed") is not None, within=BUDGET_S
+        f"Job {name} to fail",
+        lambda o: o.named(name) is not None and o.latest.condition("Failed") is not None,
+        within=BUDGET_S,
     )
-    if name not in jobs.states:
+    if jobs.named(name) is None:
         raise ProbeTimeout(f"Job {name} was never seen: {not_failed}")
     pods.catch_up()
-    probe.check("failure-policy.failed", failure(jobs.latest, probe.namespace, pods.names()), evidence=not_failed)
-    probe.check("failure-policy.conditions-before-failed", conditions_before_failed(jobs), evidence=not_failed)
-    probe.check("failure-policy.pods-run", len(pods.names()), evidence=not_failed)
-    exits = sorted({str(p.container("main").exit_code) for p in pods.states.values() if p.all_containers_terminated})
-    probe.check("failure-policy.exit-codes", exits, evidence=not_failed)
+    failed = failure(jobs.latest, probe.namespace, pods.names())
+    probe.check("failure-policy.failed", failed, jobs.final_state(jobs.latest), evidence=not_failed)
+    before_failed, rests_on = conditions_before_failed(jobs)
+    probe.check("failure-policy.conditions-before-failed", before_failed, rests_on, evidence=not_failed)
+    # every pod the Job ran, by uid: a pod that came and went while the watch was down would be missed
+    every_pod = pods.during(0.0)
+    probe.check("failure-policy.pods-run", len(pods.states), every_pod, evidence=not_failed)
+    exits = sorted({str(p.container("main").exit_code) for p in pods.objects() if p.all_containers_terminated})
+    probe.check("failure-policy.exit-codes", exits, every_pod, evidence=not_failed)
     probe.conclude()
 
 
@@ -85,18 +91,23 @@ def test_evicted_pod_is_ignored_through_the_disruption_target_rule(probe: Probe)
     assert first is not None
     evicted_at = probe.evict(first.name)
     unfinished = jobs.await_outcome(
-        f"Job {name} to complete or fail", lambda o: name in o.states and o.latest.finished, within=EVICTION_BUDGET_S
+        f"Job {name} to complete or fail",
+        lambda o: o.named(name) is not None and o.latest.finished,
+        within=EVICTION_BUDGET_S,
     )
     pods.catch_up()
     probe.check(
-        "eviction.disruption-target", pods.first_condition(first, "DisruptionTarget"), pods.gaps_since(evicted_at)
+        "eviction.disruption-target",
+        pods.first_condition(first, "DisruptionTarget"),
+        pods.sighted(pods.condition_sighting(first, "DisruptionTarget"), evicted_at, first),
     )
-    if (late := finished_before_eviction(pods.states.get(first.name, first))) is not None:
+    if (late := finished_before_eviction(pods.states.get(key_of(first), first))) is not None:
         probe.check_not_observable("eviction.job-outcome", late)
         probe.check_not_observable("eviction.pods-run", late)
     else:
-        probe.check("eviction.job-outcome", outcome(jobs.latest), jobs.gaps_since(evicted_at), evidence=unfinished)
-        probe.check("eviction.pods-run", len({v.uid for _, v in pods.history}), evidence=unfinished)
+        ended = jobs.final_state(jobs.latest)
+        probe.check("eviction.job-outcome", outcome(jobs.latest), ended, evidence=unfinished)
+        probe.check("eviction.pods-run", len(pods.states), pods.during(0.0), evidence=unfinished)
     probe.conclude()
 
 

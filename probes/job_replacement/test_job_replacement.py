@@ -25,6 +25,7 @@ from collections.abc import Collection
 
 import pytest
 
+from harness.basis import Basis
 from harness.observe import Observer, ProbeTimeout, Sighting, order_of
 from harness.probe import Probe
 from harness.probe_helpers import POD_START_BUDGET_S, running_and_ready
@@ -85,7 +86,7 @@ def delete_running_pod_and_watch(
     pods = probe.watch_pods()
     kept = create_job(probe, manifest, without_field)
     if "podReplacementPolicy" in manifest["spec"]:
-        probe.check(f"{variant}.policy-field", kept)
+        probe.check(f"{variant}.policy-field", kept, Basis.direct("the API server's answer to the create"))
     pods.wait_for(f"Job {name}'s pod to run", lambda o: running_and_ready(o) is not None, within=POD_START_BUDGET_S)
     old = running_and_ready(pods)
     assert old is not None
@@ -101,13 +102,14 @@ def delete_running_pod_and_watch(
     if old_done is None and new is None:  # neither happened: nothing to order
         raise ProbeTimeout(waited or f"pod {old.name} neither ended nor was replaced")
     if new is None:  # never replaced in time; a replacement that came and went unseen in a gap would say otherwise
-        before, gaps = False, pods.gaps_since(deleted_at)
-    elif old_done is None:  # the replacement came, the old pod never ended
-        before, gaps = True, []
+        before, rests_on = False, pods.during(deleted_at)
+    elif old_done is None:  # the replacement came, the old pod never ended: its sighting decides
+        before, rests_on = True, pods.sighted(new, deleted_at)
     else:  # both seen: ordered for certain unless a gap's stretch, where one was only re-listed, spans the other
-        before, gaps = order_of(new, old_done)
-    probe.check(f"{variant}.before-old-pod-terminal", before, gaps, evidence=waited)
-    probe.check(f"{variant}.terminating-reported", max_terminating(jobs), jobs.gaps_since(deleted_at))
+        before, rests_on = order_of(new, old_done), Basis.order(new, old_done, pods)
+    probe.check(f"{variant}.before-old-pod-terminal", before, rests_on, evidence=waited)
+    # the largest status.terminating: every state of the Job since the delete
+    probe.check(f"{variant}.terminating-reported", max_terminating(jobs), jobs.during(deleted_at, None, jobs.latest))
     probe.conclude()
 
 

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.observe import Observer, PodObserver
+from harness.basis import Basis
+from harness.observe import Observer, PodObserver, Sighting, key_of
 from harness.probe import POD_START_BUDGET_S, Probe
-from harness.transport import JsonDict
 from harness.views import PodView
 
 pytestmark = [pytest.mark.probe("node_shutdown"), pytest.mark.node_shutdown]
@@ -63,24 +63,19 @@ def stopped(pod: PodView) -> bool:
 
 def last_state(pods: Observer[PodView], pod: PodView) -> PodView:
     """The pod as last seen, by uid (a StatefulSet's replacement takes the same name)."""
-    return next((v for _, v in reversed(pods.history) if v.uid == pod.uid), pod)
+    return pods.states.get(key_of(pod), pod)
 
 
-def was_deleted(pods: Observer[PodView], pod: PodView) -> bool:
-    return any(type_ in ("DELETED", "GONE") and v.uid == pod.uid for _, type_, v in pods.changes)
+def ended(pods: PodObserver, pod: PodView) -> Sighting[PodView] | None:
+    """The first state of the pod (by uid) that shows its containers stopped; None if it never did."""
+    return pods.first_sighting(lambda _, view: view.uid == pod.uid and view.all_containers_terminated)
 
 
-def container_exit(pods: Observer[PodView], pod: PodView) -> JsonDict | None:
-    """How the pod's (by uid) container ended, from the first state that shows it; None if it never stopped."""
-    ended = next((v for _, v in pods.history if v.uid == pod.uid and v.all_containers_terminated), None)
-    return None if ended is None else ended.container("main").exit
-
-
-def shut_down_and_recover(probe: Probe, manifest_name: str) -> tuple[PodObserver, PodView, PodView | None, list[str]]:
+def shut_down_and_recover(probe: Probe, manifest_name: str) -> tuple[PodObserver, PodView, PodView | None, float]:
     """Start the workload, shut its node down, check the pod's own fate, cancel, wait for a new pod.
 
-    Returns the pods' observer, the first pod as last seen, the pod that ran afterwards (None if none), and
-    the watch gaps since the shutdown (before it, the pod ran Ready: no gap then can hide its fate).
+    Returns the pods' observer, the first pod as last seen, the pod that ran afterwards (None if none), and when
+    the shutdown was announced (before it, the pod ran Ready: no gap then can hide its fate).
     """
     pods = probe.watch_pods()
     probe.create(probe.manifest(manifest_name))
@@ -93,25 +88,32 @@ def shut_down_and_recover(probe: Probe, manifest_name: str) -> tuple[PodObserver
 
     with probe.node_shut_down(node) as signal:  # cancelled on leaving the block, also when it fails
         shutdown_at = probe.transport.last_call_started()
-        probe.check("shutdown.kubelet-listening", signal.get("kubelet_inhibitor"))
-        pods.observe_until(lambda o: was_deleted(o, first) or stopped(last_state(o, first)), within=SHUTDOWN_BUDGET_S)
+        answer = Basis.direct("the node's answer to the shutdown signal")
+        probe.check("shutdown.kubelet-listening", signal.get("kubelet_inhibitor"), answer)
+        pods.observe_until(lambda o: o.is_deleted(first) or stopped(last_state(o, first)), within=SHUTDOWN_BUDGET_S)
         shut = last_state(pods, first)
-        gaps = pods.gaps_since(shutdown_at)  # the pod ran Ready before: only a gap after the shutdown hides its fate
-        probe.check("shutdown.pod-phase", shut.phase, gaps)
-        probe.check("shutdown.pod-reason", {"reason": shut.reason, "message": shut.message}, gaps)
-        probe.check("shutdown.disruption-target", pods.first_condition(first, "DisruptionTarget"), gaps)
-        exit_state = container_exit(pods, first)
-        if exit_state is None and was_deleted(pods, first):
+        left = pods.final_state(first)  # the state the kubelet left it in (or the last before it was deleted)
+        probe.check("shutdown.pod-phase", shut.phase, left)
+        probe.check("shutdown.pod-reason", {"reason": shut.reason, "message": shut.message}, left)
+        disrupted = pods.condition_sighting(first, "DisruptionTarget")
+        probe.check(
+            "shutdown.disruption-target",
+            pods.first_condition(first, "DisruptionTarget"),
+            pods.sighted(disrupted, shutdown_at, first),
+        )
+        stop = ended(pods, first)
+        if stop is None and pods.is_deleted(first):
             # Seen live on 1.26.6 (kind): the DaemonSet controller deleted the Failed pod 20 ms after the kubelet
             # marked it, before the kubelet reported how its container ended; nothing is left to read it from.
             probe.check_not_observable(
                 "shutdown.container-exit", "the pod was deleted before the kubelet reported how its container ended"
             )
         else:
-            probe.check("shutdown.container-exit", exit_state, gaps)
+            exit_state = None if stop is None else stop.view.container("main").exit
+            probe.check("shutdown.container-exit", exit_state, pods.sighted(stop, shutdown_at, first))
 
     pods.observe_until(lambda o: successor(o, shut) is not None, within=RECOVERY_BUDGET_S)
-    return pods, shut, successor(pods, shut), pods.gaps_since(shutdown_at)
+    return pods, shut, successor(pods, shut), shutdown_at
 
 
 def successor(pods: Observer[PodView], stopped_pod: PodView) -> PodView | None:
@@ -120,22 +122,36 @@ def successor(pods: Observer[PodView], stopped_pod: PodView) -> PodView | None:
     return pod if pod is not None and pod.uid != stopped_pod.uid else None
 
 
-def fate(pods: PodObserver, first: PodView) -> str:
-    """What became of the stopped pod (by uid): 'deleted', or its phase as last seen."""
-    return "deleted" if was_deleted(pods, first) else str(last_state(pods, first).phase)
+def check_successor(probe: Probe, claim: str, pods: PodObserver, after: PodView | None, shutdown_at: float) -> None:
+    """Whether a new pod ran Ready: certain once seen so (by uid); never seen, any gap since the shutdown could
+    have hidden one that came and went."""
+    seen = None
+    if after is not None:
+        seen = pods.first_sighting(lambda _, view: view.uid == after.uid and view.phase == "Running" and view.ready)
+    probe.check(claim, after is not None, pods.sighted(seen, shutdown_at))
+
+
+def check_fate(probe: Probe, claim: str, pods: PodObserver, first: PodView) -> None:
+    """What became of the stopped pod (by uid): 'deleted' (certain once seen, whenever it happened; a name
+    taken again by a new pod is not the old one), or its phase as last seen."""
+    gone = pods.first_sighting(lambda type_, view: view.uid == first.uid and type_ in ("DELETED", "GONE"))
+    if gone is not None:
+        probe.check(claim, "deleted", pods.reading(first, at=gone.t))
+    else:
+        probe.check(claim, str(last_state(pods, first).phase), pods.final_state(first))
 
 
 def test_daemonset_pod_after_graceful_node_shutdown(probe: Probe) -> None:
     """The document / k/k#117018: a DaemonSet pod stopped by a node shutdown is replaced once the node is back."""
-    pods, first, after, gaps = shut_down_and_recover(probe, "daemonset-on-shutdown-node.yaml")
-    probe.check("daemonset.pod-replaced", after is not None, gaps)
-    probe.check("daemonset.stopped-pod", fate(pods, first), gaps)
+    pods, first, after, shutdown_at = shut_down_and_recover(probe, "daemonset-on-shutdown-node.yaml")
+    check_successor(probe, "daemonset.pod-replaced", pods, after, shutdown_at)
+    check_fate(probe, "daemonset.stopped-pod", pods, first)
     probe.conclude()
 
 
 def test_statefulset_pod_after_graceful_node_shutdown(probe: Probe) -> None:
     """The document / k/k#118310: a StatefulSet pod stopped by a node shutdown is recreated once the node is back."""
-    pods, first, after, gaps = shut_down_and_recover(probe, "statefulset-on-shutdown-node.yaml")
-    probe.check("statefulset.pod-recreated", after is not None, gaps)
-    probe.check("statefulset.stopped-pod", fate(pods, first), gaps)
+    pods, first, after, shutdown_at = shut_down_and_recover(probe, "statefulset-on-shutdown-node.yaml")
+    check_successor(probe, "statefulset.pod-recreated", pods, after, shutdown_at)
+    check_fate(probe, "statefulset.stopped-pod", pods, first)
     probe.conclude()

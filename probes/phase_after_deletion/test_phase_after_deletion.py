@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.basis import Basis
 from harness.observe import PodObserver
 from harness.probe import Probe
 from harness.probe_helpers import STOP_SLACK_S, container_exit, exit_status_kept, finished_at
@@ -63,6 +64,12 @@ def as_deleted(pod: PodObserver) -> PodView:
     return deleted
 
 
+def deletion_seen(pod: PodObserver, deleted_at: float) -> Basis:
+    """What a reading of the delete's fields rests on: the first state that showed them (a re-list's whole gap,
+    when only a re-list did: an earlier state may have had them before a later delete rewrote them)."""
+    return pod.sighted(pod.deletion_sighting(pod.latest), deleted_at, pod.latest)
+
+
 def seconds_after_grace(deleted: PodView, latest: PodView, container: str) -> float | None:
     """When the container finished (latest view), counted from the end of the grace the delete set.
 
@@ -83,29 +90,39 @@ def seconds_after_delete(deleted: PodView, latest: PodView, container: str) -> f
     return None if after_grace is None else after_grace + (deleted.deletion_grace_period_seconds or 0)
 
 
-def check_sigkilled(probe: Probe, pod: PodObserver, timeout: str | None) -> None:
+def check_sigkilled(probe: Probe, pod: PodObserver, deleted_at: float, timeout: str | None) -> None:
     """The container ignored SIGTERM: SIGKILLed when the grace period ran out."""
-    probe.check("sigterm-ignored.exit", container_exit(pod.latest, "main"), evidence=timeout)
+    ended = pod.final_state(pod.latest)  # the container's end, as the pod was left
+    probe.check("sigterm-ignored.exit", container_exit(pod.latest, "main"), ended, evidence=timeout)
     probe.check(
         "sigterm-ignored.killed-after-grace",
         seconds_after_grace(as_deleted(pod), pod.latest, "main"),
+        Basis.of(deletion_seen(pod, deleted_at), ended),
         evidence=timeout,
     )
 
 
-def check_exited_on_sigterm(probe: Probe, pod: PodObserver, timeout: str | None) -> None:
+def check_exited_on_sigterm(probe: Probe, pod: PodObserver, deleted_at: float, timeout: str | None) -> None:
     """The container trapped SIGTERM and exited 0, well before the grace period ran out."""
-    probe.check("sigterm-handled.exit", container_exit(pod.latest, "main"), evidence=timeout)
+    ended = pod.final_state(pod.latest)
+    probe.check("sigterm-handled.exit", container_exit(pod.latest, "main"), ended, evidence=timeout)
     probe.check(
         "sigterm-handled.exited-after-delete",
         seconds_after_delete(as_deleted(pod), pod.latest, "main"),
+        Basis.of(deletion_seen(pod, deleted_at), ended),
         evidence=timeout,
     )
 
 
 def check_phases(probe: Probe, claim: str, pod: PodObserver, deleted_at: float, timeout: str | None) -> None:
-    """The phases the pod went through from the delete on, judged with the watch's gaps in that window."""
-    probe.check(claim, pod.phases_since(deleted_at), gaps=pod.gaps_since(deleted_at), evidence=timeout)
+    """The phases the pod went through from the delete on (a gap explains a mismatch only where it lies)."""
+    phases, rests_on = pod.phases(pod.latest, deleted_at)
+    probe.check(claim, phases, rests_on, evidence=timeout)
+
+
+def exit_kept(probe: Probe, pod: PodObserver, depending: tuple[str, ...]) -> bool:
+    """exit-status-kept, read from the state the pod was left in (probe_helpers.exit_status_kept)."""
+    return exit_status_kept(probe, "exit-status-kept", pod.latest, pod.final_state(pod.latest), depending)
 
 
 def check_stopped_on_node(probe: Probe, pod: PodObserver) -> None:
@@ -114,7 +131,8 @@ def check_stopped_on_node(probe: Probe, pod: PodObserver) -> None:
     if state is None:
         probe.check_not_observable("container-stopped-on-node", probe.why_not_on_node(pod.latest, "main"))
     else:
-        probe.check("container-stopped-on-node", "running" if state == "running" else "stopped")
+        stopped = "running" if state == "running" else "stopped"
+        probe.check("container-stopped-on-node", stopped, Basis.direct("the node's container list"))
 
 
 # ----------------------------------------------------------------------------- restartPolicy Always
@@ -127,8 +145,8 @@ def test_always_pod_ignoring_sigterm(probe: Probe) -> None:
     becomes `Failed` on 1.27 (k/k#115331).
     """
     pod, deleted_at, timeout = delete_and_watch(probe, probe.manifest("pod-finalizer-ignores-sigterm.yaml"))
-    if exit_status_kept(probe, "exit-status-kept", pod.latest, SIGKILLED):
-        check_sigkilled(probe, pod, timeout)
+    if exit_kept(probe, pod, SIGKILLED):
+        check_sigkilled(probe, pod, deleted_at, timeout)
     check_phases(probe, "always.sigterm-ignored.phases", pod, deleted_at, timeout)
     check_stopped_on_node(probe, pod)
     probe.conclude()
@@ -138,9 +156,9 @@ def test_always_pod_ignoring_sigterm_default_grace(probe: Probe) -> None:
     """The same with no terminationGracePeriodSeconds, as in the document: the API's default of 30 s."""
     manifest = probe.manifest("pod-finalizer-ignores-sigterm.default-grace.yaml")
     pod, deleted_at, timeout = delete_and_watch(probe, manifest)
-    probe.check("default-grace-period", as_deleted(pod).deletion_grace_period_seconds)
-    if exit_status_kept(probe, "exit-status-kept", pod.latest, SIGKILLED):
-        check_sigkilled(probe, pod, timeout)
+    probe.check("default-grace-period", as_deleted(pod).deletion_grace_period_seconds, deletion_seen(pod, deleted_at))
+    if exit_kept(probe, pod, SIGKILLED):
+        check_sigkilled(probe, pod, deleted_at, timeout)
     check_phases(probe, "always.sigterm-ignored.phases", pod, deleted_at, timeout)
     probe.conclude()
 
@@ -151,8 +169,8 @@ def test_always_pod_trapping_sigterm(probe: Probe) -> None:
     Claim: exit 0 / Completed soon after the delete; phase `Running` on 1.26, `Succeeded` on 1.27.
     """
     pod, deleted_at, timeout = delete_and_watch(probe, probe.manifest("pod-finalizer-traps-sigterm.yaml"))
-    if exit_status_kept(probe, "exit-status-kept", pod.latest, EXITED):
-        check_exited_on_sigterm(probe, pod, timeout)
+    if exit_kept(probe, pod, EXITED):
+        check_exited_on_sigterm(probe, pod, deleted_at, timeout)
     check_phases(probe, "always.sigterm-handled.phases", pod, deleted_at, timeout)
     check_stopped_on_node(probe, pod)
     probe.conclude()
@@ -169,8 +187,8 @@ def test_onfailure_pod_ignoring_sigterm(probe: Probe) -> None:
     manifest = probe.manifest("pod-finalizer-ignores-sigterm.onfailure.yaml")
     pod, deleted_at, timeout = delete_and_watch(probe, manifest)
     phases = "onfailure.sigterm-ignored.phases"
-    if exit_status_kept(probe, "exit-status-kept", pod.latest, (*SIGKILLED, phases)):
-        check_sigkilled(probe, pod, timeout)
+    if exit_kept(probe, pod, (*SIGKILLED, phases)):
+        check_sigkilled(probe, pod, deleted_at, timeout)
         check_phases(probe, phases, pod, deleted_at, timeout)
     check_stopped_on_node(probe, pod)
     probe.conclude()
@@ -181,8 +199,8 @@ def test_onfailure_pod_trapping_sigterm(probe: Probe) -> None:
     manifest = probe.manifest("pod-finalizer-traps-sigterm.onfailure.yaml")
     pod, deleted_at, timeout = delete_and_watch(probe, manifest)
     phases = "onfailure.sigterm-handled.phases"
-    if exit_status_kept(probe, "exit-status-kept", pod.latest, (*EXITED, phases)):
-        check_exited_on_sigterm(probe, pod, timeout)
+    if exit_kept(probe, pod, (*EXITED, phases)):
+        check_exited_on_sigterm(probe, pod, deleted_at, timeout)
         check_phases(probe, phases, pod, deleted_at, timeout)
     check_stopped_on_node(probe, pod)
     probe.conclude()

@@ -24,7 +24,8 @@ from typing import NamedTuple
 
 import pytest
 
-from harness.observe import Change, Observer, PodObserver, in_server_order
+from harness.basis import Basis, Moment
+from harness.observe import Change, Observer, PodObserver, in_server_order, key_of
 from harness.probe import POD_START_BUDGET_S, Probe
 from harness.views import PodView, StatefulSetView
 
@@ -47,17 +48,18 @@ MAX_DELETIONS = 4
 SETTLE_S = 10.0
 
 
-def existing_pods(changes: list[Change], upto: int) -> list[str]:
-    """The pods that existed just before change number `upto` of the ordered stream."""
-    alive: set[str] = set()
+def existing_pods(changes: list[Change], upto: int) -> dict[str, str]:
+    """The pods that existed just before change number `upto` of the ordered stream: uid -> name (by uid: a pod
+    recreated under the same name is another pod)."""
+    alive: dict[str, str] = {}
     for _, kind, type_, view in changes[:upto]:
         if kind != "Pod":
             continue
         if type_ in ("DELETED", "GONE"):
-            alive.discard(view.name)
+            alive.pop(key_of(view), None)
         else:
-            alive.add(view.name)
-    return sorted(alive)
+            alive[key_of(view)] = view.name
+    return alive
 
 
 def status_updates(changes: list[Change]) -> list[tuple[int, StatefulSetView]]:
@@ -69,7 +71,7 @@ class Violation(NamedTuple):
     """A status write that broke an invariant: where it stands in the stream and what it says."""
 
     change: Change
-    pods: list[str]  # the pods that existed just before it
+    pods: dict[str, str]  # the pods that existed just before it: uid -> name
     evidence: str
 
 
@@ -78,25 +80,27 @@ def replicas_below_pods(changes: list[Change]) -> Violation | None:
     for position, view in status_updates(changes):
         pods = existing_pods(changes, position)
         if view.observed_generation and view.replicas < len(pods):
-            evidence = (
-                f"status.replicas {view.replicas} while {len(pods)} pods existed ({', '.join(pods)}): {view.summary()}"
-            )
+            names = ", ".join(sorted(pods.values()))
+            evidence = f"status.replicas {view.replicas} while {len(pods)} pods existed ({names}): {view.summary()}"
             return Violation(changes[position], pods, evidence)
     return None
 
 
-def gaps_that_could_explain_replicas_below_pods(
+def what_replicas_below_pods_rests_on(
     below: Violation | None, sets: Observer[StatefulSetView], pods: PodObserver
-) -> list[str]:
-    """The watch gaps that could make this verdict wrong (a gap hides states, it cannot add or reorder them).
+) -> Basis:
+    """What this verdict rests on (a gap hides states, it cannot add or reorder them).
 
-    No violation seen: a hidden status write (or hidden pods) could be one, so every gap counts. A violation
-    seen: the status write itself was seen; only a pod deletion before it that a gap hid, and that was learned
-    of after it, could have made the pods then existing fewer than counted.
+    No violation seen: a hidden status write (or hidden pods) could be one: every state of both watches. A
+    violation seen: the status write itself was seen; only the pods then existing, at that write (in the server's
+    order, by resourceVersion): a deletion of one of them before it that a gap hid, learned of after it, could
+    have made them fewer than counted.
     """
     if below is None:
-        return sets.gaps_since(0.0) + pods.gaps_since(0.0)
-    return pods.gaps_hiding_before(below.change.view.resource_version, below.change.t, below.pods)
+        return Basis.of(sets.during(0.0), pods.during(0.0))
+    version = str(below.change.view.resource_version)
+    at = Moment(below.change.t, int(version) if version.isdigit() else None)
+    return pods.during(at, at, below.pods)
 
 
 def current_revision_moved_early(changes: list[Change], original: str | None) -> str | None:
@@ -126,28 +130,32 @@ def all_ready(sets: Observer[StatefulSetView]) -> bool:
     return latest.observed_generation >= latest.generation and latest.ready_replicas == REPLICAS
 
 
-def recreated_and_ready(pods: Observer[PodView], name: str, since: float = 0.0) -> bool:
-    """A pod of this name was seen terminating after `since`, and later a Ready pod of the same name without
-    deletion."""
+def recreated(pods: Observer[PodView], name: str, since: float = 0.0, ready: bool = True) -> PodView | None:
+    """The pod that took this name after one of that name was seen terminating (after `since`): another uid (a pod
+    recreated under the same name is another pod); with `ready`, only once it is Ready and not being deleted."""
     terminating = next(
-        (t for t, p in pods.history if t >= since and p.name == name and p.deletion_timestamp is not None), None
+        (p for t, p in pods.history if t >= since and p.name == name and p.deletion_timestamp is not None), None
     )
     if terminating is None:
-        return False
-    return any(
-        seen > terminating and view.name == name and view.deletion_timestamp is None and view.ready
-        for seen, view in pods.history
-    )
+        return None
+    holder = pods.named(name)
+    if holder is None or holder.uid == terminating.uid:
+        return None
+    if ready and (holder.deletion_timestamp is not None or not holder.ready):
+        return None
+    return holder
 
 
 def delete_and_await_recreation(probe: Probe, pods: PodObserver, deletion: int) -> tuple[float, str | None]:
     """Delete the pod below the partition and wait until the controller recreated it and it is Ready: when the
     delete was sent, and None (else what was awaited and last seen)."""
-    deleted_at = probe.delete_pod(pods.states[BELOW_PARTITION])
+    below = pods.named(BELOW_PARTITION)
+    assert below is not None, f"pod {BELOW_PARTITION} was never seen"
+    deleted_at = probe.delete_pod(below)
     time = {1: "", 2: " a second time"}.get(deletion, f" after deletion {deletion}")
     not_recreated = pods.await_outcome(
         f"pod {BELOW_PARTITION} to be recreated and Ready{time}",
-        lambda o: recreated_and_ready(o, BELOW_PARTITION, since=deleted_at),
+        lambda o: recreated(o, BELOW_PARTITION, since=deleted_at) is not None,
         within=POD_START_BUDGET_S,
     )
     pods.catch_up()
@@ -175,7 +183,7 @@ def scale_up_then_update_above_the_partition(probe: Probe, manifest_file: str) -
     # Act 1: the Parallel scale-up from 0 to 3.
     sets.wait_for(
         f"StatefulSet {name} to have {REPLICAS} ready replicas",
-        lambda o: name in o.states and all_ready(o),
+        lambda o: o.named(name) is not None and all_ready(o),
         within=POD_START_BUDGET_S,
     )
     pods.catch_up()
@@ -228,7 +236,8 @@ def delete_below_the_partition(probe: Probe, update: PartitionedUpdate) -> Delet
     (MAX_DELETIONS in all); where it never moves, twice. Then SETTLE_S more of both watches.
     """
     sets, pods, original = update.sets, update.pods, update.original
-    first = pods.states[BELOW_PARTITION]
+    first = pods.named(BELOW_PARTITION)
+    assert first is not None, f"pod {BELOW_PARTITION} was never seen"
     first_deleted_at, not_recreated = delete_and_await_recreation(probe, pods, 1)
     deleted_at, deletions, moved_at_deletion = first_deleted_at, 1, False
     while not_recreated is None and deletions < MAX_DELETIONS:
@@ -244,12 +253,43 @@ def delete_below_the_partition(probe: Probe, update: PartitionedUpdate) -> Delet
     return Deletions(first, first_deleted_at, deleted_at, not_recreated)
 
 
-def recreated_revision(update: PartitionedUpdate, deletions: Deletions) -> str:
-    """The revision the pod below the partition came back at after its last deletion ('current' or 'update'), or
-    'not recreated': the pod last seen may then be the deleted one, with no revision of its own to judge."""
-    if deletions.not_recreated is not None:
-        return "not recreated"
-    return revision_name(update.pods.states[BELOW_PARTITION], update.original, update.sets.latest.update_revision)
+def check_recreated_revision(probe: Probe, claim: str, update: PartitionedUpdate, deletions: Deletions) -> None:
+    """The revision the pod below the partition came back at after its last deletion ('current' or 'update').
+
+    The pod that came back (by uid: the name is the deleted pod's too); its revision is its label, which it has from
+    its creation: what decides is which pod came back, seen from the deletion on.
+    """
+    pods = update.pods
+    back = None
+    if deletions.not_recreated is None:
+        back = recreated(pods, BELOW_PARTITION, since=deletions.last_at, ready=False)
+    came_back = None if back is None else pods.first_sighting(lambda _, view: view.uid == back.uid)
+    probe.check(
+        claim,
+        # without a recreated pod there is no revision to judge
+        revision_name(back, update.original, update.sets.latest.update_revision)
+        if back is not None
+        else "not recreated",
+        pods.during(deletions.last_at, None if came_back is None else came_back.t),
+        evidence=deletions.not_recreated,
+    )
+
+
+def check_current_revision_holds(probe: Probe, claim: str, update: PartitionedUpdate, changes: list[Change]) -> None:
+    """No status write moved currentRevision away from the revision before the update.
+
+    A move seen is a status write seen: no hidden state undoes it. None seen: a gap in the StatefulSet's watch could
+    have hidden one (the pods' watch cannot).
+    """
+    sets, original = update.sets, update.original
+    moved = current_revision_moved_early(changes, original)
+    moved_at = next((t for t, v in sets.history if original and v.current_revision not in (None, original)), None)
+    probe.check(
+        claim,
+        moved is None,
+        sets.during(0.0, None, sets.latest) if moved is None else sets.reading(sets.latest, at=moved_at),
+        evidence=moved,
+    )
 
 
 def test_statefulset_status_through_parallel_scale_up_and_partitioned_update(probe: Probe) -> None:
@@ -259,28 +299,14 @@ def test_statefulset_status_through_parallel_scale_up_and_partitioned_update(pro
 
     changes = in_server_order(update.sets, update.pods)
     below = replicas_below_pods(changes)
-    moved = current_revision_moved_early(changes, update.original)
-
     probe.check(
         "statefulset.scale-up.replicas-cover-pods",
         below is None,
-        gaps_that_could_explain_replicas_below_pods(below, update.sets, update.pods),
+        what_replicas_below_pods_rests_on(below, update.sets, update.pods),
         evidence=below.evidence if below else None,
     )
-    probe.check(
-        "statefulset.partition.recreated-pod-revision",
-        recreated_revision(update, deletions),
-        update.pods.gaps_since(deletions.last_at),
-        evidence=deletions.not_recreated,
-    )
-    # A move seen is a status write seen: no hidden state undoes it. None seen: a gap in the StatefulSet's
-    # watch could have hidden one (the pods' watch cannot).
-    probe.check(
-        "statefulset.partition.current-revision-holds",
-        moved is None,
-        update.sets.gaps_since(0.0) if moved is None else [],
-        evidence=moved,
-    )
+    check_recreated_revision(probe, "statefulset.partition.recreated-pod-revision", update, deletions)
+    check_current_revision_holds(probe, "statefulset.partition.current-revision-holds", update, changes)
     probe.conclude()
 
 
@@ -297,22 +323,8 @@ def test_statefulset_partition_with_pods_failing_on_sigterm(probe: Probe) -> Non
     deletions = delete_below_the_partition(probe, update)
 
     changes = in_server_order(update.sets, update.pods)
-    phases = update.pods.phases_since(deletions.first_at, BELOW_PARTITION, uid=deletions.first.uid)
-    moved = current_revision_moved_early(changes, update.original)
-
-    probe.check("statefulset.failing-pod.deleted-pod-phases", phases, update.pods.gaps_since(deletions.first_at))
-    # A move seen is a status write seen: no hidden state undoes it. None seen: a gap in the StatefulSet's
-    # watch could have hidden one.
-    probe.check(
-        "statefulset.failing-pod.current-revision-holds",
-        moved is None,
-        update.sets.gaps_since(0.0) if moved is None else [],
-        evidence=moved,
-    )
-    probe.check(
-        "statefulset.failing-pod.recreated-pod-revision",
-        recreated_revision(update, deletions),
-        update.pods.gaps_since(deletions.last_at),
-        evidence=deletions.not_recreated,
-    )
+    phases, phases_rest_on = update.pods.phases(deletions.first, deletions.first_at)
+    probe.check("statefulset.failing-pod.deleted-pod-phases", phases, phases_rest_on)
+    check_current_revision_holds(probe, "statefulset.failing-pod.current-revision-holds", update, changes)
+    check_recreated_revision(probe, "statefulset.failing-pod.recreated-pod-revision", update, deletions)
     probe.conclude()

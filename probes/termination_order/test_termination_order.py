@@ -20,7 +20,8 @@ from typing import NamedTuple
 
 import pytest
 
-from harness.observe import Observer, PodObserver, delete_requested_at
+from harness.basis import Basis
+from harness.observe import Observer, PodObserver, delete_requested_at, key_of
 from harness.probe import NotServed, Probe
 from harness.probe_helpers import (
     POD_START_BUDGET_S,
@@ -95,6 +96,8 @@ class Deletion(NamedTuple):
     deleted: PodView  # the first state with a deletionTimestamp
     requested_at: float  # this machine's clock, when the delete was sent
     running: str | None  # None when the container stopped in time, else what was awaited and last seen
+    ended: Basis  # what a reading of `last` rests on: the state the pod was left in
+    deletion_seen: Basis  # what a reading of `deleted` rests on: the first state that showed the delete
 
 
 def delete_and_observe(probe: Probe, manifest: JsonDict, grace_override: int | None = None) -> Deletion:
@@ -104,7 +107,7 @@ def delete_and_observe(probe: Probe, manifest: JsonDict, grace_override: int | N
     """
     with probe.start_pod(manifest) as pod:
         requested_at = probe.transport.wall_clock()
-        probe.delete_pod(pod.latest, grace_period_seconds=grace_override)
+        deleted_at = probe.delete_pod(pod.latest, grace_period_seconds=grace_override)
         grace = grace_override if grace_override is not None else manifest["spec"]["terminationGracePeriodSeconds"]
         running = pod.await_outcome(
             "the deleted pod's container to stop",
@@ -112,16 +115,17 @@ def delete_and_observe(probe: Probe, manifest: JsonDict, grace_override: int | N
             within=grace + STOP_SLACK_S,
             veto=lambda o: "the pod is gone, although a finalizer holds it" if o.gone else None,
         )
-        deleted = pod.as_deleted(pod.latest)
-        if deleted is None:
+        sighting = pod.deletion_sighting(pod.latest)
+        if sighting is None:
             raise AssertionError(f"pod {pod.latest.name} was never seen with a deletionTimestamp")
-        return Deletion(pod.latest, deleted, requested_at, running)
+        deletion_seen = pod.sighted(sighting, deleted_at)
+        return Deletion(pod.latest, sighting.view, requested_at, running, pod.final_state(pod.latest), deletion_seen)
 
 
-def check_deletion_timestamp(probe: Probe, deleted: PodView, requested_at: float, grace: int) -> None:
-    deletion = parse_time(deleted.deletion_timestamp)
-    offset = None if deletion is None else round(deletion.timestamp() - requested_at - grace, 2)
-    probe.check("deletion.timestamp-is-request-plus-grace", offset)
+def check_deletion_timestamp(probe: Probe, seen: Deletion, grace: int) -> None:
+    deletion = parse_time(seen.deleted.deletion_timestamp)
+    offset = None if deletion is None else round(deletion.timestamp() - seen.requested_at - grace, 2)
+    probe.check("deletion.timestamp-is-request-plus-grace", offset, seen.deletion_seen)
 
 
 # ------------------------------------------------------------------------------------ deletion fields
@@ -132,8 +136,8 @@ def test_deletion_fields_from_the_spec(probe: Probe) -> None:
     deletionGracePeriodSeconds = terminationGracePeriodSeconds.
     """
     seen = delete_and_observe(probe, probe.manifest("pod-finalizer-traps-sigterm.grace-7s.yaml"))
-    probe.check("deletion.grace-from-spec", seen.deleted.deletion_grace_period_seconds)
-    check_deletion_timestamp(probe, seen.deleted, seen.requested_at, 7)
+    probe.check("deletion.grace-from-spec", seen.deleted.deletion_grace_period_seconds, seen.deletion_seen)
+    check_deletion_timestamp(probe, seen, 7)
     probe.conclude()
 
 
@@ -141,8 +145,8 @@ def test_deletion_fields_with_a_grace_period_override(probe: Probe) -> None:
     """The same when DeleteOptions.gracePeriodSeconds (3 s) overrides the spec's 7 s: the override wins."""
     manifest = probe.manifest("pod-finalizer-traps-sigterm.grace-7s.yaml")
     seen = delete_and_observe(probe, manifest, grace_override=3)
-    probe.check("deletion.grace-from-override", seen.deleted.deletion_grace_period_seconds)
-    check_deletion_timestamp(probe, seen.deleted, seen.requested_at, 3)
+    probe.check("deletion.grace-from-override", seen.deleted.deletion_grace_period_seconds, seen.deletion_seen)
+    check_deletion_timestamp(probe, seen, 3)
     probe.conclude()
 
 
@@ -163,12 +167,19 @@ def test_prestop_within_the_grace_period(probe: Probe) -> None:
         "prestop-in-time.killed-after-delete",
         "prestop-in-time.killed-after-sigterm",
     )
-    if exit_status_kept(probe, EXIT_KEPT, pod, reading_the_end):
-        probe.check("prestop-in-time.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
-        probe.check("sigkilled.exit", container_exit(pod), evidence=running)
-        probe.check("prestop-in-time.killed-after-delete", finished_after_delete(pod, seen.deleted), evidence=running)
+    if exit_status_kept(probe, EXIT_KEPT, pod, seen.ended, reading_the_end):
+        probe.check(
+            "prestop-in-time.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"), seen.ended
+        )
+        probe.check("sigkilled.exit", container_exit(pod), seen.ended, evidence=running)
+        probe.check(
+            "prestop-in-time.killed-after-delete",
+            finished_after_delete(pod, seen.deleted),
+            Basis.of(seen.deletion_seen, seen.ended),
+            evidence=running,
+        )
         killed_after_sigterm = interval(instants, "sigterm", LAST_INSTANT)
-        probe.check("prestop-in-time.killed-after-sigterm", killed_after_sigterm, evidence=running)
+        probe.check("prestop-in-time.killed-after-sigterm", killed_after_sigterm, seen.ended, evidence=running)
     probe.conclude()
 
 
@@ -187,13 +198,20 @@ def test_prestop_overrunning_the_grace_period(probe: Probe) -> None:
         "prestop-overrun.killed-after-delete",
         "prestop-overrun.killed-after-sigterm",
     )
-    if exit_status_kept(probe, EXIT_KEPT, pod, reading_the_end):
-        probe.check("prestop-overrun.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
-        probe.check("prestop-overrun.prestop-cut-off", "prestop-end" not in instants)
-        probe.check("sigkilled.exit", container_exit(pod), evidence=running)
-        probe.check("prestop-overrun.killed-after-delete", finished_after_delete(pod, seen.deleted), evidence=running)
+    if exit_status_kept(probe, EXIT_KEPT, pod, seen.ended, reading_the_end):
+        probe.check(
+            "prestop-overrun.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"), seen.ended
+        )
+        probe.check("prestop-overrun.prestop-cut-off", "prestop-end" not in instants, seen.ended)
+        probe.check("sigkilled.exit", container_exit(pod), seen.ended, evidence=running)
+        probe.check(
+            "prestop-overrun.killed-after-delete",
+            finished_after_delete(pod, seen.deleted),
+            Basis.of(seen.deletion_seen, seen.ended),
+            evidence=running,
+        )
         killed_after_sigterm = interval(instants, "sigterm", LAST_INSTANT)
-        probe.check("prestop-overrun.killed-after-sigterm", killed_after_sigterm, evidence=running)
+        probe.check("prestop-overrun.killed-after-sigterm", killed_after_sigterm, seen.ended, evidence=running)
     probe.conclude()
 
 
@@ -203,10 +221,15 @@ def test_sigterm_handled_after_prestop(probe: Probe) -> None:
     pod, running = seen.last, seen.running
     instants = container_instants(probe, pod)
     reading_the_end = ("graceful.sigterm-after-prestop-start", "graceful.exit", "graceful.finished-after-delete")
-    if exit_status_kept(probe, EXIT_KEPT, pod, reading_the_end):
-        probe.check("graceful.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"))
-        probe.check("graceful.exit", container_exit(pod), evidence=running)
-        probe.check("graceful.finished-after-delete", finished_after_delete(pod, seen.deleted), evidence=running)
+    if exit_status_kept(probe, EXIT_KEPT, pod, seen.ended, reading_the_end):
+        probe.check("graceful.sigterm-after-prestop-start", interval(instants, "prestop-start", "sigterm"), seen.ended)
+        probe.check("graceful.exit", container_exit(pod), seen.ended, evidence=running)
+        probe.check(
+            "graceful.finished-after-delete",
+            finished_after_delete(pod, seen.deleted),
+            Basis.of(seen.deletion_seen, seen.ended),
+            evidence=running,
+        )
     probe.conclude()
 
 
@@ -235,29 +258,32 @@ def test_replicaset_replaces_a_pod_while_it_terminates(probe: Probe) -> None:
     pods = probe.watch_pods()
     probe.create(probe.manifest("deployment-slow-to-stop.yaml"))
     old = running_deployment_pod(pods)
-    probe.delete_pod(old)
+    deleted_at = probe.delete_pod(old)
     waited = pods.await_outcome(
         "a replacement pod, and the old pod's container to stop",
-        lambda o: len(o.names()) >= 2 and (old.name in o.deleted or o.states[old.name].all_containers_terminated),
+        lambda o: len(o.states) >= 2 and (o.is_deleted(old) or o.states[key_of(old)].all_containers_terminated),
         within=old.raw["spec"]["terminationGracePeriodSeconds"] + STOP_SLACK_S,
     )
-    new = next((pods.states[n] for n in pods.names() if n != old.name), None)  # None: never replaced in time
-    created = parse_time(new.raw["metadata"].get("creationTimestamp")) if new is not None else None
-    # Each instant from the state that first showed its event: the kubelet's final delete rewrites the
+    # Each instant from the state that first showed its event (by uid): the kubelet's final delete rewrites the
     # deletion fields, and the old pod's last state may be long after its container stopped.
-    stopped = pods.first_state(lambda p: p.uid == old.uid and p.all_containers_terminated)
-    main = container_status(stopped) if stopped is not None else None
+    new = pods.first_sighting(lambda _, p: p.uid != old.uid)  # None: never replaced in time
+    created = parse_time(new.view.raw["metadata"].get("creationTimestamp")) if new is not None else None
+    stopped = pods.first_sighting(lambda _, p: p.uid == old.uid and p.all_containers_terminated)
+    main = container_status(stopped.view) if stopped is not None else None
     finished = parse_time(main.finished_at) if main is not None else None
-    deleted = pods.as_deleted(old)
-    requested = delete_requested_at(deleted) if deleted is not None else None
+    deletion = pods.deletion_sighting(old)
+    requested = delete_requested_at(deletion.view) if deletion is not None else None
+    replaced = pods.sighted(new, deleted_at)  # never seen: any pod since the delete could have been it
     probe.check(
         "replacement.created-before-old-container-finished",
         None if created is None or finished is None else (finished - created).total_seconds(),
+        Basis.of(replaced, pods.sighted(stopped, deleted_at, old)),
         evidence=waited,
     )
     probe.check(
         "replacement.created-right-after-delete",
         None if created is None or requested is None else (created - requested).total_seconds(),
+        Basis.of(replaced, pods.sighted(deletion, deleted_at, old)),
         evidence=waited,
     )
     probe.conclude()
@@ -268,8 +294,8 @@ def test_replicaset_replaces_a_pod_while_it_terminates(probe: Probe) -> None:
 
 def endpoint_of(observer: Observer[EndpointsView], pod: str) -> JsonDict | None:
     """The pod's entry in the Service's endpoints (any slice / the Endpoints object), or None if absent."""
-    for name, view in observer.states.items():
-        if name not in observer.deleted and pod in view.pods:
+    for uid, view in observer.states.items():
+        if uid not in observer.deleted and pod in view.pods:
             return view.pods[pod]
     return None
 
@@ -314,30 +340,32 @@ def test_endpoint_removal_while_the_container_still_runs(probe: Probe) -> None:
             within=ENDPOINT_BOUND_S,
         )
         probe.check(
-            "endpoints.slice-entry-after-delete", endpoint_of(slices, old.name) or "removed", evidence=unchanged
+            "endpoints.slice-entry-after-delete",
+            endpoint_of(slices, old.name) or "removed",
+            slices.reading(slices.objects()),  # the entry as it is once it changed
+            evidence=unchanged,
         )
     running = pods.await_outcome(
         f"pod {old.name}'s container to stop",
-        lambda o: old.name in o.deleted or o.states[old.name].all_containers_terminated,
+        lambda o: o.is_deleted(old) or o.states[key_of(old)].all_containers_terminated,
         within=old.raw["spec"]["terminationGracePeriodSeconds"] + STOP_SLACK_S,
     )
     stopped_at = None  # the container did not stop in time
     if running is None:
-        stopped_at = pods.first_seen(old.name, lambda p: p.all_containers_terminated) or pods.history[-1][0]
+        stopped_at = pods.first_seen(old, lambda p: p.all_containers_terminated) or pods.history[-1][0]
     if left_endpoints_at is None:  # not within the bound: it may have left later, while the container still ran
         legacy.catch_up()
         left_endpoints_at = first_absent(legacy, old.name, since=deleted_at)
     left = None if left_endpoints_at is None else round(left_endpoints_at - deleted_at, 2)
     # Only a gap between the delete and the instant read can move that instant (a re-list dates the change
     # to its own arrival, though it happened somewhere in the gap).
-    seen_until = max(t for t in (left_endpoints_at, stopped_at, legacy.history[-1][0]) if t is not None)
-    legacy_gaps = legacy.gaps_between(deleted_at, seen_until)
-    probe.check("endpoints.left-v1-endpoints-after-delete", left, legacy_gaps, evidence=still_in)
+    left_seen = legacy.during(deleted_at, left_endpoints_at, legacy.objects())
+    probe.check("endpoints.left-v1-endpoints-after-delete", left, left_seen, evidence=still_in)
     out_of_service = left_endpoints_at is not None and (stopped_at is None or left_endpoints_at < stopped_at)
     probe.check(
         "endpoints.out-of-service-before-container-stopped",
         out_of_service,
-        legacy_gaps + pods.gaps_between(deleted_at, seen_until),
+        Basis.of(left_seen, pods.during(deleted_at, stopped_at, old)),
         evidence=still_in or running,
     )
     probe.conclude()
@@ -347,7 +375,7 @@ def first_absent(observer: Observer[EndpointsView], pod: str, since: float) -> f
     """When the pod was first absent from every Endpoints object seen, at or after `since` (None: never)."""
     present: dict[str, bool] = {}  # Endpoints object -> holds the pod, rebuilt from the changes in order
     for t, type_, view in observer.changes:
-        present[view.name] = type_ not in ("DELETED", "GONE") and pod in view.pods
+        present[key_of(view)] = type_ not in ("DELETED", "GONE") and pod in view.pods
         if t >= since and not any(present.values()):
             return t
     return None
