@@ -4,7 +4,8 @@ A claim's expectations are stated per version range (one range, or several joine
 range here). A range is only as true as a live run inside it, so a range *holds a live run* when a live
 recording of a probe that observed the claim was made on a server whose version is in it. Per claim, not
 per family: a recording covers only the claims its probe observed in it (the replay's verdicts say which;
-a claim the probe found "not observable" there is not covered by it).
+a claim the probe found "not observable" there is not covered by it). A claim no recorded probe observes, in a
+family with a probe not recorded live yet (the replay skips it), is taken for that probe's: the plan runs it.
 
 The recordings are read by replaying them (`pytest probes --replay probes` in a child process, a few
 seconds), so the probes themselves say which claims they observe, and the version is the one the server
@@ -60,13 +61,14 @@ class LiveRun:
 
 @dataclass
 class Observed:
-    """What replaying live records found: the runs per claim, which probes check each claim, and which probes run
-    only on kind (the graceful-node-shutdown cluster; a local cluster skips them)."""
+    """What replaying live records found: the runs per claim, which probes check each claim, which probes run
+    only on kind (the graceful-node-shutdown cluster; a local cluster skips them), and which have no record."""
 
     runs: dict[tuple[str, str], list[LiveRun]] = field(default_factory=dict)  # (family, claim) -> runs
     probes: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (family, claim) -> probes checking it
     kind_only: set[str] = field(default_factory=set)
     versions: set[str] = field(default_factory=set)  # every server version a live record names
+    unrecorded: dict[str, set[str]] = field(default_factory=dict)  # family -> probes collected but never recorded
 
 
 @dataclass
@@ -79,6 +81,7 @@ class ClaimRange:
     runs: list[LiveRun]
     probes: tuple[str, ...]  # the probes that check the claim
     kind_only: bool  # all of them run only on kind: a local cluster cannot cover the range
+    unrecorded: bool = False  # `probes` are its family's probes not recorded live yet (none recorded checks it)
 
     @property
     def covered(self) -> bool:
@@ -135,9 +138,17 @@ def provider_of(record: JsonDict) -> str:
     return "existing" if cluster == "existing" else cluster or "unknown"
 
 
-def observed_in(records: Iterable[JsonDict], kind_only: Iterable[str] = ()) -> Observed:
-    """The live runs per claim in probe records (replays of live recordings, or live runs themselves)."""
+def observed_in(
+    records: Iterable[JsonDict], kind_only: Iterable[str] = (), collected: Mapping[str, str] | None = None
+) -> Observed:
+    """The live runs per claim in probe records (replays of live recordings, or live runs themselves).
+    `collected`: every probe the replay collected, with its family; those no record names are unrecorded."""
+    records = list(records)
     found = Observed(kind_only=set(kind_only))
+    named = {str(record.get("probe")) for record in records}
+    for probe, family in (collected or {}).items():
+        if probe not in named:
+            found.unrecorded.setdefault(family, set()).add(probe)
     for record in records:
         origin = record.get("recording_origin") or {}
         live = origin.get("kind") == "live" or (not origin and record.get("transport") == "live")
@@ -164,12 +175,15 @@ def claim_ranges(observed: Observed, claims: Mapping[str, Mapping[str, Claim]] |
         for claim in family_claims.values():
             key = (family, claim.id)
             probes = tuple(sorted(observed.probes.get(key, ())))
+            unrecorded = not probes and bool(observed.unrecorded.get(family))
+            if unrecorded:
+                probes = tuple(sorted(observed.unrecorded[family]))
             kind_only = bool(probes) and all(p in observed.kind_only for p in probes)
             runs = observed.runs.get(key, [])
             for expectation in claim.expectations:
                 for part in range_parts(expectation.versions):
                     inside = sorted(run for run in runs if run.version.satisfies(part))
-                    ranges.append(ClaimRange(family, claim.id, part, inside, probes, kind_only))
+                    ranges.append(ClaimRange(family, claim.id, part, inside, probes, kind_only, unrecorded))
     return Coverage(ranges)
 
 
@@ -177,15 +191,19 @@ def claim_ranges(observed: Observed, claims: Mapping[str, Mapping[str, Claim]] |
 
 
 class _Markers:
-    """A pytest plugin noting the probes marked to run only on the graceful-node-shutdown kind cluster."""
+    """A pytest plugin noting every probe collected, with its family (its folder), and those marked to run only on
+    the graceful-node-shutdown kind cluster."""
 
     def __init__(self) -> None:
         self.kind_only: set[str] = set()
+        self.collected: dict[str, str] = {}
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         for item in session.items:
+            probe = probe_id(item.path.name, getattr(item, "originalname", item.name))
+            self.collected[probe] = item.path.parent.name
             if item.get_closest_marker(KIND_ONLY_MARKER):
-                self.kind_only.add(probe_id(item.path.name, getattr(item, "originalname", item.name)))
+                self.kind_only.add(probe)
 
 
 def probe_id(module: str, function: str) -> str:
@@ -196,13 +214,16 @@ def probe_id(module: str, function: str) -> str:
 def replay_recordings(recordings: Path | None = None, timeout: float = 600) -> Observed:
     """Replay the probes on every recording under `recordings` (default: probes/, all the shipped ones) in a child
     pytest, and read what each observed."""
-    records, kind_only = replay_records(recordings, timeout)
-    return observed_in(records, kind_only)
+    records, kind_only, collected = replay_records(recordings, timeout)
+    return observed_in(records, kind_only, collected)
 
 
-def replay_records(recordings: Path | None = None, timeout: float = 600) -> tuple[list[JsonDict], list[str]]:
+def replay_records(
+    recordings: Path | None = None, timeout: float = 600
+) -> tuple[list[JsonDict], list[str], dict[str, str]]:
     """(the probe records of a replay of every recording under `recordings`, default probes/; the probes that run
-    only on kind), from a child pytest. A replay that could not run raises CoverageError with pytest's last words."""
+    only on kind; every probe collected, with its family), from a child pytest. A replay that could not run raises
+    CoverageError with pytest's last words."""
     probes = families.FAMILIES_ROOT
     root = recordings or probes
     with tempfile.TemporaryDirectory(prefix="plp-coverage-") as scratch:
@@ -221,16 +242,19 @@ def replay_records(recordings: Path | None = None, timeout: float = 600) -> tupl
         if answer.get("exit_code") not in (0, 1) or not files:
             lines = [line for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
             raise CoverageError(f"replaying the recordings under {root} failed: {' | '.join(lines[-3:])}")
-        return [json.loads(path.read_text()) for path in files], list(answer.get("kind_only", []))
+        records = [json.loads(path.read_text()) for path in files]
+        return records, list(answer.get("kind_only", [])), dict(answer.get("collected", {}))
 
 
 def main(argv: Sequence[str]) -> int:
-    """The child: pytest with argv[1:], the kind-only probes and pytest's exit code written as JSON to argv[0]."""
+    """The child: pytest with argv[1:]; pytest's exit code, the kind-only probes and every probe collected with its
+    family written as JSON to argv[0]."""
     import pytest
 
     markers = _Markers()
     code = pytest.main(list(argv[1:]), plugins=[markers])
-    Path(argv[0]).write_text(json.dumps({"exit_code": int(code), "kind_only": sorted(markers.kind_only)}))
+    answer = {"exit_code": int(code), "kind_only": sorted(markers.kind_only), "collected": markers.collected}
+    Path(argv[0]).write_text(json.dumps(answer))
     return 0
 
 
@@ -394,6 +418,8 @@ def why_not(claim_range: ClaimRange) -> str:
         return " (older than what builds here)"
     if not claim_range.probes:
         return " (no probe checks this claim)"
+    if claim_range.unrecorded:
+        return f" (no live recording yet of {', '.join(claim_range.probes)})"
     return ""
 
 

@@ -98,8 +98,8 @@ def disk_gb(path: Path) -> float:
 class Builder:
     """Makes the planned releases runnable in order on one background thread, ahead of the probes.
 
-    Each Kubernetes build keeps one minor's Go build cache (harness/gobuild/kubernetes.py), so the matrix's disk stays
-    that of one minor's cache plus the modules, toolchains and binaries.
+    Each Kubernetes build keeps one Go minor's build cache (harness/gobuild/kubernetes.py), so the matrix's disk stays
+    that of one cache plus the modules, toolchains and binaries.
     """
 
     def __init__(

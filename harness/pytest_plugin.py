@@ -10,7 +10,8 @@ its module is in, probes/<family>/ (harness/families.py). Where it runs:
 - `--local-version 1.27.3`: on a local cluster this run builds (once) and starts (harness/clusters/local/);
 - `--kubeconfig F [--context C]`: on an existing cluster (node-level claims are "not observable");
 - `--cluster-spec JSON`: on the cluster `make probe` resolved (and readied), of any kind;
-- `--replay DIR`: on the recordings in DIR, once per recording of that probe, with no cluster at all.
+- `--replay DIR`: on the recordings in DIR, once per recording of that probe, with no cluster at all (a probe
+  without one is skipped by name: its claims rest on the expectations alone, as on a version no cluster ran).
 Each kind of cluster declares its own options (harness/clusters/kinds.py); the plugin chooses one kind, once.
 Without any of these, and without Docker and kind, live probes are skipped with one reason.
 """
@@ -213,11 +214,21 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         if repeat > 1:  # live: the same probe N times, each in its own namespace
             metafunc.parametrize("probe", range(repeat), indirect=True, ids=[f"repeat{i + 1}" for i in range(repeat)])
         return
-    paths = metafunc.config.stash[RECORDINGS].get(probe_id(metafunc.function), [])
+    name = probe_id(metafunc.function)
+    paths = metafunc.config.stash[RECORDINGS].get(name, [])
     if paths:
         metafunc.parametrize("probe", paths, indirect=True, ids=[p.stem for p in paths])
-    else:  # a probe without a recording is a failure of the offline run, not a silent omission
-        metafunc.parametrize("probe", [None], indirect=True, ids=["no-recording"])
+    else:  # as a version no cluster ran: nothing to replay, said by name (-ra lists it), never a pass
+        unrecorded = pytest.param(None, marks=pytest.mark.skip(reason=not_recorded(name, metafunc.config)))
+        metafunc.parametrize("probe", [unrecorded], indirect=True, ids=["no-recording"])
+
+
+def not_recorded(name: str, config: pytest.Config) -> str:
+    """Why a probe without a recording under --replay is skipped: its claims rest on the expectations alone."""
+    return (
+        f"{name}: no live recording under {config.getoption('--replay')}, nothing replayed; its claims rest on "
+        "their expectations alone (make coverage lists their ranges)"
+    )
 
 
 @pytest.hookimpl(trylast=True)

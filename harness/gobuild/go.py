@@ -59,8 +59,8 @@ def go_environment(tools: Path = TOOLS, cache: str = "shared") -> dict[str, str]
 
 
 def go_build_cache(tools: Path, name: str) -> Path:
-    """The Go build cache of one minor's builds (patches of a minor share most compiled packages; other minors
-    share nearly none, having another toolchain), or "shared" for the suite's small Go tools."""
+    """A Go build cache: one Go minor's Kubernetes builds (harness/gobuild/kubernetes.py `build_cache_name`), or
+    "shared" for the suite's small Go tools."""
     return tools / "go" / "cache" / name
 
 

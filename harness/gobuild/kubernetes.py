@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.gobuild import openapi, progress
-from harness.gobuild.go import BuildError, check_go, go_environment, run_step
+from harness.gobuild.go import BuildError, check_go, go_build_cache, go_environment, run_step
 from harness.gobuild.modules import (
     download_module,
     listed_module_answers,
@@ -278,20 +278,27 @@ def build_kubernetes(
         raise
 
 
-def keep_one_minors_build_cache(tools: Path, minor: str) -> list[str]:
-    """Before a build of `minor`, remove the other minors' Go build caches (never "shared"): the disk holds one
-    minor's cache besides the modules, toolchains and binaries. Another minor's cache serves nearly nothing here
-    (another toolchain), and a release is built once (its binaries stay). Seen: with bisections and single builds
-    trimming nothing, `.tools/go` reached 47 GB with six minors' caches (1.27's alone 13 GB, from five patches
-    on four Go releases) and left 8 GB free. The names removed."""
+def build_cache_name(toolchain: str) -> str:
+    """'go1.20.14' -> 'go1.20': builds share a Go build cache by the Go minor of their toolchain. Its keys name the
+    toolchain and each module's version (v0.0.0 for k8s.io/kubernetes and its staging twins here), so the patches
+    of a Kubernetes minor, and consecutive minors built with one Go minor, reuse every package that is the same."""
+    return ".".join(toolchain.split(".")[:2])
+
+
+def keep_one_build_cache(tools: Path, name: str) -> list[str]:
+    """Before a build, remove the other Go build caches (never "shared"): the disk holds one Go minor's cache
+    besides the modules, toolchains and binaries. Another Go minor's cache serves nothing (its keys name another
+    toolchain), and a release is built once (its binaries stay). Seen: with bisections and single builds trimming
+    nothing, `.tools/go` reached 47 GB with six caches (one 13 GB, from five patches on four Go releases) and left
+    8 GB free. The names removed."""
     caches = tools / "go" / "cache"
     removed = (
-        sorted(p.name for p in caches.iterdir() if p.is_dir() and p.name not in (minor, "shared"))
+        sorted(p.name for p in caches.iterdir() if p.is_dir() and p.name not in (name, "shared"))
         if caches.is_dir()
         else []
     )
-    for name in removed:
-        shutil.rmtree(caches / name, ignore_errors=True)
+    for old in removed:
+        shutil.rmtree(caches / old, ignore_errors=True)
     return removed
 
 
@@ -304,9 +311,8 @@ def _build(
     before: dict[str, Any] | None,
 ) -> Build:
     check_go()
-    keep_one_minors_build_cache(tools, KubeVersion.parse(version).minor)
     text = release_text(version)
-    env = go_environment(tools, KubeVersion.parse(version).minor)
+    env = go_environment(tools)
     policy = toolchain_policy()
     directory = build_directory(version, tools, policy)
     directory.mkdir(parents=True, exist_ok=True)
@@ -315,7 +321,9 @@ def _build(
     commit = str((module.get("Origin") or {}).get("Hash") or "unknown")
     upstream_go = upstream_go_version(source)
     toolchain, toolchain_note = choose_toolchain(upstream_go, env, directory, policy)
-    env = {**env, "GOTOOLCHAIN": toolchain}
+    cache = build_cache_name(toolchain)
+    keep_one_build_cache(tools, cache)
+    env = {**env, "GOTOOLCHAIN": toolchain, "GOCACHE": str(go_build_cache(tools, cache))}
     parsed = KubeVersion.parse(text)
     staged = twin_version(text)
     kubernetes_go_mod = (source / "go.mod").read_text()

@@ -11,6 +11,11 @@ k/k#117865 was cherry-picked into patch lines that did not all get k/k#120731: t
 The probe records every StatefulSet and pod change from before it creates anything, orders them as the
 API server made them (resourceVersion, see harness.observe.in_server_order) and checks three invariants
 over the whole stream; a violation is reported with the offending status update and the pods then.
+
+Its variant runs the same scenario with pods whose container exits 1 on SIGTERM: from 1.27 (k/k#115331) the
+deleted pod ends Failed before it is gone, and the controller's recreation of a Failed pod moved currentRevision
+on releases before k/k#120731 even without k/k#117865 (1.27.0-rc.0 to 1.27.3); the base's pods exit 0 and end
+Succeeded, which that controller leaves alone.
 """
 
 from __future__ import annotations
@@ -157,9 +162,19 @@ def delete_and_await_recreation(probe: Probe, pods: PodObserver, deletion: int) 
     return deleted_at, not_recreated
 
 
-def test_statefulset_status_through_parallel_scale_up_and_partitioned_update(probe: Probe) -> None:
-    """The document: status.replicas covers the pods created; a partitioned update keeps the pods below it."""
-    manifest = probe.manifest("statefulset-parallel-partitioned.yaml")
+class PartitionedUpdate(NamedTuple):
+    """A StatefulSet through its Parallel scale-up and its partitioned update: what the probe watches of it."""
+
+    name: str
+    sets: Observer[StatefulSetView]
+    pods: PodObserver
+    original: str | None  # currentRevision before the update
+
+
+def scale_up_then_update_above_the_partition(probe: Probe, manifest_file: str) -> PartitionedUpdate:
+    """Apply the StatefulSet (a Parallel scale-up from 0 to 3), then a partitioned rolling update; return once the
+    pod above the partition runs at the new revision. Both watches start before anything is created."""
+    manifest = probe.manifest(manifest_file)
     name = manifest["metadata"]["name"]
     sets: Observer[StatefulSetView] = probe.watch_all("StatefulSet", focus=name)
     pods: PodObserver = probe.watch_pods()
@@ -196,16 +211,33 @@ def test_statefulset_status_through_parallel_scale_up_and_partitioned_update(pro
         within=POD_START_BUDGET_S,
     )
     pods.catch_up()
+    return PartitionedUpdate(name, sets, pods, original)
 
-    # Act 3: delete the pod below the partition, twice; the controller recreates it each time. Where the update
-    # is wrongly judged complete, the sync that recreates the pod the first time moves currentRevision to the
-    # update revision, though it still creates that pod from the revision it started with (live 1.28.0); the
-    # second recreation then comes from the moved currentRevision: the pod below the partition "comes up with
-    # the updated image" (CHANGELOG-1.28 v1.28.4, k/k#120731). A sync working from a stale copy of the
-    # StatefulSet can write currentRevision back (live on v1.25.12 and v1.26.7 under load: moved, and back 0.01-0.12 s
-    # later); a recreation then moves it again and comes from the revision it started with. So where
-    # currentRevision has moved, the pod is deleted again until one deletion is made while it is seen moved
-    # (MAX_DELETIONS in all); where it never moves, twice.
+
+class Deletions(NamedTuple):
+    """The deletions of the pod below the partition: the first, the last, and whether its last recreation came."""
+
+    first: PodView  # the pod as the first delete found it
+    first_at: float
+    last_at: float
+    not_recreated: str | None  # None, else what was awaited and last seen
+
+
+def delete_below_the_partition(probe: Probe, update: PartitionedUpdate) -> Deletions:
+    """Act 3: delete the pod below the partition, twice; the controller recreates it each time.
+
+    Where the update is wrongly judged complete, the sync that recreates the pod the first time moves
+    currentRevision to the update revision, though it still creates that pod from the revision it started with
+    (live 1.28.0); the second recreation then comes from the moved currentRevision: the pod below the partition
+    "comes up with the updated image" (CHANGELOG-1.28 v1.28.4, k/k#120731). A sync working from a stale copy of
+    the StatefulSet can write currentRevision back (live on v1.25.12 and v1.26.7 under load: moved, and back
+    0.01-0.12 s later); a recreation then moves it again and comes from the revision it started with. So where
+    currentRevision has moved, the pod is deleted again until one deletion is made while it is seen moved
+    (MAX_DELETIONS in all); where it never moves, twice. Then SETTLE_S more of both watches.
+    """
+    sets, pods, original = update.sets, update.pods, update.original
+    first = pods.named(BELOW_PARTITION)
+    assert first is not None, f"pod {BELOW_PARTITION} was never seen"
     first_deleted_at, not_recreated = delete_and_await_recreation(probe, pods, 1)
     deleted_at, deletions, moved_at_deletion = first_deleted_at, 1, False
     while not_recreated is None and deletions < MAX_DELETIONS:
@@ -218,35 +250,81 @@ def test_statefulset_status_through_parallel_scale_up_and_partitioned_update(pro
         deleted_at, not_recreated = delete_and_await_recreation(probe, pods, deletions)
     sets.observe_for(SETTLE_S)
     pods.catch_up()
+    return Deletions(first, first_deleted_at, deleted_at, not_recreated)
 
-    changes = in_server_order(sets, pods)
-    latest = sets.latest
-    below = replicas_below_pods(changes)
-    probe.check(
-        "statefulset.scale-up.replicas-cover-pods",
-        below is None,
-        what_replicas_below_pods_rests_on(below, sets, pods),
-        evidence=below.evidence if below else None,
-    )
-    # The pod that came back after the last deletion (by uid: the name is the deleted pod's too); its revision is
-    # its label, which it has from its creation: what decides is which pod came back, seen from the deletion on.
-    back = recreated(pods, BELOW_PARTITION, since=deleted_at, ready=False) if not_recreated is None else None
+
+def check_recreated_revision(probe: Probe, claim: str, update: PartitionedUpdate, deletions: Deletions) -> None:
+    """The revision the pod below the partition came back at after its last deletion ('current' or 'update').
+
+    The pod that came back (by uid: the name is the deleted pod's too); its revision is its label, which it has from
+    its creation: what decides is which pod came back, seen from the deletion on.
+    """
+    pods = update.pods
+    back = None
+    if deletions.not_recreated is None:
+        back = recreated(pods, BELOW_PARTITION, since=deletions.last_at, ready=False)
     came_back = None if back is None else pods.first_sighting(lambda _, view: view.uid == back.uid)
     probe.check(
-        "statefulset.partition.recreated-pod-revision",
+        claim,
         # without a recreated pod there is no revision to judge
-        revision_name(back, original, latest.update_revision) if back is not None else "not recreated",
-        pods.during(deleted_at, None if came_back is None else came_back.t),
-        evidence=not_recreated,
+        revision_name(back, update.original, update.sets.latest.update_revision)
+        if back is not None
+        else "not recreated",
+        pods.during(deletions.last_at, None if came_back is None else came_back.t),
+        evidence=deletions.not_recreated,
     )
+
+
+def check_current_revision_holds(probe: Probe, claim: str, update: PartitionedUpdate, changes: list[Change]) -> None:
+    """No status write moved currentRevision away from the revision before the update.
+
+    A move seen is a status write seen: no hidden state undoes it. None seen: a gap in the StatefulSet's watch could
+    have hidden one (the pods' watch cannot).
+    """
+    sets, original = update.sets, update.original
     moved = current_revision_moved_early(changes, original)
-    # A move seen is a status write seen: no hidden state undoes it. None seen: a gap in the StatefulSet's
-    # watch could have hidden one (the pods' watch cannot).
     moved_at = next((t for t, v in sets.history if original and v.current_revision not in (None, original)), None)
     probe.check(
-        "statefulset.partition.current-revision-holds",
+        claim,
         moved is None,
         sets.during(0.0, None, sets.latest) if moved is None else sets.reading(sets.latest, at=moved_at),
         evidence=moved,
     )
+
+
+def test_statefulset_status_through_parallel_scale_up_and_partitioned_update(probe: Probe) -> None:
+    """The document: status.replicas covers the pods created; a partitioned update keeps the pods below it."""
+    update = scale_up_then_update_above_the_partition(probe, "statefulset-parallel-partitioned.yaml")
+    deletions = delete_below_the_partition(probe, update)
+
+    changes = in_server_order(update.sets, update.pods)
+    below = replicas_below_pods(changes)
+    probe.check(
+        "statefulset.scale-up.replicas-cover-pods",
+        below is None,
+        what_replicas_below_pods_rests_on(below, update.sets, update.pods),
+        evidence=below.evidence if below else None,
+    )
+    check_recreated_revision(probe, "statefulset.partition.recreated-pod-revision", update, deletions)
+    check_current_revision_holds(probe, "statefulset.partition.current-revision-holds", update, changes)
+    probe.conclude()
+
+
+def test_statefulset_partition_with_pods_failing_on_sigterm(probe: Probe) -> None:
+    """The partitioned update above, its pods exiting 1 on SIGTERM. Claims (statefulset.failing-pod.*): the pod
+    deleted below the partition ends Failed from 1.27.0-rc.0 (k/k#115331) and the controller recreates a Failed pod
+    while it still exists; from 1.27.0-rc.0 to 1.27.7 and in the 1.28 pre-releases to 1.28.3 that recreation
+    (AlreadyExists, status.replicas one short, the status written anyway) moves currentRevision and the pod comes
+    back at the update revision: updateStatefulSet / processReplica in stateful_set_control.go and
+    completeRollingUpdate in stateful_set_utils.go at those tags, fixed by k/k#120731 (1.27.8, 1.28.4). On 1.26 the
+    pod stays Running and only k/k#117865's path (1.26.7 on) moves it. expectations.yaml gives ranges and sources.
+    """
+    update = scale_up_then_update_above_the_partition(probe, "statefulset-parallel-partitioned.failing-on-sigterm.yaml")
+    deletions = delete_below_the_partition(probe, update)
+
+    changes = in_server_order(update.sets, update.pods)
+    phases, phases_rest_on = update.pods.phases(deletions.first, deletions.first_at)
+    probe.check("statefulset.failing-pod.deleted-pod-phases", phases, phases_rest_on)
+    check_current_revision_holds(probe, "statefulset.failing-pod.current-revision-holds", update, changes)
+    check_recreated_revision(probe, "statefulset.failing-pod.recreated-pod-revision", update, deletions)
     probe.conclude()
