@@ -13,7 +13,7 @@ KEEP ?=
 # kind (a kind cluster, Docker) or local (Kubernetes built from its Go modules, run as processes here; root)
 CLUSTER ?= kind
 REPEAT ?= 1
-# empty: auto for CLUSTER=local, 1 for kind (harness/cli.py)
+# empty: auto for CLUSTER=local, 1 for kind (harness/doors/cli.py)
 PARALLEL ?=
 PYTEST_ARGS ?=
 KUBECONFIG_FILE ?=
@@ -139,7 +139,7 @@ upgrade: refuse-cluster $(STAMP)
 
 # Each claim version range with the live recordings inside it (their versions, kind or local), or "not seen
 # live", and the figure "N of M claim version ranges hold a live run"; UNCOVERED=1: only the ranges without one;
-# PLAN=1: which releases to build next, the most uncovered ranges per build first (harness/coverage.py).
+# PLAN=1: which releases to build next, the most uncovered ranges per build first (harness/reports/coverage.py).
 UNCOVERED ?=
 PLAN ?=
 coverage: refuse-cluster $(STAMP)
@@ -153,11 +153,11 @@ SOURCE ?= auto
 node-image: refuse-cluster $(STAMP)
 	$(PY) -m harness node-image --version "$(VERSION)" --source "$(SOURCE)"
 
-# A Docker engine for kind on a host whose root lacks CAP_SYS_RESOURCE (root; see harness/engine.py)
+# A Docker engine for kind on a host whose root lacks CAP_SYS_RESOURCE (root; see harness/clusters/kind/engine.py)
 engine: refuse-cluster $(STAMP)
-	$(PY) -m harness.engine start
+	$(PY) -m harness.clusters.kind.engine start
 engine-stop: refuse-cluster $(STAMP)
-	$(PY) -m harness.engine stop
+	$(PY) -m harness.clusters.kind.engine stop
 
 # The first patch release on which a probe fails: make bisect PROBE=... GOOD=1.27.3 BAD=1.27.16 [BUILD=1]
 # (BUILD=1 also tries patch releases without a pinned image, building them with node-image)

@@ -1,7 +1,7 @@
-"""`python -m harness probe --version 1.27`: what `make probe` runs (see harness/cli.py)."""
+"""`python -m harness probe --version 1.27`: what `make probe` runs (see harness/doors/cli.py)."""
 
 import sys
 
-from harness.cli import main
+from harness.doors.cli import main
 
 sys.exit(main(sys.argv[1:]))

@@ -3,7 +3,7 @@
 - Their child processes (pytest, python -m harness, make) start without pytest-xdist's variables. A worker's
   environment has PYTEST_XDIST_WORKER and its siblings; a child pytest that inherited them would take itself
   for a worker of a parallel probe run (and write run-gw0.json instead of run.json). The suite's plugin knows
-  a worker from what pytest-xdist sent it (harness/pytest_plugin.py), not from these variables, so they go.
+  a worker from what pytest-xdist sent it (harness/doors/pytest_plugin.py), not from these variables, so they go.
 - A module with a module-scoped fixture (runs made once and shared by its tests) is one unit of work, given
   to one worker, so the fixture is made once, and handed out before the rest; every other test is a unit of
   its own, as with `--dist load`.

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from harness.process import Completed
-from harness.transport import WatchEvent
+from harness.base.process import Completed
+from harness.core.transport import WatchEvent
 
 
 class ScriptedWatch:

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from harness.manifests import merge_patch
+from harness.base.manifests import merge_patch
 
 JsonDict = dict[str, Any]
 # A watch stream that starts with this marker is sent only once the pod has been deleted.

@@ -2,7 +2,7 @@
 
 They are not kind or Docker: `kind create cluster` writes a kubeconfig pointing at the stand-in API server
 (tests/fake_apiserver.py) and every call is appended to a log; `docker info` answers (as the suite's
-engine when asked for its default runtime, so hosts lacking CAP_SYS_RESOURCE pass harness/engine.py), and
+engine when asked for its default runtime, so hosts lacking CAP_SYS_RESOURCE pass harness/clusters/kind/engine.py), and
 `docker exec <node> crictl ps -a -o json` prints a scripted container list.
 """
 
@@ -38,7 +38,7 @@ args = sys.argv[1:]
 with open({log!r}, "a") as log:
     log.write(json.dumps(["docker"] + args) + "\\n")
 if args[:1] == ["info"] and "{{{{.DefaultRuntime}}}}" in args:
-    print("plp-runc")  # the suite's engine (harness/engine.py): privileged containers work on any host
+    print("plp-runc")  # the suite's engine (harness/clusters/kind/engine.py): privileged containers work on any host
 elif args[:1] == ["info"]:
     print("24.0.7")
 elif args[:1] == ["exec"] and "inspecti" in args:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import copy
 
-from harness.families import recording_path
-from harness.transport import Recording
+from harness.base.families import recording_path
+from harness.core.transport import Recording
 
 
 def live(relative: str) -> Recording:

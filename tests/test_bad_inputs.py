@@ -1,7 +1,7 @@
 """Every bad input is refused through the real entry points: non-zero exit, one `error:` line that names the
 problem (and, for the harness, the class of failure its --help documents), no traceback, nothing slow started.
 
-Most rows call `harness.cli.main([...])` in this process, with everything slow or outward replaced by a
+Most rows call `harness.doors.cli.main([...])` in this process, with everything slow or outward replaced by a
 stand-in that fails the test if it is reached (Docker and kind checks, kind's download, cluster creation,
 Kubernetes and node-image builds, the matrix and bisect runners, the janitor, pytest's exec): a refusal must
 come before all of them. A few rows run `python -m harness`, `make` or `pytest` in a child process, to show
@@ -26,20 +26,21 @@ from typing import Any
 
 import pytest
 
-from harness import bisect as bisect_module
-from harness import cli, janitor, matrix
-from harness import report as report_module
-from harness.clusters import lifecycle
+from harness.base.families import recording_path
+from harness.clusters import janitor, lifecycle
 from harness.clusters.existing import clusters as existing_clusters
 from harness.clusters.kind import clusters as kind_clusters
 from harness.clusters.kind import node_images as kind_node_images
 from harness.clusters.local import clusters as local_clusters
 from harness.clusters.local import host as local_host
 from harness.clusters.local import teardown as local_teardown
-from harness.commands import probe as probe_command
-from harness.commands import refusal, version_axis
-from harness.families import recording_path
+from harness.doors import cli
+from harness.doors.commands import probe as probe_command
+from harness.doors.commands import refusal, version_axis
 from harness.nodeimage import release as node_image_release
+from harness.reports import bisect as bisect_module
+from harness.reports import matrix
+from harness.reports import report as report_module
 from tests import fake_tools
 
 REPO = Path(__file__).resolve().parent.parent
@@ -445,7 +446,7 @@ def test_make_report_before_any_run_has_nothing_to_report(
 ) -> None:
     """make report's default RUNS (runs/) not there yet: nothing to report (5), as README says; a RUNS given that
     is not there is a mistake in it (bad input, the rows above)."""
-    monkeypatch.setattr("harness.paths.RUNS", tmp_path / "runs")
+    monkeypatch.setattr("harness.base.paths.RUNS", tmp_path / "runs")
     assert cli.main(["report", str(tmp_path / "runs")]) == refusal.NO_TESTS_COLLECTED
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("error: nothing to report: no run records: ") and "is not there yet" in line

@@ -1,4 +1,4 @@
-"""make bisect (harness/bisect.py): the binary search, skips, the candidates and how a run's outcome is read.
+"""make bisect (harness/reports/bisect.py): the binary search, skips, the candidates and how a run's outcome is read.
 
 Stood in: the probe runs (a function answering good/bad/skip per version). Real: the search and the lists.
 """
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.bisect import BAD, GOOD, SKIP, BisectError, bisect, candidates, outcome_of_run
-from harness.versions import VersionError
+from harness.base.versions import VersionError, bisect_patches
+from harness.reports.bisect import BAD, GOOD, SKIP, BisectError, bisect, outcome_of_run
 
 VERSIONS = [f"1.27.{p}" for p in range(3, 17)]
 
@@ -52,15 +52,15 @@ def test_ends_that_do_not_behave_as_good_and_bad_stop_the_bisection() -> None:
 
 
 def test_candidates_are_the_pinned_patches_or_every_patch_to_build() -> None:
-    pinned = candidates("1.27.3", "1.27.16", build=False)
+    pinned = bisect_patches("1.27.3", "1.27.16", build=False)
     assert pinned[0] == "1.27.3" and pinned[-1] == "1.27.16" and "1.27.10" in pinned and "1.27.5" not in pinned
-    assert candidates("1.27.3", "1.27.6", build=True) == ["1.27.3", "1.27.4", "1.27.5", "1.27.6"]
+    assert bisect_patches("1.27.3", "1.27.6", build=True) == ["1.27.3", "1.27.4", "1.27.5", "1.27.6"]
     with pytest.raises(VersionError, match="one minor"):
-        candidates("1.26.6", "1.27.3", build=False)
+        bisect_patches("1.26.6", "1.27.3", build=False)
     with pytest.raises(VersionError, match="earlier release"):
-        candidates("1.27.10", "1.27.3", build=False)
+        bisect_patches("1.27.10", "1.27.3", build=False)
     with pytest.raises(VersionError, match=r"no pinned node image for 1\.27\.5"):
-        candidates("1.27.3", "1.27.5", build=False)
+        bisect_patches("1.27.3", "1.27.5", build=False)
 
 
 def test_a_run_that_could_not_decide_is_a_skip(tmp_path: Path) -> None:

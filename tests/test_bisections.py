@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from harness.bisect import BAD, GOOD
-from harness.expectations import PASS, evaluate, load_claims
-from harness.families import families
-from harness.versions import KubeVersion
+from harness.base.families import families
+from harness.base.versions import KubeVersion
+from harness.core.expectations import PASS, evaluate, load_claims
+from harness.reports.bisect import BAD, GOOD
 
 RECORDS = sorted((Path(__file__).resolve().parent.parent / "bisections").glob("*.json"))
 

@@ -1,4 +1,4 @@
-"""Per-probe namespace cleanup (harness/namespaces.py) against a stand-in for CoreV1Api.
+"""Per-probe namespace cleanup (harness/core/namespaces.py) against a stand-in for CoreV1Api.
 
 The stand-in keeps pods and namespaces in dicts and answers like the API server does for the calls
 cleanup makes (list, JSON patch with a test op, delete, read -> 404 once deleted).
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from harness.namespaces import cleanup_probe_namespace
-from harness.run import PROBE_FINALIZER
+from harness.base.run import PROBE_FINALIZER
+from harness.core.namespaces import cleanup_probe_namespace
 
 OTHER = "example.com/not-ours"
 
@@ -151,7 +151,7 @@ class StreamedWatch:
 
 def test_a_watch_the_server_ends_with_504_is_started_again() -> None:
     """Seen live on v1.37.0 under load: a namespace's deletion watch got 504 'Too large resource version'."""
-    from harness.transport import watch_until
+    from harness.core.transport import watch_until
 
     too_large = {"kind": "Status", "code": 504, "reason": "Timeout", "message": "Too large resource version: 799"}
     answers = [

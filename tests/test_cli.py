@@ -2,7 +2,7 @@
 
 The checks of the host run the real entry point (`python -m harness probe`, `make probe`) in a child process
 with PATH emptied of docker and kind, which is the honest version of "a laptop without Docker". Refusals of
-bad input call `harness.cli.main` in this process, with the same empty PATH: a child process adds nothing
+bad input call `harness.doors.cli.main` in this process, with the same empty PATH: a child process adds nothing
 there (tests/test_bad_inputs.py runs a few of them through the real entry point too).
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli
+from harness.doors import cli
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -144,7 +144,7 @@ def test_an_image_without_digest_is_warned_about(tmp_path: Path) -> None:
 
 
 def test_the_second_pytest_run_of_parallel_mode_writes_its_own_junit_file() -> None:
-    from harness.commands.probe import _own_junit
+    from harness.doors.commands.probe import _own_junit
 
     argv = ["python", "-m", "pytest", "--junitxml=runs/junit-1.27.xml", "-k", "x"]
     assert _own_junit(argv, "shutdown") == [
@@ -160,7 +160,7 @@ def test_the_second_pytest_run_of_parallel_mode_writes_its_own_junit_file() -> N
 def test_the_probe_run_says_its_repeat_so_a_repeat_in_the_environment_is_not_read_instead() -> None:
     """make exports its command line: `make bisect REPEAT=3` runs `python -m harness probe` with REPEAT=3 in its
     environment, which the plugin would read when pytest is given no --repeat (each release's run repeated 3 times)."""
-    from harness.commands.probe import pytest_argv
+    from harness.doors.commands.probe import pytest_argv
 
     args = cli.parse_args(["probe", "--version", "1.27.3", "--cluster", "local"])
     argv = pytest_argv(args)

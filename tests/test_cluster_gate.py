@@ -1,4 +1,4 @@
-"""harness/cluster_gate.py: make probe PARALLEL's workers wait at the gate until the cluster's maker opens it."""
+"""harness/doors/cluster_gate.py: make probe PARALLEL's workers wait at the gate until the cluster's maker opens it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster_gate import READY, ClusterGate, wait_at_gate
+from harness.doors.cluster_gate import READY, ClusterGate, wait_at_gate
 
 
 def test_a_worker_waits_until_the_gate_opens_and_reads_the_outcome(tmp_path: Path) -> None:
@@ -48,7 +48,7 @@ def test_a_maker_that_dies_lets_the_workers_through_with_no_outcome(tmp_path: Pa
         [
             sys.executable,
             "-c",
-            f"from harness.cluster_gate import ClusterGate; g = ClusterGate({str(path)!r}); "
+            f"from harness.doors.cluster_gate import ClusterGate; g = ClusterGate({str(path)!r}); "
             "print('held', flush=True); import time; time.sleep(30)",
         ],
         stdout=subprocess.PIPE,

@@ -20,7 +20,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from harness import cli, matrix
+from harness.base.run import Run
+from harness.base.versions import KubeVersion
 from harness.clusters import lifecycle, registry
 from harness.clusters.kinds import (
     AddOption,
@@ -35,9 +36,9 @@ from harness.clusters.kinds import (
     Say,
 )
 from harness.clusters.lifecycle import ClusterProvider, Note, Removal
-from harness.pytest_plugin import _chosen_cluster
-from harness.run import Run
-from harness.versions import KubeVersion
+from harness.doors import cli
+from harness.doors.pytest_plugin import _chosen_cluster
+from harness.reports import matrix
 
 asked: list[str] = []  # what the stand-in kind and its provider were asked, in order
 
@@ -264,7 +265,7 @@ def test_make_matrix_and_make_bisect_run_its_releases(
         return 0
 
     monkeypatch.setattr(matrix, "run_through_interrupt", probe_run)
-    monkeypatch.setattr("harness.commands.housekeeping.run_report_command", lambda args: 0)
+    monkeypatch.setattr("harness.doors.commands.housekeeping.run_report_command", lambda args: 0)
     assert cli.main(["matrix", "--cluster", "stand-in", "--versions", "1.27", "--run-dir", str(tmp_path)]) == 0
     assert started[0][3:] == ["probe", "--version", "1.27.3", "--cluster", "stand-in", "--run-dir", started[0][-1]]
     assert "axis check_host one_at_a_time=True" in asked and "ready 1.27.3" in asked
@@ -272,9 +273,9 @@ def test_make_matrix_and_make_bisect_run_its_releases(
     assert json.loads(record.read_text())["cluster"] == "stand-in"
 
     monkeypatch.setattr(
-        "harness.commands.version_axis.run_through_interrupt", lambda command: 0 if "1.27.3" in command else 1
+        "harness.doors.commands.version_axis.run_through_interrupt", lambda command: 0 if "1.27.3" in command else 1
     )
-    monkeypatch.setattr("harness.commands.version_axis.selection_problem", lambda probe, run_dir: None)
+    monkeypatch.setattr("harness.doors.commands.version_axis.selection_problem", lambda probe, run_dir: None)
     bisect = ["bisect", "--cluster", "stand-in", "--probe", "x", "--good", "1.27.3", "--bad", "1.27.4"]
     assert cli.main([*bisect, "--run-dir", str(tmp_path)]) == 0
     assert "first bad: 1.27.4 (last good: 1.27.3)" in capsys.readouterr().out

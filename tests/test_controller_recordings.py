@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.probe import ClaimsFailed, Probe
-from harness.run import Run
-from harness.transport import Recording
+from harness.base.run import Run
+from harness.core.probe import ClaimsFailed, Probe
+from harness.core.transport import Recording
 from probes.job_replacement import test_job_replacement as replacement_probes
 from probes.node_shutdown import test_node_shutdown as shutdown_probes
 from probes.statefulset_status import test_statefulset_status as statefulset_probes

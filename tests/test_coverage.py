@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from harness import coverage
-from harness.expectations import Claim, Expectation
-from harness.versions import KubeVersion
+from harness.base.versions import KubeVersion
+from harness.core.expectations import Claim, Expectation
+from harness.reports import coverage
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -225,7 +225,7 @@ def test_a_replay_that_cannot_run_is_an_error_saying_what_pytest_said(tmp_path: 
 
 
 def test_the_report_has_a_section_of_the_ranges_its_records_saw_live() -> None:
-    from harness.report import build_matrix, render_html
+    from harness.reports.report import build_matrix, render_html
 
     probe = "test_active_deadline.py::test_job_deadline"
     seen = record(probe, "v1.27.3", {"job-deadline.failed": "pass"}, cluster="kind", family="active_deadline")

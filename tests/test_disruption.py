@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
+from harness.base.errors import LocalClusterError
 from harness.clusters.lifecycle import ScheduledRestart
 from harness.clusters.local.disruption import compact_etcd, restart_apiserver
 from harness.clusters.local.pki import Pki
 from harness.clusters.local.processes import alive, stop_process
-from harness.errors import LocalClusterError
 
 # A stand-in API server: HTTPS on 127.0.0.1:<port>, asking for a client certificate of the cluster's CA, 200 on
 # every GET (so /readyz answers once it listens). argv: port, certificate, key, CA.

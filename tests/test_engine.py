@@ -1,5 +1,5 @@
-"""The engine check and the runc wrapper for hosts whose root lacks CAP_SYS_RESOURCE (harness/engine.py,
-harness/runc_without_sys_resource.py). No Docker: the daemon is stood in by FakeRunner, runc by nothing
+"""The engine check and the runc wrapper for hosts whose root lacks CAP_SYS_RESOURCE (harness/clusters/kind/engine.py,
+harness/clusters/kind/runc_without_sys_resource.py). No Docker: the daemon is stood in by FakeRunner, runc by nothing
 (the wrapper's patching is tested before it would exec runc)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import engine
-from harness import runc_without_sys_resource as wrapper
-from harness.errors import PrerequisiteMissing
+from harness.base.errors import PrerequisiteMissing
+from harness.clusters.kind import engine
+from harness.clusters.kind import runc_without_sys_resource as wrapper
 from tests.doubles import FakeRunner, ok
 
 WITHOUT = "CapInh:\t0000000000000000\nCapBnd:\t000001fffeffffff\n"  # this project's machines

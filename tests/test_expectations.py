@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.basis import Basis, Doubt, Gap, Step
-from harness.expectations import (
+from harness.base.families import documents, families
+from harness.base.versions import KubeVersion, known_images
+from harness.core.basis import Basis, Doubt, Gap, Step
+from harness.core.expectations import (
     FAIL,
     NOT_OBSERVABLE,
     PASS,
@@ -21,8 +23,6 @@ from harness.expectations import (
     load_claims,
     not_observable,
 )
-from harness.families import documents, families
-from harness.versions import KubeVersion, known_images
 
 FAMILIES = [f.name for f in families()]
 # Every version the image table knows, plus the pre-releases around the 1.27 boundary.

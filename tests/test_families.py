@@ -1,4 +1,4 @@
-"""Claim families are folders (harness/families.py): each holds all of its parts, and a new folder is a new
+"""Claim families are folders (harness/base/families.py): each holds all of its parts, and a new folder is a new
 family for pytest, the replay and the report with no other edit."""
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import families, report
-from harness.expectations import load_claims
-from harness.manifests import load_manifest
-from harness.transport import Recording
+from harness.base import families
+from harness.base.manifests import load_manifest
+from harness.core.expectations import load_claims
+from harness.core.transport import Recording
+from harness.reports import report
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -109,7 +110,7 @@ spec: {containers: [{name: main, image: busybox}]}
     "test_new_family.py": """\
 import pytest
 
-from harness.basis import Basis
+from harness.core.basis import Basis
 
 pytestmark = pytest.mark.probe
 
@@ -143,7 +144,7 @@ def test_a_new_family_folder_is_collected_replayed_and_reported(
     new_family: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     runs = tmp_path / "runs"
-    plugin = ["-p", "harness.pytest_plugin", "-p", "no:cacheprovider", "--rootdir", str(REPO)]
+    plugin = ["-p", "harness.doors.pytest_plugin", "-p", "no:cacheprovider", "--rootdir", str(REPO)]
     options = ["-c", str(REPO / "pyproject.toml"), "--replay", str(new_family), "--run-dir", str(runs), "-q"]
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", *plugin, str(new_family), *options],

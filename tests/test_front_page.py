@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import families
+from harness.base import families
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
@@ -109,7 +109,7 @@ def test_no_path_outside_the_repository_is_cited() -> None:
 
 def test_the_checks_see_the_files_they_check() -> None:
     files = {p.relative_to(REPO).as_posix() for p in tree_files()}
-    assert {"README.md", "Makefile", "harness/report.py", "probes/documents.yaml", "docs/verdicts.md"} <= files
+    assert {"README.md", "Makefile", "harness/reports/report.py", "probes/documents.yaml", "docs/verdicts.md"} <= files
     assert not any("/recordings/" in f or f.startswith(("bisections/", "runs/")) for f in files)
 
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from harness.base.versions import VersionError
 from harness.gobuild import go as go_command
 from harness.gobuild import kubernetes as kube_build
 from harness.gobuild import modules, openapi, staging
 from harness.gobuild import toolchain as go_toolchain
-from harness.versions import VersionError
 
 GO_MOD = """module k8s.io/kubernetes
 

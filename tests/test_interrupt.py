@@ -17,16 +17,17 @@ from typing import Any
 
 import pytest
 
-from harness import cli, engine
+from harness.base.errors import INTERRUPTED
+from harness.base.process import Completed
+from harness.clusters.kind import engine
 from harness.clusters.kind import node_images as kind_node_images
 from harness.clusters.local import cluster as local
 from harness.clusters.local.teardown import StopReport
-from harness.commands import probe as probe_command
-from harness.errors import INTERRUPTED
+from harness.doors import cli
+from harness.doors.commands import probe as probe_command
 from harness.gobuild import go as go_command
 from harness.gobuild import kubernetes as build_module
 from harness.nodeimage import node
-from harness.process import Completed
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -109,7 +110,7 @@ SIGINT_BUILD = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from harness import cli
+    from harness.doors import cli
     from harness.gobuild import kubernetes as build_module
     from harness.clusters.local import host as local_host
     from harness.clusters.local import teardown as local_teardown
@@ -152,7 +153,7 @@ fi
 def test_ctrl_c_or_sigterm_during_a_kubernetes_build_exits_130_with_one_line_and_stops_go(
     tmp_path: Path, stop: signal.Signals
 ) -> None:
-    """SIGTERM (CI, `kill`) to the harness alone takes Ctrl-C's path (harness/process.py sigterm_as_interrupt)."""
+    """SIGTERM (CI, `kill`) to the harness alone takes Ctrl-C's path (harness/base/process.py sigterm_as_interrupt)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "go").write_text(STAND_IN_GO)
@@ -237,7 +238,7 @@ def test_ctrl_c_while_the_engine_starts_stops_its_dockerd(
     for tool in ("dockerd", "docker"):
         (bin_dir / tool).chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    monkeypatch.setattr("harness.engine.os.geteuid", lambda: 0)
+    monkeypatch.setattr("harness.clusters.kind.engine.os.geteuid", lambda: 0)
     started: list[int] = []
     real_popen = subprocess.Popen
 
@@ -258,7 +259,7 @@ def test_ctrl_c_while_the_engine_starts_stops_its_dockerd(
             raise KeyboardInterrupt
         return Completed(tuple(argv), 1, "", "Cannot connect to the Docker daemon")
 
-    monkeypatch.setattr("harness.engine.subprocess.Popen", popen)
+    monkeypatch.setattr("harness.clusters.kind.engine.subprocess.Popen", popen)
     with pytest.raises(KeyboardInterrupt) as interrupt:
         engine.start_engine(tmp_path / "engine", runner=docker)
     assert str(interrupt.value) == f"dockerd pid {started[0]} stopped"
@@ -314,9 +315,9 @@ VERSION_RUN = textwrap.dedent(
 
 MATRIX = textwrap.dedent(
     """
-    # stands in for `make matrix`: one version run through harness/process.py, then the next, unless stopped
+    # stands in for `make matrix`: one version run through harness/base/process.py, then the next, unless stopped
     import sys
-    from harness.process import run_through_interrupt, sigterm_as_interrupt
+    from harness.base.process import run_through_interrupt, sigterm_as_interrupt
 
     sigterm_as_interrupt()
     try:
@@ -358,10 +359,10 @@ def stop_a_matrix(program: str, outs: list[Path], running: int, stop: str) -> in
 
 KIND_MATRIX = textwrap.dedent(
     """
-    # stands in for `make matrix` on kind: versions two at a time on worker threads (harness/matrix.py run_matrix)
+    # stands in for `make matrix` on kind: versions two at a time on worker threads (harness/reports/matrix.py)
     import sys
-    from harness import matrix
-    from harness.process import run_through_interrupt, sigterm_as_interrupt
+    from harness.reports import matrix
+    from harness.base.process import run_through_interrupt, sigterm_as_interrupt
 
     def one(out):
         code = run_through_interrupt([sys.executable, "-c", sys.argv[1], out])

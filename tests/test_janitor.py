@@ -1,4 +1,4 @@
-"""make clean (harness/janitor.py and each kind's leftovers): only the suite's leftovers are removed.
+"""make clean (harness/clusters/janitor.py and each kind's leftovers): only the suite's leftovers are removed.
 
 kind is stood in by FakeRunner; the API by tests.test_cleanup.FakeCore with a labelled namespace list.
 """
@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harness.base.run import PROBE_FINALIZER, SUITE_LABEL
 from harness.clusters.existing.clusters import clean_namespaces
+from harness.clusters.janitor import JanitorReport
 from harness.clusters.kind.leftovers import clean_kind_clusters, installed_kind
-from harness.janitor import JanitorReport
-from harness.run import PROBE_FINALIZER, SUITE_LABEL
 from tests.doubles import FakeRunner, failed, ok
 from tests.test_cleanup import OTHER, FakeCore, raw
 

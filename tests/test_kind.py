@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.base.errors import ClusterFailed, PrerequisiteMissing
+from harness.base.process import Completed, run_command
 from harness.clusters.kind.cluster import KindCluster, check_prerequisites, parse_kind_version
-from harness.errors import ClusterFailed, PrerequisiteMissing
-from harness.node_containers import container_state_on_node
-from harness.process import Completed, run_command
+from harness.core.node_containers import container_state_on_node
 from tests.doubles import FakeRunner, failed, ok
 
 

@@ -1,5 +1,6 @@
-"""The layering docs/developing.md describes: probes and the probe core know no cluster provider, and the pytest
-plugin does not reach into the make front door."""
+"""The layering docs/developing.md describes: harness/'s packages each import only those below them, probes and the
+probe core know no cluster, the pytest plugin does not reach into the make front door, and the front doors know no
+one kind of cluster."""
 
 from __future__ import annotations
 
@@ -9,13 +10,9 @@ import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PROBE_CORE = ("probe.py", "probe_helpers.py", "observe.py", "views.py", "expectations.py", "transport.py")
-PROVIDERS = (
-    "harness.clusters",
-    "harness.nodeimage",
-    "harness.commands",
-    "harness.cli",
-)
+PROVIDERS = ("harness.clusters", "harness.nodeimage", "harness.doors")
+# harness/'s packages from the ground up: each imports only its own and those of the layers below it.
+LAYERS = (("base",), ("core", "gobuild"), ("nodeimage",), ("clusters",), ("reports",), ("doors",))
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -40,20 +37,22 @@ def reaching(paths: list[Path], forbidden: tuple[str, ...]) -> dict[str, list[st
 
 
 def test_probes_and_the_probe_core_import_no_cluster_provider() -> None:
-    paths = sorted(REPO.glob("probes/*/test_*.py")) + [REPO / "harness" / name for name in PROBE_CORE]
-    assert len(paths) > len(PROBE_CORE)  # the families were found
+    core = sorted((REPO / "harness" / "core").glob("*.py"))
+    paths = sorted(REPO.glob("probes/*/test_*.py")) + core
+    assert len(core) > 5 and len(paths) > len(core)  # the core and the families were found
     assert reaching(paths, PROVIDERS) == {}
 
 
 def test_the_pytest_plugin_does_not_import_the_make_front_door() -> None:
-    plugin = [REPO / "harness" / "pytest_plugin.py", REPO / "harness" / "probe_fixtures.py"]
-    assert reaching(plugin, ("harness.cli", "harness.commands")) == {}
+    plugin = [REPO / "harness" / "doors" / "pytest_plugin.py", REPO / "harness" / "doors" / "probe_fixtures.py"]
+    assert reaching(plugin, ("harness.doors.cli", "harness.doors.commands")) == {}
 
 
 def test_the_check_sees_a_forbidden_import(tmp_path: Path) -> None:
     probe = tmp_path / "test_x.py"
     probe.write_text(
-        "from harness.clusters import kind\nimport harness.clusters.local.cluster\nfrom harness.views import PodView\n"
+        "from harness.clusters import kind\nimport harness.clusters.local.cluster\n"
+        "from harness.core.views import PodView\n"
     )
     assert reaching([probe], PROVIDERS) == {
         "test_x.py": ["harness.clusters", "harness.clusters.kind", "harness.clusters.local.cluster"]
@@ -81,9 +80,41 @@ def test_every_runtime_dependency_is_used() -> None:
     assert names and unused == []
 
 
+def upward(packages: dict[str, list[Path]], root: Path = REPO) -> dict[str, list[str]]:
+    """Each file's imports of a package in a higher layer than its own (or of one no layer names)."""
+    layer = {name: depth for depth, names in enumerate(LAYERS) for name in names}
+    out = {}
+    for package, paths in packages.items():
+        for path in paths:
+            above = sorted(
+                m
+                for m in imported_modules(path)
+                if m.startswith("harness.") and layer.get(m.split(".")[1], len(LAYERS)) > layer[package]
+            )
+            if above:
+                out[path.relative_to(root).as_posix()] = above
+    return out
+
+
+def test_each_package_of_the_harness_imports_only_those_below_it() -> None:
+    packages = {name: sorted((REPO / "harness" / name).rglob("*.py")) for names in LAYERS for name in names}
+    assert all(packages.values())
+    assert upward(packages) == {}
+    flat = sorted(p.name for p in (REPO / "harness").glob("*.py"))
+    assert flat == ["__init__.py", "__main__.py"]  # every module is in the package of its concern
+
+
+def test_the_layer_check_sees_an_import_from_above(tmp_path: Path) -> None:
+    (tmp_path / "harness" / "core").mkdir(parents=True)
+    below = tmp_path / "harness" / "core" / "x.py"
+    below.write_text("from harness.reports import report\nfrom harness.base import run\n")
+    assert upward({"core": [below]}, tmp_path) == {"harness/core/x.py": ["harness.reports", "harness.reports.report"]}
+
+
 # The front doors and the version axis reach a kind of cluster through its interface and the registry only, never
 # one kind's package: a kind's name is said in its own package alone (`make node-image` is kind's own command).
-FRONT_DOORS = ("cli.py", "pytest_plugin.py", "probe_fixtures.py", "matrix.py", "janitor.py", "bisect.py")
+FRONT_DOORS: tuple[str, ...] = ("doors/cli.py", "doors/pytest_plugin.py", "doors/probe_fixtures.py")
+FRONT_DOORS += ("reports/matrix.py", "reports/bisect.py", "clusters/janitor.py")
 ONE_KIND = ("harness.clusters.kind", "harness.clusters.local", "harness.clusters.existing")
 KINDS_OWN_COMMAND = {"housekeeping.py": ["harness.clusters.kind.node_images"]}
 # `cluster == "local"`, `kind.name != "kind"` and the like
@@ -91,7 +122,7 @@ NAMED = re.compile(r"""(?:cluster|name|kind)\s*[!=]=\s*["'](?:kind|local|existin
 
 
 def front_doors() -> list[Path]:
-    return [REPO / "harness" / name for name in FRONT_DOORS] + sorted((REPO / "harness" / "commands").glob("*.py"))
+    return [REPO / "harness" / name for name in FRONT_DOORS] + sorted((REPO / "harness/doors/commands").glob("*.py"))
 
 
 def kind_packages(paths: list[Path]) -> dict[str, list[str]]:

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from harness.base.errors import ClusterFailed
+from harness.base.run import Run
 from harness.clusters import lifecycle
 from harness.clusters.existing.clusters import ExistingClusters
 from harness.clusters.kind.clusters import KindClusters
@@ -19,9 +21,7 @@ from harness.clusters.kinds import Runnable
 from harness.clusters.local import provider as local_provider
 from harness.clusters.local.cluster import LocalCluster
 from harness.clusters.local.teardown import StopReport
-from harness.errors import ClusterFailed
 from harness.gobuild.kubernetes import Build
-from harness.run import Run
 
 
 class StandInCluster(LocalCluster):
@@ -231,7 +231,7 @@ def test_any_provider_goes_through_the_one_life_in_order(tmp_path: Path, monkeyp
 def test_ctrl_c_during_the_removal_is_raised_once_the_removal_is_recorded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A removal that Ctrl-C came through ran to its end (harness/process.py run_to_the_end): noted, then the
+    """A removal that Ctrl-C came through ran to its end (harness/base/process.py run_to_the_end): noted, then the
     interrupt goes on, so the run still ends as interrupted (130) and says truly what became of the cluster."""
     _reachable(monkeypatch)
     notes: dict[str, Any] = {}

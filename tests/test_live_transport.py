@@ -1,7 +1,7 @@
 """The live transport through the official client, against a stand-in API server on 127.0.0.1.
 
 What is real here: the kubernetes client's ApiClient (configuration, TLS-less HTTP, connection pool), the
-requests harness/kubeapi.py builds with it, the watch-stream parsing, and LiveTransport.
+requests harness/base/kubeapi.py builds with it, the watch-stream parsing, and LiveTransport.
 What is stood in: the API server (tests/fake_apiserver.py), which only answers the requests made here.
 """
 
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from harness.kubeapi import KubeApi, query_name
-from harness.transport import LiveTransport, Rejected
+from harness.base.kubeapi import KubeApi, query_name
+from harness.core.transport import LiveTransport, Rejected
 from tests.doubles import pod
 from tests.fake_apiserver import Script, fake_apiserver
 
@@ -98,11 +98,11 @@ def test_a_watch_resumes_after_410_with_a_relist_and_says_so(transport: LiveTran
 
 
 def test_cluster_setup_and_cleanup_through_the_real_client(script: Script) -> None:
-    """Readiness, namespace creation and cleanup (harness/clusters/lifecycle.py, harness/namespaces.py) as HTTP
+    """Readiness, namespace creation and cleanup (harness/clusters/lifecycle.py, harness/core/namespaces.py) as HTTP
     requests the client really sends."""
+    from harness.base.run import PROBE_FINALIZER, SUITE_LABEL
     from harness.clusters.lifecycle import wait_nodes_ready
-    from harness.namespaces import cleanup_probe_namespace, create_probe_namespace
-    from harness.run import PROBE_FINALIZER, SUITE_LABEL
+    from harness.core.namespaces import cleanup_probe_namespace, create_probe_namespace
 
     with fake_apiserver(script) as url:
         core = KubeApi(client.ApiClient(client.Configuration(host=url)))
@@ -261,8 +261,8 @@ EVERY_GROUP = """
 import sys
 from kubernetes import client
 from harness.clusters.lifecycle import wait_nodes_ready
-from harness.namespaces import create_probe_namespace
-from harness.transport import LiveTransport
+from harness.core.namespaces import create_probe_namespace
+from harness.core.transport import LiveTransport
 from tests.fake_apiserver import Script, fake_apiserver
 
 with fake_apiserver(Script()) as url:
@@ -279,7 +279,7 @@ print(sorted(m for m in sys.modules if m.startswith("kubernetes.client.api.")))
 
 def test_live_calls_load_none_of_the_clients_generated_api_modules() -> None:
     """Importing CoreV1Api costs about 1.2 s of CPU per process (client 37.x), paid by every pytest-xdist worker at
-    once (harness/kubeapi.py); the suite's calls go through ApiClient alone."""
+    once (harness/base/kubeapi.py); the suite's calls go through ApiClient alone."""
     import subprocess
     import sys
     from pathlib import Path

@@ -21,16 +21,16 @@ import pytest
 from cryptography import x509
 from kubernetes import config
 
-from harness import cli
+from harness.base.errors import LocalClusterError
 from harness.clusters.local import cluster as local
 from harness.clusters.local import clusters as local_clusters
 from harness.clusters.local import containerd, host, teardown
 from harness.clusters.local.pki import Pki
-from harness.commands import refusal
-from harness.errors import LocalClusterError
+from harness.doors import cli
+from harness.doors.commands import refusal
 from harness.gobuild.go import BuildError
 from harness.gobuild.kubernetes import Build
-from harness.oci_images import FileEntry, layer_tar, oci_archive, pause_tag
+from harness.nodeimage.oci_images import FileEntry, layer_tar, oci_archive, pause_tag
 
 # ------------------------------------------------------------------------------------------ images
 

@@ -30,7 +30,7 @@ def test_parallel_probes_share_one_cluster_that_the_cli_creates_and_deletes(para
     stdout = run.proc.stdout
     assert " -n 2" in stdout and "--kind-nodes" in stdout and "-m not node_shutdown" in stdout
     # PROBE chose no node-shutdown probe: no pytest is started for them (nor their cluster); one is when it
-    # does, before this run's cluster (harness/commands/probe.py run_parallel)
+    # does, before this run's cluster (harness/doors/commands/probe.py run_parallel)
     assert "-m node_shutdown" not in stdout and "shutdown-probes.log" not in stdout
     kind_calls = [c for c in fake_tools.calls(run.log) if c[0] != "docker"]
     assert [c[:2] for c in kind_calls if c[:2] in (["create", "cluster"], ["delete", "cluster"])] == [
@@ -44,12 +44,13 @@ def test_parallel_probes_share_one_cluster_that_the_cli_creates_and_deletes(para
         "workers", "workers_why", "planned_makespan_s"
     }  # fmt: skip
     assert provenance["timing"]["workers"] == 2 and "as asked" in provenance["timing"]["workers_why"]
-    # the pytest-xdist controller handed out the plan (harness/schedule.py) and measured the probe whole
+    # the pytest-xdist controller handed out the plan (harness/reports/schedule.py) and measured the probe whole
     assert list(json.loads((run_dir / "schedule.json").read_text())["measured_s"]) == [
         "probes/phase_after_deletion/test_phase_after_deletion.py::test_always_pod_ignoring_sigterm"
     ]
     assert provenance["status"] == "passed"
-    # its workers were started with the gate, which the CLI opened once the cluster was ready (harness/cluster_gate.py)
+    # its workers were started with the gate, which the CLI opened once the cluster was ready
+    # (harness/doors/cluster_gate.py)
     assert "--cluster-gate" in stdout and (run_dir / "cluster-gate").read_text() == "ready"
     record = json.loads(next((run_dir / "probes").iterdir()).read_text())
     assert {v["claim"]: v["status"] for v in record["verdicts"]}["container-stopped-on-node"] == "pass"
@@ -63,12 +64,12 @@ def test_a_run_of_node_shutdown_probes_alone_makes_no_cluster_of_its_own(
     import argparse
     import subprocess
 
-    from harness import schedule
+    from harness.base.versions import known_images
     from harness.clusters import lifecycle
     from harness.clusters.kind.clusters import KindClusters
     from harness.clusters.kinds import Runnable
-    from harness.commands import probe as probe_command
-    from harness.versions import known_images
+    from harness.doors.commands import probe as probe_command
+    from harness.reports import schedule
 
     def no_cluster(*args: object, **kwargs: object) -> None:
         raise AssertionError("a main cluster was made")

@@ -1,4 +1,4 @@
-"""Manifests checked against the target version's schema before a run (harness/manifest_check.py).
+"""Manifests checked against the target version's schema before a run (harness/base/manifest_check.py).
 
 Real: kubernetes-validate's schemas and the checks. Nothing is stood in; no cluster is needed.
 """
@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import cli, inputs
-from harness.families import manifest_path
-from harness.manifest_check import check_manifest, check_manifests, schema_version
-from harness.versions import KubeVersion
+from harness.base import inputs
+from harness.base.families import manifest_path
+from harness.base.manifest_check import check_manifest, check_manifests, schema_version
+from harness.base.versions import KubeVersion
+from harness.doors import cli
 
 REPO = Path(__file__).resolve().parent.parent
 POD = yaml.safe_load(manifest_path("pod-finalizer-traps-sigterm.yaml").read_text())

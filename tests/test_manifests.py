@@ -1,4 +1,4 @@
-"""Manifest files and their declared overlays (harness/manifests.py)."""
+"""Manifest files and their declared overlays (harness/base/manifests.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.families import manifest_path
-from harness.manifests import load_manifest, manifest_files, merge_patch
+from harness.base.families import manifest_path
+from harness.base.manifests import load_manifest, manifest_files, merge_patch
 
 BASE = """\
 apiVersion: v1

@@ -15,6 +15,10 @@ from typing import cast
 import pytest
 import yaml
 
+from harness.base.errors import ClusterFailed
+from harness.base.paths import shutdown_image_tag as derived_image_tag
+from harness.base.process import Completed
+from harness.base.versions import KubeVersion
 from harness.clusters.kind import node_shutdown
 from harness.clusters.kind.cluster import KindCluster
 from harness.clusters.kind.node_shutdown import (
@@ -23,14 +27,10 @@ from harness.clusters.kind.node_shutdown import (
     announce_shutdown,
     cluster_config,
 )
-from harness.errors import ClusterFailed
+from harness.core.observe import ProbeTimeout, Timeline
+from harness.core.probe import Probe
+from harness.core.transport import Transport
 from harness.nodeimage.shutdown import ensure_derived_image
-from harness.observe import ProbeTimeout, Timeline
-from harness.paths import shutdown_image_tag as derived_image_tag
-from harness.probe import Probe
-from harness.process import Completed
-from harness.transport import Transport
-from harness.versions import KubeVersion
 from tests.doubles import FakeRunner, failed, ok
 
 BASE = "kindest/node:v1.29.14@sha256:8703bd94ee24e51b778d5556ae310c6c0fa67d761add3d1f1a4c1b0c8f3cf4a6"

@@ -21,7 +21,7 @@ from harness.gobuild.kubernetes import Build
 from harness.nodeimage import addons
 from harness.nodeimage import images as node
 from harness.nodeimage.addons import Addon, AddonBuildError
-from harness.oci_images import (
+from harness.nodeimage.oci_images import (
     FileEntry,
     directory_tar,
     file_layer,

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.base.versions import KubeVersion
 from harness.gobuild.kubernetes import Build
 from harness.nodeimage import node
 from harness.nodeimage.images import NodeImageError
-from harness.versions import KubeVersion
 
 
 def test_containerd_keeps_oom_scores_restricted_and_uses_systemd_cgroups_from_1_24() -> None:

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import versions
+from harness.base import versions
+from harness.base.versions import VersionError, resolve_image
 from harness.clusters.kind import node_images as kind_node_images
 from harness.nodeimage import release as node_image_release
 from harness.nodeimage.release import NodeImageBuildFailed, build_kind_release, build_node_image, local_tag
-from harness.versions import VersionError, resolve_image
 from tests.doubles import FakeRunner, failed, ok
 
 REPO = Path(__file__).resolve().parent.parent
@@ -86,7 +86,7 @@ def test_from_modules_an_unserved_version_is_refused_before_anything_is_built(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Stood in: Docker, the engine and Go checks (pass) and the proxy (refuses); the builder must not run."""
-    from harness import cli
+    from harness.doors import cli
     from harness.gobuild.go import BuildError
 
     built: list[str] = []
@@ -119,7 +119,7 @@ def test_from_modules_an_unserved_version_is_refused_before_anything_is_built(
 def test_from_modules_a_host_without_root_or_debootstrap_is_told_so_before_anything_runs(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from harness import cli
+    from harness.doors import cli
 
     monkeypatch.setattr(kind_node_images, "check_docker", lambda: None)
     monkeypatch.setattr(kind_node_images, "check_engine", lambda: None)

@@ -1,4 +1,4 @@
-"""Bounded, event-driven waits and the timeline (harness/observe.py), on scripted watch events."""
+"""Bounded, event-driven waits and the timeline (harness/core/observe.py), on scripted watch events."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from harness.basis import Basis, Gap, Moment
-from harness.observe import (
+from harness.core.basis import Basis, Gap, Moment
+from harness.core.observe import (
     Observer,
     PodObserver,
     ProbeImpossible,
@@ -18,8 +18,8 @@ from harness.observe import (
     delete_requested_at,
     order_of,
 )
-from harness.transport import WatchEvent
-from harness.views import JobView, PodView
+from harness.core.transport import WatchEvent
+from harness.core.views import JobView, PodView
 from tests.doubles import ScriptedWatch, pod
 
 
@@ -150,7 +150,7 @@ def test_a_namespace_watch_tracks_every_pod_and_a_relist_marks_the_missing_ones_
 
 
 def test_job_views_read_conditions_and_counts() -> None:
-    from harness.views import JobView
+    from harness.core.views import JobView
 
     job = JobView.from_object(
         {
@@ -173,7 +173,7 @@ def test_job_views_read_conditions_and_counts() -> None:
 
 
 def test_two_watches_are_merged_in_the_servers_order_not_their_arrival_order() -> None:
-    from harness.observe import in_server_order
+    from harness.core.observe import in_server_order
 
     timeline = Timeline()
     later_arrival = ScriptedWatch([WatchEvent(5.0, "MODIFIED", {"metadata": {"name": "web", "resourceVersion": "12"}})])

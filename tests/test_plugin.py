@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.run import suite_version
-from harness.transport import Recording
+from harness.base.run import suite_version
+from harness.core.transport import Recording
 from tests.live import live
 
 REPO = Path(__file__).resolve().parent.parent
@@ -128,7 +128,7 @@ def test_sigterm_while_a_probe_waits_still_runs_teardown(tmp_path: Path) -> None
             "-m",
             "pytest",
             "-p",
-            "harness.pytest_plugin",
+            "harness.doors.pytest_plugin",
             "-p",
             "no:cacheprovider",
             "-s",
@@ -348,7 +348,7 @@ def test_junit_xml_carries_each_claim_and_its_sources(tmp_path: Path) -> None:
 WRITTEN_PROBES = """
 import pytest
 
-from harness.basis import Basis, Gap
+from harness.core.basis import Basis, Gap
 
 pytestmark = pytest.mark.probe("phase_after_deletion")
 READ = Basis.direct("a number written here")
@@ -421,7 +421,7 @@ def run_written_probes(tmp_path: Path, *args: str) -> tuple[subprocess.Completed
             "-m",
             "pytest",
             "-p",
-            "harness.pytest_plugin",
+            "harness.doors.pytest_plugin",
             "-p",
             "no:cacheprovider",
             str(probes),
@@ -442,12 +442,12 @@ def test_a_probe_passes_only_on_concluded_claims(tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stdout
     assert "3 failed, 1 passed" in proc.stdout.splitlines()[-1]
     assert "PASSED ::test_forgets_to_conclude_but_holds[forgets_to_conclude_but_holds]" in proc.stdout
-    failed = "FAILED ::test_forgets_to_conclude[forgets_to_conclude] - harness.probe.ClaimsFailed"
+    failed = "FAILED ::test_forgets_to_conclude[forgets_to_conclude] - harness.core.probe.ClaimsFailed"
     assert f"{failed}: 1 of 1 claims failed" in proc.stdout
     assert "(concluded by the harness: the probe did not call probe.conclude() at its end)" in proc.stdout
-    nothing = "FAILED ::test_checks_nothing[checks_nothing] - harness.probe.NoClaimChecked"
+    nothing = "FAILED ::test_checks_nothing[checks_nothing] - harness.core.probe.NoClaimChecked"
     assert f"{nothing}: the probe checked no claim" in proc.stdout
-    late = "FAILED ::test_checks_after_concluding[checks_after_concluding] - harness.probe.ClaimsFailed"
+    late = "FAILED ::test_checks_after_concluding[checks_after_concluding] - harness.core.probe.ClaimsFailed"
     assert f"{late}: 1 of 2 claims failed" in proc.stdout
     (run_dir,) = runs.iterdir()
     record = json.loads((run_dir / "probes" / "test-forgets-to-conclude-forgets-to-conclude.json").read_text())
@@ -462,7 +462,7 @@ def test_an_undecided_probe_fails_apart_from_failed_ones(tmp_path: Path) -> None
     assert proc.returncode == 1, proc.stdout
     summary = proc.stdout.splitlines()[-1]
     assert "1 undecided" in summary and "failed" not in summary and "passed" not in summary
-    undecided = "UNDECIDED ::test_left_undecided[left_undecided] - harness.probe.ClaimsUndecided"
+    undecided = "UNDECIDED ::test_left_undecided[left_undecided] - harness.core.probe.ClaimsUndecided"
     assert f"{undecided}: 1 of 1 claims undecided" in proc.stdout
     assert "always.sigterm-ignored.phases: undecided: a watch gap covered the transition" in proc.stdout
     xml = junit.read_text()
@@ -483,9 +483,9 @@ def test_a_probe_whose_every_claim_was_not_observable_fails_and_one_that_skipped
     assert proc.returncode == 1, proc.stdout
     summary = proc.stdout.splitlines()[-1]
     assert "1 failed" in summary and "1 error" in summary  # pytest also counts the unmade calls' call phase
-    nothing = "FAILED ::test_observes_nothing[observes_nothing] - harness.probe.NothingObserved"
+    nothing = "FAILED ::test_observes_nothing[observes_nothing] - harness.core.probe.NothingObserved"
     assert f"{nothing}: the probe observed no claim: all 1 were not observable" in proc.stdout
-    unmade = "ERROR ::test_leaves_a_call_unmade[leaves_a_call_unmade] - harness.transport.RecordingMismatch"
+    unmade = "ERROR ::test_leaves_a_call_unmade[leaves_a_call_unmade] - harness.core.transport.RecordingMismatch"
     assert (
         f"{unmade}: the probe finished without making these recorded calls: [\"list_events(namespace='plp-test')\"]"
         in (proc.stdout)

@@ -1,9 +1,9 @@
-"""harness/probe_helpers.py: the readings every family's probes share."""
+"""harness/core/probe_helpers.py: the readings every family's probes share."""
 
 from __future__ import annotations
 
-from harness.probe_helpers import lost_exit_status
-from harness.views import PodView
+from harness.core.probe_helpers import lost_exit_status
+from harness.core.views import PodView
 from tests.doubles import pod
 
 DELETED = "2026-11-26T12:00:05Z"

@@ -16,15 +16,15 @@ from typing import Any
 
 import pytest
 
-from harness import radar
+from harness.base.errors import NotRunnable
 from harness.clusters.kind import clusters as kind_clusters
 from harness.clusters.local import clusters as local_clusters
-from harness.commands import radar as radar_command
-from harness.errors import NotRunnable
-from harness.expectations import Claim, Expectation
+from harness.core.expectations import Claim, Expectation
+from harness.doors.commands import radar as radar_command
 from harness.gobuild import go as go_command
 from harness.gobuild import kubernetes as kube_build
 from harness.gobuild import modules as go_modules
+from harness.reports import radar
 from tests import fake_tools
 
 REPO = Path(__file__).resolve().parent.parent

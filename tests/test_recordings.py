@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from harness.families import all_recordings, families
-from harness.probe import ClaimsFailed, ClaimsUndecided, Probe
-from harness.run import Run
-from harness.transport import Recording
+from harness.base.families import all_recordings, families
+from harness.base.run import Run
+from harness.core.probe import ClaimsFailed, ClaimsUndecided, Probe
+from harness.core.transport import Recording
 from probes.phase_after_deletion import test_phase_after_deletion as phase_probes
 from tests.live import as_version, live
 

@@ -13,18 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, engine
+from harness.base.errors import PrerequisiteMissing, host_refusal
+from harness.base.versions import resolve_image
 from harness.clusters.kind import clusters as kind_clusters
+from harness.clusters.kind import engine
 from harness.clusters.kind import node_images as kind_node_images
 from harness.clusters.kind.cluster import check_docker
 from harness.clusters.local import clusters as local_clusters
 from harness.clusters.local import host as local_host
 from harness.clusters.local import teardown as local_teardown
-from harness.commands import refusal
-from harness.errors import PrerequisiteMissing, host_refusal
+from harness.doors import cli
+from harness.doors.commands import refusal
 from harness.gobuild.kubernetes import release_text
 from harness.nodeimage import release as node_image_release
-from harness.versions import resolve_image
 from tests.doubles import FakeRunner, failed
 
 REPO = Path(__file__).resolve().parent.parent
@@ -155,7 +156,11 @@ def test_make_engine_without_dockerd_says_which_debian_package_and_shows_no_trac
     (tmp_path / "docker").symlink_to("/bin/false")  # a docker CLI, no dockerd
     env = {**os.environ, "PATH": str(tmp_path)}
     done = subprocess.run(
-        [sys.executable, "-m", "harness.engine", "start"], cwd=REPO, env=env, capture_output=True, text=True
+        [sys.executable, "-m", "harness.clusters.kind.engine", "start"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == engine.PREREQUISITE_MISSING == refusal.PREREQUISITE_MISSING
     assert done.stderr.startswith("error: prerequisite missing: dockerd is not on PATH")

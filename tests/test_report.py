@@ -1,4 +1,4 @@
-"""make report (harness/report.py): the behaviour matrix from run records of several versions, and the
+"""make report (harness/reports/report.py): the behaviour matrix from run records of several versions, and the
 offline re-evaluation of recorded observations against changed expectations."""
 
 from __future__ import annotations
@@ -15,10 +15,13 @@ from typing import Any
 
 import pytest
 
-from harness import report, timeline_svg
-from harness.expectations import Claim, Expectation, load_claims
-from harness.families import all_recordings
-from harness.report import (
+from harness.base.families import all_recordings
+from harness.base.run import safe_name
+from harness.base.versions import KubeVersion
+from harness.core.expectations import Claim, Expectation, load_claims
+from harness.core.transport import Recording
+from harness.reports import report, timeline_svg
+from harness.reports.report import (
     Matrix,
     Side,
     _behaviour,
@@ -31,9 +34,6 @@ from harness.report import (
     side_text,
     write_report,
 )
-from harness.run import safe_name
-from harness.transport import Recording
-from harness.versions import KubeVersion
 from tests.live import as_version, live
 
 REPO = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""harness/run.py: a run's record names the suite commit that made it, when the suite runs from its checkout."""
+"""harness/base/run.py: a run's record names the suite commit that made it, when the suite runs from its checkout."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.run import SUITE_DIR, Run, suite_version
+from harness.base.run import SUITE_DIR, Run, suite_version
 
 
 def git(directory: Path, *args: str) -> str:

@@ -1,4 +1,4 @@
-"""PARALLEL=auto (harness/schedule.py): durations, longest-first order, packing, the worker count, the hand-out
+"""PARALLEL=auto (harness/reports/schedule.py): durations, longest-first order, packing, the worker count, the hand-out
 to pytest-xdist workers, and the PARALLEL values make probe takes and refuses."""
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 
-from harness import cli, schedule, selection
 from harness.clusters.registry import KINDS
-from harness.commands import probe as probe_command
-from harness.commands import refusal
-from harness.schedule import choose_workers, known_durations, longest_first, pack, plan_for, probe_of
+from harness.doors import cli, selection
+from harness.doors.commands import probe as probe_command
+from harness.doors.commands import refusal
+from harness.reports import schedule
+from harness.reports.schedule import choose_workers, known_durations, longest_first, pack, plan_for, probe_of
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -228,7 +229,7 @@ def test_e(): ran("e", 0.1)
 
 def run_dummies(tmp_path: Path, *args: str) -> dict[str, list[str]]:
     """pytest on five sleeping dummy tests with the suite's plugin; which tests each worker ran, in order."""
-    (tmp_path / "conftest.py").write_text('pytest_plugins = ["harness.pytest_plugin"]\n')
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["harness.doors.pytest_plugin"]\n')
     (tmp_path / "test_dummy.py").write_text(DUMMY_TESTS)
     log = tmp_path / "ran"
     log.mkdir()

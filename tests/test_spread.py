@@ -1,10 +1,10 @@
-"""REPEAT=N: the spread of each measured interval over repeated runs (harness/spread.py)."""
+"""REPEAT=N: the spread of each measured interval over repeated runs (harness/reports/spread.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.spread import render, spread
+from harness.reports.spread import render, spread
 
 
 def record(probe: str, version: str, observed: Any, status: str = "pass") -> dict[str, Any]:

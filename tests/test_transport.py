@@ -1,4 +1,4 @@
-"""Recording and replaying a probe's conversation with a cluster (harness/transport.py)."""
+"""Recording and replaying a probe's conversation with a cluster (harness/core/transport.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from harness.transport import (
+from harness.core.transport import (
     LiveTransport,
     Recording,
     RecordingMismatch,

@@ -1,4 +1,4 @@
-"""An undo runs to its end through Ctrl-C (harness/process.py run_to_the_end), and a kind cluster's deletion is
+"""An undo runs to its end through Ctrl-C (harness/base/process.py run_to_the_end), and a kind cluster's deletion is
 one: seen live, Ctrl-C during `kind delete cluster` stopped kind half-way and left the node container running,
 while the run said the cluster was removed."""
 
@@ -10,15 +10,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.base.process import Completed, InterruptedUndo
 from harness.clusters.kind.cluster import KindCluster
 from harness.clusters.kind.provider import KindProvider
-from harness.process import Completed, InterruptedUndo
 
 # Ctrl-C, as a terminal sends it to its whole foreground group, 0.3 s into a 1 s undo. Run in a session of its
 # own so that the signal reaches nothing of the test run.
 CTRL_C_DURING_AN_UNDO = """
 import json, os, signal, sys, threading
-from harness.process import InterruptedUndo, run_to_the_end
+from harness.base.process import InterruptedUndo, run_to_the_end
 threading.Timer(0.3, lambda: os.killpg(0, signal.SIGINT)).start()
 try:
     done = run_to_the_end(["sh", "-c", "sleep 1; echo undone"], 30)
@@ -60,7 +60,7 @@ def test_a_kind_deletion_that_ctrl_c_came_through_is_recorded_as_done_and_the_in
 
 
 def test_a_cluster_made_here_deletes_through_the_undo_runner_unless_a_runner_stands_in(tmp_path: Path) -> None:
-    from harness.process import run_command, run_to_the_end
+    from harness.base.process import run_command, run_to_the_end
 
     assert KindCluster("c", "i", tmp_path / "k").undo_runner is run_to_the_end
     stand_in = lambda argv, timeout: Completed(tuple(argv), 0, "", "")  # noqa: E731

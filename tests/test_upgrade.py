@@ -1,5 +1,5 @@
-"""make upgrade (harness/upgrade.py): what changes for the claims between two releases, from the shipped recordings
-replayed offline and the expectations, in words; bad input refused in one line before the replay."""
+"""make upgrade (harness/reports/upgrade.py): what changes for the claims between two releases, from the shipped
+recordings replayed offline and the expectations, in words; bad input refused in one line before the replay."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from harness import cli, upgrade
-from harness.expectations import Claim, Expectation
-from harness.report import expected_words, load_records, words
-from harness.versions import KubeVersion
+from harness.base.versions import KubeVersion
+from harness.core.expectations import Claim, Expectation
+from harness.doors import cli
+from harness.reports import upgrade
+from harness.reports.report import expected_words, load_records, words
 
 REPO = Path(__file__).resolve().parent.parent
 PHASES = "always.sigterm-ignored.phases"
@@ -39,7 +40,7 @@ def by_id(changes: list[upgrade.ClaimChange]) -> dict[str, upgrade.ClaimChange]:
 
 
 def test_the_atlas_is_every_shipped_recording_replayed_live(atlas: list[dict[str, Any]]) -> None:
-    from harness.families import all_recordings
+    from harness.base.families import all_recordings
 
     assert len(atlas) == len(all_recordings()) > 700
     assert {"v1.26.15", "v1.27.16", "v1.27.0-rc.0"} <= upgrade.live_versions(atlas)

@@ -1,7 +1,7 @@
 """The verdict rules are the harness's, checked on every live recording of every family.
 
 Each recording is replayed through its probe (in memory: the files are never edited), and every verdict keeps what
-its observation rests on (harness/basis.py). Then:
+its observation rests on (harness/core/basis.py). Then:
 - a synthetic gap placed outside each claim's deciding stretch leaves its verdict as it was: judged again with
   such a gap on its watches (just before the stretch, just after it), and, through the probe itself, on a copy of
   the recording whose watches lost their events before every claim's stretch and re-listed;
@@ -21,13 +21,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.basis import Basis, Gap
-from harness.expectations import FAIL, NOT_OBSERVABLE, PASS, UNDECIDED, Verdict
-from harness.families import all_recordings
-from harness.observe import Sighting
-from harness.probe import ClaimsFailed, Probe
-from harness.run import Run
-from harness.transport import ACTIONS, JsonDict, Recording
+from harness.base.families import all_recordings
+from harness.base.run import Run
+from harness.core.basis import Basis, Gap
+from harness.core.expectations import FAIL, NOT_OBSERVABLE, PASS, UNDECIDED, Verdict
+from harness.core.observe import Sighting
+from harness.core.probe import ClaimsFailed, Probe
+from harness.core.transport import ACTIONS, JsonDict, Recording
 
 RECORDINGS = [path for path in all_recordings() if "-live-" in path.name]
 SYNTHETIC = "synthetic gap (test)"

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from harness.expectations import FAIL, PASS, UNDECIDED
-from harness.families import recording_path
-from harness.probe import ClaimsFailed, ClaimsUndecided, Probe
-from harness.run import Run
-from harness.transport import JsonDict, Recording
+from harness.base.families import recording_path
+from harness.base.run import Run
+from harness.core.expectations import FAIL, PASS, UNDECIDED
+from harness.core.probe import ClaimsFailed, ClaimsUndecided, Probe
+from harness.core.transport import JsonDict, Recording
 from probes.job_replacement import test_job_replacement as job_probes
 from probes.node_shutdown import test_node_shutdown as shutdown_probes
 from probes.phase_after_deletion import test_phase_after_deletion as phase_probes
@@ -200,9 +200,9 @@ def test_a_container_the_kubelet_reported_without_an_id_is_not_blamed_on_node_ac
     """Seen live on v1.22.17 (local, node access on): the kubelet removed a deleted pod's exited container before
     reporting it, so its status was ContainerStatusUnknown with no containerID. The claim on the node is then not
     observable for that reason, not for 'no access to the nodes'."""
-    from harness.probe import Probe
-    from harness.run import Run
-    from harness.views import PodView
+    from harness.base.run import Run
+    from harness.core.probe import Probe
+    from harness.core.views import PodView
     from tests.live import live
 
     recording = live("phase_after_deletion/always_pod_trapping_sigterm--v1.27.3-live-local.json")

@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
-from harness import matrix
-from harness.bisect import (
+from harness.base.versions import VersionError, bisect_releases
+from harness.clusters.kinds import PlannedVersion, Readied, plan_versions
+from harness.reports import matrix
+from harness.reports.bisect import (
     BAD,
     GOOD,
     SKIP,
@@ -24,10 +26,7 @@ from harness.bisect import (
     bisect,
     bisection_record,
     claim_observations,
-    release_candidates,
 )
-from harness.clusters.kinds import PlannedVersion, Readied, plan_versions
-from harness.versions import VersionError
 
 
 def test_a_minor_resolves_to_its_pinned_patch_or_the_nearest_earlier_served_one() -> None:
@@ -111,16 +110,16 @@ def test_the_local_matrix_measures_the_disk_again_only_after_a_build(
 
 
 def test_candidates_follow_the_line_bad_was_cut_from() -> None:
-    assert release_candidates("1.25.9", "1.25.12") == ["1.25.9", "1.25.10", "1.25.11", "1.25.12"]
+    assert bisect_releases("1.25.9", "1.25.12") == ["1.25.9", "1.25.10", "1.25.11", "1.25.12"]
     # Across a minor: GOOD's later patches are another branch; BAD's x.y.0 pre-releases only when asked.
-    assert release_candidates("1.30.13", "1.31.1") == ["1.30.13", "1.31.0", "1.31.1"]
-    with_pre = release_candidates("1.30.13", "1.31.0", pre_releases=True)
+    assert bisect_releases("1.30.13", "1.31.1") == ["1.30.13", "1.31.0", "1.31.1"]
+    with_pre = bisect_releases("1.30.13", "1.31.0", pre_releases=True)
     assert with_pre[:3] == ["1.30.13", "1.31.0-alpha.0", "1.31.0-alpha.1"] and with_pre[-1] == "1.31.0"
-    assert release_candidates("1.28.0-alpha.2", "1.28.0-alpha.3") == ["1.28.0-alpha.2", "1.28.0-alpha.3"]
+    assert bisect_releases("1.28.0-alpha.2", "1.28.0-alpha.3") == ["1.28.0-alpha.2", "1.28.0-alpha.3"]
     with pytest.raises(VersionError, match="one minor boundary"):
-        release_candidates("1.26.6", "1.28.0")
+        bisect_releases("1.26.6", "1.28.0")
     with pytest.raises(VersionError, match="earlier release"):
-        release_candidates("1.27.4", "1.27.4")
+        bisect_releases("1.27.4", "1.27.4")
 
 
 def _records(run_dir: Path, claim: str, *observed: Any) -> None:
@@ -132,7 +131,7 @@ def _records(run_dir: Path, claim: str, *observed: Any) -> None:
 
 
 def test_a_claim_bisection_classifies_by_the_observed_value_and_records_every_try(tmp_path: Path) -> None:
-    versions = release_candidates("1.25.0", "1.25.16")
+    versions = bisect_releases("1.25.0", "1.25.16")
     claim = "statefulset.scale-up.replicas-cover-pods"
     ran: list[str] = []
 
@@ -283,7 +282,7 @@ def test_builder_builds_one_at_a_time_in_order(tmp_path: Path) -> None:
 
 
 def test_intervals_are_classified_by_the_end_they_lie_near() -> None:
-    from harness.bisect import classify
+    from harness.reports.bisect import classify
 
     # SIGTERM-to-kill after a preStop that overran the grace: 10 s before k/k#115835, 2 s after.
     assert classify(2.3, 10.0, 2.0) == BAD and classify(9.1, 10.0, 2.0) == GOOD

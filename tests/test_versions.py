@@ -1,4 +1,4 @@
-"""Version parsing and VERSION -> pinned node image resolution (harness/versions.py, node_images.yaml)."""
+"""Version parsing and VERSION -> pinned node image resolution (harness/base/versions.py, node_images.yaml)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from harness.manifests import load_manifest, manifest_files
-from harness.versions import (
+from harness.base.manifests import load_manifest, manifest_files
+from harness.base.versions import (
     KubeVersion,
     NodeImage,
     VersionError,

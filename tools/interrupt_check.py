@@ -31,7 +31,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness import paths  # noqa: E402
+from harness.base import paths  # noqa: E402
 from harness.clusters.local.host import DEFAULT_ROOT  # noqa: E402
 
 

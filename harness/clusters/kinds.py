@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from harness.versions import KubeVersion, pinned_patch
+from harness.base.versions import KubeVersion, pinned_patch
 
 if TYPE_CHECKING:
+    from harness.base.run import Run
     from harness.clusters.lifecycle import ClusterProvider, Note
-    from harness.run import Run
 
 Say = Callable[[str], None]
 NODE_SHUTDOWN_ROLE = "gns"  # the role of the graceful-node-shutdown cluster beside a run's own (its name's suffix)
@@ -92,7 +92,7 @@ class ClusterKind(ABC):
     name: ClassVar[str]  # CLUSTER's value, and the `cluster` of run.json and of the recordings' origins
     makes_clusters: ClassVar[bool] = True  # False: it reaches a cluster the user gives and never removes it
     restarts_apiserver: ClassVar[bool] = False  # RESTART_APISERVER_AFTER: the suite runs the control plane itself
-    default_parallel: ClassVar[int | str] = 1  # PARALLEL when none is given ("auto": harness/schedule.py)
+    default_parallel: ClassVar[int | str] = 1  # PARALLEL when none is given ("auto": harness/reports/schedule.py)
     pytest_option: ClassVar[str]  # the pytest option that asks for this kind (--kind-version)
     described: ClassVar[str]  # what that option makes or reaches, in the plugin's messages ("a new kind cluster")
     has_release_axis: ClassVar[bool] = False  # it runs a given release: make matrix, bisect and radar (release_axis)
@@ -104,7 +104,7 @@ class ClusterKind(ABC):
 
     @abstractmethod
     def declare_options(self, add: AddOption) -> None:
-        """Declare its own pytest options (besides the shared ones of harness/inputs.py)."""
+        """Declare its own pytest options (besides the shared ones of harness/base/inputs.py)."""
 
     @abstractmethod
     def asked(self, option: Option) -> bool:

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.errors import ClusterFailed
-from harness.kubeapi import KubeApi
-from harness.transport import JsonDict, LiveTransport, raw_call, watch_until
+from harness.base.errors import ClusterFailed
+from harness.base.kubeapi import KubeApi
+from harness.core.transport import JsonDict, LiveTransport, raw_call, watch_until
 
 Note = Callable[..., None]
 NodeLister = Callable[[str], list[JsonDict]]

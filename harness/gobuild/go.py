@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
-from harness.paths import TOOLS
+from harness.base.paths import TOOLS
 
 # The oldest Go on PATH that can switch toolchains (GOTOOLCHAIN), which every build here relies on.
 GO_ON_PATH = "Go 1.21 or newer"

@@ -30,6 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.base.paths import TOOLS
+from harness.base.versions import KubeVersion, VersionError, check_supported
 from harness.gobuild import openapi, progress
 from harness.gobuild.go import BuildError, check_go, go_build_cache, go_environment, run_step
 from harness.gobuild.modules import (
@@ -50,8 +52,6 @@ from harness.gobuild.staging import (
     twin_version,
 )
 from harness.gobuild.toolchain import choose_toolchain, toolchain_policy, upstream_go_version
-from harness.paths import TOOLS
-from harness.versions import KubeVersion, VersionError, check_supported
 
 # What a local cluster runs; a kind node image also holds kubectl, kubeadm and kube-proxy, built when one is first
 # asked for (a release's build grows by them). Those three add 288 of 2536 packages (cmd/kubectl 192, kubeadm 164,

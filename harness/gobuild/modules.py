@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.base.paths import TOOLS
 from harness.gobuild.go import BuildError, go_environment, run_go
-from harness.paths import TOOLS
 
 
 def download_module(module: str, version: str, env: Mapping[str, str], cwd: Path) -> dict[str, Any]:

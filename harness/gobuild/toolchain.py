@@ -12,8 +12,8 @@ from pathlib import Path
 
 import yaml
 
+from harness.base.versions import VersionError
 from harness.gobuild.go import BuildError, run_go
-from harness.versions import VersionError
 
 # The Go release of cri-api v0.27's era (its go.mod says go 1.20), which builds plp-crictl, etcd and CoreDNS for
 # node images; cached under .tools/go/ by the Kubernetes builds, and fetched through the module proxy by a host

@@ -34,10 +34,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.base.paths import TOOLS
 from harness.gobuild.go import BuildError, go_environment, log_tail, logged_step
 from harness.gobuild.modules import download_module
 from harness.gobuild.toolchain import SUITE_TOOLCHAIN
-from harness.paths import TOOLS
 
 TOOLCHAIN = SUITE_TOOLCHAIN
 ETCD_MODULE = "go.etcd.io/etcd/server/v3"

@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from harness.base.paths import TOOLS
 from harness.gobuild.go import BuildError, go_environment, go_on_path, log_tail, logged_step
 from harness.gobuild.toolchain import SUITE_TOOLCHAIN
-from harness.paths import TOOLS
 
 SOURCE = Path(__file__).resolve().parent / "crictl-go"
 SOURCE_FILES = ("go.mod", "go.sum", "main.go")

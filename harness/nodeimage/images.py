@@ -18,7 +18,7 @@ default registry, from 1.21).
   harness/nodeimage/addons.py); kubeadm runs `etcd ...` with httpGet probes on :2381, data in the hostPath
   /var/lib/etcd (phases/etcd/local.go).
 - CoreDNS: `/coredns`, `ENTRYPOINT ["/coredns"]` (kubeadm's Deployment gives only args: phases/addons/dns).
-- pause: compiled from the tag's `build/pause/linux/pause.c` (harness/oci_images.py), `USER 65535:65535`.
+- pause: compiled from the tag's `build/pause/linux/pause.c` (harness/nodeimage/oci_images.py), `USER 65535:65535`.
 - kube-proxy: two layers: a Debian bookworm tools layer (debootstrap minbase + iptables, conntrack, iproute2;
   cached under `.tools/addons/kube-proxy-base-<hash>/`) and `/usr/local/bin/kube-proxy` (kubeadm's DaemonSet
   runs that path, privileged: phases/addons/proxy/manifests.go). Debian's default iptables alternative is
@@ -47,11 +47,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.base.paths import TOOLS
 from harness.gobuild.go import BuildError, go_environment
 from harness.gobuild.kubernetes import Build
 from harness.gobuild.modules import download_module
 from harness.nodeimage.addons import Addon, AddonBuildError, build_coredns, build_etcd
-from harness.oci_images import (
+from harness.nodeimage.oci_images import (
     BUSYBOX,
     LOCAL_PROBE_IMAGE,
     PROBE_IMAGE_NAMES,
@@ -66,7 +67,6 @@ from harness.oci_images import (
     pause_layer,
     write_oci_archive,
 )
-from harness.paths import TOOLS
 
 # The registries kubeadm names its images under (the module docstring says which releases use which).
 REGISTRIES = ("registry.k8s.io/", "k8s.gcr.io/")

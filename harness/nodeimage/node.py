@@ -13,7 +13,7 @@ pkg/build/nodeimage; see shared/research/kind.md) from:
 - containerd with `restrict_oom_score_adj` (hosts whose root lacks CAP_SYS_RESOURCE refuse negative OOM
   scores) and `SystemdCgroup` from 1.24 on, the driver kind gives the kubelet (SYSTEMD_CGROUP).
 A second image, the same plus D-Bus and systemd-logind, is what the graceful-node-shutdown probes run on
-(harness/nodeimage/shutdown.py finds it under the tag harness/paths.py gives it). Each image records what went into
+(harness/nodeimage/shutdown.py finds it under the tag harness/base/paths.py gives it). Each image records what went into
 it in
 `/kind/plp-node.json` and `.tools/node-images/<tag>.json` (kind_release: the kind that runs it).
 """
@@ -32,11 +32,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness import paths
+from harness.base import paths
+from harness.base.versions import KubeVersion
 from harness.gobuild.kubernetes import Build
 from harness.nodeimage.images import ImageArchive, NodeImageError, kubeadm_images, node_images
-from harness.oci_images import BUSYBOX, LOCAL_PROBE_IMAGE
-from harness.versions import KubeVersion
+from harness.nodeimage.oci_images import BUSYBOX, LOCAL_PROBE_IMAGE
 
 TOOLS = paths.TOOLS
 WORK = paths.NODE_IMAGE_WORK

@@ -15,9 +15,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from harness import paths
-from harness.process import Runner, run_command
-from harness.versions import LOCAL_BUILDS_DIR, KubeVersion, VersionError, check_supported, known_images
+from harness.base import paths
+from harness.base.process import Runner, run_command
+from harness.base.versions import LOCAL_BUILDS_DIR, KubeVersion, VersionError, check_supported, known_images
 
 BUILDS_DIR = LOCAL_BUILDS_DIR
 # --type release exists from kind v0.24.0; v0.26.0 fixed release builds of Kubernetes < 1.31.

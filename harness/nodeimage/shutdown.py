@@ -1,15 +1,15 @@
 """The shutdown-capable sibling of a kind node image: the base plus D-Bus and systemd-logind, which the kubelet's
 graceful node shutdown manager needs (harness/clusters/kind/node_shutdown.py says why), built with `docker build` the
-first time and kept under the tag harness/paths.py gives it (one per base reference, so a new base is built anew).
+first time and kept under the tag harness/base/paths.py gives it (one per base reference, so a new base is built anew).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from harness import paths
-from harness.errors import ClusterFailed
-from harness.process import Runner, run_command
+from harness.base import paths
+from harness.base.errors import ClusterFailed
+from harness.base.process import Runner, run_command
 
 DOCKERFILE = """\
 # Derived by pod-lifecycle-probes from a pinned kind node image: adds D-Bus and starts systemd-logind, which

@@ -17,12 +17,12 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from harness.basis import Basis
-from harness.observe import Observer, PodObserver, ProbeTimeout, conditions_before_failed
-from harness.probe import Probe
-from harness.probe_helpers import DEADLINE_SLACK_S, container_exit, finished_at, written_instants
-from harness.transport import JsonDict
-from harness.views import JobView, PodView, parse_time
+from harness.core.basis import Basis
+from harness.core.observe import Observer, PodObserver, ProbeTimeout, conditions_before_failed
+from harness.core.probe import Probe
+from harness.core.probe_helpers import DEADLINE_SLACK_S, container_exit, finished_at, written_instants
+from harness.core.transport import JsonDict
+from harness.core.views import JobView, PodView, parse_time
 
 pytestmark = pytest.mark.probe("active_deadline")
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import pytest
 
-from harness.observe import Observer, ProbeTimeout, conditions_before_failed, key_of
-from harness.probe import Probe
-from harness.probe_helpers import POD_START_BUDGET_S, container_exit, running_and_ready
-from harness.transport import JsonDict
-from harness.views import JobView, PodView
+from harness.core.observe import Observer, ProbeTimeout, conditions_before_failed, key_of
+from harness.core.probe import Probe
+from harness.core.probe_helpers import POD_START_BUDGET_S, container_exit, running_and_ready
+from harness.core.transport import JsonDict
+from harness.core.views import JobView, PodView
 
 pytestmark = pytest.mark.probe("job_failure_policy")
 

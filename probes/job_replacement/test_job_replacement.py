@@ -13,7 +13,7 @@ v1.27.3; absent at v1.26.6). The first live run on 1.27.3 had the pod stop 8 s a
 replacement 0.2 s after the old pod was Failed: a race between the back-off and the pod's exit, not the
 controller's rule about terminating pods, which is what the claims are about.
 
-Where the server does not know podReplacementPolicy, the Strict create (harness/transport.py) is refused as
+Where the server does not know podReplacementPolicy, the Strict create (harness/core/transport.py) is refused as
 an unknown field; the probe records that as the claim `<variant>.policy-field` and then creates the Job
 without the field (manifests/*.without-policy-field.yaml), as a client with the default field validation
 (Warn: unknown fields dropped) would have it, so the remaining claims show the default behaviour there.
@@ -25,12 +25,12 @@ from collections.abc import Collection
 
 import pytest
 
-from harness.basis import Basis
-from harness.observe import Observer, ProbeTimeout, Sighting, order_of
-from harness.probe import Probe
-from harness.probe_helpers import POD_START_BUDGET_S, running_and_ready
-from harness.transport import JsonDict, Rejected
-from harness.views import JobView, PodView
+from harness.core.basis import Basis
+from harness.core.observe import Observer, ProbeTimeout, Sighting, order_of
+from harness.core.probe import Probe
+from harness.core.probe_helpers import POD_START_BUDGET_S, running_and_ready
+from harness.core.transport import JsonDict, Rejected
+from harness.core.views import JobView, PodView
 
 pytestmark = pytest.mark.probe("job_replacement")
 

@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.basis import Basis
-from harness.observe import Observer, PodObserver, Sighting, key_of
-from harness.probe import POD_START_BUDGET_S, Probe
-from harness.views import PodView
+from harness.core.basis import Basis
+from harness.core.observe import Observer, PodObserver, Sighting, key_of
+from harness.core.probe import POD_START_BUDGET_S, Probe
+from harness.core.views import PodView
 
 pytestmark = [pytest.mark.probe("node_shutdown"), pytest.mark.node_shutdown]
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import pytest
 
-from harness.basis import Basis
-from harness.observe import PodObserver
-from harness.probe import Probe
-from harness.probe_helpers import STOP_SLACK_S, container_exit, exit_status_kept, finished_at
-from harness.transport import JsonDict
-from harness.views import PodView, parse_time
+from harness.core.basis import Basis
+from harness.core.observe import PodObserver
+from harness.core.probe import Probe
+from harness.core.probe_helpers import STOP_SLACK_S, container_exit, exit_status_kept, finished_at
+from harness.core.transport import JsonDict
+from harness.core.views import PodView, parse_time
 
 pytestmark = pytest.mark.probe("phase_after_deletion")
 

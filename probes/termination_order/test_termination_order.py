@@ -20,10 +20,10 @@ from typing import NamedTuple
 
 import pytest
 
-from harness.basis import Basis
-from harness.observe import Observer, PodObserver, delete_requested_at, key_of
-from harness.probe import NotServed, Probe
-from harness.probe_helpers import (
+from harness.core.basis import Basis
+from harness.core.observe import Observer, PodObserver, delete_requested_at, key_of
+from harness.core.probe import NotServed, Probe
+from harness.core.probe_helpers import (
     POD_START_BUDGET_S,
     STOP_SLACK_S,
     container_exit,
@@ -31,8 +31,8 @@ from harness.probe_helpers import (
     exit_status_kept,
     written_instants,
 )
-from harness.transport import JsonDict
-from harness.views import EndpointsView, PodView, parse_time
+from harness.core.transport import JsonDict
+from harness.core.views import EndpointsView, PodView, parse_time
 
 pytestmark = pytest.mark.probe("termination_order")
 

@@ -8,16 +8,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness import inputs
+from harness.base import inputs
+from harness.base.inputs import BadInput
+from harness.base.run import SUITE_LABEL, Run
 from harness.clusters.kinds import AddOption, ClusterKind, Leftovers, Option, Request, Runnable, Say
 from harness.clusters.lifecycle import ClusterProvider, Note, Reached
-from harness.inputs import BadInput
-from harness.namespaces import cleanup_probe_namespace
-from harness.run import SUITE_LABEL, Run
-from harness.transport import raw_call
+from harness.core.namespaces import cleanup_probe_namespace
+from harness.core.transport import raw_call
 
 if TYPE_CHECKING:
-    from harness.kubeapi import KubeApi
+    from harness.base.kubeapi import KubeApi
 
 
 class ExistingClusters(ClusterKind):
@@ -34,7 +34,7 @@ class ExistingClusters(ClusterKind):
     )
 
     def declare_options(self, add: AddOption) -> None:
-        """--kubeconfig and --context are options both front doors share (harness/inputs.py)."""
+        """--kubeconfig and --context are options both front doors share (harness/base/inputs.py)."""
 
     def asked(self, option: Option) -> bool:
         return bool(option("--kubeconfig"))
@@ -85,7 +85,7 @@ class ExistingClusters(ClusterKind):
         from kubernetes import config
         from kubernetes.client.exceptions import ApiException
 
-        from harness.kubeapi import KubeApi
+        from harness.base.kubeapi import KubeApi
 
         try:
             return clean_namespaces(

@@ -25,9 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import ClusterFailed, PrerequisiteMissing
-from harness.node_containers import JsonDict, crictl_containers
-from harness.process import Completed, InterruptedUndo, Runner, run_command, run_to_the_end
+from harness.base.errors import ClusterFailed, PrerequisiteMissing
+from harness.base.process import Completed, InterruptedUndo, Runner, run_command, run_to_the_end
+from harness.core.node_containers import JsonDict, crictl_containers
 
 INSTALL_DOCKER = "install Docker Engine or Docker Desktop: https://docs.docker.com/get-docker/"
 INSTALL_KIND = "install kind: https://kind.sigs.k8s.io/docs/user/quick-start/#installation"
@@ -111,7 +111,7 @@ class KindCluster:
     runner: Runner = run_command
     created: bool = False
     config: Path | None = None  # a kind cluster config (nodes, kubelet patches); None: one control-plane node
-    # `kind delete cluster`: to its end even through Ctrl-C (harness/process.py), or `runner` where one is given
+    # `kind delete cluster`: to its end even through Ctrl-C (harness/base/process.py), or `runner` where one is given
     undo_runner: Runner | None = None
 
     def __post_init__(self) -> None:

@@ -15,9 +15,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness import bisect as bisect_module
-from harness import inputs, paths
+from harness.base import inputs, paths
+from harness.base.errors import ClusterFailed, NotRunnable, PrerequisiteMissing, one_line
+from harness.base.inputs import BadInput
+from harness.base.run import Run
+from harness.base.versions import NodeImage, bisect_patches, known_images, pinned_minors
 from harness.clusters.kind.cluster import INSTALL_KIND, check_docker, check_prerequisites, list_node_containers
+from harness.clusters.kind.engine import check_engine
 from harness.clusters.kind.install import KindInstallError, ensure_kind
 from harness.clusters.kind.leftovers import clean_kind_clusters, installed_kind
 from harness.clusters.kind.node_images import make_node_image
@@ -38,13 +42,8 @@ from harness.clusters.kinds import (
     plan_versions,
 )
 from harness.clusters.lifecycle import ClusterProvider, Note, Reached
-from harness.engine import check_engine
-from harness.errors import ClusterFailed, NotRunnable, PrerequisiteMissing, one_line
-from harness.inputs import BadInput
 from harness.nodeimage import release as node_image_release
 from harness.nodeimage.shutdown import ensure_derived_image
-from harness.run import Run
-from harness.versions import NodeImage, known_images, pinned_minors
 
 
 class KindClusters(ClusterKind):
@@ -203,7 +202,7 @@ class KindAxis(ReleaseAxis):
             raise PrerequisiteMissing(f"{one_line(str(err))} (every version of the matrix needs it)") from err
 
     def candidates(self, good: str, bad: str) -> list[str]:
-        return bisect_module.candidates(good, bad, bool(getattr(self.args, "build", False)))
+        return bisect_patches(good, bad, bool(getattr(self.args, "build", False)))
 
     def bisect_refusal(self) -> str | None:
         if self.args.claim or self.args.pre_releases or self.args.runs > 1:

@@ -27,9 +27,9 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from harness import paths
+from harness.base import paths
+from harness.base.process import Runner, run_command
 from harness.clusters.kind.cluster import parse_kind_version
-from harness.process import Runner, run_command
 
 RELEASES_URL = "https://github.com/kubernetes-sigs/kind/releases/download"
 TOOLS_DIR = paths.TOOLS

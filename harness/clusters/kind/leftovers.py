@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from harness.base.paths import CLUSTER_PREFIX, TOOLS
+from harness.base.process import Runner, run_command
 from harness.clusters.kinds import Leftovers
-from harness.paths import CLUSTER_PREFIX, TOOLS
-from harness.process import Runner, run_command
 
 
 def installed_kind(tools: Path = TOOLS) -> str | None:

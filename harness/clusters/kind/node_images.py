@@ -4,19 +4,19 @@ on a release without a pinned image): with kind's own release builder, or from G
 
 from __future__ import annotations
 
+from harness.base.errors import NotRunnable, PrerequisiteMissing, host_refusal, stopping
+from harness.base.inputs import BadInput
+from harness.base.versions import VersionError
 from harness.clusters.kind.cluster import check_docker
+from harness.clusters.kind.engine import check_engine
 from harness.clusters.kind.install import KindInstallError, ensure_kind
 from harness.clusters.kinds import Say
-from harness.engine import check_engine
-from harness.errors import NotRunnable, PrerequisiteMissing, host_refusal, stopping
 from harness.gobuild.go import BuildError, check_go
 from harness.gobuild.kubernetes import resolve_module
-from harness.inputs import BadInput
 from harness.nodeimage import release as node_image_release
 from harness.nodeimage.images import NodeImageError
 from harness.nodeimage.node import build_node_images
 from harness.nodeimage.node import host_problems as node_image_host_problems
-from harness.versions import VersionError
 
 SOURCES = ("auto", "release", "modules")
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from harness.process import Completed, Runner, run_command
-from harness.versions import KubeVersion
+from harness.base.process import Completed, Runner, run_command
+from harness.base.versions import KubeVersion
 
 JsonDict = dict[str, Any]
 

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.base.kubeapi import KubeApi
+from harness.base.manifest_check import images_in_manifests
+from harness.base.process import InterruptedUndo
+from harness.base.versions import NodeImage
 from harness.clusters.kind.cluster import KindCluster, parse_kind_version
 from harness.clusters.lifecycle import MadeHere, NodeShutdown, Removal, wait_nodes_ready
-from harness.kubeapi import KubeApi
-from harness.manifest_check import images_in_manifests
-from harness.process import InterruptedUndo
-from harness.versions import NodeImage
 
 
 @dataclass

@@ -15,7 +15,7 @@ know, so two would delete each other's logs.
 This module starts the components in order; what it relies on lives beside it: host.py (what the host must
 give), processes.py (one process: alive, log, health, stop), containerd.py (the suite's containerd through
 `ctr`), components.py (arguments that depend on the host or release), pki.py (what it signs), teardown.py
-(removing all of it, also from another process); the images it imports are made by harness/oci_images.py.
+(removing all of it, also from another process); the images it imports are made by harness/nodeimage/oci_images.py.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from harness.base.errors import LocalClusterError
 from harness.clusters.local.components import (
     apiserver_etcd_flags,
     etcd_argv,
@@ -60,11 +61,10 @@ from harness.clusters.local.teardown import (
     running_clusters,
     stop_cluster,
 )
-from harness.errors import LocalClusterError
 from harness.gobuild.go import go_environment
 from harness.gobuild.kubernetes import Build
 from harness.gobuild.modules import download_module
-from harness.oci_images import (
+from harness.nodeimage.oci_images import (
     LOCAL_PROBE_IMAGE,
     PROBE_IMAGE_NAMES,
     ImageError,

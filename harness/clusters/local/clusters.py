@@ -17,8 +17,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from harness import bisect as bisect_module
-from harness import inputs, paths
+from harness.base import paths
+from harness.base.errors import NotRunnable, PrerequisiteMissing, host_refusal, stopping
+from harness.base.inputs import BadInput
+from harness.base.run import Run
+from harness.base.versions import KubeVersion, VersionError, bisect_releases, pinned_minors, pinned_patch
 from harness.clusters.kinds import (
     AddOption,
     ClusterKind,
@@ -37,7 +40,6 @@ from harness.clusters.local import host, teardown
 from harness.clusters.local.containerd import local_node_lister
 from harness.clusters.local.disruption import restart_apiserver
 from harness.clusters.local.provider import LocalProvider, local_origin
-from harness.errors import NotRunnable, PrerequisiteMissing, host_refusal, stopping
 from harness.gobuild.go import BuildError, check_go
 from harness.gobuild.kubernetes import (
     OLDEST_BUILT_HERE,
@@ -45,12 +47,10 @@ from harness.gobuild.kubernetes import (
     build_kubernetes,
     build_summary,
     existing_build,
+    release_text,
     resolve_module,
     twins_served_nowhere,
 )
-from harness.inputs import BadInput
-from harness.run import Run
-from harness.versions import KubeVersion, VersionError, pinned_minors, pinned_patch
 
 
 class LocalClusters(ClusterKind):
@@ -90,7 +90,10 @@ class LocalClusters(ClusterKind):
             raise BadInput("IMAGE is a kind node image; a local cluster (CLUSTER=local) takes VERSION only")
         if not request.version:
             raise BadInput("no VERSION given: a local cluster is built from one release (VERSION=1.27.3)")
-        return Runnable(self.name, inputs.local_release(request.version))
+        try:
+            return Runnable(self.name, release_text(request.version))
+        except VersionError as err:
+            raise BadInput(str(err)) from err
 
     def check_host(self, runnable: Runnable) -> None:
         """Nothing before the probes: the cluster's fixture builds the release, and says so if it cannot."""
@@ -217,7 +220,7 @@ class LocalAxis(ReleaseAxis):
         check_host(one_at_a_time)
 
     def candidates(self, good: str, bad: str) -> list[str]:
-        return bisect_module.release_candidates(good, bad, bool(getattr(self.args, "pre_releases", False)))
+        return bisect_releases(good, bad, bool(getattr(self.args, "pre_releases", False)))
 
     def bisect_refusal(self) -> str | None:
         if not self.args.claim:

@@ -8,10 +8,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from harness.base.versions import KubeVersion
 from harness.clusters.local.host import (
     HostCgroups,
 )
-from harness.versions import KubeVersion
 
 JsonDict = dict[str, Any]
 

@@ -22,9 +22,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.base.errors import LocalClusterError
 from harness.clusters.local.cluster import write_cluster_record
 from harness.clusters.local.processes import https_ok, log_tail, stop_process, tls_client_context
-from harness.errors import LocalClusterError
 
 JsonDict = dict[str, Any]
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import LocalClusterError
+from harness.base.errors import LocalClusterError
 
 JsonDict = dict[str, Any]
 

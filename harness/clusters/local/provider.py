@@ -9,12 +9,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from harness.base.errors import ClusterFailed, LocalClusterError
+from harness.base.kubeapi import KubeApi
 from harness.clusters.lifecycle import ApiserverRestart, MadeHere, NodeShutdown, Removal, wait_nodes_ready
 from harness.clusters.local.cluster import LocalCluster
 from harness.clusters.local.disruption import restart_apiserver
-from harness.errors import ClusterFailed, LocalClusterError
 from harness.gobuild.kubernetes import Build
-from harness.kubeapi import KubeApi
 
 
 @dataclass

@@ -1,0 +1,81 @@
+"""The suite's manifests (probes/<family>/manifests/): each file is applied as written, or a declared overlay.
+
+A variant of a manifest is a file of its own, next to its base, that names the base and says what differs:
+
+    overlay:
+      base: pod-prestop-timeline.yaml
+      placeholders: {PRESTOP_SECONDS: 30}  # filled in wherever the base's strings name them
+      patch:                               # a JSON merge patch (RFC 7386): a value replaces, null removes
+        spec:
+          terminationGracePeriodSeconds: 5
+
+So what a probe applies is always a file a reader can open: `probe.manifest(name)` reads it through here.
+A manifest is named by its file name, unique in the suite (harness/base/families.py finds its family's folder); a
+base is looked for next to its overlay first, so it may also live in another family's folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.base.families import SAFE_LOADER, families, manifest_path
+
+OVERLAY_FIELDS = frozenset({"base", "placeholders", "patch"})
+
+JsonDict = dict[str, Any]
+
+
+def load_manifest(filename: str, directory: Path | None = None) -> JsonDict:
+    """The object a manifest file describes: the file itself, or its overlay applied to its base.
+
+    `directory`: one folder holding the file and its base; by default the suite's family folders.
+    """
+    path = directory / filename if directory is not None else manifest_path(filename)
+    data: JsonDict = yaml.load(path.read_text(), Loader=SAFE_LOADER)
+    overlay = data.get("overlay")
+    if overlay is None:
+        return data
+    if set(data) != {"overlay"} or not set(overlay) <= OVERLAY_FIELDS or "base" not in overlay:
+        raise ValueError(f"{filename}: an overlay has only `overlay:` with base, and placeholders and/or patch")
+    beside = path.parent / overlay["base"]
+    manifest = load_manifest(overlay["base"], path.parent if beside.is_file() else None)
+    for placeholder, value in (overlay.get("placeholders") or {}).items():
+        manifest, filled = _fill(manifest, placeholder, str(value))
+        if not filled:
+            raise ValueError(f"{filename}: {overlay['base']} has no placeholder {placeholder}")
+    return dict(merge_patch(manifest, overlay.get("patch") or {}))
+
+
+def manifest_files(directory: Path | None = None) -> list[str]:
+    """Every manifest file, bases and overlays, by name: of one folder, by default of every family."""
+    folders = [directory] if directory is not None else [f.manifests for f in families()]
+    return sorted(path.name for folder in folders for path in folder.glob("*.yaml"))
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch; keys keep their place in `target`, new ones come last."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def _fill(value: Any, placeholder: str, text: str) -> tuple[Any, bool]:
+    """`value` with `placeholder` replaced by `text` in every string, and whether it occurred at all."""
+    if isinstance(value, str):
+        return value.replace(placeholder, text), placeholder in value
+    if isinstance(value, dict):
+        pairs = {key: _fill(item, placeholder, text) for key, item in value.items()}
+        return {key: filled for key, (filled, _) in pairs.items()}, any(found for _, found in pairs.values())
+    if isinstance(value, list):
+        items = [_fill(item, placeholder, text) for item in value]
+        return [filled for filled, _ in items], any(found for _, found in items)
+    return value, False

@@ -1,0 +1,293 @@
+"""The `make ...` entry points: check every input and the host in seconds, then start the slow work.
+
+Everything the harness refuses, it refuses before anything slow starts (no cluster, no build, no download)
+with one line on stderr, `error: <class>: <what is wrong>`; the class is said in words because make turns
+every failure into its own exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from harness.base import paths
+from harness.base.errors import INTERRUPTED, Interrupted
+from harness.base.inputs import SHARED_OPTIONS, BadInput, count, yes_no
+from harness.base.process import sigterm_as_interrupt
+from harness.base.versions import VersionError, known_versions
+from harness.clusters.registry import DEFAULT_CLUSTER, cluster_choices
+from harness.doors.commands.coverage import run_coverage_command
+from harness.doors.commands.housekeeping import run_clean_command, run_node_image_command, run_report_command
+from harness.doors.commands.probe import AUTO, run_probe_command
+from harness.doors.commands.radar import run_radar_command
+from harness.doors.commands.refusal import (
+    BAD,
+    BAD_INPUT,
+    EXIT_CODES,
+    refuse,
+)
+from harness.doors.commands.upgrade import run_upgrade_command
+from harness.doors.commands.version_axis import run_bisect_command, run_matrix_command
+from harness.gobuild.toolchain import toolchain_policy
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, refusing a bad argument like every other bad input: `error: bad input: ...`, exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(BAD_INPUT, f"error: {BAD}: {message}\n")
+
+
+def parallel_count(text: str) -> int | str:
+    """PARALLEL: a count of 1 or more, `auto` (workers chosen from durations, harness/reports/schedule.py), or empty for
+    the cluster's default (auto for a local cluster, 1 otherwise)."""
+    if text.strip().lower() in (AUTO, ""):
+        return text.strip().lower()
+    try:
+        return count("PARALLEL")(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"PARALLEL must be a whole number of 1 or more or auto, not {text!r}"
+        ) from None
+
+
+def cluster_option(
+    parser: argparse.ArgumentParser, help_text: str, default: str | None = DEFAULT_CLUSTER, version_axis: bool = False
+) -> None:
+    """CLUSTER (--cluster): the kinds of cluster the suite makes (harness/clusters/registry.py), as every command
+    that takes it names them; for the version axis, those that run a given release."""
+    parser.add_argument("--cluster", choices=cluster_choices(version_axis), default=default, help=help_text)
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = _Parser(
+        prog="python -m harness",
+        description=__doc__,
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def command(name: str, help_text: str) -> argparse.ArgumentParser:
+        return commands.add_parser(
+            name, help=help_text, description=help_text, epilog=EXIT_CODES, formatter_class=parser.formatter_class
+        )
+
+    probe = command("probe", "run the probes on a new kind cluster (or an existing one)")
+    probe.add_argument("--version", default="", help="Kubernetes version: a minor (1.27) or a patch (1.27.3)")
+    probe.add_argument(
+        "--image", default="", help="node image instead of the pinned one (kindest/node:vX.Y.Z@sha256:...)"
+    )
+    probe.add_argument("--probe", default="", help="run only the probes matching this name or pytest -k expression")
+    probe.add_argument(
+        "--parallel",
+        type=parallel_count,
+        default="",
+        help="run N probes at a time in one new cluster (pytest-xdist workers); auto: as many as the probes' known "
+        "durations say (harness/reports/schedule.py); default: auto for --cluster local, 1 otherwise",
+    )
+    cluster_option(
+        probe, "where a new cluster runs: kind (Docker) or local (built from Go modules, run as processes here; root)"
+    )
+    for option in SHARED_OPTIONS:  # declared once for pytest too, to which they are passed on
+        option.declare(probe.add_argument, {"--kubeconfig": "", "--context": "", "--repeat": 1})
+    probe.add_argument(
+        "--keep", type=yes_no("KEEP"), default=False, metavar="YES_NO", help="KEEP=1: the same as --keep-cluster"
+    )
+    probe.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
+    command("versions", "list the Kubernetes versions with a pinned node image")
+    clean = command("clean", "remove the suite's leftovers: its kind clusters and labelled namespaces")
+    clean.add_argument("--kubeconfig", default="", help="also clean the suite's namespaces on this cluster")
+    clean.add_argument("--context", default="", help="context in --kubeconfig")
+    clean.add_argument("--kind-bin", default="kind", help="the kind executable")
+    cluster_option(clean, "only leftovers of this kind (default: both)", default=None)
+    report = command("report", "the behaviour matrix of run records as Markdown and HTML")
+    report.add_argument("runs", nargs="+", help="run directories (or record files) to read")
+    report.add_argument(
+        "--out", default="", help="where to write report.md and report.html (default: runs/report-<id>)"
+    )
+    report.add_argument(
+        "--from", dest="from_version", default="", help="with --to: what changes between two releases, on top"
+    )
+    report.add_argument("--to", dest="to_version", default="", help="the later release of --from")
+    upgrade = command("upgrade", "what changes for the claims between two releases, from the shipped recordings")
+    upgrade.add_argument(
+        "--from", dest="from_version", default="", help="the release run now: a minor (1.26) or a patch"
+    )
+    upgrade.add_argument("--to", dest="to_version", default="", help="the release planned: a minor (1.28) or a patch")
+    upgrade.add_argument("--runs", nargs="*", default=[], help="run directories (or record files) of live runs to add")
+    build = command(
+        "node-image", "build a node image for a Kubernetes release kind does not publish (kind build node-image)"
+    )
+    build.add_argument("--version", required=True, help="a full release version, e.g. 1.27.0-rc.0")
+    build.add_argument(
+        "--source",
+        choices=("auto", "release", "modules"),
+        default="auto",
+        help="release: kind build node-image from dl.k8s.io; modules: built here from Go modules and Debian "
+        "packages (harness/nodeimage); auto: release when dl.k8s.io answers, else modules",
+    )
+    bisect_cmd = command("bisect", "the first release on which a probe fails, or a claim observes what BAD did")
+    bisect_cmd.add_argument("--probe", required=True, help="the probe (name or pytest -k expression)")
+    bisect_cmd.add_argument("--good", required=True, help="a release where the probe passes, e.g. 1.27.3")
+    bisect_cmd.add_argument("--bad", required=True, help="a later release (same minor, or the next one) where it fails")
+    cluster_option(bisect_cmd, "local: every release between built here", version_axis=True)
+    bisect_cmd.add_argument(
+        "--claim", default="", help="local: bisect on this claim's observed value (GOOD's against BAD's)"
+    )
+    bisect_cmd.add_argument(
+        "--pre-releases",
+        nargs="?",
+        const=True,
+        default=False,
+        type=yes_no("PRE"),
+        help="local: also try the x.y.0 pre-releases between GOOD and BAD (PRE=1)",
+    )
+    bisect_cmd.add_argument(
+        "--runs",
+        type=count("REPEAT"),
+        default=1,
+        help="local: up to N runs per release, for a claim a race sometimes hides (see harness/reports/bisect.py)",
+    )
+    bisect_cmd.add_argument("--name", default="", help="local: the record's name, bisections/<name>.json")
+    bisect_cmd.add_argument(
+        "--record-dir",
+        default=str(paths.REPO / "bisections"),
+        help="local: where the record goes (default bisections/)",
+    )
+    bisect_cmd.add_argument(
+        "--build",
+        nargs="?",
+        const=True,
+        default=False,
+        type=yes_no("BUILD"),
+        help="also try patch releases without a pinned image (built by node-image; BUILD=1)",
+    )
+    bisect_cmd.add_argument("--run-dir", default=str(paths.RUNS), help="where the runs go (default: runs/)")
+    coverage_cmd = command(
+        "coverage", "each claim version range with the live recordings inside it, or 'not seen live'"
+    )
+    coverage_cmd.add_argument(
+        "--uncovered",
+        nargs="?",
+        const=True,
+        default=False,
+        type=yes_no("UNCOVERED"),
+        help="only the ranges no live recording is in (UNCOVERED=1)",
+    )
+    coverage_cmd.add_argument(
+        "--plan",
+        nargs="?",
+        const=True,
+        default=False,
+        type=yes_no("PLAN"),
+        help="which releases to build next to cover the most uncovered ranges per build (PLAN=1)",
+    )
+    radar_cmd = command(
+        "radar", "the newest pre-release the Go module proxy serves, probed beside the newest release, claim by claim"
+    )
+    cluster_option(
+        radar_cmd,
+        "local: the pre-release built here from Go modules; kind: a node image of it (--source)",
+        version_axis=True,
+    )
+    radar_cmd.add_argument(
+        "--source",
+        choices=("auto", "release", "modules"),
+        default="auto",
+        help="kind: how the pre-release's node image is built (as make node-image SOURCE=...)",
+    )
+    radar_cmd.add_argument("--baseline", default="", help="a run of the newest release to compare with (runs/<id>)")
+    radar_cmd.add_argument(
+        "--fresh-baseline",
+        nargs="?",
+        const=True,
+        default=False,
+        type=yes_no("FRESH_BASELINE"),
+        help="probe the newest release now too (default: replay its shipped live recordings; FRESH_BASELINE=1)",
+    )
+    radar_cmd.add_argument(
+        "--tries", type=count("TRIES"), default=3, help="how many pre-releases to try, newest first, until one builds"
+    )
+    radar_cmd.add_argument("--probe", default="", help="only the probes matching this name or -k expression")
+    radar_cmd.add_argument("--run-dir", default=str(paths.RUNS), help="where the radar's runs go (default: runs/)")
+    matrix = command("matrix", "run the probes on several versions, one cluster each")
+    matrix.add_argument(
+        "--versions", default=None, help="space-separated versions (not given: every minor in the table; empty refused)"
+    )
+    matrix.add_argument("--jobs", type=count("JOBS"), default=2, help="how many kind clusters at a time")
+    matrix.add_argument("--run-dir", default=str(paths.RUNS), help="where the matrix's run directories go")
+    cluster_option(matrix, "kind, or local (built here; one at a time)", version_axis=True)
+    matrix.add_argument(
+        "--parallel",
+        type=parallel_count,
+        default=None,
+        help="local: probes at a time in each version's cluster (PARALLEL of make probe; default auto)",
+    )
+    matrix.add_argument(
+        "--no-overlap", action="store_true", help="local: build the next version only after this one's probes"
+    )
+    matrix.add_argument(
+        "--overlap",
+        type=yes_no("OVERLAP"),
+        default=True,
+        metavar="YES_NO",
+        help="local: OVERLAP=0 is --no-overlap",
+    )
+    matrix.add_argument("--probe", default="", help="local: only the probes matching this name or -k expression")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run one command; Ctrl-C or SIGTERM ends it with one line saying what was stopped and exit code 130."""
+    sigterm_as_interrupt()
+    try:
+        return run_command(argv)
+    except Interrupted as interrupted:
+        print(f"interrupted: stopped {interrupted.stopped}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("interrupted: stopped before any cluster, build or download had started", file=sys.stderr)
+    return INTERRUPTED
+
+
+def run_command(argv: Sequence[str]) -> int:
+    """Parse and run one command; an input it will not run with is refused as bad input."""
+    args = parse_args(argv)
+    try:
+        toolchain_policy()  # GO_TOOLCHAIN of any build the command may start, refused before anything slow
+    except VersionError as err:
+        return refuse(BAD, str(err))
+    try:
+        return _dispatch(args)
+    except BadInput as err:
+        return refuse(BAD, str(err))
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "probe":
+        args.keep_cluster = args.keep_cluster or args.keep
+    if args.command == "matrix":
+        args.no_overlap = args.no_overlap or not args.overlap
+    if args.command == "versions":
+        print("\n".join(known_versions()))
+        return 0
+    if args.command == "matrix":
+        return run_matrix_command(args)
+    if args.command == "node-image":
+        return run_node_image_command(args)
+    if args.command == "bisect":
+        return run_bisect_command(args)
+    if args.command == "clean":
+        return run_clean_command(args)
+    if args.command == "radar":
+        return run_radar_command(args)
+    if args.command == "coverage":
+        return run_coverage_command(args)
+    if args.command == "report":
+        return run_report_command(args)
+    if args.command == "upgrade":
+        return run_upgrade_command(args)
+    return run_probe_command(args)

@@ -1,0 +1,259 @@
+"""The version axis: make matrix (the probes on several versions) and make bisect (the first release on which a
+probe fails, or on which a claim observed what BAD did), each version one `python -m harness probe` run, on any
+kind of cluster that runs a given release: the kind says which releases, how one is made runnable and how it is
+probed (harness/clusters/kinds.py ReleaseAxis).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import platform
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from harness.base import inputs
+from harness.base.errors import PrerequisiteMissing, stopping
+from harness.base.inputs import BadInput
+from harness.base.paths import TOOLS
+from harness.base.process import run_through_interrupt
+from harness.base.run import new_run_id, safe_name, suite_version
+from harness.base.versions import VersionError
+from harness.clusters.kinds import ClusterKind, ReleaseAxis
+from harness.clusters.registry import kind_named
+from harness.core.expectations import all_claim_ids
+from harness.doors.commands.housekeeping import run_report_command
+from harness.doors.commands.refusal import (
+    BAD,
+    MISSING,
+    missing_arguments,
+    refuse,
+    selection_problem,
+)
+from harness.gobuild.go import BuildError, check_go
+from harness.reports import bisect as bisect_module
+from harness.reports import matrix
+
+
+def release_axis(args: argparse.Namespace, tools: Path = TOOLS) -> tuple[ClusterKind, ReleaseAxis]:
+    """The kind CLUSTER names and its version axis for this command's options."""
+    kind = kind_named(args.cluster)
+    axis = kind.release_axis(args, tools)
+    assert axis is not None, f"CLUSTER={kind.name} has no version axis"  # (CLUSTER offers only kinds that have one)
+    return kind, axis
+
+
+def axis_host_refusal(axis: ReleaseAxis, one_at_a_time: bool, go: bool, host: bool = True) -> int | None:
+    """The refusal when this host cannot run the kind's releases (`host`), or has no Go to ask the module proxy or
+    build with (`go`); else None, Go said."""
+    try:
+        if host:
+            axis.check_host(one_at_a_time)
+        if go:
+            print(check_go())
+    except (PrerequisiteMissing, BuildError) as err:
+        return refuse(MISSING, str(err))
+    return None
+
+
+def requested_versions(args: argparse.Namespace, every: list[str]) -> list[str]:
+    """VERSIONS as given: not given, `every` minor; given but empty, or naming none, refused (an empty VERSIONS
+    is more likely a mistake than a wish for all of them, which is VERSIONS left out)."""
+    if args.versions is None:
+        return every
+    versions: list[str] = args.versions.split()
+    if not versions:
+        raise BadInput(
+            f'VERSIONS (--versions) is empty: name the versions (VERSIONS="1.26 1.27"), or leave VERSIONS out for '
+            f"every minor with a pinned image ({len(every)})"
+        )
+    return versions
+
+
+def refuse_duplicates(requested: list[str], resolved: list[str]) -> None:
+    """Each version once: two that resolve to one release (1.27 and 1.27.16) are refused, never run twice."""
+    seen: dict[str, str] = {}
+    for asked, release in zip(requested, resolved, strict=True):
+        if release in seen:
+            raise BadInput(
+                f"VERSIONS names Kubernetes {release} twice ({seen[release]} and {asked}): each version runs once "
+                "(REPEAT runs each probe again)"
+            )
+        seen[release] = asked
+
+
+def run_matrix_command(args: argparse.Namespace) -> int:
+    """make matrix: every version planned and checked in seconds, then run JOBS at a time (one at a time on a kind
+    whose clusters cannot share a host), the next release made runnable meanwhile; the record and the report."""
+    kind, axis = release_axis(args)
+    if refusal := axis.matrix_refusal():
+        raise BadInput(refusal)
+    requested = requested_versions(args, axis.default_versions())
+    refuse_duplicates(requested, axis.releases(requested))
+    inputs.check_run_dir(args.run_dir)
+    if refused := axis_host_refusal(axis, one_at_a_time=True, go=axis.builds_here):
+        return refused
+    plan = axis.plan(requested)
+    base = Path(args.run_dir) / f"matrix-{new_run_id()}"
+    base.mkdir(parents=True, exist_ok=True)
+    for planned in plan:
+        said = f" ({planned.note})" if planned.note else ""
+        print(f"  {planned.requested} -> v{planned.release}{said}")
+    jobs = 1 if axis.one_at_a_time else args.jobs
+    how = [f"{len(plan)} versions on {kind.name} clusters, {'one' if jobs == 1 else jobs} at a time"]
+    how += [f"PARALLEL={args.parallel}"] if args.parallel else []
+    if axis.builds_here:
+        how.append(f"builds {'after each version' if args.no_overlap else 'ahead, while probes run'}")
+    print(f"{', '.join(how)}; records under {base}", flush=True)
+
+    stop_builds = threading.Event()
+
+    def probe_argv(release: str, run_dir: Path) -> list[str]:
+        argv = [sys.executable, "-m", "harness", "probe", *axis.probe_args(release)]
+        argv += ["--parallel", str(args.parallel)] if args.parallel else []
+        argv += ["--run-dir", str(run_dir)]
+        return argv + (["--probe", args.probe] if args.probe else [])
+
+    started = time.monotonic()
+    builder = matrix.Builder(lambda release: axis.ready(release, stop=stop_builds, quiet=True), is_built=axis.is_ready)
+    stopped_build: list[str] = []
+    tools = TOOLS if axis.builds_here else None
+    try:
+        with stopping(lambda: matrix.stopped_line(base, stopped_build)):
+            try:
+                results = matrix.run_versions(plan, jobs, builder, base, probe_argv, tools, not args.no_overlap)
+            finally:
+                # (after an interrupt, a build ahead would otherwise run to its end before this process could exit:
+                # no Ctrl-C reaches its go processes, which run in a session of their own)
+                stopped_build.append(builder.building)
+                stop_builds.set()
+    finally:
+        builder.shutdown()
+    wall = time.monotonic() - started
+    print(matrix.render(results, wall))
+    record = {"cluster": kind.name, "wall_s": round(wall, 1), "versions": [dataclasses.asdict(r) for r in results]}
+    (base / "matrix.json").write_text(json.dumps(record, indent=1) + "\n")
+    print(f"matrix record: {base / 'matrix.json'}")
+    if any(r.probes for r in results):
+        run_report_command(
+            argparse.Namespace(runs=[str(base)], out=str(base / "report"), from_version="", to_version="")
+        )
+    return 0 if all(r.status == "passed" for r in results) else 1
+
+
+def run_bisect_command(args: argparse.Namespace) -> int:
+    """Each candidate release is one `python -m harness probe` run (its own cluster), made runnable first; with
+    CLAIM, releases are classified by what the claim observed (bisections/<name>.json), else by pass or fail
+    (harness/reports/bisect.py). Which a kind bisects with is its own (ReleaseAxis.bisect_refusal)."""
+    if problem := missing_arguments(args, {"probe": "PROBE", "good": "GOOD", "bad": "BAD"}):
+        return refuse(BAD, f"{problem}: make bisect PROBE=<name or -k expression> GOOD=1.27.3 BAD=1.27.16")
+    kind, axis = release_axis(args)
+    if refusal := axis.bisect_refusal():
+        return refuse(BAD, refusal)
+    try:
+        versions = axis.candidates(args.good, args.bad)
+    except VersionError as err:
+        return refuse(BAD, str(err))
+    if args.claim and args.claim not in (known_claims := all_claim_ids()):
+        return refuse(BAD, f"no claim {args.claim!r} in the expectations (e.g. {', '.join(sorted(known_claims)[:3])})")
+    inputs.check_run_dir(args.run_dir)
+    if not_selected := selection_problem(args.probe, args.run_dir):
+        return refuse(*not_selected)
+    if axis.builds_here and (refused := axis_host_refusal(axis, one_at_a_time=False, go=True)):
+        return refused
+    if args.claim:
+        return _bisect_on_a_claim(args, kind, axis, versions)
+    return _bisect_on_pass_or_fail(args, axis, versions)
+
+
+def _bisect_on_pass_or_fail(args: argparse.Namespace, axis: ReleaseAxis, versions: list[str]) -> int:
+    directory = Path(args.run_dir) / f"bisect-{new_run_id()}"
+
+    def run(version: str) -> str:
+        if axis.ready(version).why_not:
+            return bisect_module.SKIP
+        run_dir = directory / version
+        command = [sys.executable, "-m", "harness", "probe", *axis.probe_args(version), "--probe", args.probe]
+        command += ["--run-dir", str(run_dir)]
+        print("+ " + " ".join(command), flush=True)
+        code = run_through_interrupt(command)
+        records = sorted(run_dir.glob("*/run.json"))
+        return bisect_module.outcome_of_run(code, records[-1] if records else run_dir / "run.json")
+
+    print(f"bisecting {args.probe!r} over {', '.join(versions)}")
+    try:
+        found = bisect_module.bisect(versions, run)
+    except bisect_module.BisectError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "bisect.json").write_text(json.dumps(found.to_json(), indent=1) + "\n")
+    print(f"{found.conclusion}; record: {directory / 'bisect.json'}")
+    return 0 if found.first_bad else 1
+
+
+def _bisect_on_a_claim(args: argparse.Namespace, kind: ClusterKind, axis: ReleaseAxis, versions: list[str]) -> int:
+    """Each release between GOOD and BAD made runnable once, probed on its own cluster, and classified by what the
+    claim observed; the record goes to bisections/<name>.json."""
+    name = safe_name(args.name or f"{args.claim}-{args.good}-{args.bad}")
+    directory = Path(args.run_dir) / f"bisect-{new_run_id()}"
+
+    def observe(version: str, attempt: int) -> bisect_module.ClaimObservation:
+        seen = bisect_module.ClaimObservation(version, "")
+        readied = axis.ready(version)
+        if readied.why_not:
+            seen.why = readied.why_not
+            return seen
+        recorded = ("version", "commit", "toolchain", "toolchain_policy", "upstream_go", "duration_s", "work")
+        seen.build = {k: readied.record.get(k) for k in recorded if k in readied.record}
+        seen.build["staging_substitutions"] = readied.record.get("staging_substitutions") or {}
+        name = version if args.runs == 1 else f"{version}-run-{attempt}"
+        run_dir = directory / name
+        command = [sys.executable, "-m", "harness", "probe", *axis.probe_args(version)]
+        command += ["--probe", args.probe, "--run-dir", str(run_dir)]
+        print("+ " + " ".join(command), flush=True)
+        with (directory / f"{name}.log").open("w") as log:
+            run_through_interrupt(command, log)
+        seen.run_dir = str(run_dir)
+        seen.observed, seen.verdicts = bisect_module.claim_observations(run_dir, args.claim)
+        for run_json in sorted(run_dir.glob("*/run.json")):
+            record = json.loads(run_json.read_text())
+            seen.cluster = {
+                "run_id": record.get("run_id"),
+                "server_version": record.get("server_version"),
+                **axis.ran_on(record),
+                **({"cluster_error": record["cluster_error"]} if record.get("cluster_error") else {}),
+            }
+        if not seen.observed:
+            seen.why = f"the run observed nothing for the claim (log: {directory / f'{name}.log'})"
+        return seen
+
+    directory.mkdir(parents=True, exist_ok=True)
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    runs = f", up to {args.runs} runs each" if args.runs > 1 else ""
+    print(f"bisecting {args.claim} ({args.probe}) over {', '.join(versions)}{runs}", flush=True)
+    oracle = bisect_module.ClaimOracle(args.claim, observe, print, runs=args.runs)
+    try:
+        oracle.learn_ends(versions[0], versions[-1])
+        found = bisect_module.bisect(versions, oracle)
+    except bisect_module.BisectError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    ran = {
+        "provider": kind.name,
+        "started": started,
+        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+        "kernel": platform.release(),
+        "runs": str(directory),
+        **suite_version(),
+    }
+    record = bisect_module.bisection_record(name, args.claim, args.probe, args.good, args.bad, oracle, found, ran)
+    out = Path(args.record_dir) / f"{name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=1, default=str) + "\n")
+    print(f"{found.conclusion}; record: {out}")
+    return 0 if found.first_bad else 1

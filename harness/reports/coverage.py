@@ -1,0 +1,509 @@
+"""Which claim version ranges a live run has been seen in, and which releases to build next for the rest.
+
+A claim's expectations are stated per version range (one range, or several joined by "||": each part is one
+range here). A range is only as true as a live run inside it, so a range *holds a live run* when a live
+recording of a probe that observed the claim was made on a server whose version is in it. Per claim, not
+per family: a recording covers only the claims its probe observed in it (the replay's verdicts say which;
+a claim the probe found "not observable" there is not covered by it). A claim no recorded probe observes, in a
+family with a probe not recorded live yet (the replay skips it), is taken for that probe's: the plan runs it.
+
+The recordings are read by replaying them (`pytest probes --replay probes` in a child process, a few
+seconds), so the probes themselves say which claims they observe, and the version is the one the server
+reported. `make report` uses the same counting on the records it reads (`section_data`).
+
+`make coverage --plan`: a greedy set cover of the ranges no live run holds, over the releases the suite knows
+(pinned node images, the versions the recordings, bisections and expectation ranges name; a minor's patches
+and a pre-release line's numbers have no gaps, so those between are known too). A range older than what
+builds here (every version in it before 1.21) is said so, not planned; so is a range no known release is in.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from packaging.version import Version
+
+from harness.base import families, paths
+from harness.base.versions import KubeVersion, known_images, range_parts, version_range
+from harness.core.expectations import NOT_OBSERVABLE, PASS, Claim, load_claims
+from harness.gobuild.kubernetes import OLDEST_BUILT_HERE
+
+if TYPE_CHECKING:
+    import pytest
+
+JsonDict = dict[str, Any]
+KIND_ONLY_MARKER = "node_shutdown"  # probes that run only on the suite's graceful-node-shutdown kind cluster
+PRE_RELEASE_WORDS = {"a": "alpha", "b": "beta", "rc": "rc"}
+TERMINAL_VERSIONS = 8  # more versions of one cluster kind in a range: the terminal shows their count and ends
+
+
+class CoverageError(RuntimeError):
+    """The recordings could not be replayed; the message says what the replay said."""
+
+
+@dataclass(frozen=True, order=True)
+class LiveRun:
+    """A live recording in which a probe observed a claim: the server's version, the cluster kind, the verdict."""
+
+    version: KubeVersion
+    provider: str  # "local", "kind", or "existing"
+    probe: str
+    status: str  # the verdict of its replay: pass, fail or undecided
+    recording: str
+
+
+@dataclass
+class Observed:
+    """What replaying live records found: the runs per claim, which probes check each claim, which probes run
+    only on kind (the graceful-node-shutdown cluster; a local cluster skips them), and which have no record."""
+
+    runs: dict[tuple[str, str], list[LiveRun]] = field(default_factory=dict)  # (family, claim) -> runs
+    probes: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (family, claim) -> probes checking it
+    kind_only: set[str] = field(default_factory=set)
+    versions: set[str] = field(default_factory=set)  # every server version a live record names
+    unrecorded: dict[str, set[str]] = field(default_factory=dict)  # family -> probes collected but never recorded
+
+
+@dataclass
+class ClaimRange:
+    """One range of one claim's expectations, and the live runs inside it."""
+
+    family: str
+    claim: str
+    text: str  # as written in expectations.yaml (one part of a "||" union)
+    runs: list[LiveRun]
+    probes: tuple[str, ...]  # the probes that check the claim
+    kind_only: bool  # all of them run only on kind: a local cluster cannot cover the range
+    unrecorded: bool = False  # `probes` are its family's probes not recorded live yet (none recorded checks it)
+
+    @property
+    def covered(self) -> bool:
+        return bool(self.runs)
+
+    @property
+    def older(self) -> bool:
+        """Every version in it is older than the oldest release built here (1.21): kind's pinned images only."""
+        return older_than_built_here(self.text)
+
+    def contains(self, version: KubeVersion) -> bool:
+        return version.satisfies(self.text)
+
+    @property
+    def label(self) -> str:
+        return f"{self.family} {self.claim} {self.text}"
+
+
+@dataclass
+class Coverage:
+    """Every claim range, in the families' reading order, each with its live runs."""
+
+    ranges: list[ClaimRange]
+
+    @property
+    def covered(self) -> int:
+        return sum(r.covered for r in self.ranges)
+
+    def figure(self) -> str:
+        """'167 of 221 claim version ranges hold a live run'."""
+        return f"{self.covered} of {len(self.ranges)} claim version ranges hold a live run"
+
+    def uncovered(self) -> list[ClaimRange]:
+        return [r for r in self.ranges if not r.covered]
+
+
+def older_than_built_here(text: str) -> bool:
+    """Whether no version in the range can be built here: it holds no version from 1.21.0-alpha.0 on."""
+    (specifiers,) = version_range(text)
+    floor = OLDEST_BUILT_HERE.version
+    if specifiers.contains(floor, prereleases=True):
+        return False
+    return not any(s.operator in (">", ">=", "==", "~=") and Version(s.version) >= floor for s in specifiers)
+
+
+def provider_of(record: JsonDict) -> str:
+    """The kind of cluster a probe record's observations were made on: local, kind or existing."""
+    origin, run = record.get("recording_origin") or {}, record.get("provenance") or {}
+    cluster = str(origin.get("cluster") or run.get("cluster") or "")
+    if cluster.startswith("local") or origin.get("kubernetes") or run.get("kubernetes_build"):
+        return "local"
+    if cluster.startswith("kind") or origin.get("node_image") or run.get("node_image"):
+        return "kind"
+    return "existing" if cluster == "existing" else cluster or "unknown"
+
+
+def observed_in(
+    records: Iterable[JsonDict], kind_only: Iterable[str] = (), collected: Mapping[str, str] | None = None
+) -> Observed:
+    """The live runs per claim in probe records (replays of live recordings, or live runs themselves).
+    `collected`: every probe the replay collected, with its family; those no record names are unrecorded."""
+    records = list(records)
+    found = Observed(kind_only=set(kind_only))
+    named = {str(record.get("probe")) for record in records}
+    for probe, family in (collected or {}).items():
+        if probe not in named:
+            found.unrecorded.setdefault(family, set()).add(probe)
+    for record in records:
+        origin = record.get("recording_origin") or {}
+        live = origin.get("kind") == "live" or (not origin and record.get("transport") == "live")
+        if not live or not record.get("server_version"):
+            continue
+        found.versions.add(str(record["server_version"]))
+        where = str(origin.get("file") or (record.get("provenance") or {}).get("run_id") or "")
+        for verdict in record.get("verdicts") or []:
+            key = (str(record["family"]), str(verdict["claim"]))
+            found.probes.setdefault(key, set()).add(str(record["probe"]))
+            if verdict.get("status") == NOT_OBSERVABLE:
+                continue
+            version = KubeVersion.parse(str(verdict.get("server_version") or record["server_version"]))
+            run = LiveRun(version, provider_of(record), str(record["probe"]), str(verdict.get("status")), where)
+            found.runs.setdefault(key, []).append(run)
+    return found
+
+
+def claim_ranges(observed: Observed, claims: Mapping[str, Mapping[str, Claim]] | None = None) -> Coverage:
+    """Every range of every claim with the live runs inside it. `claims`: family -> claims (default: probes/)."""
+    by_family = claims if claims is not None else {f.name: load_claims(f.name) for f in families.families()}
+    ranges = []
+    for family, family_claims in by_family.items():
+        for claim in family_claims.values():
+            key = (family, claim.id)
+            probes = tuple(sorted(observed.probes.get(key, ())))
+            unrecorded = not probes and bool(observed.unrecorded.get(family))
+            if unrecorded:
+                probes = tuple(sorted(observed.unrecorded[family]))
+            kind_only = bool(probes) and all(p in observed.kind_only for p in probes)
+            runs = observed.runs.get(key, [])
+            for expectation in claim.expectations:
+                for part in range_parts(expectation.versions):
+                    inside = sorted(run for run in runs if run.version.satisfies(part))
+                    ranges.append(ClaimRange(family, claim.id, part, inside, probes, kind_only, unrecorded))
+    return Coverage(ranges)
+
+
+# ----- Reading the shipped recordings: a replay of every one, in a child pytest.
+
+
+class _Markers:
+    """A pytest plugin noting every probe collected, with its family (its folder), and those marked to run only on
+    the graceful-node-shutdown kind cluster."""
+
+    def __init__(self) -> None:
+        self.kind_only: set[str] = set()
+        self.collected: dict[str, str] = {}
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        for item in session.items:
+            probe = probe_id(item.path.name, getattr(item, "originalname", item.name))
+            self.collected[probe] = item.path.parent.name
+            if item.get_closest_marker(KIND_ONLY_MARKER):
+                self.kind_only.add(probe)
+
+
+def probe_id(module: str, function: str) -> str:
+    """A probe as records name it: 'test_node_shutdown.py::test_daemonset_pod_after_graceful_node_shutdown'."""
+    return f"{module}::{function}"
+
+
+def replay_recordings(recordings: Path | None = None, timeout: float = 600) -> Observed:
+    """Replay the probes on every recording under `recordings` (default: probes/, all the shipped ones) in a child
+    pytest, and read what each observed."""
+    records, kind_only, collected = replay_records(recordings, timeout)
+    return observed_in(records, kind_only, collected)
+
+
+def replay_records(
+    recordings: Path | None = None, timeout: float = 600
+) -> tuple[list[JsonDict], list[str], dict[str, str]]:
+    """(the probe records of a replay of every recording under `recordings`, default probes/; the probes that run
+    only on kind; every probe collected, with its family), from a child pytest. A replay that could not run raises
+    CoverageError with pytest's last words."""
+    probes = families.FAMILIES_ROOT
+    root = recordings or probes
+    with tempfile.TemporaryDirectory(prefix="plp-coverage-") as scratch:
+        out, run_dir = Path(scratch) / "markers.json", Path(scratch) / "runs"
+        argv = [str(probes), "--replay", str(root), "--run-dir", str(run_dir), "-p", "no:cacheprovider", "-q"]
+        proc = subprocess.run(
+            [sys.executable, "-m", "harness.reports.coverage", str(out), *argv, "-p", "no:xdist"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            cwd=paths.REPO,
+        )
+        answer: JsonDict = json.loads(out.read_text()) if out.is_file() else {}
+        files = sorted(run_dir.glob("*/probes/*.json"))
+        if answer.get("exit_code") not in (0, 1) or not files:
+            lines = [line for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
+            raise CoverageError(f"replaying the recordings under {root} failed: {' | '.join(lines[-3:])}")
+        records = [json.loads(path.read_text()) for path in files]
+        return records, list(answer.get("kind_only", [])), dict(answer.get("collected", {}))
+
+
+def main(argv: Sequence[str]) -> int:
+    """The child: pytest with argv[1:]; pytest's exit code, the kind-only probes and every probe collected with its
+    family written as JSON to argv[0]."""
+    import pytest
+
+    markers = _Markers()
+    code = pytest.main(list(argv[1:]), plugins=[markers])
+    answer = {"exit_code": int(code), "kind_only": sorted(markers.kind_only), "collected": markers.collected}
+    Path(argv[0]).write_text(json.dumps(answer))
+    return 0
+
+
+# ----- The releases the suite knows, and the plan: which to build next.
+
+
+def release_text(version: Version) -> str:
+    """A packaging Version as Kubernetes spells it: 1.28.0-alpha.1."""
+    core = f"{version.major}.{version.minor}.{version.micro}"
+    if version.pre is None:
+        return core
+    word, number = version.pre
+    return f"{core}-{PRE_RELEASE_WORDS[word]}.{number}"
+
+
+def named_in_ranges(texts: Iterable[str]) -> set[Version]:
+    """The versions ranges name as in them (>=, ==, <=): the releases that start or are a behaviour."""
+    named = set()
+    for text in texts:
+        for specifiers in version_range(text):
+            named |= {Version(s.version) for s in specifiers if s.operator in (">=", "==", "<=")}
+    return named
+
+
+def bisection_versions(directory: Path) -> set[Version]:
+    """The releases the bisection records list as candidates (each between a known GOOD and BAD)."""
+    found = set()
+    for record in sorted(directory.glob("*.json")):
+        data = json.loads(record.read_text())
+        for version in [*(data.get("candidates") or []), *(t.get("version") for t in data.get("tried") or [])]:
+            if version:
+                found.add(KubeVersion.parse(str(version)).version)
+    return found
+
+
+def with_gaps_filled(versions: Iterable[Version]) -> set[Version]:
+    """Releases numbered without gaps: a minor's patches from .0 up to the newest known, and a pre-release line's
+    numbers (alpha.0 ... alpha.N) up to the newest known; every known minor also has its x.y.0."""
+    known = set(versions)
+    newest_patch: dict[tuple[int, int], int] = {}
+    newest_pre: dict[tuple[int, int, int, str], int] = {}
+    for v in known:
+        if v.pre is None:
+            newest_patch[(v.major, v.minor)] = max(newest_patch.get((v.major, v.minor), 0), v.micro)
+        else:
+            line = (v.major, v.minor, v.micro, v.pre[0])
+            newest_pre[line] = max(newest_pre.get(line, 0), v.pre[1])
+    filled = set(known)
+    for (major, minor), newest in newest_patch.items():
+        filled |= {Version(f"{major}.{minor}.{patch}") for patch in range(newest + 1)}
+    for (major, minor, micro, word), newest in newest_pre.items():
+        filled |= {Version(f"{major}.{minor}.{micro}{word}{n}") for n in range(newest + 1)}
+    return filled
+
+
+def known_releases(coverage: Coverage, observed: Observed, bisections: Path | None = None) -> list[KubeVersion]:
+    """The releases the suite knows, oldest first: pinned node images, server versions of live records,
+    bisection candidates and the versions the expectation ranges name, with the numbering's gaps filled."""
+    named = {i.kubernetes.version for i in known_images()}
+    named |= {KubeVersion.parse(v).version for v in observed.versions}
+    named |= bisection_versions(bisections or paths.REPO / "bisections")
+    named |= named_in_ranges(r.text for r in coverage.ranges)
+    return sorted(KubeVersion.parse(release_text(v)) for v in with_gaps_filled(named))
+
+
+@dataclass
+class PlannedBuild:
+    """One release to build and probe, the uncovered ranges it would cover, and how to run it."""
+
+    release: KubeVersion
+    covers: list[ClaimRange]
+    pinned: bool  # a kind node image of it is pinned: kind runs it without a build
+
+    def commands(self) -> list[str]:
+        """The make commands that cover these ranges: a local cluster, and for kind-only probes a kind cluster."""
+        version = self.release.text
+        out = []
+        if any(not r.kind_only for r in self.covers):
+            out.append(f"make probe VERSION={version} CLUSTER=local")
+        kind_families = sorted({r.family for r in self.covers if r.kind_only})
+        if kind_families:
+            selection = " or ".join(kind_families)
+            if self.pinned:
+                out.append(f'make probe VERSION={version} PROBE="{selection}"')
+            else:
+                tag = paths.node_image_tag(version)
+                out.append(f'make node-image VERSION={version} && make probe IMAGE={tag} PROBE="{selection}"')
+        return out
+
+
+@dataclass
+class Plan:
+    """Builds in the order that covers the most uncovered ranges per build, and the ranges no build covers."""
+
+    builds: list[PlannedBuild]
+    no_known_release: list[ClaimRange]
+    older: list[ClaimRange]
+    unchecked: list[ClaimRange]  # no probe checks the claim: no run can cover it
+
+    @property
+    def planned(self) -> int:
+        return sum(len(b.covers) for b in self.builds)
+
+
+def plan_builds(coverage: Coverage, releases: Sequence[KubeVersion]) -> Plan:
+    """A greedy set cover of the uncovered ranges by releases built here: each step takes the release inside the
+    most ranges still uncovered (ties: a pinned kind image first, then a release before a pre-release, then the
+    newest)."""
+    uncovered = coverage.uncovered()
+    older = [r for r in uncovered if r.older]
+    unchecked = [r for r in uncovered if not r.older and not r.probes]
+    wanted = [r for r in uncovered if not r.older and r.probes]
+    buildable = [v for v in releases if v.version >= OLDEST_BUILT_HERE.version]
+    pinned = {i.kubernetes.version for i in known_images()}
+    inside = {v: [r for r in wanted if r.contains(v)] for v in buildable}
+    no_known_release = [r for r in wanted if not any(r in ranges for ranges in inside.values())]
+    left = [r for r in wanted if r not in no_known_release]
+    builds = []
+    while left:
+        best = max(
+            buildable,
+            key=lambda v: (
+                sum(r in left for r in inside[v]),
+                v.version in pinned,
+                not v.version.is_prerelease,
+                v.version,
+            ),
+        )
+        covers = [r for r in inside[best] if r in left]
+        builds.append(PlannedBuild(best, covers, best.version in pinned))
+        left = [r for r in left if r not in covers]
+    return Plan(builds, no_known_release, older, unchecked)
+
+
+# ----- Terminal output and the report's section.
+
+
+def runs_text(runs: Sequence[LiveRun], most: int | None = None) -> str:
+    """'local 1.21.14 1.22.17; kind 1.26.6': each version once per cluster kind, oldest first; a verdict other
+    than pass is said after its version. With `most`, a cluster kind with more versions shows its count, its
+    three oldest and two newest: 'local 22: 1.21.14 1.22.17 1.23.17 … 1.37.0 1.37.2'."""
+    by_provider: dict[str, dict[str, str]] = {}
+    for run in sorted(runs):
+        shown = by_provider.setdefault(run.provider, {})
+        version = run.version.text.lstrip("v")
+        if run.status != PASS or version not in shown:
+            shown[version] = version if run.status == PASS else f"{version} ({run.status})"
+    parts = []
+    for provider in sorted(by_provider, key=lambda p: (p != "local", p)):
+        versions = list(by_provider[provider].values())
+        if most is not None and len(versions) > most:
+            parts.append(f"{provider} {len(versions)}: {' '.join(versions[:3])} … {' '.join(versions[-2:])}")
+        else:
+            parts.append(f"{provider} {' '.join(versions)}")
+    return "; ".join(parts)
+
+
+def why_not(claim_range: ClaimRange) -> str:
+    """Why a range holds no live run, when the reason is not just that nobody ran it yet."""
+    if claim_range.older:
+        return " (older than what builds here)"
+    if not claim_range.probes:
+        return " (no probe checks this claim)"
+    if claim_range.unrecorded:
+        return f" (no live recording yet of {', '.join(claim_range.probes)})"
+    return ""
+
+
+def render(coverage: Coverage, uncovered_only: bool = False) -> str:
+    """Family, then claim, then one line per range with its live runs or 'not seen live'; the figure last."""
+    lines: list[str] = []
+    width = max((len(r.text) for r in coverage.ranges), default=0) + 2
+    family = claim = ""
+    for r in coverage.ranges:
+        if uncovered_only and r.covered:
+            continue
+        if r.family != family:
+            family, claim = r.family, ""
+            lines.append(r.family)
+        if r.claim != claim:
+            claim = r.claim
+            lines.append(f"  {r.claim}")
+        seen = runs_text(r.runs, most=TERMINAL_VERSIONS) if r.covered else f"not seen live{why_not(r)}"
+        lines.append(f"    {r.text:<{width}}{seen}")
+    return "\n".join(lines)
+
+
+def summary(coverage: Coverage) -> str:
+    """The closing figure, how it is counted, and how many of the ranges without a run cannot be built here."""
+    older = sum(r.older for r in coverage.uncovered())
+    return (
+        f"{coverage.figure()} (per claim: a recording covers the claims its probe observed in it); of the "
+        f"{len(coverage.uncovered())} without, {older} are older than what builds here (1.19, 1.20: kind only)"
+    )
+
+
+def render_plan(plan: Plan, coverage: Coverage) -> str:
+    """The builds in order, each with its commands and the ranges it covers, then what no build can cover."""
+    uncovered = len(coverage.uncovered())
+    lines = [
+        f"plan: {len(plan.builds)} releases cover {plan.planned} of the {uncovered} ranges no live run holds "
+        "(greedy: the most uncovered ranges per build)"
+    ]
+    for number, build in enumerate(plan.builds, 1):
+        pinned = " (kind image pinned)" if build.pinned else ""
+        lines.append(f"{number:>3}. {build.release.text:<18} +{len(build.covers)}{pinned}")
+        lines += [f"       {command}" for command in build.commands()]
+        lines += [f"         {r.label}" for r in build.covers]
+    for title, ranges in (
+        ("no known release inside", plan.no_known_release),
+        ("no probe checks the claim", plan.unchecked),
+        ("older than what builds here (not planned; kind runs the pinned images inside)", plan.older),
+    ):
+        if ranges:
+            lines.append(f"{title}: {len(ranges)}")
+            lines += [f"         {r.label}{pinned_inside(r)}" for r in ranges]
+    return "\n".join(lines)
+
+
+def pinned_inside(claim_range: ClaimRange) -> str:
+    """' (pinned kind images: 1.19.16, 1.20.15)', or '' when no pinned image is in the range."""
+    inside = sorted({i.kubernetes.version for i in known_images() if claim_range.contains(i.kubernetes)})
+    return f" (pinned kind images: {', '.join(str(v) for v in inside)})" if inside else ""
+
+
+def section_for_records(
+    records: Iterable[JsonDict], claims_loader: Callable[[str], Mapping[str, Claim]] = load_claims
+) -> JsonDict:
+    """The report's section for the records it reads: which claim ranges their live observations are in."""
+    claims = {f.name: claims_loader(f.name) for f in families.families()}
+    return section_data(claim_ranges(observed_in(records), claims))
+
+
+def section_data(coverage: Coverage) -> JsonDict:
+    """The report's section: the figure, and per family and claim each range with its runs or why not."""
+    claims: list[JsonDict] = []
+    for r in coverage.ranges:
+        if not claims or (claims[-1]["family"], claims[-1]["claim"]) != (r.family, r.claim):
+            claims.append({"family": r.family, "claim": r.claim, "ranges": []})
+        claims[-1]["ranges"].append(
+            {"versions": r.text, "covered": r.covered, "runs": runs_text(r.runs), "why_not": why_not(r).strip(" ()")}
+        )
+    return {
+        "figure": coverage.figure(),
+        "covered": coverage.covered,
+        "total": len(coverage.ranges),
+        "claims": claims,
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
