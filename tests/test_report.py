@@ -1067,24 +1067,27 @@ def test_a_deleted_pods_exit_mark_sits_where_its_claim_measures_the_kill_and_the
 
 def test_the_matrix_marks_a_change_of_behaviour_along_a_row_and_not_a_race_flip(replayed_html: str) -> None:
     cells = matrix_cells(replayed_html)
-    row = [(v, c, text) for claim, v, c, text in cells if claim == "always.sigterm-ignored.phases"][:32]
+    columns = len(recorded_versions())
+    row = [(v, c, text) for claim, v, c, text in cells if claim == "always.sigterm-ignored.phases"][:columns]
     moved = [v for v, c, _ in row if "moved" in c]
     assert moved == ["v1.27.0-rc.0"]  # the one change of this row: k/k#115331
     colour = {v: next(x for x in c if re.fullmatch(r"b\d", x)) for v, c, _ in row}
     assert colour["v1.26.15"] != colour["v1.27.0-rc.0"] == colour["v1.37.2"]
-    race = [(v, c) for claim, v, c, _ in cells if claim == "exit-status-kept"][:32]
+    race = [(v, c) for claim, v, c, _ in cells if claim == "exit-status-kept"][:columns]
     flips = dict(race)
     assert "race" in flips["v1.22.17"] and "race" in flips["v1.23.17"]  # seen true, then false: one behaviour
     assert "moved" not in flips["v1.23.17"] and "moved" in flips["v1.27.0-rc.0"]
     # a cell where the claim was not observable is no change either way
-    exit_row = [(v, c) for claim, v, c, _ in cells if claim == "sigterm-ignored.exit"][:32]
+    exit_row = [(v, c) for claim, v, c, _ in cells if claim == "sigterm-ignored.exit"][:columns]
     assert "nobs" in dict(exit_row)["v1.26.6"] and not any("moved" in c for _, c in exit_row)
 
 
 def test_the_report_stays_one_file_well_under_its_old_size(written_report: tuple[Matrix, Path]) -> None:
-    """81 claims × 31 versions with 24 timelines: 4.4 MB before the matrix drew runs and the drawings shared a style."""
+    """81 claims × 31 versions with 24 timelines were 4.4 MB (142 kB a version column) before the matrix drew runs and
+    the drawings shared a style; 2.73 MB after (88 kB), 3.08 MB with 33 columns (93 kB). The page grows with the
+    recorded versions, so the bound is per column: 100 kB."""
     page = written_report[1] / "report.html"
-    assert page.stat().st_size < 3_000_000
+    assert page.stat().st_size < 100_000 * len(written_report[0].versions)
     assert "<link" not in page.read_text() and 'src="http' not in page.read_text()  # one file, nothing fetched
 
 
@@ -1110,7 +1113,7 @@ def test_at_1600_px_every_version_fits_and_a_range_of_versions_narrows_the_colum
     page = tmp_path / "report.html"
     page.write_text((written_report[1] / "report.html").read_text())
     seen = measured(checked_in_browser(browser, page, 1600, 0, NARROWED))
-    assert len(seen["columnWidths"]) == len(written_report[0].versions) == 32
+    assert len(seen["columnWidths"]) == len(written_report[0].versions) == len(recorded_versions())
     assert seen["fitsBefore"]  # all 32 versions whole in a 1600 px window
     assert seen["shownVersions"][0] == "v1.26.15" and seen["shownVersions"][-1] == "v1.28.0"
     assert seen["shownWidth"] > 60  # fewer columns, wider
