@@ -70,9 +70,9 @@ NOT_A_CITATION = re.compile(r"\b(?:no|before(?: the)?|without)\s+$", re.IGNORECA
 PR_URL = "https://github.com/kubernetes/kubernetes/pull/"
 # The HTML matrix's claim column, and the least and most width of a version column. The version columns share
 # what the window leaves (the page's script sizes them); a value is written once where its run of equal cells
-# starts and spans the run, so a column needs no room for a word: 38 versions fit a 1600 px window. Narrower, the
+# starts and spans the run, so a column needs no room for a word: 41 versions fit a 1600 px window. Narrower, the
 # table is wider than the window and the page scrolls sideways under the sticky claim column.
-COLUMN_PX: dict[str, Any] = {"claim": 220, "version": (36, 120)}
+COLUMN_PX: dict[str, Any] = {"claim": 220, "version": (32, 120)}
 PALETTE = 6  # behaviours told apart by colour along a row (templates: .b0 ... .b5), the first one of a row first
 
 
