@@ -300,15 +300,35 @@ def test_a_job_whose_pod_runs_on_is_expected_not_failed_where_jobreadypods_lost_
     assert judged("job-deadline.container-removed", version, "running") == PASS
     assert judged("job-deadline.failed-after-deadline", version, 12.0) == PASS  # the pod's late start-up
     assert judged("job-deadline.failed-after-deadline", version, 45.0) == FAIL
-    # job-03: its pod fails on its own deadline first (seen live on v1.24.1: 56 s, the pod kept)
+    # job-04: the retry's own failure syncs the Job (seen live on v1.24.1: 6 s)
+    assert judged("job-retry.failed", version, DEADLINE_EXCEEDED) == PASS
+    assert judged("job-retry.failed-after-deadline", version, 6.0) == PASS
+
+
+@pytest.mark.parametrize("version", ["1.24.0-beta.0", "1.24.1", "1.25.0-alpha.0"])
+def test_a_job_whose_pod_fails_on_its_own_deadline_first_is_backoff_limited_before_k_k_110479(version: str) -> None:
+    """job-03 where the kubelet's status reaches the API only with the container's end: the pod's own failure is the
+    first sync after the Job's deadline (seen live on v1.24.1: 56 s, the pod kept), unless it started late."""
     assert judged("job-shorter.failed", version, BACKOFF_LIMIT) == PASS
+    assert judged("job-shorter.failed", version, DEADLINE_EXCEEDED) == PASS  # the pod's late start-up
     assert judged("job-shorter.failed-after-deadline", version, 56.0) == PASS
     assert judged("job-shorter.failed-after-deadline", version, 40.0) == FAIL
     assert judged("job-shorter.active-pod-deleted", version, False) == PASS
     assert judged("job-shorter.container-removed", version, "exited") == PASS
-    # job-04: the retry's own failure syncs the Job (seen live on v1.24.1: 6 s)
-    assert judged("job-retry.failed", version, DEADLINE_EXCEEDED) == PASS
-    assert judged("job-retry.failed-after-deadline", version, 6.0) == PASS
+
+
+def test_a_job_whose_pod_turns_unready_at_its_own_deadline_is_failed_by_its_deadline_on_1_24_2() -> None:
+    """v1.24.2 (k/k#110479): the kubelet writes Ready False at the pod's deadline, before the kill, and the sync
+    1 s later finds the pod active: DeadlineExceeded, the pod deleted (seen live on v1.24.2: 51 s)."""
+    assert judged("job-shorter.failed", "1.24.2", DEADLINE_EXCEEDED) == PASS
+    assert judged("job-shorter.failed", "1.24.2", BACKOFF_LIMIT) == FAIL
+    assert judged("job-shorter.failed-after-deadline", "1.24.2", 51.0) == PASS
+    assert judged("job-shorter.failed-after-deadline", "1.24.2", 12.0) == PASS  # the pod's late start-up
+    assert judged("job-shorter.failed-after-deadline", "1.24.2", 40.0) == FAIL
+    assert judged("job-shorter.active-pod-deleted", "1.24.2", True) == PASS
+    assert judged("job-shorter.active-pod-deleted", "1.24.2", False) == FAIL
+    assert judged("job-shorter.container-removed", "1.24.2", "removed") == PASS
+    assert judged("job-shorter.container-removed", "1.24.2", "exited") == FAIL
 
 
 @pytest.mark.parametrize("version", ["1.24.3", "1.23.9", "1.22.12", "1.25.0-alpha.1", "1.30.12"])
