@@ -5,11 +5,14 @@ harness/clusters/kind/runc_without_sys_resource.py). No Docker: the daemon is st
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness.base.errors import PrerequisiteMissing
+from harness.base.process import Completed
 from harness.clusters.kind import engine
 from harness.clusters.kind import runc_without_sys_resource as wrapper
 from tests.doubles import FakeRunner, ok
@@ -111,3 +114,26 @@ def test_other_commands_touch_nothing(tmp_path: Path) -> None:
     for argv in (["state", "id"], ["delete", "--force", "id"], ["kill", "id", "9"], ["features"]):
         wrapper.prepare(argv, tmp_path)
     assert (tmp_path / "config.json").read_text() == before
+
+
+def test_an_engine_whose_runtime_wrapper_is_gone_is_refused_with_the_restart_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen live: an engine started before the suite's files moved kept a wrapper path that no longer existed, and
+    every kind node then failed with 'fork/exec .../runc_without_sys_resource.py: no such file or directory'."""
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+
+    def daemon(wrapper_path: Path) -> Any:
+        def run(argv: Sequence[str], timeout: float) -> Completed:
+            if argv[-1] == "{{json .Runtimes}}":
+                return ok(json.dumps({"plp-runc": {"path": str(wrapper_path)}, "runc": {"path": "runc"}}))
+            return ok("plp-runc\n")
+
+        return run
+
+    gone = tmp_path / "old-layout" / "runc_without_sys_resource.py"
+    with pytest.raises(PrerequisiteMissing, match=r"no longer there .*old-layout.*make engine-stop && make engine"):
+        engine.check_engine(daemon(gone), status_file(tmp_path, WITHOUT))
+    with pytest.raises(PrerequisiteMissing, match="no longer there"):
+        engine.start_engine(tmp_path / "engine", daemon(gone), which=lambda tool: f"/usr/bin/{tool}")
+    engine.check_engine(daemon(engine.WRAPPER), status_file(tmp_path, WITHOUT))  # the checkout's own wrapper

@@ -10,6 +10,7 @@ harness/clusters/kind/runc_without_sys_resource.py; `make engine-stop` stops it 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -50,6 +51,26 @@ def default_runtime(runner: Runner) -> str | None:
     return answer.stdout.strip() if answer.returncode == 0 else None
 
 
+def missing_wrapper(runner: Runner) -> str | None:
+    """The suite's runtime wrapper the answering engine was started with, when that file is gone (the engine was
+    started from a checkout whose layout has changed since): kind's nodes would then fail to start. Else None."""
+    answer = runner(["docker", "info", "--format", "{{json .Runtimes}}"], 20)
+    if answer.returncode != 0:
+        return None
+    try:
+        runtimes = json.loads(answer.stdout or "{}")
+    except json.JSONDecodeError:
+        return None
+    path = str((runtimes.get(RUNTIME_NAME) or {}).get("path") or "")
+    return path if path and not Path(path).is_file() else None
+
+
+STALE_ENGINE = (
+    "the suite's engine runs a runtime wrapper that is no longer there ({path}): it was started from another "
+    "layout of the suite; restart it with `make engine-stop && make engine`"
+)
+
+
 def engine_is_local() -> bool:
     """The daemon runs on this host (its capabilities are this host's): no DOCKER_HOST, or a unix socket."""
     host = os.environ.get("DOCKER_HOST", "")
@@ -62,6 +83,8 @@ def check_engine(runner: Runner = run_command, status_file: Path = Path("/proc/s
         return
     runtime = default_runtime(runner)
     if runtime == RUNTIME_NAME:
+        if gone := missing_wrapper(runner):
+            raise PrerequisiteMissing(STALE_ENGINE.format(path=gone))
         return
     raise PrerequisiteMissing(REMEDY + f"\n(the engine's default runtime is {runtime or 'unknown'})")
 
@@ -90,6 +113,8 @@ def start_engine(
     answering = default_runtime(runner)
     if answering is not None:
         if answering == RUNTIME_NAME:
+            if gone := missing_wrapper(runner):
+                raise PrerequisiteMissing(STALE_ENGINE.format(path=gone))
             return "the suite's engine is running already"
         raise PrerequisiteMissing(
             "a Docker daemon that is not the suite's runs already; stop it first (the suite never stops it for you)"
