@@ -186,8 +186,9 @@ def test_a_run_is_planned_from_its_own_minor_where_that_was_measured(tmp_path: P
 
 
 def test_the_committed_live_recordings_give_the_probes_durations() -> None:
-    """The 26 single-node probes and the two node-shutdown ones had live recordings when this was written; the
-    Job with retries (a 37 s deadline) is the longest of the single-node ones, ~60 s."""
+    """The 26 single-node probes and the two node-shutdown ones had live recordings when this was written. The Job
+    with retries cannot end before its 37 s deadline: its newest recording (v1.31.0, run alone) took 43 s, the
+    matrix's about 60 s under load."""
     known = known_durations((REPO / "probes").glob("*/recordings/*.json"), REPO / "no-runs-here")
     probes = {
         f"{path.name}::{line.split('def ', 1)[1].split('(', 1)[0]}"
@@ -196,7 +197,7 @@ def test_the_committed_live_recordings_give_the_probes_durations() -> None:
         if line.startswith("def test_")
     }
     assert len(probes & set(known)) >= 28
-    assert known["test_active_deadline.py::test_job_deadline_during_retry"] >= 50 + schedule.NAMESPACE_S
+    assert known["test_active_deadline.py::test_job_deadline_during_retry"] >= 37 + schedule.NAMESPACE_S
 
 
 def test_a_schedule_file_without_durations_is_refused(tmp_path: Path) -> None:
