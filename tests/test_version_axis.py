@@ -42,18 +42,24 @@ def test_a_minor_resolves_to_its_pinned_patch_or_the_nearest_earlier_served_one(
         plan_versions(["1.12"], lambda release: True)
 
 
-def test_a_build_keeps_its_go_minors_build_cache_and_the_shared_one_only(tmp_path: Path) -> None:
-    """Seen: bisections and single builds trimmed nothing, and .tools/go reached 47 GB with six caches. A cache
-    named after a Kubernetes minor (as builds named them before) is another cache too."""
-    from harness.gobuild.kubernetes import build_cache_name, keep_one_build_cache
+def test_a_build_keeps_its_go_minors_cache_the_shared_one_and_the_last_other_used(tmp_path: Path) -> None:
+    """Seen: bisections and single builds trimmed nothing, and .tools/go reached 47 GB with six caches. Kept besides
+    the build's own: the other cache used last, so a bisection alternating between go1.20 and go1.21 keeps both."""
+    import os
+
+    from harness.gobuild.kubernetes import build_cache_name, trim_build_caches
 
     assert build_cache_name("go1.20.14") == build_cache_name("go1.20.8") == "go1.20"
     caches = tmp_path / "go" / "cache"
-    for name in ("1.27", "go1.19", "go1.20", "shared"):
+    for age, name in enumerate(("go1.21", "go1.19", "1.27", "shared")):
         (caches / name).mkdir(parents=True)
-    assert keep_one_build_cache(tmp_path, "go1.20") == ["1.27", "go1.19"]
-    assert sorted(p.name for p in caches.iterdir()) == ["go1.20", "shared"]
-    assert keep_one_build_cache(tmp_path / "nothing-yet", "go1.20") == []
+        (caches / name / ".used").touch()
+        os.utime(caches / name / ".used", (1_000_000 - age, 1_000_000 - age))
+    assert trim_build_caches(tmp_path, "go1.20") == ["1.27", "go1.19"]
+    assert sorted(p.name for p in caches.iterdir()) == ["go1.20", "go1.21", "shared"]
+    assert trim_build_caches(tmp_path, "go1.21") == []  # go1.20 is now the other one used last
+    assert trim_build_caches(tmp_path, "go1.22") == ["go1.20"]
+    assert trim_build_caches(tmp_path / "nothing-yet", "go1.20") == []
 
 
 def test_the_local_matrix_goes_on_past_a_failed_build_and_says_where_it_is(tmp_path: Path) -> None:

@@ -285,18 +285,29 @@ def build_cache_name(toolchain: str) -> str:
     return ".".join(toolchain.split(".")[:2])
 
 
-def keep_one_build_cache(tools: Path, name: str) -> list[str]:
-    """Before a build, remove the other Go build caches (never "shared"): the disk holds one Go minor's cache
-    besides the modules, toolchains and binaries. Another Go minor's cache serves nothing (its keys name another
-    toolchain), and a release is built once (its binaries stay). Seen: with bisections and single builds trimming
-    nothing, `.tools/go` reached 47 GB with six caches (one 13 GB, from five patches on four Go releases) and left
-    8 GB free. The names removed."""
+# Go build caches kept besides the one a build uses: the most recently used other one, so a bisection or a matrix
+# whose releases alternate between two Go minors (1.27.3 on go1.20, 1.27.11 on go1.21) does not rebuild each
+# from nothing every time it changes toolchain.
+OTHER_CACHES_KEPT = 1
+
+
+def trim_build_caches(tools: Path, name: str, others: int = OTHER_CACHES_KEPT) -> list[str]:
+    """Before a build with cache `name`, mark it used and remove the Go build caches but it, "shared" and the
+    `others` most recently used (each a few GB; another Go minor's serves nothing to this build). Seen: with
+    bisections and single builds trimming nothing, `.tools/go` reached 47 GB with six caches (one 13 GB, from
+    five patches on four Go releases) and left 8 GB free. The names removed."""
     caches = tools / "go" / "cache"
-    removed = (
-        sorted(p.name for p in caches.iterdir() if p.is_dir() and p.name not in (name, "shared"))
-        if caches.is_dir()
-        else []
+    (caches / name).mkdir(parents=True, exist_ok=True)
+    (caches / name / ".used").touch()
+
+    def last_used(cache: Path) -> float:
+        marker = cache / ".used"
+        return marker.stat().st_mtime if marker.is_file() else 0.0
+
+    rest = sorted(
+        (p for p in caches.iterdir() if p.is_dir() and p.name not in (name, "shared")), key=last_used, reverse=True
     )
+    removed = sorted(p.name for p in rest[others:])
     for old in removed:
         shutil.rmtree(caches / old, ignore_errors=True)
     return removed
@@ -322,7 +333,7 @@ def _build(
     upstream_go = upstream_go_version(source)
     toolchain, toolchain_note = choose_toolchain(upstream_go, env, directory, policy)
     cache = build_cache_name(toolchain)
-    keep_one_build_cache(tools, cache)
+    trim_build_caches(tools, cache)
     env = {**env, "GOTOOLCHAIN": toolchain, "GOCACHE": str(go_build_cache(tools, cache))}
     parsed = KubeVersion.parse(text)
     staged = twin_version(text)
