@@ -350,6 +350,7 @@ def test_live_and_derived_observations_are_kept_apart_with_their_provenance(
     # pod-deadline probes and the kind recordings do (known commits first, by name)
     assert both["suite"] == [
         "02da5445d444 + local changes",
+        "8fc5b7bbab99",
         "b352aa3ff4a4 + local changes",
         "ec7c225ddc68",
         "ff35d5ff0566 + local changes",
@@ -481,7 +482,7 @@ def test_markdown_and_html_show_the_matrix_and_provenance(
     assert (
         "| v1.27.3 | live | kind node image plp-node-shutdown:v1.27.3-5b983a86010d (kind v0.20.0); kind "
         "node image plp-node:v1.27.3 (kind v0.20.0); local build of v1.27.3 at 25b4e43193bc (go1.20.14, containerd "
-        "1.6.20~ds1-1+deb12u3) | 2026-11-23 12:09–15:37 UTC |" in markdown
+        "1.6.20~ds1-1+deb12u3) | 2026-11-23 12:09 – 2026-11-27 08:48 UTC |" in markdown
     )
     assert (  # several days: a local build, then kind
         "| v1.28.4 | live | kind node image plp-node-shutdown:v1.28.4-7b5a93ea20fe (kind v0.20.0); kind node image "
