@@ -54,6 +54,12 @@ def parallel_count(text: str) -> int | str:
         ) from None
 
 
+def yes_no_option(parser: argparse.ArgumentParser, flag: str, variable: str, help_text: str) -> None:
+    """A make variable taken as yes or no (1/yes/true, 0/no/false or empty; anything else refused), given as the
+    flag alone or with its value as make passes it."""
+    parser.add_argument(flag, nargs="?", const=True, default=False, type=yes_no(variable), help=help_text)
+
+
 def cluster_option(
     parser: argparse.ArgumentParser, help_text: str, default: str | None = DEFAULT_CLUSTER, version_axis: bool = False
 ) -> None:
@@ -138,13 +144,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     bisect_cmd.add_argument(
         "--claim", default="", help="local: bisect on this claim's observed value (GOOD's against BAD's)"
     )
-    bisect_cmd.add_argument(
-        "--pre-releases",
-        nargs="?",
-        const=True,
-        default=False,
-        type=yes_no("PRE"),
-        help="local: also try the x.y.0 pre-releases between GOOD and BAD (PRE=1)",
+    yes_no_option(
+        bisect_cmd, "--pre-releases", "PRE", "local: also try the x.y.0 pre-releases between GOOD and BAD (PRE=1)"
     )
     bisect_cmd.add_argument(
         "--runs",
@@ -158,33 +159,19 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         default=str(paths.REPO / "bisections"),
         help="local: where the record goes (default bisections/)",
     )
-    bisect_cmd.add_argument(
-        "--build",
-        nargs="?",
-        const=True,
-        default=False,
-        type=yes_no("BUILD"),
-        help="also try patch releases without a pinned image (built by node-image; BUILD=1)",
+    yes_no_option(
+        bisect_cmd, "--build", "BUILD", "also try patch releases without a pinned image (built by node-image; BUILD=1)"
     )
     bisect_cmd.add_argument("--run-dir", default=str(paths.RUNS), help="where the runs go (default: runs/)")
     coverage_cmd = command(
         "coverage", "each claim version range with the live recordings inside it, or 'not seen live'"
     )
-    coverage_cmd.add_argument(
-        "--uncovered",
-        nargs="?",
-        const=True,
-        default=False,
-        type=yes_no("UNCOVERED"),
-        help="only the ranges no live recording is in (UNCOVERED=1)",
-    )
-    coverage_cmd.add_argument(
+    yes_no_option(coverage_cmd, "--uncovered", "UNCOVERED", "only the ranges no live recording is in (UNCOVERED=1)")
+    yes_no_option(
+        coverage_cmd,
         "--plan",
-        nargs="?",
-        const=True,
-        default=False,
-        type=yes_no("PLAN"),
-        help="which releases to build next to cover the most uncovered ranges per build (PLAN=1)",
+        "PLAN",
+        "which releases to build next to cover the most uncovered ranges per build (PLAN=1)",
     )
     radar_cmd = command(
         "radar", "the newest pre-release the Go module proxy serves, probed beside the newest release, claim by claim"
@@ -201,13 +188,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         help="kind: how the pre-release's node image is built (as make node-image SOURCE=...)",
     )
     radar_cmd.add_argument("--baseline", default="", help="a run of the newest release to compare with (runs/<id>)")
-    radar_cmd.add_argument(
+    yes_no_option(
+        radar_cmd,
         "--fresh-baseline",
-        nargs="?",
-        const=True,
-        default=False,
-        type=yes_no("FRESH_BASELINE"),
-        help="probe the newest release now too (default: replay its shipped live recordings; FRESH_BASELINE=1)",
+        "FRESH_BASELINE",
+        "probe the newest release now too (default: replay its shipped live recordings; FRESH_BASELINE=1)",
     )
     radar_cmd.add_argument(
         "--tries", type=count("TRIES"), default=3, help="how many pre-releases to try, newest first, until one builds"
