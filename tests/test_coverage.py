@@ -7,6 +7,7 @@ the shipped recordings, for the figure the docs state.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -174,6 +175,45 @@ def test_a_pinned_release_goes_first_among_equals_and_kind_runs_it_without_a_bui
     (build,) = coverage.plan_builds(found, releases).builds
     assert build.pinned and build.release.text == "1.21.14"
     assert build.commands() == ['make probe VERSION=1.21.14 PROBE="shut"']
+
+
+def test_a_release_known_not_to_build_here_is_passed_over_for_the_next_best_and_said_so() -> None:
+    claims = {"fam": {"z": claim("z", ">=1.28.0-alpha.0,<1.28.0-alpha.4", ">=1.28.0-alpha.4")}}
+    records = [record("test_m.py::test_x", "v1.30.0", {"z": "pass"})]
+    found = coverage.claim_ranges(coverage.observed_in(records), claims)
+    releases = [KubeVersion.parse(f"1.28.0-alpha.{n}") for n in range(4)]
+    assert [b.release.text for b in coverage.plan_builds(found, releases).builds] == ["1.28.0-alpha.3"]
+    refused = {KubeVersion.parse(v).version: f"2026-11-27: {v} refused" for v in ("1.28.0-alpha.2", "1.28.0-alpha.3")}
+    plan = coverage.plan_builds(found, releases, refused)
+    assert [b.release.text for b in plan.builds] == ["1.28.0-alpha.1"]
+    assert plan.passed_over == {v.text: refused[v.version] for v in releases[2:]}
+    assert "1.28.0-alpha.3     2026-11-27: 1.28.0-alpha.3 refused" in coverage.render_plan(plan, found)
+    every = {v.version: "refused" for v in releases}
+    nothing = coverage.plan_builds(found, releases, every)
+    assert not nothing.builds
+    assert [r.label for r in nothing.no_known_release] == ["fam z >=1.28.0-alpha.0,<1.28.0-alpha.4"]
+
+
+def test_releases_not_built_here_come_from_bisection_skips_and_this_machines_failed_builds(tmp_path: Path) -> None:
+    from harness.gobuild.kubernetes import not_built_here, remember_not_built
+
+    bisections = tmp_path / "bisections"
+    bisections.mkdir()
+    tried = [
+        {"version": "1.31.0-alpha.1", "outcome": "skip", "why": "could not be built: the proxy refused it\nmore"},
+        {"version": "1.31.0-alpha.2", "outcome": "skip", "why": "did not start: apiserver"},
+        {"version": "1.31.0", "outcome": "bad"},
+    ]
+    (bisections / "b.json").write_text(json.dumps({"tried": tried, "ran": {"finished": "2026-11-26T10:00:00+00:00"}}))
+    tools = tmp_path / "tools"
+    remember_not_built("1.28.0-alpha.3", "building Kubernetes v1.28.0-alpha.3 failed (go build); last lines", tools)
+    remember_not_built("1.28.0-alpha.2", "refused", tools)
+    remember_not_built("1.28.0-alpha.2", None, tools)  # built since
+    assert list(not_built_here(tools)) == ["1.28.0-alpha.3"]
+    found = {str(v): why for v, why in coverage.not_buildable(bisections, tools).items()}
+    assert found["1.31.0a1"] == "2026-11-26: the proxy refused it"
+    assert found["1.28.0a3"].endswith(": building Kubernetes v1.28.0-alpha.3 failed (go build); last lines")
+    assert sorted(found) == ["1.28.0a3", "1.31.0a1"]
 
 
 def test_a_probe_not_recorded_yet_is_taken_for_the_claims_no_recorded_probe_of_its_family_checks() -> None:

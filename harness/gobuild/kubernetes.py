@@ -33,7 +33,7 @@ from typing import Any
 from harness.base.paths import TOOLS
 from harness.base.versions import KubeVersion, VersionError, check_supported
 from harness.gobuild import openapi, progress
-from harness.gobuild.go import BuildError, check_go, go_build_cache, go_environment, run_step
+from harness.gobuild.go import BuildError, BuildStopped, check_go, go_build_cache, go_environment, run_step
 from harness.gobuild.modules import (
     download_module,
     listed_module_answers,
@@ -267,8 +267,12 @@ def build_kubernetes(
     before = existing_build(version, tools, ())
     missing = [c for c in components if before is None or not before.binary(c).is_file()]
     try:
-        return _build(version, tools, log_progress, stop, missing, before.record if before else None)
-    except BaseException:
+        built = _build(version, tools, log_progress, stop, missing, before.record if before else None)
+        remember_not_built(version, None, tools)
+        return built
+    except BaseException as err:
+        if isinstance(err, BuildError) and not isinstance(err, BuildStopped):
+            remember_not_built(version, str(err), tools)
         if before is None:
             shutil.rmtree(directory / "bin", ignore_errors=True)
             (directory / "build.json").unlink(missing_ok=True)
@@ -276,6 +280,38 @@ def build_kubernetes(
             for component in missing:
                 (directory / "bin" / component).unlink(missing_ok=True)
         raise
+
+
+# Releases whose last build on this machine failed (the proxy refused the tag or a twin, or `go build` failed),
+# kept so `make coverage PLAN=1` plans around them; a later build that succeeds removes its entry. The proxy's
+# answers change (a tag refused one day is served another), so each entry keeps the day it was seen.
+NOT_BUILT_RECORD = "not-built.json"
+
+
+def not_built_here(tools: Path = TOOLS) -> dict[str, str]:
+    """Release ('1.28.0-alpha.3') -> 'YYYY-MM-DD: the first line of why its last build here failed'."""
+    path = tools / "kubernetes" / NOT_BUILT_RECORD
+    try:
+        answer = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in answer.items()} if isinstance(answer, dict) else {}
+
+
+def remember_not_built(version: str, why: str | None, tools: Path = TOOLS) -> None:
+    """Note that this release's build failed here (why), or forget it (None: it built)."""
+    release = release_text(version).removeprefix("v")
+    known = not_built_here(tools)
+    if why is None and release not in known:
+        return
+    if why is None:
+        del known[release]
+    else:
+        first_line = why.strip().splitlines()[0] if why.strip() else "the build failed"
+        known[release] = f"{datetime.now(UTC).date().isoformat()}: {first_line}"
+    path = tools / "kubernetes" / NOT_BUILT_RECORD
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n")
 
 
 def build_cache_name(toolchain: str) -> str:

@@ -33,7 +33,7 @@ from packaging.version import Version
 from harness.base import families, paths
 from harness.base.versions import KubeVersion, known_images, range_parts, version_range
 from harness.core.expectations import NOT_OBSERVABLE, PASS, Claim, load_claims
-from harness.gobuild.kubernetes import OLDEST_BUILT_HERE
+from harness.gobuild.kubernetes import OLDEST_BUILT_HERE, not_built_here
 
 if TYPE_CHECKING:
     import pytest
@@ -290,6 +290,24 @@ def bisection_versions(directory: Path) -> set[Version]:
     return found
 
 
+def not_buildable(bisections: Path | None = None, tools: Path | None = None) -> dict[Version, str]:
+    """Releases known not to build here, each with why: the bisection records' skips that could not be built
+    (committed evidence, e.g. the 403s of 1.31.0-alpha.0 ... alpha.5) and this machine's failed builds
+    (.tools/kubernetes/not-built.json); the latter win, being newer (a build that succeeded since clears it)."""
+    found: dict[Version, str] = {}
+    for record in sorted((bisections or paths.REPO / "bisections").glob("*.json")):
+        data = json.loads(record.read_text())
+        finished = str((data.get("ran") or {}).get("finished") or "")[:10]
+        for tried in data.get("tried") or []:
+            why = str(tried.get("why") or "")
+            if tried.get("outcome") == "skip" and why.startswith("could not be built"):
+                first_line = why.removeprefix("could not be built: ").splitlines()[0]
+                found[KubeVersion.parse(str(tried["version"])).version] = f"{finished}: {first_line}"
+    for release, why in not_built_here(tools or paths.TOOLS).items():
+        found[KubeVersion.parse(release).version] = why
+    return found
+
+
 def with_gaps_filled(versions: Iterable[Version]) -> set[Version]:
     """Releases numbered without gaps: a minor's patches from .0 up to the newest known, and a pre-release line's
     numbers (alpha.0 ... alpha.N) up to the newest known; every known minor also has its x.y.0."""
@@ -353,22 +371,36 @@ class Plan:
     no_known_release: list[ClaimRange]
     older: list[ClaimRange]
     unchecked: list[ClaimRange]  # no probe checks the claim: no run can cover it
+    passed_over: dict[str, str] = field(default_factory=dict)  # release -> why it does not build here
 
     @property
     def planned(self) -> int:
         return sum(len(b.covers) for b in self.builds)
 
 
-def plan_builds(coverage: Coverage, releases: Sequence[KubeVersion]) -> Plan:
+def plan_builds(
+    coverage: Coverage, releases: Sequence[KubeVersion], not_built: Mapping[Version, str] | None = None
+) -> Plan:
     """A greedy set cover of the uncovered ranges by releases built here: each step takes the release inside the
     most ranges still uncovered (ties: a pinned kind image first, then a release before a pre-release, then the
-    newest)."""
+    newest). A release known not to build here (`not_built`: release -> why) is not planned unless kind runs it
+    from a pinned image; those it passed over for a range are listed with their reason."""
     uncovered = coverage.uncovered()
     older = [r for r in uncovered if r.older]
     unchecked = [r for r in uncovered if not r.older and not r.probes]
     wanted = [r for r in uncovered if not r.older and r.probes]
-    buildable = [v for v in releases if v.version >= OLDEST_BUILT_HERE.version]
+    not_built = not_built or {}
     pinned = {i.kubernetes.version for i in known_images()}
+    buildable = [
+        v
+        for v in releases
+        if v.version >= OLDEST_BUILT_HERE.version and (v.version not in not_built or v.version in pinned)
+    ]
+    passed_over = {
+        v.text: not_built[v.version]
+        for v in releases
+        if v not in buildable and v.version in not_built and any(r.contains(v) for r in wanted)
+    }
     inside = {v: [r for r in wanted if r.contains(v)] for v in buildable}
     no_known_release = [r for r in wanted if not any(r in ranges for ranges in inside.values())]
     left = [r for r in wanted if r not in no_known_release]
@@ -386,7 +418,7 @@ def plan_builds(coverage: Coverage, releases: Sequence[KubeVersion]) -> Plan:
         covers = [r for r in inside[best] if r in left]
         builds.append(PlannedBuild(best, covers, best.version in pinned))
         left = [r for r in left if r not in covers]
-    return Plan(builds, no_known_release, older, unchecked)
+    return Plan(builds, no_known_release, older, unchecked, passed_over)
 
 
 # ----- Terminal output and the report's section.
@@ -463,8 +495,14 @@ def render_plan(plan: Plan, coverage: Coverage) -> str:
         lines.append(f"{number:>3}. {build.release.text:<18} +{len(build.covers)}{pinned}")
         lines += [f"       {command}" for command in build.commands()]
         lines += [f"         {r.label}" for r in build.covers]
+    if plan.passed_over:
+        lines.append(
+            f"passed over, not built here (the proxy's answers change: `make probe VERSION=...` tries again): "
+            f"{len(plan.passed_over)}"
+        )
+        lines += [f"         {release:<18} {why}" for release, why in plan.passed_over.items()]
     for title, ranges in (
-        ("no known release inside", plan.no_known_release),
+        ("no known release inside (or none that builds here)", plan.no_known_release),
         ("no probe checks the claim", plan.unchecked),
         ("older than what builds here (not planned; kind runs the pinned images inside)", plan.older),
     ):

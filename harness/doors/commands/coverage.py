@@ -24,6 +24,6 @@ def run_coverage_command(args: argparse.Namespace) -> int:
         print(coverage.render(found, uncovered_only=args.uncovered))
     if args.plan:
         releases = coverage.known_releases(found, observed)
-        print(coverage.render_plan(coverage.plan_builds(found, releases), found))
+        print(coverage.render_plan(coverage.plan_builds(found, releases, coverage.not_buildable()), found))
     print(coverage.summary(found))
     return 0
