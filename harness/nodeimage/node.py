@@ -3,7 +3,7 @@
 kind's own builder (`kind build node-image --type release`) needs dl.k8s.io and a registry for its base
 image; neither is reachable on machines that reach only the Go module proxy and Debian's mirror. This
 builder makes an image that satisfies kind v0.20.0's node contract (read in its images/base and
-pkg/build/nodeimage; see shared/research/kind.md) from:
+pkg/build/nodeimage) from:
 - a Debian bookworm root file system (`debootstrap --variant=minbase`): systemd, containerd and runc,
   the CNI plugins, iptables, conntrack, trimmed the way kind trims its base image (no getty, udev, timers);
 - the suite's own node files (harness/nodeimage/node-files/: entrypoint, systemd units, the pod network);
@@ -66,7 +66,8 @@ PACKAGES = (
     "runc",
     "containernetworking-plugins",
 )
-# What the kubelet's graceful shutdown manager needs: the system bus and logind (shared/research/kind.md §4).
+# What the kubelet's graceful shutdown manager needs: the system bus and logind (kubernetes/kubernetes
+# pkg/kubelet/nodeshutdown/nodeshutdown_manager_linux.go start(); kind#3135: kind nodes run no D-Bus).
 SHUTDOWN_PACKAGES = ("dbus",)
 BUSYBOX_NAME = LOCAL_PROBE_IMAGE  # the pod network's image (node-files/kind/manifests/default-cni.yaml)
 UNITS = ("containerd.service", "kubelet.service", "plp-undo-cgroups-mount.service")

@@ -1,7 +1,7 @@
 """Node images for Kubernetes releases kind does not publish (e.g. v1.27.0-rc.0, where k/k#117018 lived).
 
 `kind build node-image --type release vX.Y.Z --image TAG` (kind >= v0.24; v0.26 fixed release builds of
-Kubernetes < 1.31, shared/research/kind.md section 2.3) downloads the release's server tarball from
+Kubernetes < 1.31, as its release notes say) downloads the release's server tarball from
 dl.k8s.io and builds a node image locally. The suite wraps it: the newest kind release in the image table
 builds `plp-node:vX.Y.Z`, once (an existing image of that tag is reused), and remembers in
 `.tools/node-images/<tag>.json` which kind release built it, so `make probe IMAGE=plp-node:vX.Y.Z` uses

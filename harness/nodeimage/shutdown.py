@@ -13,7 +13,7 @@ from harness.base.process import Runner, run_command
 
 DOCKERFILE = """\
 # Derived by pod-lifecycle-probes from a pinned kind node image: adds D-Bus and starts systemd-logind, which
-# the kubelet's graceful node shutdown manager needs (shared/research/kind.md section 4).
+# the kubelet's graceful node shutdown manager needs (kubernetes/kubernetes pkg/kubelet/nodeshutdown; kind#3135).
 FROM {base}
 RUN apt-get update \\
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends dbus \\

@@ -1,7 +1,6 @@
 """The kind CLI and Docker: prerequisites, cluster create/delete, logs, and the node's container list.
 
-Flags and behaviour used here were read in kubernetes-sigs/kind (v0.17.0 ... v0.32.0), see
-shared/research/kind.md section 2:
+Flags and behaviour used here were read in kubernetes-sigs/kind's source (v0.17.0 ... v0.32.0):
 - `kind create cluster --name --image --kubeconfig --wait` (pkg/cmd/kind/create/cluster/createcluster.go);
   `--wait` only waits for control-plane nodes and exits 0 even when it times out
   (pkg/cluster/internal/create/actions/waitforready/waitforready.go), so readiness is checked by the

@@ -9,7 +9,7 @@ Go toolchain named in the module's `.go-version` (or the newest served patch of 
 place; `<target>.json` records how. A built binary has no published checksum to compare with: the module's
 own checksum (go.sum database) is what vouches for its source, and the record says so.
 
-Release assets (kubernetes-sigs/kind hack/release/build/cross.sh, shared/research/kind.md §5):
+Release assets (kubernetes-sigs/kind hack/release/build/cross.sh, v0.17.0 ... v0.32.0):
 `kind-<os>-<arch>` for linux/darwin × amd64/arm64, each with `<asset>.sha256sum` whose content is
 `<64 hex>  kind-<os>-<arch>`, under https://github.com/kubernetes-sigs/kind/releases/download/<release>/.
 """

@@ -2,10 +2,10 @@
 harness/nodeimage/shutdown.py).
 
 Stock kind nodes cannot shut down gracefully: they run neither D-Bus nor systemd-logind, so the kubelet's
-shutdown manager cannot take its inhibitor lock and never hears of a shutdown (shared/research/kind.md
-section 4; kind#3135, kind#3648). The suite therefore derives an image from the pinned node image that adds
-D-Bus and starts logind, builds it with `docker build` the first time it is needed and keeps it (tagged by
-the base digest, so it is rebuilt only for a new base), and runs the shutdown probes on a cluster of a
+shutdown manager cannot take its inhibitor lock and never hears of a shutdown (kubernetes/kubernetes
+pkg/kubelet/nodeshutdown; kind#3135, kind#3648). The suite therefore derives an image from the pinned node
+image that adds D-Bus and starts logind, builds it with `docker build` the first time it is needed and keeps
+it (tagged by the base digest, so it is rebuilt only for a new base), and runs the shutdown probes on a cluster of a
 control-plane and one worker whose kubelets have `shutdownGracePeriod` set.
 
 A shutdown is announced the way upstream's node e2e test does it (test/e2e_node/node_shutdown_linux_test.go
