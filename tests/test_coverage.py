@@ -206,13 +206,16 @@ def test_releases_not_built_here_come_from_bisection_skips_and_this_machines_fai
     ]
     (bisections / "b.json").write_text(json.dumps({"tried": tried, "ran": {"finished": "2026-11-26T10:00:00+00:00"}}))
     tools = tmp_path / "tools"
-    remember_not_built("1.28.0-alpha.3", "building Kubernetes v1.28.0-alpha.3 failed (go build); last lines", tools)
+    failed = "building Kubernetes v1.28.0-alpha.3 failed (go build); last lines of build.log:\ngo: x\nno package y\n"
+    remember_not_built("1.28.0-alpha.3", failed, tools)
     remember_not_built("1.28.0-alpha.2", "refused", tools)
     remember_not_built("1.28.0-alpha.2", None, tools)  # built since
     assert list(not_built_here(tools)) == ["1.28.0-alpha.3"]
     found = {str(v): why for v, why in coverage.not_buildable(bisections, tools).items()}
     assert found["1.31.0a1"] == "2026-11-26: the proxy refused it"
-    assert found["1.28.0a3"].endswith(": building Kubernetes v1.28.0-alpha.3 failed (go build); last lines")
+    assert found["1.28.0a3"].endswith(
+        ": building Kubernetes v1.28.0-alpha.3 failed (go build); last lines of build.log: ... no package y"
+    )
     assert sorted(found) == ["1.28.0a3", "1.31.0a1"]
 
 

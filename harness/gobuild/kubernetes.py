@@ -289,7 +289,7 @@ NOT_BUILT_RECORD = "not-built.json"
 
 
 def not_built_here(tools: Path = TOOLS) -> dict[str, str]:
-    """Release ('1.28.0-alpha.3') -> 'YYYY-MM-DD: the first line of why its last build here failed'."""
+    """Release ('1.28.0-alpha.3') -> 'YYYY-MM-DD: why its last build here failed' (the error's first and last line)."""
     path = tools / "kubernetes" / NOT_BUILT_RECORD
     try:
         answer = json.loads(path.read_text())
@@ -307,8 +307,9 @@ def remember_not_built(version: str, why: str | None, tools: Path = TOOLS) -> No
     if why is None:
         del known[release]
     else:
-        first_line = why.strip().splitlines()[0] if why.strip() else "the build failed"
-        known[release] = f"{datetime.now(UTC).date().isoformat()}: {first_line}"
+        lines = [line.strip() for line in why.splitlines() if line.strip()] or ["the build failed"]
+        said = lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"  # what failed, and the log's last line
+        known[release] = f"{datetime.now(UTC).date().isoformat()}: {said}"
     path = tools / "kubernetes" / NOT_BUILT_RECORD
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n")
