@@ -30,6 +30,11 @@ GO_TOOLCHAIN ?=
 ifneq ($(GO_TOOLCHAIN),)
 export PLP_GO_TOOLCHAIN := $(GO_TOOLCHAIN)
 endif
+# The size bound (GB) of the Go build cache a build uses; its least recently used entries beyond it go first.
+GO_BUILD_CACHE_GB ?=
+ifneq ($(GO_BUILD_CACHE_GB),)
+export PLP_GO_BUILD_CACHE_GB := $(GO_BUILD_CACHE_GB)
+endif
 
 RUNS ?= runs
 FROM ?=
@@ -69,6 +74,7 @@ Variables (make probe, and matrix and bisect where they apply):
   RESTART_APISERVER_AFTER=S      (local) a real watch gap S seconds into each probe
   VERSIONS, JOBS=2, OVERLAP=0    matrix: the versions, kind clusters at a time, build ahead or not
   GO_TOOLCHAIN=minor | exact     (local) a build's Go: the newest patch of the tag's Go minor, or its own
+  GO_BUILD_CACHE_GB=6            the Go build cache's size bound; least recently used entries go first
   RUNS=runs, ATLAS=runs/atlas    report: the run directories read; atlas: where it writes
   BASELINE=runs/<id>             radar: a run of the newest release (default: its shipped recordings)
   FRESH_BASELINE=1, TRIES=3      radar: probe the newest release too; how many pre-releases to try

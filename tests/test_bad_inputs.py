@@ -256,6 +256,11 @@ MAKE: dict[str, Bad] = {
         ("bisect", "PROBE=trapping", "GOOD=1.27.3"), 2, "error: bad input: BAD (--bad) is missing"
     ),
     "make-node-image-without-version": Bad(("node-image",), 2, "error: bad input: VERSION (--version) is missing"),
+    "make-probe-cache-bound-not-a-number": Bad(
+        ("probe", "VERSION=1.27", "CLUSTER=local", "GO_BUILD_CACHE_GB=lots"),
+        2,
+        "error: bad input: GO_BUILD_CACHE_GB='lots': give the Go build cache's size bound in GB",
+    ),
     "make-report-nonexistent": Bad(("report", "RUNS=/nonexistent"), 2, "error: bad input: nothing to report from"),
     "make-probe-unknown-probe": Bad(
         ("probe", "VERSION=1.27", "PROBE=doesnotexist"), 2, "error: nothing to run: PROBE 'doesnotexist'"

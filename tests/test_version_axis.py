@@ -62,6 +62,40 @@ def test_a_build_keeps_its_go_minors_cache_the_shared_one_and_the_last_other_use
     assert trim_build_caches(tmp_path / "nothing-yet", "go1.20") == []
 
 
+def test_a_build_cache_beyond_its_bound_loses_its_least_recently_used_entries_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen: go1.20's cache reached 9.3 GB over four 1.28 patches and 1.25.16; Go removes only entries unused for
+    five days."""
+    import os
+
+    from harness.base.inputs import BadInput
+    from harness.gobuild.kubernetes import BUILD_CACHE_BUDGET_GB, build_cache_budget, trim_cache_to
+
+    cache = tmp_path / "go1.20"
+    for n, folder in enumerate(("00", "7f", "ff")):
+        (cache / folder).mkdir(parents=True)
+        for k in range(2):
+            entry = cache / folder / f"{folder}{k}-d"
+            entry.write_bytes(b"x" * 100)
+            os.utime(entry, (1_000 + 10 * n + k, 1_000 + 10 * n + k))  # 000 oldest, ff1 newest
+    (cache / "README").write_text("not an entry")
+    (cache / "trim.txt").write_text("Go's own")
+    assert trim_cache_to(cache, 600) == (0, 600)  # within the bound: nothing goes
+    assert trim_cache_to(cache, 350) == (300, 300)
+    assert sorted(p.name for p in cache.glob("*/*")) == ["7f1-d", "ff0-d", "ff1-d"]
+    assert (cache / "README").is_file() and (cache / "trim.txt").is_file()
+    assert trim_cache_to(tmp_path / "none", 1) == (0, 0)
+    monkeypatch.delenv("PLP_GO_BUILD_CACHE_GB", raising=False)
+    assert build_cache_budget() == BUILD_CACHE_BUDGET_GB
+    monkeypatch.setenv("PLP_GO_BUILD_CACHE_GB", "2.5")
+    assert build_cache_budget() == 2.5
+    for wrong in ("0", "-1", "lots", "nan"):
+        monkeypatch.setenv("PLP_GO_BUILD_CACHE_GB", wrong)
+        with pytest.raises(BadInput, match="GO_BUILD_CACHE_GB"):
+            build_cache_budget()
+
+
 def test_the_local_matrix_goes_on_past_a_failed_build_and_says_where_it_is(tmp_path: Path) -> None:
     def build(release: str) -> Readied:
         if release == "1.22.17":

@@ -30,6 +30,7 @@ from harness.doors.commands.refusal import (
 )
 from harness.doors.commands.upgrade import run_upgrade_command
 from harness.doors.commands.version_axis import run_bisect_command, run_matrix_command
+from harness.gobuild.kubernetes import build_cache_budget
 from harness.gobuild.toolchain import toolchain_policy
 
 
@@ -242,8 +243,9 @@ def run_command(argv: Sequence[str]) -> int:
     """Parse and run one command; an input it will not run with is refused as bad input."""
     args = parse_args(argv)
     try:
-        toolchain_policy()  # GO_TOOLCHAIN of any build the command may start, refused before anything slow
-    except VersionError as err:
+        toolchain_policy()  # GO_TOOLCHAIN and GO_BUILD_CACHE_GB of any build the command may start, refused
+        build_cache_budget()  # before anything slow
+    except (VersionError, BadInput) as err:
         return refuse(BAD, str(err))
     try:
         return _dispatch(args)
