@@ -190,6 +190,12 @@ def test_a_release_known_not_to_build_here_is_passed_over_for_the_next_best_and_
     assert "1.28.0-alpha.3     2026-11-27: 1.28.0-alpha.3 refused" in coverage.render_plan(plan, found)
     every = {v.version: "refused" for v in releases}
     nothing = coverage.plan_builds(found, releases, every)
+    coverage.mark_unbuildable(found, releases, every)
+    (z,) = found.uncovered()
+    assert coverage.why_not(z) == (
+        " (none of its releases builds here: 1.28.0-alpha.0, 1.28.0-alpha.1, 1.28.0-alpha.2, 1.28.0-alpha.3; "
+        "PLAN=1 says why)"
+    )
     assert not nothing.builds
     assert [r.label for r in nothing.no_known_release] == ["fam z >=1.28.0-alpha.0,<1.28.0-alpha.4"]
 

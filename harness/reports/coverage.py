@@ -82,6 +82,7 @@ class ClaimRange:
     probes: tuple[str, ...]  # the probes that check the claim
     kind_only: bool  # all of them run only on kind: a local cluster cannot cover the range
     unrecorded: bool = False  # `probes` are its family's probes not recorded live yet (none recorded checks it)
+    none_builds: tuple[str, ...] = ()  # every known release inside is known not to build here (mark_unbuildable)
 
     @property
     def covered(self) -> bool:
@@ -452,7 +453,17 @@ def why_not(claim_range: ClaimRange) -> str:
         return " (no probe checks this claim)"
     if claim_range.unrecorded:
         return f" (no live recording yet of {', '.join(claim_range.probes)})"
+    if claim_range.none_builds:
+        return f" (none of its releases builds here: {', '.join(claim_range.none_builds)}; PLAN=1 says why)"
     return ""
+
+
+def mark_unbuildable(coverage: Coverage, releases: Sequence[KubeVersion], not_built: Mapping[Version, str]) -> None:
+    """Mark each uncovered range whose known releases (from 1.21) are all known not to build here."""
+    for claim_range in coverage.uncovered():
+        inside = [v for v in releases if v.version >= OLDEST_BUILT_HERE.version and claim_range.contains(v)]
+        if inside and all(v.version in not_built for v in inside) and not claim_range.older:
+            claim_range.none_builds = tuple(v.text for v in inside)
 
 
 def render(coverage: Coverage, uncovered_only: bool = False) -> str:

@@ -20,10 +20,11 @@ def run_coverage_command(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     found = coverage.claim_ranges(observed)
+    releases, not_built = coverage.known_releases(found, observed), coverage.not_buildable()
+    coverage.mark_unbuildable(found, releases, not_built)
     if args.uncovered or not args.plan:
         print(coverage.render(found, uncovered_only=args.uncovered))
     if args.plan:
-        releases = coverage.known_releases(found, observed)
-        print(coverage.render_plan(coverage.plan_builds(found, releases, coverage.not_buildable()), found))
+        print(coverage.render_plan(coverage.plan_builds(found, releases, not_built), found))
     print(coverage.summary(found))
     return 0
