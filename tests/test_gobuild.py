@@ -545,3 +545,19 @@ def test_a_twin_requires_its_staging_siblings_at_v0_0_0_as_in_the_staging_tree(t
     assert "\tk8s.io/apimachinery v0.0.0\n" in written and "github.com/gogo/protobuf v1.3.2" in written
     assert "k8s.io/klog/v2 v2.60.1" in written  # not a staging module
     assert (build / "modules/k8s.io/api/core/v1/types.go").read_text() == "package v1\n"
+
+
+def test_a_failed_build_names_its_error_lines_last_not_the_packages_go_printed_after_them(tmp_path: Path) -> None:
+    """Seen on v1.29.0-alpha.1: `go build -v` went on naming packages after the compile error, so the log's last
+    line was 'k8s.io/kubernetes/cmd/kubelet' and said nothing of why."""
+    from harness.gobuild.kubernetes import failure_lines
+
+    log = tmp_path / "build.log"
+    error = "modules/k8s.io/kube-aggregator/pkg/x/aggregator.go:96:4: unknown field V3Config in struct literal"
+    log.write_text("\n".join(["go: downloading k8s.io/api v0.29.0", error, *(f"k8s.io/pkg{n}" for n in range(30))]))
+    said = failure_lines(log)
+    assert said.splitlines()[-2:] == ["errors:", error]
+    assert "k8s.io/pkg29" in said and "k8s.io/pkg5" not in said  # the last 20 lines, then the errors
+    assert "go: downloading" not in said.split("errors:")[1]
+    log.write_text("a\nb\n")
+    assert failure_lines(log) == f"last lines of {log}:\na\nb"

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import threading
 import time
@@ -317,6 +318,22 @@ def remember_not_built(version: str, why: str | None, tools: Path = TOOLS) -> No
     path.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n")
 
 
+# A line of `go build` output that says what failed: a compile error (file.go:12:3: ...), or the go command's own.
+_ERROR_LINE = re.compile(
+    r"\.go:\d+(:\d+)?: |^go: (?!downloading|finding|extracting)|: module \S+ found|cannot find module|missing go.sum"
+)
+
+
+def failure_lines(log: Path, most: int = 20) -> str:
+    """The log's last lines and, last of all, its error lines: with `go build -v` the package names it went on
+    printing come after the error that stopped it (seen: v1.29.0-alpha.1's 'unknown field V3Config')."""
+    lines = log.read_text(errors="replace").splitlines()
+    errors = [line for line in lines if _ERROR_LINE.search(line)][-5:]
+    tail = [line for line in lines[-most:] if line not in errors]
+    said = f"last lines of {log}:\n" + "\n".join(tail)
+    return said + ("\nerrors:\n" + "\n".join(errors) if errors else "")
+
+
 def build_cache_name(toolchain: str) -> str:
     """'go1.20.14' -> 'go1.20': builds share a Go build cache by the Go minor of their toolchain. Its keys name the
     toolchain and each module's version (v0.0.0 for k8s.io/kubernetes and its staging twins here), so the patches
@@ -452,9 +469,8 @@ def _build(
                 out.flush()
                 done = run_step(command, directory, env, out, stop)
             if done != 0:
-                tail = "\n".join(log.read_text().splitlines()[-20:])
                 what = " ".join(command[:2]) if command[0] == "go" else Path(command[0]).name
-                raise BuildError(f"building Kubernetes {text} failed ({what}); last lines of {log}:\n{tail}")
+                raise BuildError(f"building Kubernetes {text} failed ({what}); {failure_lines(log)}")
 
         for module_path, substitute in sorted(substitutions.items()):
             out.write(f"+ {module_path}@{staged} is not served: {substitute} instead\n")
