@@ -561,3 +561,20 @@ def test_a_failed_build_names_its_error_lines_last_not_the_packages_go_printed_a
     assert "go: downloading" not in said.split("errors:")[1]
     log.write_text("a\nb\n")
     assert failure_lines(log) == f"last lines of {log}:\na\nb"
+
+
+def test_a_release_the_proxy_refuses_is_remembered_as_not_built_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen: v1.24.0-alpha.1 answered 403 before any build started; `make coverage PLAN=1` should not plan it."""
+    from harness.gobuild import kubernetes
+
+    def refused(module: str, version: str, env: object, cwd: object) -> dict[str, object]:
+        raise go_command.BuildError(f"the Go module proxy does not serve {module}@{version}: 403 Forbidden")
+
+    monkeypatch.setattr(kubernetes, "download_module", refused)
+    with pytest.raises(go_command.BuildError):
+        kubernetes.resolve_module("1.24.0-alpha.1", tmp_path)
+    (why,) = kubernetes.not_built_here(tmp_path).values()
+    assert list(kubernetes.not_built_here(tmp_path)) == ["1.24.0-alpha.1"]
+    assert why.endswith(": the Go module proxy does not serve k8s.io/kubernetes@v1.24.0-alpha.1: 403 Forbidden")
