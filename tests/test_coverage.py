@@ -223,6 +223,9 @@ def test_releases_not_built_here_come_from_bisection_skips_and_this_machines_fai
         ": building Kubernetes v1.28.0-alpha.3 failed (go build); last lines of build.log: ... no package y"
     )
     assert sorted(found) == ["1.28.0a3", "1.31.0a1"]
+    (tools / "kubernetes" / "v1.31.0-alpha.1").mkdir(parents=True)
+    (tools / "kubernetes" / "v1.31.0-alpha.1" / "build.json").write_text("{}")  # served and built since
+    assert sorted(str(v) for v in coverage.not_buildable(bisections, tools)) == ["1.28.0a3"]
 
 
 def test_a_probe_not_recorded_yet_is_taken_for_the_claims_no_recorded_probe_of_its_family_checks() -> None:

@@ -294,7 +294,8 @@ def bisection_versions(directory: Path) -> set[Version]:
 def not_buildable(bisections: Path | None = None, tools: Path | None = None) -> dict[Version, str]:
     """Releases known not to build here, each with why: the bisection records' skips that could not be built
     (committed evidence, e.g. the 403s of 1.31.0-alpha.0 ... alpha.5) and this machine's failed builds
-    (.tools/kubernetes/not-built.json); the latter win, being newer (a build that succeeded since clears it)."""
+    (.tools/kubernetes/not-built.json); the latter win, being newer. A release built here since is not one."""
+    tools = tools or paths.TOOLS
     found: dict[Version, str] = {}
     for record in sorted((bisections or paths.REPO / "bisections").glob("*.json")):
         data = json.loads(record.read_text())
@@ -304,9 +305,10 @@ def not_buildable(bisections: Path | None = None, tools: Path | None = None) -> 
             if tried.get("outcome") == "skip" and why.startswith("could not be built"):
                 first_line = why.removeprefix("could not be built: ").splitlines()[0]
                 found[KubeVersion.parse(str(tried["version"])).version] = f"{finished}: {first_line}"
-    for release, why in not_built_here(tools or paths.TOOLS).items():
+    for release, why in not_built_here(tools).items():
         found[KubeVersion.parse(release).version] = why
-    return found
+    built = {KubeVersion.parse(b.parent.name.split("+")[0]).version for b in tools.glob("kubernetes/v*/build.json")}
+    return {version: why for version, why in found.items() if version not in built}
 
 
 def with_gaps_filled(versions: Iterable[Version]) -> set[Version]:
