@@ -219,9 +219,7 @@ def test_releases_not_built_here_come_from_bisection_skips_and_this_machines_fai
     assert list(not_built_here(tools)) == ["1.28.0-alpha.3"]
     found = {str(v): why for v, why in coverage.not_buildable(bisections, tools).items()}
     assert found["1.31.0a1"] == "2026-11-26: the proxy refused it"
-    assert found["1.28.0a3"].endswith(
-        ": building Kubernetes v1.28.0-alpha.3 failed (go build); last lines of build.log: ... no package y"
-    )
+    assert found["1.28.0a3"].endswith(": building Kubernetes v1.28.0-alpha.3 failed (go build): no package y")
     assert sorted(found) == ["1.28.0a3", "1.31.0a1"]
     (tools / "kubernetes" / "v1.31.0-alpha.1").mkdir(parents=True)
     (tools / "kubernetes" / "v1.31.0-alpha.1" / "build.json").write_text("{}")  # served and built since

@@ -315,7 +315,8 @@ def remember_not_built(version: str, why: str | None, tools: Path = TOOLS) -> No
         del known[release]
     else:
         lines = [line.strip() for line in why.splitlines() if line.strip()] or ["the build failed"]
-        said = lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"  # what failed, and the log's last line
+        first = lines[0].split("; last lines of ")[0]  # what failed (the log's path is this machine's)
+        said = first if len(lines) == 1 else f"{first}: {lines[-1]}"  # and its last error line (failure_lines)
         known[release] = f"{datetime.now(UTC).date().isoformat()}: {said}"
     path = tools / "kubernetes" / NOT_BUILT_RECORD
     path.parent.mkdir(parents=True, exist_ok=True)
