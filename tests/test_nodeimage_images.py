@@ -460,3 +460,24 @@ def test_the_image_list_is_what_the_builds_kubeadm_prints(tmp_path: Path) -> Non
     kubeadm.write_text("#!/bin/sh\necho 'unknown flag' >&2\nexit 1\n")
     with pytest.raises(node.NodeImageError, match="unknown flag"):
         node.kubeadm_images(build)
+
+
+def test_an_addon_whose_go_mod_names_a_newer_go_builds_with_the_newest_patch_of_that_minor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen: CoreDNS v1.14.6 (Kubernetes 1.37's) says `go 1.25.0`, which go1.20.14 cannot parse."""
+    asked: list[tuple[str, str]] = []
+
+    def served(upstream: str, env: object, cwd: object, policy: str = "exact") -> tuple[str, str]:
+        asked.append((upstream, policy))
+        return "go1.25.9", "newest go1.25 patch"
+
+    monkeypatch.setattr(addons, "choose_toolchain", served)
+    go_mod = tmp_path / "go.mod"
+    go_mod.write_text("module github.com/coredns/coredns\n\ngo 1.25.0\n\nrequire x v1\n")
+    assert addons._go_line({"GoMod": str(go_mod)}) == "1.25.0"
+    assert addons.addon_toolchain("1.25.0", {}, tmp_path) == "go1.25.9" and asked == [("1.25.0", "minor")]
+    assert addons.addon_toolchain("1.20", {}, tmp_path) == addons.TOOLCHAIN == "go1.20.14"
+    assert addons.addon_toolchain("1.17", {}, tmp_path) == "go1.20.14"
+    assert addons._go_line({}) == "" and addons.addon_toolchain("", {}, tmp_path) == "go1.20.14"
+    assert len(asked) == 1  # the suite's Go serves every go line it can parse: nothing more is asked

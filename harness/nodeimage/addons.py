@@ -18,11 +18,13 @@ Go caches of harness/gobuild/, cgo off, `-trimpath -ldflags '-s -w'` like the up
   (`-mod=mod`). The removed lines are recorded in build.json.
 
 Toolchain: go1.20.14 (cached here; upstream used go1.17.13 for etcd 3.5.7 and go1.19/1.18 for CoreDNS,
-neither of which GOTOOLCHAIN can fetch as a module). build.json says which one built what.
+neither of which GOTOOLCHAIN can fetch as a module), or for a release whose go.mod names a newer Go (CoreDNS
+v1.14.6: 1.25.0) the newest served patch of that Go minor. build.json says which one built what.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -37,7 +39,7 @@ from typing import Any
 from harness.base.paths import TOOLS
 from harness.gobuild.go import BuildError, go_environment, log_tail, logged_step
 from harness.gobuild.modules import download_module
-from harness.gobuild.toolchain import SUITE_TOOLCHAIN
+from harness.gobuild.toolchain import SUITE_TOOLCHAIN, choose_toolchain
 
 TOOLCHAIN = SUITE_TOOLCHAIN
 ETCD_MODULE = "go.etcd.io/etcd/server/v3"
@@ -107,6 +109,28 @@ def existing_addon(name: str, version: str, tools: Path = TOOLS) -> Addon | None
     return Addon(name, version, directory, json.loads(record.read_text()))
 
 
+def _go_line(info: Mapping[str, Any]) -> str:
+    """The `go` line of a downloaded module's go.mod ('1.25.0'), or '' when it has none or none was read."""
+    with contextlib.suppress(OSError, KeyError, TypeError):
+        found = re.search(r"^go[ \t]+(\d+\.\d+(?:\.\d+)?)[ \t]*$", Path(info["GoMod"]).read_text(), re.M)
+        return found[1] if found else ""
+    return ""
+
+
+def addon_toolchain(go_line: str, env: Mapping[str, str], cwd: Path) -> str:
+    """The Go that builds an addon: the suite's go1.20.14 while the module's go line allows it, else the newest
+    served patch of the Go minor it names (seen: CoreDNS v1.14.6, for Kubernetes 1.37, says `go 1.25.0`, which
+    go1.20 cannot even parse)."""
+    parts = tuple(int(p) for p in go_line.split(".")[:2]) if go_line else ()
+    suite = tuple(int(p) for p in TOOLCHAIN.removeprefix("go").split(".")[:2])
+    if not parts or parts <= suite:
+        return TOOLCHAIN
+    try:
+        return choose_toolchain(go_line, env, cwd, "minor")[0]
+    except BuildError as error:
+        raise AddonBuildError(str(error)) from None
+
+
 def _module(module: str, version: str, env: Mapping[str, str], cwd: Path) -> dict[str, Any]:
     try:
         return download_module(module, version, env, cwd)
@@ -163,6 +187,7 @@ class _Workspace:
         log.write_text("")
         started = time.monotonic()
         info = _module(module, module_version or version, env, directory)
+        env["GOTOOLCHAIN"] = addon_toolchain(_go_line(info), env, directory)
         return cls(name, version, module, directory, env, log, started, info)
 
     def finish(self, image_tag: str, ldflags: str, how: str, **particulars: Any) -> Addon:
@@ -179,7 +204,7 @@ class _Workspace:
             "sum": self.info.get("Sum"),
             "commit": _commit(self.info),
             **particulars,
-            "toolchain": TOOLCHAIN,
+            "toolchain": self.env["GOTOOLCHAIN"],
             "cgo": False,
             "ldflags": ldflags,
             "built_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
