@@ -314,6 +314,16 @@ def test_coredns_tags_map_to_module_versions() -> None:
         addons.coredns_module_version("latest")
 
 
+ETCD_3_5_REPLACES = (
+    "module go.etcd.io/etcd/server/v3\n\nreplace (\n"
+    + "".join(
+        f"\tgo.etcd.io/etcd/{m} => ../{m.removesuffix('/v3')}\n"
+        for m in ("api/v3", "client/v2", "client/v3", "raft/v3")
+    )
+    + ")\n"
+)
+
+
 def test_an_etcd_build_failure_carries_the_logs_last_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     commands: list[list[str]] = []
 
@@ -324,6 +334,7 @@ def test_an_etcd_build_failure_carries_the_logs_last_lines(tmp_path: Path, monke
         return 1 if "build" in command else 0
 
     monkeypatch.setattr(addons, "logged_step", run)
+    (tmp_path / "go.mod").write_text(ETCD_3_5_REPLACES)
     monkeypatch.setattr(addons, "download_module", lambda *a: {"Dir": str(tmp_path), "Sum": "h1:x"})
     with pytest.raises(AddonBuildError, match=r"building etcd v3\.5\.7 failed[\s\S]*something broke"):
         addons.build_etcd("3.5.7-0", tmp_path)
@@ -342,6 +353,7 @@ def test_a_finished_addon_build_records_what_it_built_from_what_and_how(
         return 0
 
     monkeypatch.setattr(addons, "logged_step", run)
+    (tmp_path / "go.mod").write_text(ETCD_3_5_REPLACES)
     origin = {"Dir": str(tmp_path), "Sum": "h1:x", "Origin": {"Hash": "0123456789abcdef"}}
     monkeypatch.setattr(addons, "download_module", lambda *a: origin)
     built = addons.build_etcd("3.5.7-0", tmp_path)
@@ -481,3 +493,20 @@ def test_an_addon_whose_go_mod_names_a_newer_go_builds_with_the_newest_patch_of_
     assert addons.addon_toolchain("1.17", {}, tmp_path) == "go1.20.14"
     assert addons._go_line({}) == "" and addons.addon_toolchain("", {}, tmp_path) == "go1.20.14"
     assert len(asked) == 1  # the suite's Go serves every go line it can parse: nothing more is asked
+
+
+def test_etcds_siblings_are_read_from_its_server_go_mod_as_35_and_36_on_lay_them_out() -> None:
+    """Seen: Kubernetes 1.37's etcd v3.7.0 has no raft/v3 or client/v2 sibling (403 when asked for at v3.7.0)."""
+    v35 = "replace (\n\tgo.etcd.io/etcd/api/v3 => ../api\n\tgo.etcd.io/etcd/client/v2 => ../client/v2\n"
+    v35 += "\tgo.etcd.io/etcd/raft/v3 => ../raft\n)\n\nreplace github.com/x/y => github.com/x/z v1\n"
+    assert addons.etcd_siblings(v35, "v3.5.16") == [
+        ("go.etcd.io/etcd/api/v3", "v3.5.16"),
+        ("go.etcd.io/etcd/client/v2", "v2.305.16"),
+        ("go.etcd.io/etcd/raft/v3", "v3.5.16"),
+    ]
+    v37 = "require go.etcd.io/raft/v3 v3.6.0\n\nreplace go.etcd.io/etcd/api/v3 => ../api\n"
+    v37 += "replace go.etcd.io/etcd/pkg/v3 => ../pkg\n"
+    assert addons.etcd_siblings(v37, "v3.7.0") == [
+        ("go.etcd.io/etcd/api/v3", "v3.7.0"),
+        ("go.etcd.io/etcd/pkg/v3", "v3.7.0"),
+    ]

@@ -50,13 +50,21 @@ ETCD34_COMMITS = {
     # integration/cluster.go), none of which the etcd binary compiles. The proxy serves neither the tag nor ae9734e.
     "v3.4.13": "v0.5.0-alpha.5.0.20200910180754-dd1b699fc489",
 }
-ETCD_SIBLINGS = (
-    "go.etcd.io/etcd/api/v3",
-    "go.etcd.io/etcd/client/pkg/v3",
-    "go.etcd.io/etcd/client/v3",
-    "go.etcd.io/etcd/pkg/v3",
-    "go.etcd.io/etcd/raft/v3",
-)
+# The sibling modules etcd's server module replaces with ../ paths: required here at the server's version, except
+# client/v2 (3.5 only), tagged v2.305.N. Read from its go.mod: 3.5 has api, client/pkg, client/v2, client/v3, pkg
+# and raft; 3.6 on drops client/v2 and raft (go.etcd.io/raft/v3 is a dependency of its own, at its own version).
+_ETCD_SIBLING = re.compile(r"^[ \t]*(?:replace[ \t]+)?(go\.etcd\.io/etcd/\S+)[ \t]+=>[ \t]+\.\./", re.M)
+
+
+def etcd_siblings(server_go_mod: str, version: str) -> list[tuple[str, str]]:
+    """(module, version) of each sibling etcd's server go.mod maps to ../, as a build outside its tree needs them."""
+    patch = version.rsplit(".", 1)[1]
+    return [
+        (module, f"v2.305.{patch}" if module.endswith("/client/v2") else version)
+        for module in _ETCD_SIBLING.findall(server_go_mod)
+    ]
+
+
 COREDNS_MODULE = "github.com/coredns/coredns"
 # go.mod lines of CoreDNS that name modules the proxy refuses and that no Go >= 1.19 build compiles.
 COREDNS_DROPPED = ("inet.af/netaddr",)
@@ -247,8 +255,7 @@ def build_etcd(image_tag: str, tools: Path = TOOLS) -> Addon:
 
 def _build_etcd(work: _Workspace, image_tag: str) -> Addon:
     directory, env, log, info, version = work.directory, work.env, work.log, work.info, work.version
-    client_v2 = "v2.305." + version.rsplit(".", 1)[1]
-    requires = [(m, version) for m in ETCD_SIBLINGS] + [("go.etcd.io/etcd/client/v2", client_v2)]
+    requires = etcd_siblings(Path(info.get("GoMod") or Path(info["Dir"]) / "go.mod").read_text(), version)
     (directory / "go.mod").write_text("module local/plp-etcd-build\n\ngo 1.17\n")
     (directory / "main.go").write_text("package main\n")  # the module needs a package of its own
     ldflags = _ldflags(info, "go.etcd.io/etcd/api/v3/version.GitSHA")
