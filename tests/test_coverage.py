@@ -193,8 +193,8 @@ def test_a_release_known_not_to_build_here_is_passed_over_for_the_next_best_and_
     coverage.mark_unbuildable(found, releases, every)
     (z,) = found.uncovered()
     assert coverage.why_not(z) == (
-        " (none of its releases builds here: 1.28.0-alpha.0, 1.28.0-alpha.1, 1.28.0-alpha.2, 1.28.0-alpha.3; "
-        "PLAN=1 says why)"
+        " (none of the releases known in it builds here: 1.28.0-alpha.0, 1.28.0-alpha.1, 1.28.0-alpha.2, "
+        "1.28.0-alpha.3; PLAN=1 says why)"
     )
     assert not nothing.builds
     assert [r.label for r in nothing.no_known_release] == ["fam z >=1.28.0-alpha.0,<1.28.0-alpha.4"]
@@ -314,3 +314,15 @@ def test_the_figure_check_sees_a_stale_figure() -> None:
         "166 of 221 claim version ranges hold a live run"
     ]
     assert not STATED_FIGURE.findall("claim version ranges")
+
+
+def test_releases_tried_here_that_did_not_build_are_known_releases_too(tmp_path: Path) -> None:
+    """1.27.0-beta.0 is named by no range, recording or bisection; once a build of it failed here, coverage names it
+    among the releases of the range it is in."""
+    from packaging.version import Version
+
+    empty = coverage.observed_in([])
+    plain = [v.text for v in coverage.known_releases(coverage.Coverage([]), empty, tmp_path)]
+    assert "1.27.0-beta.0" not in plain
+    known = coverage.known_releases(coverage.Coverage([]), empty, tmp_path, also=[Version("1.27.0b0")])
+    assert "1.27.0-beta.0" in [v.text for v in known]

@@ -331,10 +331,13 @@ def with_gaps_filled(versions: Iterable[Version]) -> set[Version]:
     return filled
 
 
-def known_releases(coverage: Coverage, observed: Observed, bisections: Path | None = None) -> list[KubeVersion]:
+def known_releases(
+    coverage: Coverage, observed: Observed, bisections: Path | None = None, also: Iterable[Version] = ()
+) -> list[KubeVersion]:
     """The releases the suite knows, oldest first: pinned node images, server versions of live records,
-    bisection candidates and the versions the expectation ranges name, with the numbering's gaps filled."""
-    named = {i.kubernetes.version for i in known_images()}
+    bisection candidates, the versions the expectation ranges name and `also` (those tried here that did not
+    build), with the numbering's gaps filled."""
+    named = {i.kubernetes.version for i in known_images()} | set(also)
     named |= {KubeVersion.parse(v).version for v in observed.versions}
     named |= bisection_versions(bisections or paths.REPO / "bisections")
     named |= named_in_ranges(r.text for r in coverage.ranges)
@@ -456,7 +459,7 @@ def why_not(claim_range: ClaimRange) -> str:
     if claim_range.unrecorded:
         return f" (no live recording yet of {', '.join(claim_range.probes)})"
     if claim_range.none_builds:
-        return f" (none of its releases builds here: {', '.join(claim_range.none_builds)}; PLAN=1 says why)"
+        return f" (none of the releases known in it builds here: {', '.join(claim_range.none_builds)}; PLAN=1 says why)"
     return ""
 
 

@@ -20,7 +20,8 @@ def run_coverage_command(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     found = coverage.claim_ranges(observed)
-    releases, not_built = coverage.known_releases(found, observed), coverage.not_buildable()
+    not_built = coverage.not_buildable()
+    releases = coverage.known_releases(found, observed, also=not_built)
     coverage.mark_unbuildable(found, releases, not_built)
     if args.uncovered or not args.plan:
         print(coverage.render(found, uncovered_only=args.uncovered))
