@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.base import paths
 from harness.base.kubeapi import KubeApi
 from harness.base.manifest_check import images_in_manifests
 from harness.base.process import InterruptedUndo
@@ -85,12 +86,34 @@ class KindProvider(MadeHere):
         )
 
     def origin(self) -> dict[str, Any]:
-        return {
+        said: dict[str, Any] = {
             "cluster": "kind",
             "cluster_name": self.name,
             "node_image": self.cluster.image,
             "kind_version": self.kind_version,
         }
+        built = node_image_built_here(self.cluster.image)
+        return {**said, "node_image_build": built} if built else said
+
+
+# What a recording's origin says of a node image built here (harness/nodeimage): the Kubernetes build inside it,
+# whose toolchain may be the newest patch of the tag's Go minor rather than upstream's (GO_TOOLCHAIN).
+_BUILD_KEYS = ("version", "commit", "toolchain", "toolchain_policy", "upstream_go", "staging_substitutions")
+
+
+def node_image_built_here(reference: str, records: Path | None = None) -> dict[str, Any] | None:
+    """How a node image made here was built, from its record under .tools/node-images/ (None for a pinned one)."""
+    path = paths.node_image_record(reference, records) if records else paths.node_image_record(reference)
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    build = record.get("kubernetes_build") or {}
+    return {
+        "how": record.get("how"),
+        "kind_release": record.get("kind_release"),
+        "kubernetes_build": {key: build[key] for key in _BUILD_KEYS if key in build},
+    }
 
 
 def kind_facts(run_record: Path) -> dict[str, Any]:
