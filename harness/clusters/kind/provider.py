@@ -101,11 +101,10 @@ class KindProvider(MadeHere):
 _BUILD_KEYS = ("version", "commit", "toolchain", "toolchain_policy", "upstream_go", "staging_substitutions")
 
 
-def node_image_built_here(reference: str, records: Path | None = None) -> dict[str, Any] | None:
+def node_image_built_here(reference: str, records: Path = paths.NODE_IMAGES) -> dict[str, Any] | None:
     """How a node image made here was built, from its record under .tools/node-images/ (None for a pinned one)."""
-    path = paths.node_image_record(reference, records) if records else paths.node_image_record(reference)
     try:
-        record = json.loads(path.read_text())
+        record = json.loads(paths.node_image_record(reference, records).read_text())
     except (OSError, ValueError):
         return None
     build = record.get("kubernetes_build") or {}
