@@ -54,12 +54,13 @@ def test_create_uses_a_private_kubeconfig_and_the_pinned_image(tmp_path: Path) -
     c.create(tmp_path / "logs")
     assert runner.calls[0] == [
         "kind", "create", "cluster", "--name", "plp-1-27-ab12", "--image", c.image,
-        "--kubeconfig", str(tmp_path / "kubeconfig"), "--wait", "120s",
+        "--kubeconfig", str(tmp_path / "kubeconfig"), "--wait", "120s", "--retain",
     ]  # fmt: skip
     assert c.created
 
 
 def test_a_failed_create_shows_kinds_output_exports_logs_then_removes_the_remains(tmp_path: Path) -> None:
+    """kind is told to retain a failed cluster (--retain), so its logs exist to be kept before the suite deletes it."""
     runner = FakeRunner({"kind create cluster": failed("ERROR: failed to create cluster: failed to pull image")})
     c = cluster(runner, tmp_path)
     with pytest.raises(ClusterFailed) as err:

@@ -4,7 +4,8 @@ Flags and behaviour used here were read in kubernetes-sigs/kind's source (v0.17.
 - `kind create cluster --name --image --kubeconfig --wait` (pkg/cmd/kind/create/cluster/createcluster.go);
   `--wait` only waits for control-plane nodes and exits 0 even when it times out
   (pkg/cluster/internal/create/actions/waitforready/waitforready.go), so readiness is checked by the
-  suite itself; without `--retain`, kind removes the node containers of a cluster that failed to come up.
+  suite itself; without `--retain`, kind removes the node containers of a cluster that failed to come up, so
+  the suite passes it, keeps kind's logs of a failed cluster and then deletes the cluster itself.
 - `--kubeconfig F` makes kind write (and on delete, clean) only F, never ~/.kube/config.
 - `kind delete cluster --name --kubeconfig` is idempotent (pkg/cmd/kind/delete/cluster/deletecluster.go).
 - `kind export logs DIR --name` (pkg/cmd/kind/export/logs/logs.go).
@@ -143,6 +144,7 @@ class KindCluster:
             str(self.kubeconfig),
             "--wait",
             "120s",
+            "--retain",  # a cluster that fails to come up stays until its logs are kept; deleted below
             *(["--config", str(self.config)] if self.config else []),
         ]
         try:

@@ -21,11 +21,13 @@ from harness.base.inputs import BadInput
 from harness.base.run import Run
 from harness.base.versions import NodeImage, bisect_patches, known_images, pinned_minors
 from harness.clusters.kind.cluster import INSTALL_KIND, check_docker, check_prerequisites, list_node_containers
+from harness.clusters.kind.config import cluster_config, engine_cgroup_version, host_kubelet_settings
 from harness.clusters.kind.engine import check_engine
 from harness.clusters.kind.install import KindInstallError, ensure_kind
 from harness.clusters.kind.leftovers import clean_kind_clusters, installed_kind
 from harness.clusters.kind.node_images import make_node_image
-from harness.clusters.kind.node_shutdown import announce_shutdown, cluster_config
+from harness.clusters.kind.node_shutdown import announce_shutdown
+from harness.clusters.kind.node_shutdown import cluster_config as shutdown_cluster_config
 from harness.clusters.kind.provider import KindProvider, kind_facts
 from harness.clusters.kinds import (
     NODE_SHUTDOWN_ROLE,
@@ -110,7 +112,7 @@ class KindClusters(ClusterKind):
                 f"warning: this image was built for kind {release}; kind supports an image only with "
                 "the release that built it (best effort otherwise)"
             )
-        return runnable.with_facts(kind_bin=kind_bin, kind_line=kind_line)
+        return runnable.with_facts(kind_bin=kind_bin, kind_line=kind_line, engine_cgroup=str(engine_cgroup_version()))
 
     def provider(self, runnable: Runnable, run: Run, note: Note, role: str = "") -> ClusterProvider:
         image = NodeImage.parse(runnable.facts["image"], runnable.facts["kind_release"] or None)
@@ -119,17 +121,26 @@ class KindClusters(ClusterKind):
         suffix = f"-{role}" if role else ""
         name = paths.cluster_name(image.kubernetes.minor, run.run_id, role)
         provider = KindProvider.for_image(image, name, run.path(f"kubeconfig{suffix}"), kind_bin, kind_line)
+        cluster = provider.cluster
+        engine_cgroup = int(runnable.facts.get("engine_cgroup") or engine_cgroup_version())
+        host_kubelet = host_kubelet_settings(image.kubernetes, engine_cgroup)
+        if host_kubelet:
+            provider.host_kubelet = host_kubelet
+            provider.host_kubelet_why = f"the Docker engine runs cgroup v{engine_cgroup}"
+            note(kubelet_config_added=host_kubelet, kubelet_config_added_why=provider.host_kubelet_why)
         if role == NODE_SHUTDOWN_ROLE:
-            cluster = provider.cluster
             try:
                 cluster.image, built = ensure_derived_image(image.reference, paths.NODE_IMAGES)
             except ClusterFailed as err:
                 note(**provider.facts(), cluster_error=str(err))
                 raise
             cluster.config = run.path(f"kind-config{suffix}.yaml")
-            cluster.config.write_text(cluster_config(image.kubernetes))
+            cluster.config.write_text(shutdown_cluster_config(image.kubernetes, host_kubelet))
             provider.node_shutdown = announce_shutdown
             note(derived_node_image=cluster.image, derived_image_note=built)
+        elif host_kubelet:
+            cluster.config = run.path(f"kind-config{suffix}.yaml")
+            cluster.config.write_text(cluster_config([{"role": "control-plane"}], host_kubelet))
         return provider
 
     def attach_options(self, provider: ClusterProvider) -> list[str]:

@@ -25,6 +25,7 @@ from typing import Any
 
 from harness.base.process import Completed, Runner, run_command
 from harness.base.versions import KubeVersion
+from harness.clusters.kind.config import cluster_config as kind_cluster_config
 
 JsonDict = dict[str, Any]
 
@@ -42,33 +43,22 @@ LOCK_WAIT_S = 60.0
 LOCK_POLL_S = 1.0  # and how often it is asked meanwhile
 
 
-def cluster_config(version: KubeVersion) -> str:
-    """kind config: a control-plane and a labelled worker; from 1.21 every kubelet has a shutdown grace period.
+def cluster_config(version: KubeVersion, host_kubelet: JsonDict | None = None) -> str:
+    """kind config: a control-plane and a labelled worker; from 1.21 every kubelet has a shutdown grace period,
+    beside what the host asks of every kubelet (config.host_kubelet_settings).
 
-    The KubeletConfiguration patch is cluster-level because kubeadm reads the kubelet configuration from
-    the first node only (kind docs, kind#3849). shutdownGracePeriod needs the GracefulNodeShutdown gate,
-    beta and on by default from 1.21 (kubernetes/kubernetes#99735); before, the kubelet's config validation
-    refuses a grace period while the gate is off, so older clusters get none and show the default: a
-    kubelet that does not listen for shutdowns.
+    shutdownGracePeriod needs the GracefulNodeShutdown gate, beta and on by default from 1.21
+    (kubernetes/kubernetes#99735); before, the kubelet's config validation refuses a grace period while the gate
+    is off, so older clusters get none and show the default: a kubelet that does not listen for shutdowns.
     """
-    config = (
-        "kind: Cluster\n"
-        "apiVersion: kind.x-k8s.io/v1alpha4\n"
-        "nodes:\n"
-        "- role: control-plane\n"
-        "- role: worker\n"
-        "  labels:\n"
-        f'    {SHUTDOWN_NODE_LABEL}: "true"\n'
-    )
+    nodes: list[JsonDict] = [
+        {"role": "control-plane"},
+        {"role": "worker", "labels": {SHUTDOWN_NODE_LABEL: "true"}},
+    ]
+    kubelet: JsonDict = {}
     if version.satisfies(GRACEFUL_NODE_SHUTDOWN_ON):
-        config += (
-            "kubeadmConfigPatches:\n"
-            "- |\n"
-            "  kind: KubeletConfiguration\n"
-            f"  shutdownGracePeriod: {SHUTDOWN_GRACE}\n"
-            f"  shutdownGracePeriodCriticalPods: {CRITICAL_PODS_GRACE}\n"
-        )
-    return config
+        kubelet = {"shutdownGracePeriod": SHUTDOWN_GRACE, "shutdownGracePeriodCriticalPods": CRITICAL_PODS_GRACE}
+    return kind_cluster_config(nodes, {**kubelet, **(host_kubelet or {})})
 
 
 def prepare_for_shutdown_argv(node: str, starting: bool) -> list[str]:

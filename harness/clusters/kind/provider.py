@@ -28,6 +28,9 @@ class KindProvider(MadeHere):
     preload_images: list[str] = field(default_factory=list)
     node_shutdown: NodeShutdown | None = None
     kind: str = "kind"
+    # What the host asked of every kubelet beyond kind's own config (config.host_kubelet_settings), and why
+    host_kubelet: dict[str, Any] = field(default_factory=dict)
+    host_kubelet_why: str = ""
 
     @classmethod
     def for_image(cls, image: NodeImage, name: str, kubeconfig: Path, kind_bin: str, kind_line: str) -> KindProvider:
@@ -92,6 +95,8 @@ class KindProvider(MadeHere):
             "node_image": self.cluster.image,
             "kind_version": self.kind_version,
         }
+        if self.host_kubelet:
+            said["kubelet_config_added"] = {"settings": self.host_kubelet, "why": self.host_kubelet_why}
         built = node_image_built_here(self.cluster.image)
         return {**said, "node_image_build": built} if built else said
 
