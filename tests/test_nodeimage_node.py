@@ -14,6 +14,7 @@ from harness.base.versions import KubeVersion
 from harness.gobuild.kubernetes import Build
 from harness.nodeimage import node
 from harness.nodeimage.images import NodeImageError
+from harness.nodeimage.node import KIND_RELEASE, kind_release_for
 
 
 def test_containerd_keeps_oom_scores_restricted_and_uses_systemd_cgroups_from_1_24() -> None:
@@ -166,3 +167,11 @@ def test_the_staging_image_is_removed_also_when_the_build_stops_half_way(tmp_pat
     else:
         node.docker_image(rootfs, "plp-node:v1.27.9", record, run_step)
     assert ran[-1] == ["docker", "image", "rm", "--force", "plp-node:v1.27.9-stage"]
+
+
+def test_images_from_1_37_are_run_by_a_kind_that_writes_kubeadm_v1beta4() -> None:
+    """kubeadm 1.37 refuses the v1beta3 configuration kind v0.20.0 writes; kind v0.33.0 writes v1beta4."""
+    assert kind_release_for(KubeVersion.parse("v1.37.2")) == "v0.33.0"
+    assert kind_release_for(KubeVersion.parse("v1.37.0-alpha.1")) == "v0.33.0"
+    assert kind_release_for(KubeVersion.parse("v1.36.4")) == KIND_RELEASE == "v0.20.0"
+    assert kind_release_for(KubeVersion.parse("v1.21.14")) == "v0.20.0"

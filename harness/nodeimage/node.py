@@ -3,7 +3,7 @@
 kind's own builder (`kind build node-image --type release`) needs dl.k8s.io and a registry for its base
 image; neither is reachable on machines that reach only the Go module proxy and Debian's mirror. This
 builder makes an image that satisfies kind v0.20.0's node contract (read in its images/base and
-pkg/build/nodeimage) from:
+pkg/build/nodeimage; kind v0.33.0, which runs the images from 1.37, asks nothing more) from:
 - a Debian bookworm root file system (`debootstrap --variant=minbase`): systemd, containerd and runc,
   the CNI plugins, iptables, conntrack, trimmed the way kind trims its base image (no getty, udev, timers);
 - the suite's own node files (harness/nodeimage/node-files/: entrypoint, systemd units, the pod network);
@@ -43,6 +43,19 @@ WORK = paths.NODE_IMAGE_WORK
 RECORDS = paths.NODE_IMAGES
 FILES = Path(__file__).resolve().parent / "node-files"
 KIND_RELEASE = "v0.20.0"  # the kind whose node contract these images follow, and that runs them
+# From 1.37 another kind runs them: kubeadm 1.37 refuses the kubeadm.k8s.io/v1beta3 configuration kind v0.20.0
+# writes (cmd/kubeadm/app/util/config/common.go); kind v0.33.0 writes v1beta4 from 1.36 on
+# (pkg/cluster/internal/kubeadm/config.go) and asks nothing more of a node than v0.20.0 did (read in its
+# providers/docker/provision.go, create actions and nodeutils: the same docker run flags, /kind files, ready
+# line and containerd config version).
+NEWER_KIND_RELEASES = ((">=1.37.0-alpha.0", "v0.33.0"),)
+
+
+def kind_release_for(version: KubeVersion) -> str:
+    """The kind that runs a node image of this Kubernetes version (recorded in the image as its kind_release)."""
+    return next((kind for bounds, kind in NEWER_KIND_RELEASES if version.satisfies(bounds)), KIND_RELEASE)
+
+
 SUITE = "bookworm"
 PACKAGES = (
     "systemd",
@@ -374,7 +387,7 @@ def build_node_images(
             record = {
                 "image": image_tag,
                 "kubernetes": build.version,
-                "kind_release": KIND_RELEASE,
+                "kind_release": kind_release_for(parsed),
                 "how": "harness/nodeimage/node.py: Debian base + Kubernetes from Go modules; no release tarball",
                 "kubernetes_build": build.record,
                 "crictl": crictl_record(),
