@@ -578,3 +578,18 @@ def test_a_release_the_proxy_refuses_is_remembered_as_not_built_here(
     (why,) = kubernetes.not_built_here(tmp_path).values()
     assert list(kubernetes.not_built_here(tmp_path)) == ["1.24.0-alpha.1"]
     assert why.endswith(": the Go module proxy does not serve k8s.io/kubernetes@v1.24.0-alpha.1: 403 Forbidden")
+
+
+def test_the_compilers_collect_less_often_within_a_memory_limit_unless_told_otherwise() -> None:
+    """GOGC=400 with a GOMEMLIMIT from go1.19 (older Go ignores the limit: Go's defaults); the caller's GOGC wins."""
+    gc = go_command.compiler_gc("go1.20.14", environ={})
+    assert gc["GOGC"] == go_command.COMPILER_GOGC == "400"
+    assert gc["GOMEMLIMIT"].endswith("MiB") and int(gc["GOMEMLIMIT"][:-3]) > 0
+    assert go_command.compiler_gc("go1.26.11", environ={})["GOGC"] == "400"
+    assert go_command.compiler_gc("go1.18.10", environ={}) == {}
+    assert go_command.compiler_gc("go1.16.15", environ={}) == {}
+    assert go_command.compiler_gc("go1.22.12", environ={"GOGC": "100"}) == {"GOGC": "100"}
+    assert go_command.compiler_gc("go1.22.12", environ={"GOGC": "off", "GOMEMLIMIT": "2GiB"}) == {
+        "GOGC": "off",
+        "GOMEMLIMIT": "2GiB",
+    }

@@ -35,6 +35,30 @@ class BuildStopped(BuildError):
     """A background build stopped because the command that asked for it was interrupted (make matrix)."""
 
 
+# The compiler's garbage collector. At Go's default (GOGC=100) the compilers of a build spend about a fifth of
+# their CPU collecting: measured here (2 cores, beside a Kubernetes build), compiling k8s.io/api's core, apps and
+# batch packages from an empty cache took 41.7 and 40.2 s of CPU at GOGC=100, 33.1 and 33.1 s at GOGC=400, and
+# the binaries were byte-identical. GOGC is not in the build cache's key (a cache filled at one value served
+# the other without one compile), so builds before and after share their caches. GOMEMLIMIT makes each compiler
+# collect as usual again before the ones the go command runs at once (one per core) hold half the memory; Go
+# reads it from go1.19, so older toolchains (Kubernetes 1.21-1.24) keep Go's defaults rather than a bigger heap
+# with no limit.
+COMPILER_GOGC = "400"
+GOMEMLIMIT_FROM = (1, 19)
+
+
+def compiler_gc(toolchain: str, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """GOGC and GOMEMLIMIT for a build's compilers ({}: Go's defaults); the caller's own GOGC wins."""
+    if environ.get("GOGC"):
+        return {"GOGC": environ["GOGC"], **({"GOMEMLIMIT": environ["GOMEMLIMIT"]} if environ.get("GOMEMLIMIT") else {})}
+    found = re.match(r"go(\d+)\.(\d+)", toolchain)
+    if not found or (int(found[1]), int(found[2])) < GOMEMLIMIT_FROM:
+        return {}
+    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    per_compiler = memory // (2 * (os.cpu_count() or 1)) // (1 << 20)
+    return {"GOGC": COMPILER_GOGC, "GOMEMLIMIT": f"{per_compiler}MiB"}
+
+
 def go_environment(tools: Path = TOOLS, cache: str = "shared") -> dict[str, str]:
     """The build's own Go environment: caches inside .tools/ (shared by every build), cgo off as upstream builds.
 

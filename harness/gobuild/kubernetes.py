@@ -36,7 +36,15 @@ from harness.base.inputs import BadInput
 from harness.base.paths import TOOLS
 from harness.base.versions import KubeVersion, VersionError, check_supported
 from harness.gobuild import openapi, progress
-from harness.gobuild.go import BuildError, BuildStopped, check_go, go_build_cache, go_environment, run_step
+from harness.gobuild.go import (
+    BuildError,
+    BuildStopped,
+    check_go,
+    compiler_gc,
+    go_build_cache,
+    go_environment,
+    run_step,
+)
 from harness.gobuild.modules import (
     download_module,
     listed_module_answers,
@@ -440,7 +448,8 @@ def _build(
     cache = build_cache_name(toolchain)
     trim_build_caches(tools, cache)
     trimmed, cache_bytes = trim_cache_to(go_build_cache(tools, cache), int(build_cache_budget() * 1e9))
-    env = {**env, "GOTOOLCHAIN": toolchain, "GOCACHE": str(go_build_cache(tools, cache))}
+    gc = compiler_gc(toolchain)
+    env = {**env, "GOTOOLCHAIN": toolchain, "GOCACHE": str(go_build_cache(tools, cache)), **gc}
     parsed = KubeVersion.parse(text)
     staged = twin_version(text)
     kubernetes_go_mod = (source / "go.mod").read_text()
@@ -525,6 +534,7 @@ def _build(
         "staging_substitutions": substitutions,
         "generated": generated,
         "cgo": False,
+        "compiler_gc": gc or "Go's defaults",  # go.py compiler_gc: speed only, the same binaries
         "checksum_database": checksum_db,
         "built_at": built_at,
         "duration_s": round(time.monotonic() - started, 1),
