@@ -7,6 +7,7 @@ Real: the argv the suite builds, the Dockerfile it writes, the kind config it wr
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from harness.clusters.kind.node_shutdown import (
     NodeShutdownUnavailable,
     announce_shutdown,
     cluster_config,
+    control_plane_of,
 )
 from harness.core.observe import ProbeTimeout, Timeline
 from harness.core.probe import Probe
@@ -124,6 +126,11 @@ class LockAfterRestart(FakeRunner):
 
     regains: bool = True
     restarted: bool = False
+    # The running pods bound to the node, and how many times the restarted kubelet's /pods lacks them first
+    # (None: it never lists them)
+    bound: tuple[str, ...] = ("uid-stateful-0",)
+    lists_them_after: int | None = 0
+    kubelet_asked: int = 0
 
     def __call__(self, argv: Sequence[str], timeout: float) -> Completed:
         self.calls.append(list(argv))
@@ -131,6 +138,12 @@ class LockAfterRestart(FakeRunner):
             self.restarted = True
         if "systemd-inhibit" in argv:
             return ok("kubelet 0 root 212 kubelet shutdown ... delay" if self.restarted and self.regains else "")
+        if argv[:3] == ["docker", "exec", "kind-control-plane"] and "--raw" in argv:
+            self.kubelet_asked += 1
+            ready = self.lists_them_after is not None and self.kubelet_asked > self.lists_them_after
+            return ok(json.dumps({"items": [{"metadata": {"uid": u}} for u in (self.bound if ready else ())]}))
+        if argv[:3] == ["docker", "exec", "kind-control-plane"]:
+            return ok(json.dumps({"items": [{"metadata": {"uid": u}} for u in self.bound]}))
         return ok()
 
 
@@ -143,6 +156,33 @@ def test_a_kubelet_without_its_lock_is_restarted_before_a_shutdown_and_the_answe
     assert answer["kubelet_inhibitor"] is True and answer["kubelet_restarted_for_its_lock"] is True
     assert ["docker", "exec", "kind-worker", "systemctl", "restart", "kubelet"] in node.calls
     assert node.calls[-1][-1] == "true"  # the shutdown is announced after the lock is back
+    assert answer["kubelet_took_back_its_pods"] is True
+
+
+def test_after_a_restart_the_shutdown_waits_until_the_kubelet_lists_the_pods_on_its_node(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seen live on 1.37.2: a shutdown announced before the restarted kubelet took its running pod back turned the
+    pod's admission down (reason NodeShutdown), so the pod ended with no DisruptionTarget."""
+    monkeypatch.setattr(node_shutdown, "LOCK_POLL_S", 0.01)
+    node = LockAfterRestart(lists_them_after=2)
+    answer = announce_shutdown("kind-worker", True, node)
+    asked = [i for i, call in enumerate(node.calls) if "--raw" in call]
+    assert len(asked) == 3 and node.calls[asked[0]][-1] == "/api/v1/nodes/kind-worker/proxy/pods"
+    emitted = next(i for i, call in enumerate(node.calls) if "PrepareForShutdown" in call)
+    assert emitted > asked[-1] and answer["kubelet_took_back_its_pods"] is True
+
+
+def test_a_kubelet_that_never_lists_its_pods_is_reported_and_the_shutdown_goes_ahead(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(node_shutdown, "LOCK_WAIT_S", 0.2)
+    monkeypatch.setattr(node_shutdown, "LOCK_POLL_S", 0.01)
+    answer = announce_shutdown("kind-worker", True, LockAfterRestart(lists_them_after=None))
+    assert answer["kubelet_took_back_its_pods"] is False and answer["kubelet_inhibitor"] is True
+    held = announce_shutdown("kind-worker", True, FakeRunner({"docker exec kind-worker": ok("kubelet ... delay")}))
+    assert "kubelet_took_back_its_pods" not in held  # no restart, nothing to wait for
+    assert control_plane_of("plp-1-37-cdff-gns-worker") == "plp-1-37-cdff-gns-control-plane"
 
 
 def test_a_kubelet_that_never_takes_its_lock_is_reported_after_a_bounded_wait(monkeypatch: pytest.MonkeyPatch) -> None:

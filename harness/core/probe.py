@@ -242,15 +242,20 @@ class Probe:
     def shutdown_node(self, node: str, starting: bool) -> JsonDict:
         """Announce (True) or cancel (False) a graceful shutdown of a node of the shutdown cluster.
 
-        Starting one anchors the timeline. The answer says whether the kubelet held its inhibitor lock.
+        Starting one anchors the timeline at the signal (`signalled_after_s` into the call: a kubelet restarted for
+        its lock comes first; recordings without it anchor at the call). The answer says whether the kubelet
+        held its inhibitor lock, and `signalled_at` the signal's instant (transport clock).
         """
         answer = self.transport.node_shutdown(node, starting)
         label = "node shutdown" if starting else "node shutdown cancelled"
         detail = {"node": node, "kubeletInhibitor": answer.get("kubelet_inhibitor")}
         if answer.get("kubelet_restarted_for_its_lock"):
             detail["kubeletRestartedForItsLock"] = True
-        self.timeline.action(self.transport.last_call_started(), label, detail, anchor=starting)
-        return answer
+        if "kubelet_took_back_its_pods" in answer:
+            detail["kubeletTookBackItsPods"] = answer["kubelet_took_back_its_pods"]
+        signalled = self.transport.last_call_started() + float(answer.get("signalled_after_s") or 0.0)
+        self.timeline.action(signalled, label, detail, anchor=starting)
+        return {**answer, "signalled_at": signalled}
 
     @contextmanager
     def node_shut_down(self, node: str) -> Iterator[JsonDict]:

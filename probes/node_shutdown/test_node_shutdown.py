@@ -87,7 +87,7 @@ def shut_down_and_recover(probe: Probe, manifest_name: str) -> tuple[PodObserver
     node = first.node_name
 
     with probe.node_shut_down(node) as signal:  # cancelled on leaving the block, also when it fails
-        shutdown_at = probe.transport.last_call_started()
+        shutdown_at = signal["signalled_at"]
         answer = Basis.direct("the node's answer to the shutdown signal")
         probe.check("shutdown.kubelet-listening", signal.get("kubelet_inhibitor"), answer)
         pods.observe_until(lambda o: o.is_deleted(first) or stopped(last_state(o, first)), within=SHUTDOWN_BUDGET_S)

@@ -20,6 +20,7 @@ from Go modules), is listed in the module docstring of probes/node_shutdown/test
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -93,8 +94,10 @@ def announce_shutdown(node: str, starting: bool, runner: Runner = run_command) -
     kubelet's shutdown manager is not running (gate off, no grace period, no logind) and the signal proves
     nothing about it — the probes check that premise as a claim of its own.
     """
+    called = time.monotonic()
     locks = runner(kubelet_inhibitor_argv(node), 30)
     restarted = False
+    readmitted: bool | None = None
     if starting and not _holds_lock(locks):
         # After a cancelled shutdown the kubelet may hold no lock at all: live, the second shutdown probe on a node
         # found none in 4 of 5 kind runs of 1.27.0-rc.0 and 1.27.3 (no inhibitor descriptor in the kubelet), in
@@ -110,15 +113,65 @@ def announce_shutdown(node: str, starting: bool, runner: Runner = run_command) -
         while restarted and not _holds_lock(locks) and time.monotonic() < deadline:
             time.sleep(LOCK_POLL_S)
             locks = runner(kubelet_inhibitor_argv(node), 30)
+        if restarted:
+            # The lock can come before the restarted kubelet has taken back the pods already running on its node.
+            # A shutdown then turns their admission down (seen live on 1.37.2, kind v0.33.0: "Pod admission
+            # denied" reason NodeShutdown, 1 s after the kubelet started, the pod ended Succeeded with no
+            # DisruptionTarget), which is not what the probes ask about: wait until the kubelet lists them.
+            readmitted = _wait_kubelet_has_its_pods(node, runner, time.monotonic() + LOCK_WAIT_S)
+    signalled_after = time.monotonic() - called
     emitted = runner(prepare_for_shutdown_argv(node, starting), 30)
     if emitted.returncode != 0:
         raise NodeShutdownUnavailable(f"could not signal PrepareForShutdown({starting}) on {node}:\n{emitted.output}")
-    return {
+    answer = {
         "kubelet_inhibitor": _holds_lock(locks),
         "kubelet_restarted_for_its_lock": restarted,
         "inhibitors": locks.output,
         "output": emitted.output,
+        # how long after the call the signal went out (a restart and its waits come first): the shutdown's instant
+        "signalled_after_s": round(signalled_after, 3),
     }
+    return answer if readmitted is None else {**answer, "kubelet_took_back_its_pods": readmitted}
+
+
+def control_plane_of(node: str) -> str:
+    """kind's name for the control-plane node of a worker's cluster (`<cluster>-worker` -> `<cluster>-control-plane`;
+    providers/common/namer.go)."""
+    return node.rsplit("-worker", 1)[0] + "-control-plane"
+
+
+def _pod_uids(argv: list[str], runner: Runner) -> set[str] | None:
+    answer = runner(argv, 30)
+    if answer.returncode != 0:
+        return None
+    try:
+        listed = json.loads(answer.stdout)
+    except ValueError:
+        return None
+    return {str(item["metadata"]["uid"]) for item in listed.get("items") or []}
+
+
+def _wait_kubelet_has_its_pods(node: str, runner: Runner, deadline: float) -> bool:
+    """Whether the kubelet came to list (its /pods, through the API server) every pod bound to its node and
+    running, before the deadline. Asked with the admin kubeconfig in the control-plane node (kind's own)."""
+    kubectl = ["docker", "exec", control_plane_of(node), "kubectl", "--kubeconfig", "/etc/kubernetes/admin.conf"]
+    bound_argv = [
+        *kubectl,
+        "get",
+        "pods",
+        "-A",
+        "-o",
+        "json",
+        f"--field-selector=spec.nodeName={node},status.phase=Running",
+    ]
+    kubelet_argv = [*kubectl, "get", "--raw", f"/api/v1/nodes/{node}/proxy/pods"]
+    while True:
+        bound, held = _pod_uids(bound_argv, runner), _pod_uids(kubelet_argv, runner)
+        if bound is not None and held is not None and bound <= held:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(LOCK_POLL_S)
 
 
 def _holds_lock(locks: Completed) -> bool:
