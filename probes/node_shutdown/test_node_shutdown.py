@@ -18,9 +18,11 @@ and waits for the controller to run a pod on the node again.
 Verified: read in the sources, the kubelet's signal match (interface, member, path, no sender), the e2e
 test's use of the signal and of `false` to recover, the kubelet's shutdown status and messages, kind's cluster
 config fields (node labels, cluster-level KubeletConfiguration patch) — see the expectations' sources. Seen
-live on kind v0.20.0 with node images built from Go modules (recordings `*-live-kind.json`):
-v1.27.0-rc.0 (DaemonSet and StatefulSet pods left Succeeded), v1.27.3 and v1.27.4 (DaemonSet pod replaced,
-StatefulSet pod left Succeeded: before k/k#121389, v1.27.9) and v1.26.6 (both Failed, deleted and replaced).
+live on kind with node images built from Go modules (recordings `*-live-kind.json`; `make coverage` lists them)
+on every minor from 1.21 to 1.36 (kind v0.20.0), e.g. v1.22.4 (k/k#104531: the pod stays Running and is not
+replaced), v1.27.0-rc.0 (DaemonSet and StatefulSet pods left Succeeded), v1.27.3 and v1.27.4 (DaemonSet pod
+replaced, StatefulSet pod left Succeeded: before k/k#121389, v1.27.9) and v1.26.6 (both Failed, deleted and
+replaced); 1.37 runs on kind v0.33.0 (kubeadm v1beta4).
 The shutdown-capable image brings up D-Bus and logind, the kubelet holds its delay lock
 (`shutdown.kubelet-listening`), and `busctl emit` is heard. Where a pod's controller deletes it before the
 kubelet reports its container's end, that claim is not observable (1.26.6 DaemonSet, once).
