@@ -587,9 +587,11 @@ def test_the_statefulset_timeline_marks_the_status_writes_that_matter(replayed_m
 
 
 def test_termination_order_timelines_show_prestop_sigterm_sigkill_and_the_grace_on_one_axis(
-    replayed_matrix: Matrix,
+    replayed_runs: Path,
 ) -> None:
-    matrix = replayed_matrix
+    """The figures below are those of the local recordings (a version with a kind recording too shows the first)."""
+    records = load_records([replayed_runs])
+    matrix = build_matrix(r for r in records if "-live-local" in str((r.get("recording_origin") or {}).get("file")))
     within = matrix.timelines["test_termination_order.py::test_prestop_within_the_grace_period"]["v1.37.2"]
     marks, spans = timeline_svg.events(within)
     at = {m.label: m.t for m in marks}
