@@ -52,14 +52,28 @@ def test_a_build_keeps_its_go_minors_cache_the_shared_one_and_the_last_other_use
     assert build_cache_name("go1.20.14") == build_cache_name("go1.20.8") == "go1.20"
     caches = tmp_path / "go" / "cache"
     for age, name in enumerate(("go1.21", "go1.19", "1.27", "shared")):
-        (caches / name).mkdir(parents=True)
+        (caches / name / "00").mkdir(parents=True)  # an entry: a cache that holds something
         (caches / name / ".used").touch()
         os.utime(caches / name / ".used", (1_000_000 - age, 1_000_000 - age))
     assert trim_build_caches(tmp_path, "go1.20") == ["1.27", "go1.19"]
     assert sorted(p.name for p in caches.iterdir()) == ["go1.20", "go1.21", "shared"]
+    (caches / "go1.20" / "00").mkdir()
     assert trim_build_caches(tmp_path, "go1.21") == []  # go1.20 is now the other one used last
     assert trim_build_caches(tmp_path, "go1.22") == ["go1.20"]
     assert trim_build_caches(tmp_path / "nothing-yet", "go1.20") == []
+
+
+def test_an_empty_build_cache_is_not_the_other_one_kept(tmp_path: Path) -> None:
+    """Seen: a pre-release whose modules did not load left an empty go1.18 cache, used last, and the next build kept
+    it and removed a 6 GB go1.20 cache."""
+    from harness.gobuild.kubernetes import trim_build_caches
+
+    caches = tmp_path / "go" / "cache"
+    (caches / "go1.20" / "00").mkdir(parents=True)
+    (caches / "go1.20" / ".used").touch()
+    assert trim_build_caches(tmp_path, "go1.18") == []  # the failed build's own cache: made, nothing in it
+    assert trim_build_caches(tmp_path, "go1.17") == ["go1.18"]  # the empty one goes, go1.20 stays
+    assert sorted(p.name for p in caches.iterdir()) == ["go1.17", "go1.20"]
 
 
 def test_a_build_cache_beyond_its_bound_loses_its_least_recently_used_entries_first(

@@ -373,8 +373,15 @@ def trim_build_caches(tools: Path, name: str, others: int = OTHER_CACHES_KEPT) -
         marker = cache / ".used"
         return marker.stat().st_mtime if marker.is_file() else 0.0
 
+    def holds_something(cache: Path) -> bool:
+        return any(entry.name != ".used" for entry in cache.iterdir())
+
+    # A cache with nothing in it (its build failed before compiling, e.g. a pre-release whose modules do not load)
+    # is not the other one worth keeping: seen, an empty go1.18 cache kept over a 6 GB go1.20 one.
     rest = sorted(
-        (p for p in caches.iterdir() if p.is_dir() and p.name not in (name, "shared")), key=last_used, reverse=True
+        (p for p in caches.iterdir() if p.is_dir() and p.name not in (name, "shared")),
+        key=lambda cache: (holds_something(cache), last_used(cache)),
+        reverse=True,
     )
     removed = sorted(p.name for p in rest[others:])
     for old in removed:
