@@ -153,7 +153,10 @@ def _pod_uids(argv: list[str], runner: Runner) -> set[str] | None:
 
 def _wait_kubelet_has_its_pods(node: str, runner: Runner, deadline: float) -> bool:
     """Whether the kubelet came to list (its /pods, through the API server) every pod bound to its node and
-    running, before the deadline. Asked with the admin kubeconfig in the control-plane node (kind's own)."""
+    running, before the deadline. Asked with the admin kubeconfig in the control-plane node (kind's own).
+
+    /pods lists the kubelet's pod manager, to which HandlePodAdditions adds a pod just before admitting it in the
+    same step (pkg/kubelet/kubelet.go at v1.37.2), so a listed pod's admission is decided or being decided."""
     kubectl = ["docker", "exec", control_plane_of(node), "kubectl", "--kubeconfig", "/etc/kubernetes/admin.conf"]
     bound_argv = [
         *kubectl,
