@@ -326,3 +326,23 @@ def test_releases_tried_here_that_did_not_build_are_known_releases_too(tmp_path:
     assert "1.27.0-beta.0" not in plain
     known = coverage.known_releases(coverage.Coverage([]), empty, tmp_path, also=[Version("1.27.0b0")])
     assert "1.27.0-beta.0" in [v.text for v in known]
+
+
+def test_a_range_whose_live_runs_found_the_claim_not_observable_says_so_and_is_not_planned_there() -> None:
+    """Seen: job-retry.containers-left-on-node on 1.24.0-alpha.2, not observable in 4 of 4 runs (the retry ends
+    before the Job's deadline); another release inside would still be planned, that one not again."""
+    claims = {"fam": {"r": claim("r", ">=1.24.0-alpha.0,<1.24.0-beta.0", ">=1.24.0-beta.0")}}
+    records = [
+        record("test_m.py::test_r", "v1.24.0-alpha.2", {"r": "not observable"}),
+        record("test_m.py::test_r", "v1.24.0-alpha.2", {"r": "not observable"}),
+        record("test_m.py::test_r", "v1.24.2", {"r": "pass"}),
+    ]
+    found = coverage.claim_ranges(coverage.observed_in(records), claims)
+    pre = ranges_by_label(found)["fam r >=1.24.0-alpha.0,<1.24.0-beta.0"]
+    assert not pre.covered and [run.version.text for run in pre.unobservable] == ["v1.24.0-alpha.2"] * 2
+    assert coverage.why_not(pre) == " (not observable in the 2 live runs inside it: local 1.24.0-alpha.2)"
+    tried_only = coverage.plan_builds(found, [KubeVersion.parse("1.24.0-alpha.2"), KubeVersion.parse("1.24.2")])
+    assert tried_only.builds == [] and [r.label for r in tried_only.unobservable] == [pre.label]
+    assert "not observable on the releases inside that build here" in coverage.render_plan(tried_only, found)
+    another = coverage.plan_builds(found, [KubeVersion.parse("1.24.0-alpha.2"), KubeVersion.parse("1.24.0-alpha.4")])
+    assert [b.release.text for b in another.builds] == ["1.24.0-alpha.4"] and another.unobservable == []

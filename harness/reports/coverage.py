@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,6 +65,8 @@ class Observed:
     only on kind (the graceful-node-shutdown cluster; a local cluster skips them), and which have no record."""
 
     runs: dict[tuple[str, str], list[LiveRun]] = field(default_factory=dict)  # (family, claim) -> runs
+    # (family, claim) -> the live runs whose probe found the claim not observable (they cover nothing)
+    unobservable: dict[tuple[str, str], list[LiveRun]] = field(default_factory=dict)
     probes: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # (family, claim) -> probes checking it
     kind_only: set[str] = field(default_factory=set)
     versions: set[str] = field(default_factory=set)  # every server version a live record names
@@ -83,6 +85,7 @@ class ClaimRange:
     kind_only: bool  # all of them run only on kind: a local cluster cannot cover the range
     unrecorded: bool = False  # `probes` are its family's probes not recorded live yet (none recorded checks it)
     none_builds: tuple[str, ...] = ()  # every known release inside is known not to build here (mark_unbuildable)
+    unobservable: list[LiveRun] = field(default_factory=list)  # live runs inside that found the claim not observable
 
     @property
     def covered(self) -> bool:
@@ -160,11 +163,10 @@ def observed_in(
         for verdict in record.get("verdicts") or []:
             key = (str(record["family"]), str(verdict["claim"]))
             found.probes.setdefault(key, set()).add(str(record["probe"]))
-            if verdict.get("status") == NOT_OBSERVABLE:
-                continue
             version = KubeVersion.parse(str(verdict.get("server_version") or record["server_version"]))
             run = LiveRun(version, provider_of(record), str(record["probe"]), str(verdict.get("status")), where)
-            found.runs.setdefault(key, []).append(run)
+            held = found.unobservable if verdict.get("status") == NOT_OBSERVABLE else found.runs
+            held.setdefault(key, []).append(run)
     return found
 
 
@@ -180,11 +182,13 @@ def claim_ranges(observed: Observed, claims: Mapping[str, Mapping[str, Claim]] |
             if unrecorded:
                 probes = tuple(sorted(observed.unrecorded[family]))
             kind_only = bool(probes) and all(p in observed.kind_only for p in probes)
-            runs = observed.runs.get(key, [])
+            runs, unobservable = observed.runs.get(key, []), observed.unobservable.get(key, [])
             for expectation in claim.expectations:
                 for part in range_parts(expectation.versions):
                     inside = sorted(run for run in runs if run.version.satisfies(part))
-                    ranges.append(ClaimRange(family, claim.id, part, inside, probes, kind_only, unrecorded))
+                    found = ClaimRange(family, claim.id, part, inside, probes, kind_only, unrecorded)
+                    found.unobservable = sorted(run for run in unobservable if run.version.satisfies(part))
+                    ranges.append(found)
     return Coverage(ranges)
 
 
@@ -378,6 +382,8 @@ class Plan:
     older: list[ClaimRange]
     unchecked: list[ClaimRange]  # no probe checks the claim: no run can cover it
     passed_over: dict[str, str] = field(default_factory=dict)  # release -> why it does not build here
+    # ranges whose only buildable releases were run and found the claim not observable: running them again won't do
+    unobservable: list[ClaimRange] = field(default_factory=list)
 
     @property
     def planned(self) -> int:
@@ -407,9 +413,15 @@ def plan_builds(
         for v in releases
         if v not in buildable and v.version in not_built and any(r.contains(v) for r in wanted)
     }
-    inside = {v: [r for r in wanted if r.contains(v)] for v in buildable}
-    no_known_release = [r for r in wanted if not any(r in ranges for ranges in inside.values())]
-    left = [r for r in wanted if r not in no_known_release]
+
+    def tried(r: ClaimRange, v: KubeVersion) -> bool:
+        return any(run.version.version == v.version for run in r.unobservable)
+
+    inside = {v: [r for r in wanted if r.contains(v) and not tried(r, v)] for v in buildable}
+    unplanned = [r for r in wanted if not any(r in ranges for ranges in inside.values())]
+    unobservable = [r for r in unplanned if r.unobservable]
+    no_known_release = [r for r in unplanned if not r.unobservable]
+    left = [r for r in wanted if r not in unplanned]
     builds = []
     while left:
         best = max(
@@ -424,7 +436,7 @@ def plan_builds(
         covers = [r for r in inside[best] if r in left]
         builds.append(PlannedBuild(best, covers, best.version in pinned))
         left = [r for r in left if r not in covers]
-    return Plan(builds, no_known_release, older, unchecked, passed_over)
+    return Plan(builds, no_known_release, older, unchecked, passed_over, unobservable)
 
 
 # ----- Terminal output and the report's section.
@@ -458,6 +470,9 @@ def why_not(claim_range: ClaimRange) -> str:
         return " (no probe checks this claim)"
     if claim_range.unrecorded:
         return f" (no live recording yet of {', '.join(claim_range.probes)})"
+    if claim_range.unobservable:
+        runs = [replace(run, status=PASS) for run in claim_range.unobservable]  # runs_text says other statuses
+        return f" (not observable in the {len(runs)} live runs inside it: {runs_text(runs)})"
     if claim_range.none_builds:
         return f" (none of the releases known in it builds here: {', '.join(claim_range.none_builds)}; PLAN=1 says why)"
     return ""
@@ -518,6 +533,10 @@ def render_plan(plan: Plan, coverage: Coverage) -> str:
         )
         lines += [f"         {release:<18} {why}" for release, why in plan.passed_over.items()]
     for title, ranges in (
+        (
+            "not observable on the releases inside that build here (run there already; see UNCOVERED=1)",
+            plan.unobservable,
+        ),
         ("no known release inside (or none that builds here)", plan.no_known_release),
         ("no probe checks the claim", plan.unchecked),
         ("older than what builds here (not planned; kind runs the pinned images inside)", plan.older),
