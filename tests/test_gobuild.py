@@ -582,6 +582,8 @@ def test_a_release_the_proxy_refuses_is_remembered_as_not_built_here(
 
 def test_the_compilers_collect_less_often_within_a_memory_limit_unless_told_otherwise() -> None:
     """GOGC=400 with a GOMEMLIMIT from go1.19 (older Go ignores the limit: Go's defaults); the caller's GOGC wins."""
+    assert go_command.go_minor("go1.20.14") == (1, 20) == go_command.go_minor("1.20")
+    assert go_command.go_minor("1.25.0") == (1, 25) and go_command.go_minor("local") is None
     gc = go_command.compiler_gc("go1.20.14", environ={})
     assert gc["GOGC"] == go_command.COMPILER_GOGC == "400"
     assert gc["GOMEMLIMIT"].endswith("MiB") and int(gc["GOMEMLIMIT"][:-3]) > 0

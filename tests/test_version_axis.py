@@ -84,7 +84,7 @@ def test_a_build_cache_beyond_its_bound_loses_its_least_recently_used_entries_fi
     import os
 
     from harness.base.inputs import BadInput
-    from harness.gobuild.kubernetes import BUILD_CACHE_BUDGET_GB, build_cache_budget, trim_cache_to
+    from harness.gobuild.go import BUILD_CACHE_BUDGET_GB, build_cache_budget, trim_cache_to
 
     cache = tmp_path / "go1.20"
     for n, folder in enumerate(("00", "7f", "ff")):

@@ -30,7 +30,7 @@ from harness.doors.commands.refusal import (
 )
 from harness.doors.commands.upgrade import run_upgrade_command
 from harness.doors.commands.version_axis import run_bisect_command, run_matrix_command
-from harness.gobuild.kubernetes import build_cache_budget
+from harness.gobuild.go import build_cache_budget
 from harness.gobuild.toolchain import toolchain_policy
 
 

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
+from harness.base.inputs import BadInput
 from harness.base.paths import TOOLS
 
 # The oldest Go on PATH that can switch toolchains (GOTOOLCHAIN), which every build here relies on.
@@ -48,12 +49,18 @@ COMPILER_GOGC = "400"
 GOMEMLIMIT_FROM = (1, 19)
 
 
+def go_minor(version: str) -> tuple[int, int] | None:
+    """'go1.20.14', '1.25.0' or '1.20' -> (1, 20); None when it names no Go release."""
+    found = re.match(r"(?:go)?(\d+)\.(\d+)", version)
+    return (int(found[1]), int(found[2])) if found else None
+
+
 def compiler_gc(toolchain: str, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
     """GOGC and GOMEMLIMIT for a build's compilers ({}: Go's defaults); the caller's own GOGC wins."""
     if environ.get("GOGC"):
         return {"GOGC": environ["GOGC"], **({"GOMEMLIMIT": environ["GOMEMLIMIT"]} if environ.get("GOMEMLIMIT") else {})}
-    found = re.match(r"go(\d+)\.(\d+)", toolchain)
-    if not found or (int(found[1]), int(found[2])) < GOMEMLIMIT_FROM:
+    minor = go_minor(toolchain)
+    if minor is None or minor < GOMEMLIMIT_FROM:
         return {}
     memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     per_compiler = memory // (2 * (os.cpu_count() or 1)) // (1 << 20)
@@ -87,6 +94,50 @@ def go_build_cache(tools: Path, name: str) -> Path:
     """A Go build cache: one Go minor's Kubernetes builds (harness/gobuild/kubernetes.py `build_cache_name`), or
     "shared" for the suite's small Go tools."""
     return tools / "go" / "cache" / name
+
+
+# A Go build cache grows with each patch built with it (every package a patch changed is added; seen: go1.20's at
+# 9.3 GB after 1.28.6, 1.28.1, 1.28.3, 1.28.4 and half of 1.25.16), and Go itself removes only entries unused for
+# five days. Before a build, the least recently used entries of the cache it uses go until it is below this size
+# (make's GO_BUILD_CACHE_GB overrides it): room for about two cold builds of a minor, so consecutive patches reuse.
+BUILD_CACHE_BUDGET_GB = 6.0
+BUILD_CACHE_BUDGET_VARIABLE = "PLP_GO_BUILD_CACHE_GB"
+
+
+def build_cache_budget() -> float:
+    """The Go build cache's size bound in GB: GO_BUILD_CACHE_GB when given (a positive number), else the default."""
+    given = os.environ.get(BUILD_CACHE_BUDGET_VARIABLE, "").strip()
+    if not given:
+        return BUILD_CACHE_BUDGET_GB
+    try:
+        budget = float(given)
+    except ValueError:
+        budget = 0.0
+    if not budget > 0:
+        raise BadInput(f"GO_BUILD_CACHE_GB={given!r}: give the Go build cache's size bound in GB, e.g. 6")
+    return budget
+
+
+def trim_cache_to(cache: Path, budget_bytes: int) -> tuple[int, int]:
+    """Remove the least recently used entries of one Go build cache (the files in its 00 ... ff folders; Go
+    refreshes an entry's modification time when it uses it, at most hourly) until the rest is within
+    budget_bytes. (bytes removed, bytes kept)."""
+    entries = []
+    for folder in cache.glob("[0-9a-f][0-9a-f]"):
+        for entry in folder.iterdir():
+            with contextlib.suppress(OSError):
+                stat = entry.stat()
+                entries.append((stat.st_mtime, stat.st_size, entry))
+    kept = sum(size for _, size, _ in entries)
+    removed = 0
+    for _, size, entry in sorted(entries, key=lambda e: (e[0], str(e[2]))):
+        if kept <= budget_bytes:
+            break
+        with contextlib.suppress(OSError):
+            entry.unlink()
+            kept -= size
+            removed += size
+    return removed, kept
 
 
 @functools.cache

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import shutil
 import threading
@@ -32,18 +31,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.base.inputs import BadInput
 from harness.base.paths import TOOLS
 from harness.base.versions import KubeVersion, VersionError, check_supported
 from harness.gobuild import openapi, progress
 from harness.gobuild.go import (
     BuildError,
     BuildStopped,
+    build_cache_budget,
     check_go,
     compiler_gc,
     go_build_cache,
     go_environment,
     run_step,
+    trim_cache_to,
 )
 from harness.gobuild.modules import (
     download_module,
@@ -389,50 +389,6 @@ def trim_build_caches(tools: Path, name: str, others: int = OTHER_CACHES_KEPT) -
     return removed
 
 
-# A Go build cache grows with each patch built with it (every package a patch changed is added; seen: go1.20's at
-# 9.3 GB after 1.28.6, 1.28.1, 1.28.3, 1.28.4 and half of 1.25.16), and Go itself removes only entries unused for
-# five days. Before a build, the least recently used entries of the cache it uses go until it is below this size
-# (make's GO_BUILD_CACHE_GB overrides it): room for about two cold builds of a minor, so consecutive patches reuse.
-BUILD_CACHE_BUDGET_GB = 6.0
-BUILD_CACHE_BUDGET_VARIABLE = "PLP_GO_BUILD_CACHE_GB"
-
-
-def build_cache_budget() -> float:
-    """The Go build cache's size bound in GB: GO_BUILD_CACHE_GB when given (a positive number), else the default."""
-    given = os.environ.get(BUILD_CACHE_BUDGET_VARIABLE, "").strip()
-    if not given:
-        return BUILD_CACHE_BUDGET_GB
-    try:
-        budget = float(given)
-    except ValueError:
-        budget = 0.0
-    if not budget > 0:
-        raise BadInput(f"GO_BUILD_CACHE_GB={given!r}: give the Go build cache's size bound in GB, e.g. 6")
-    return budget
-
-
-def trim_cache_to(cache: Path, budget_bytes: int) -> tuple[int, int]:
-    """Remove the least recently used entries of one Go build cache (the files in its 00 ... ff folders; Go
-    refreshes an entry's modification time when it uses it, at most hourly) until the rest is within
-    budget_bytes. (bytes removed, bytes kept)."""
-    entries = []
-    for folder in cache.glob("[0-9a-f][0-9a-f]"):
-        for entry in folder.iterdir():
-            with contextlib.suppress(OSError):
-                stat = entry.stat()
-                entries.append((stat.st_mtime, stat.st_size, entry))
-    kept = sum(size for _, size, _ in entries)
-    removed = 0
-    for _, size, entry in sorted(entries, key=lambda e: (e[0], str(e[2]))):
-        if kept <= budget_bytes:
-            break
-        with contextlib.suppress(OSError):
-            entry.unlink()
-            kept -= size
-            removed += size
-    return removed, kept
-
-
 def _build(
     version: str,
     tools: Path,
@@ -454,7 +410,8 @@ def _build(
     toolchain, toolchain_note = choose_toolchain(upstream_go, env, directory, policy)
     cache = build_cache_name(toolchain)
     trim_build_caches(tools, cache)
-    trimmed, cache_bytes = trim_cache_to(go_build_cache(tools, cache), int(build_cache_budget() * 1e9))
+    budget_gb = build_cache_budget()
+    trimmed, cache_bytes = trim_cache_to(go_build_cache(tools, cache), int(budget_gb * 1e9))
     gc = compiler_gc(toolchain)
     env = {**env, "GOTOOLCHAIN": toolchain, "GOCACHE": str(go_build_cache(tools, cache)), **gc}
     parsed = KubeVersion.parse(text)
@@ -552,7 +509,7 @@ def _build(
             "name": cache,
             "size_gb_before": round(cache_bytes / 1e9, 2),
             "trimmed_gb": round(trimmed / 1e9, 2),
-            "bound_gb": build_cache_budget(),
+            "bound_gb": budget_gb,
         },
         "host_go": check_go(),
         "components": list(components),

@@ -37,8 +37,15 @@ from pathlib import Path
 from typing import Any
 
 from harness.base.paths import TOOLS
-from harness.gobuild.go import BuildError, go_environment, log_tail, logged_step
-from harness.gobuild.kubernetes import build_cache_budget, trim_cache_to
+from harness.gobuild.go import (
+    BuildError,
+    build_cache_budget,
+    go_environment,
+    go_minor,
+    log_tail,
+    logged_step,
+    trim_cache_to,
+)
 from harness.gobuild.modules import download_module
 from harness.gobuild.toolchain import SUITE_TOOLCHAIN, choose_toolchain
 
@@ -130,9 +137,8 @@ def addon_toolchain(go_line: str, env: Mapping[str, str], cwd: Path) -> str:
     """The Go that builds an addon: the suite's go1.20.14 while the module's go line allows it, else the newest
     served patch of the Go minor it names (seen: CoreDNS v1.14.6, for Kubernetes 1.37, says `go 1.25.0`, which
     go1.20 cannot even parse)."""
-    parts = tuple(int(p) for p in go_line.split(".")[:2]) if go_line else ()
-    suite = tuple(int(p) for p in TOOLCHAIN.removeprefix("go").split(".")[:2])
-    if not parts or parts <= suite:
+    wanted, suite = go_minor(go_line), go_minor(TOOLCHAIN)
+    if wanted is None or suite is None or wanted <= suite:
         return TOOLCHAIN
     try:
         return choose_toolchain(go_line, env, cwd, "minor")[0]
