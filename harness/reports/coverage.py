@@ -186,9 +186,10 @@ def claim_ranges(observed: Observed, claims: Mapping[str, Mapping[str, Claim]] |
             for expectation in claim.expectations:
                 for part in range_parts(expectation.versions):
                     inside = sorted(run for run in runs if run.version.satisfies(part))
-                    found = ClaimRange(family, claim.id, part, inside, probes, kind_only, unrecorded)
-                    found.unobservable = sorted(run for run in unobservable if run.version.satisfies(part))
-                    ranges.append(found)
+                    missed = sorted(run for run in unobservable if run.version.satisfies(part))
+                    ranges.append(
+                        ClaimRange(family, claim.id, part, inside, probes, kind_only, unrecorded, unobservable=missed)
+                    )
     return Coverage(ranges)
 
 
