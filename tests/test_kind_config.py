@@ -1,4 +1,5 @@
-"""harness/clusters/kind/config.py: the kind cluster config, and what a cgroup v1 host asks of every kubelet.
+"""harness/clusters/kind/config.py and kubelet_host.py: the kind cluster config, and what a cgroup v1 host asks of
+every kubelet.
 
 Stood in: `docker info` (tests/doubles.FakeRunner). Real: the YAML kind reads and the version ranges.
 """
@@ -13,10 +14,11 @@ import yaml
 from harness.base.run import Run
 from harness.base.versions import KubeVersion
 from harness.clusters.kind.clusters import KindClusters
-from harness.clusters.kind.config import cluster_config, engine_cgroup_version, host_kubelet_settings
+from harness.clusters.kind.config import cluster_config, engine_cgroup_version
 from harness.clusters.kind.node_shutdown import cluster_config as shutdown_cluster_config
 from harness.clusters.kind.provider import KindProvider
 from harness.clusters.kinds import Runnable
+from harness.clusters.kubelet_host import host_kubelet_settings
 from tests.doubles import FakeRunner, failed, ok
 
 

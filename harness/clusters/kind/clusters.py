@@ -21,7 +21,7 @@ from harness.base.inputs import BadInput
 from harness.base.run import Run
 from harness.base.versions import NodeImage, bisect_patches, known_images, pinned_minors
 from harness.clusters.kind.cluster import INSTALL_KIND, check_docker, check_prerequisites, list_node_containers
-from harness.clusters.kind.config import cluster_config, engine_cgroup_version, host_kubelet_settings
+from harness.clusters.kind.config import cluster_config, engine_cgroup_version
 from harness.clusters.kind.engine import check_engine
 from harness.clusters.kind.install import KindInstallError, ensure_kind
 from harness.clusters.kind.leftovers import clean_kind_clusters, installed_kind
@@ -43,6 +43,7 @@ from harness.clusters.kinds import (
     Say,
     plan_versions,
 )
+from harness.clusters.kubelet_host import host_kubelet_settings
 from harness.clusters.lifecycle import ClusterProvider, Note, Reached
 from harness.nodeimage import release as node_image_release
 from harness.nodeimage.shutdown import ensure_derived_image

@@ -1,13 +1,11 @@
 """The kind cluster config the suite writes: its nodes, and one KubeletConfiguration patch that every node's
 kubelet takes (kubeadm reads the kubelet configuration from the first node only: kind docs, kind#3849).
 
-What the host asks of the kubelet: from 1.35 the kubelet refuses to start on a cgroup v1 host unless its
-configuration says `failCgroupV1: false` (CHANGELOG-1.35, kubernetes/kubernetes#134298; the field exists from
-1.31, kubernetes/kubernetes#126031, and is unknown before, so older kubelets get none). kind v0.20.0 writes no
-such field, so on a cgroup v1 Docker engine a 1.35 node's kubelet would exit and its control plane never come
-up. kubeadm's own cgroup v1 refusal (kubernetes/kubernetes#134744) is in its preflight phase, which kind skips
-(`--skip-phases=preflight`, pkg/cluster/internal/create/actions/kubeadminit). The local provider sets the same
-field (harness/clusters/local/components.py); most hosts are cgroup v2 and get no patch from this.
+What the host asks of every kubelet (harness/clusters/kubelet_host.py: on cgroup v1, from 1.31, `failCgroupV1:
+false`) goes into that patch: kind v0.20.0 writes no such field, so on a cgroup v1 Docker engine a 1.35 node's
+kubelet would exit and its control plane never come up. kubeadm's own cgroup v1 refusal
+(kubernetes/kubernetes#134744) is in its preflight phase, which kind skips (`--skip-phases=preflight`,
+pkg/cluster/internal/create/actions/kubeadminit).
 """
 
 from __future__ import annotations
@@ -17,24 +15,14 @@ from typing import Any
 import yaml
 
 from harness.base.process import Runner, run_command
-from harness.base.versions import KubeVersion
 
 JsonDict = dict[str, Any]
-
-FAIL_CGROUP_V1_KNOWN = ">=1.31.0-alpha.0"
 
 
 def engine_cgroup_version(runner: Runner = run_command) -> int:
     """The cgroup version of the Docker engine that runs the nodes (`docker info`: "1" or "2"); 2 if unsaid."""
     info = runner(["docker", "info", "--format", "{{.CgroupVersion}}"], 20)
     return 1 if info.returncode == 0 and info.stdout.strip() == "1" else 2
-
-
-def host_kubelet_settings(version: KubeVersion, cgroup_version: int) -> JsonDict:
-    """What every kubelet of this version needs on this host: on cgroup v1 from 1.31, failCgroupV1 false."""
-    if cgroup_version == 1 and version.satisfies(FAIL_CGROUP_V1_KNOWN):
-        return {"failCgroupV1": False}
-    return {}
 
 
 def cluster_config(nodes: list[JsonDict], kubelet: JsonDict) -> str:

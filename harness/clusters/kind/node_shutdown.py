@@ -46,7 +46,7 @@ LOCK_POLL_S = 1.0  # and how often it is asked meanwhile
 
 def cluster_config(version: KubeVersion, host_kubelet: JsonDict | None = None) -> str:
     """kind config: a control-plane and a labelled worker; from 1.21 every kubelet has a shutdown grace period,
-    beside what the host asks of every kubelet (config.host_kubelet_settings).
+    beside what the host asks of every kubelet (harness/clusters/kubelet_host.py).
 
     shutdownGracePeriod needs the GracefulNodeShutdown gate, beta and on by default from 1.21
     (kubernetes/kubernetes#99735); before, the kubelet's config validation refuses a grace period while the gate

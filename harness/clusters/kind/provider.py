@@ -28,7 +28,7 @@ class KindProvider(MadeHere):
     preload_images: list[str] = field(default_factory=list)
     node_shutdown: NodeShutdown | None = None
     kind: str = "kind"
-    # What the host asked of every kubelet beyond kind's own config (config.host_kubelet_settings), and why
+    # What the host asked of every kubelet beyond kind's own config (harness/clusters/kubelet_host.py), and why
     host_kubelet: dict[str, Any] = field(default_factory=dict)
     host_kubelet_why: str = ""
 

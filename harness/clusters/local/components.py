@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.base.versions import KubeVersion
+from harness.clusters.kubelet_host import host_kubelet_settings
 from harness.clusters.local.host import (
     HostCgroups,
 )
@@ -20,9 +21,7 @@ def kubelet_cgroup_settings(cgroups: HostCgroups, cgroup_root: str, version: str
     """The kubelet's cgroup fields for this host: its driver, the suite's root, and on cgroup v1 from 1.31
     `failCgroupV1: false` (from 1.35 the kubelet refuses a v1 host unless told; the field is unknown before)."""
     settings: JsonDict = {"cgroupDriver": cgroups.driver, "cgroupRoot": cgroup_root}
-    if cgroups.version == 1 and KubeVersion.parse(version).satisfies(">=1.31.0-alpha.0"):
-        settings["failCgroupV1"] = False
-    return settings
+    return {**settings, **host_kubelet_settings(KubeVersion.parse(version), cgroups.version)}
 
 
 def etcd_argv(data_dir: Path, pki_dir: Path, ports: dict[str, int]) -> list[str]:
