@@ -43,7 +43,8 @@ class BuildStopped(BuildError):
 # suite at 100: the same sha256). GOGC is not in the build cache's key (a cache filled at one value served
 # the other without one compile), so builds before and after share their caches. GOMEMLIMIT makes each compiler
 # collect as usual again before the ones the go command runs at once (one per core) hold half the memory; Go
-# reads it from go1.19, so older toolchains (Kubernetes 1.21-1.24) keep Go's defaults rather than a bigger heap
+# reads it from go1.19 (the Go 1.19 release notes: "The runtime now includes support for a soft memory limit"),
+# so older toolchains (Kubernetes 1.21-1.24) keep Go's defaults rather than a bigger heap
 # with no limit.
 COMPILER_GOGC = "400"
 GOMEMLIMIT_FROM = (1, 19)

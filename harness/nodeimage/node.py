@@ -44,8 +44,9 @@ RECORDS = paths.NODE_IMAGES
 FILES = Path(__file__).resolve().parent / "node-files"
 KIND_RELEASE = "v0.20.0"  # the kind whose node contract these images follow, and that runs them
 # From 1.37 another kind runs them: kubeadm 1.37 refuses the kubeadm.k8s.io/v1beta3 configuration kind v0.20.0
-# writes (cmd/kubeadm/app/util/config/common.go); kind v0.33.0 writes v1beta4 from 1.36 on
-# (pkg/cluster/internal/kubeadm/config.go) and asks nothing more of a node than v0.20.0 did (read in its
+# writes (cmd/kubeadm/app/util/config/common.go at v1.37.2; seen live: "your configuration file uses an old API
+# spec"); kind v0.33.0 writes v1beta4 from 1.36 on (pkg/cluster/internal/kubeadm/config.go at v0.33.0; v0.32.0
+# is the first release that does) and asks nothing more of a node than v0.20.0 did (read in its
 # providers/docker/provision.go, create actions and nodeutils: the same docker run flags, /kind files, ready
 # line and containerd config version).
 NEWER_KIND_RELEASES = ((">=1.37.0-alpha.0", "v0.33.0"),)
