@@ -17,7 +17,7 @@ import pytest
 from harness.base.versions import VersionError
 from harness.gobuild import go as go_command
 from harness.gobuild import kubernetes as kube_build
-from harness.gobuild import modules, openapi, staging
+from harness.gobuild import modules, openapi, staging, standins
 from harness.gobuild import toolchain as go_toolchain
 
 GO_MOD = """module k8s.io/kubernetes
@@ -595,3 +595,161 @@ def test_the_compilers_collect_less_often_within_a_memory_limit_unless_told_othe
         "GOGC": "off",
         "GOMEMLIMIT": "2GiB",
     }
+
+
+# ----- A tag's module looked up with the Go it asks for; the proxy blamed only when it refused.
+
+_TOOLCHAINS_LISTED = " ".join(f"v0.0.1-go1.27.{p}.linux-amd64" for p in range(5)) + " v0.0.1-go1.26.8.linux-amd64"
+
+
+def _go_answering(go_mod: Path, download: str) -> tuple[list[tuple[list[str], str]], Any]:
+    """A stand-in for run_go: the host Go is go1.26.8; `go list -m -json` names go_mod as the module's go.mod;
+    `go mod download` answers `download`. Each call is kept with the GOTOOLCHAIN it ran with."""
+    calls: list[tuple[list[str], str]] = []
+
+    def go(args: list[str], env: Any, cwd: Path, timeout: float = 900) -> Any:
+        calls.append((args, str(env.get("GOTOOLCHAIN", ""))))
+        if args[:3] == ["list", "-m", "-versions"]:
+            return subprocess.CompletedProcess(args, 0, f"golang.org/toolchain {_TOOLCHAINS_LISTED}\n", "")
+        if args[:2] == ["list", "-m"]:
+            module, version = args[-1].split("@")
+            answer = {"Path": module, "Version": version, "GoMod": str(go_mod)}
+            return subprocess.CompletedProcess(args, 0, json.dumps(answer), "")
+        if args[:2] == ["env", "GOVERSION"]:
+            return subprocess.CompletedProcess(args, 0, "go1.26.8\n", "")
+        return subprocess.CompletedProcess(args, 1, download, "")
+
+    return calls, go
+
+
+@pytest.mark.parametrize(
+    ("go_mod", "running", "toolchain"),
+    [
+        ("module m\n\ngo 1.27.0\n", "go1.26.8", "go1.27.4"),  # the newest patch of the minor it asks for
+        ("module m\n\ngo 1.27.0\n\ntoolchain go1.27.2\n", "go1.26.8", "go1.27.2"),  # its own toolchain line
+        ("module m\n\ngo 1.27\n", "go1.26.8", "go1.27.4"),
+        ("module m\n\ngo 1.27.0\n", "go1.27.1", None),  # the running Go is new enough
+        ("module m\n\ngo 1.20\n", "go1.26.8", None),
+        ("module m\n", "go1.26.8", None),  # no go line: any Go
+    ],
+)
+def test_a_module_is_looked_up_with_the_go_its_go_mod_asks_for(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, go_mod: str, running: str, toolchain: str | None
+) -> None:
+    monkeypatch.setattr(
+        go_toolchain,
+        "run_go",
+        lambda args, env, cwd, timeout=900: subprocess.CompletedProcess(
+            args, 0, f"golang.org/toolchain {_TOOLCHAINS_LISTED}\n", ""
+        ),
+    )
+    assert go_toolchain.lookup_toolchain(go_mod, running, {}, tmp_path) == toolchain
+
+
+def test_a_tags_download_runs_with_its_go_not_the_hosts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Seen: k8s.io/kubernetes@v1.38.0-beta.0 (go 1.27.0) fetched with the host's go1.26.8 and GOTOOLCHAIN=local
+    failed with "requires go >= 1.27.0", and the radar said the proxy did not serve it."""
+    go_mod = tmp_path / "v1.38.0-beta.0.mod"
+    go_mod.write_text("module k8s.io/kubernetes\n\ngo 1.27.0\n")
+    served = json.dumps({"Path": "k8s.io/kubernetes", "Version": "v1.38.0-beta.0", "Dir": "/m/k"})
+    calls, go = _go_answering(go_mod, served)
+    monkeypatch.setattr(modules, "run_go", go)
+    monkeypatch.setattr(go_toolchain, "run_go", go)
+    info = modules.download_module("k8s.io/kubernetes", "v1.38.0-beta.0", {"GOTOOLCHAIN": "local"}, tmp_path)
+    assert info["Dir"] == "/m/k"
+    (download,) = [toolchain for args, toolchain in calls if args[:2] == ["mod", "download"]]
+    assert download == "go1.27.4"
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (
+            "k8s.io/kubernetes@v1.99.0: reading https://proxy.golang.org/k8s.io/kubernetes/@v/v1.99.0.info: "
+            "403 Forbidden\n\tserver response: This module version is not available.",
+            "the Go module proxy refuses k8s.io/kubernetes@v1.99.0 (403 Forbidden: server response: This module "
+            "version is not available.)",
+        ),
+        (
+            "k8s.io/kubernetes@v1.99.0: requires go >= 1.99.0 (running go 1.26.8; GOTOOLCHAIN=local)",
+            "k8s.io/kubernetes@v1.99.0 could not be looked up: k8s.io/kubernetes@v1.99.0: requires go >= 1.99.0 "
+            "(running go 1.26.8; GOTOOLCHAIN=local)",
+        ),
+        (
+            "dial tcp: lookup proxy.golang.org: no such host",
+            "k8s.io/kubernetes@v1.99.0 could not be looked up: dial tcp: lookup proxy.golang.org: no such host",
+        ),
+    ],
+)
+def test_the_proxy_is_blamed_only_when_it_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, error: str, said: str
+) -> None:
+    go_mod = tmp_path / "old.mod"
+    go_mod.write_text("module k8s.io/kubernetes\n\ngo 1.20\n")
+    _, go = _go_answering(go_mod, json.dumps({"Path": "k8s.io/kubernetes", "Version": "v1.99.0", "Error": error}))
+    monkeypatch.setattr(modules, "run_go", go)
+    with pytest.raises(go_command.BuildError) as raised:
+        modules.download_module("k8s.io/kubernetes", "v1.99.0", {}, tmp_path)
+    assert str(raised.value) == said
+
+
+# ----- A module the proxy refuses at every version: the stand-in written here, for the components it serves.
+
+_REQUIRES_IPTABLES_WRAPPERS = """module k8s.io/kubernetes
+
+go 1.27.0
+
+require (
+\tk8s.io/api v0.0.0
+\tsigs.k8s.io/iptables-wrappers v1.0.0
+)
+"""
+_REFUSED_ZIP = (
+    "sigs.k8s.io/iptables-wrappers@v1.0.0: reading https://proxy.golang.org/sigs.k8s.io/iptables-wrappers/@v/"
+    "v1.0.0.zip: 403 Forbidden\n\tserver response: This module version is not available."
+)
+
+
+def test_a_refused_module_with_a_stand_in_is_stood_in_for_the_components_it_was_written_for() -> None:
+    refused = lambda pairs: {pair: _REFUSED_ZIP for pair in pairs}  # noqa: E731
+    needed = standins.stand_ins_needed(_REQUIRES_IPTABLES_WRAPPERS, kube_build.LOCAL_COMPONENTS, refused)
+    assert list(needed) == ["sigs.k8s.io/iptables-wrappers@v1.0.0"]
+    assert "finds no iptables" in needed["sigs.k8s.io/iptables-wrappers@v1.0.0"].what
+    # served one day: built as it is
+    assert standins.stand_ins_needed(_REQUIRES_IPTABLES_WRAPPERS, kube_build.LOCAL_COMPONENTS, lambda p: {}) == {}
+    # not required by the tag (1.37): not even asked about
+    asked: list[Any] = []
+
+    def ask(pairs: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        asked.append(pairs)
+        return {}
+
+    assert standins.stand_ins_needed(GO_MOD, kube_build.LOCAL_COMPONENTS, ask) == {}
+    assert asked == []
+
+
+def test_kube_proxy_is_not_built_with_the_stand_in_and_another_failure_is_no_refusal() -> None:
+    refused = lambda pairs: {pair: _REFUSED_ZIP for pair in pairs}  # noqa: E731
+    with pytest.raises(go_command.BuildError, match=r"^kube-proxy cannot be built faithfully: the Go module proxy "):
+        standins.stand_ins_needed(_REQUIRES_IPTABLES_WRAPPERS, kube_build.NODE_IMAGE_COMPONENTS, refused)
+    offline = lambda pairs: {pair: "dial tcp: i/o timeout" for pair in pairs}  # noqa: E731
+    with pytest.raises(go_command.BuildError, match="could not be looked up: dial tcp"):
+        standins.stand_ins_needed(_REQUIRES_IPTABLES_WRAPPERS, kube_build.LOCAL_COMPONENTS, offline)
+
+
+def test_a_build_of_a_tag_whose_module_is_refused_replaces_it_with_the_stand_in_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    source = _stand_in_tag(tmp_path / "mod", with_openapi=True)
+    (source / "go.mod").write_text((source / "go.mod").read_text() + _REQUIRES_IPTABLES_WRAPPERS.split("go 1.27.0")[1])
+    commands = _stand_in_build(monkeypatch, tmp_path, source)
+    monkeypatch.setattr(kube_build, "download_errors", lambda pairs, env, cwd: {p: _REFUSED_ZIP for p in pairs})
+    built = kube_build.build_kubernetes("1.24.17", tools=tmp_path / "tools", log_progress=False)
+    replace = ["go", "mod", "edit", "-replace=sigs.k8s.io/iptables-wrappers=./standins/iptables-wrappers"]
+    assert replace in commands and commands.index(replace) < len(commands) - 1  # before the build
+    placed = built.directory / "standins" / "iptables-wrappers"
+    assert (placed / "go.mod").read_text().count("module sigs.k8s.io/iptables-wrappers") == 1
+    assert (placed / "pkg" / "iptables" / "iptables.go").is_file()
+    recorded = json.loads((built.directory / "build.json").read_text())["module_stand_ins"]
+    assert list(recorded) == ["sigs.k8s.io/iptables-wrappers@v1.0.0"]
+    assert "stand-in written here" in recorded["sigs.k8s.io/iptables-wrappers@v1.0.0"]

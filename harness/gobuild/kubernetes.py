@@ -46,8 +46,10 @@ from harness.gobuild.go import (
     trim_cache_to,
 )
 from harness.gobuild.modules import (
+    download_errors,
     download_module,
     listed_module_answers,
+    lookup_failure,
     module_dirs,
     module_links,
     module_version,
@@ -62,6 +64,7 @@ from harness.gobuild.staging import (
     substitute_refused_twins,
     twin_version,
 )
+from harness.gobuild.standins import place_stand_ins, stand_ins_needed
 from harness.gobuild.toolchain import choose_toolchain, toolchain_policy, upstream_go_version
 
 # What a local cluster runs; a kind node image also holds kubectl, kubeadm and kube-proxy, built when one is first
@@ -123,7 +126,10 @@ def twins_served_nowhere(version: str, tools: Path = TOOLS) -> list[str]:
     text = release_text(version)
     (answer,) = listed_module_answers([("k8s.io/kubernetes", text)], tools) or [{"Error": {"Err": "no answer"}}]
     if answer.get("Error") or not answer.get("GoMod"):
-        raise BuildError(f"the Go module proxy does not serve k8s.io/kubernetes@{text}: {answer.get('Error')}")
+        error = answer.get("Error")
+        raise BuildError(
+            lookup_failure("k8s.io/kubernetes", text, str(error.get("Err") if isinstance(error, dict) else error))
+        )
     go_mod = Path(answer["GoMod"]).read_text()
     staged = twin_version(text)
     modules = required_staging_modules(go_mod)
@@ -463,6 +469,13 @@ def _build(
         )
         for replacement in replacements(kubernetes_go_mod, versions, twins):
             run(["go", "mod", "edit", f"-replace={replacement}"])
+        # A module the proxy refuses at every version, which the components use in no way a claim depends on:
+        # built with the minimal stand-in written here (harness/gobuild/standins.py), said in build.json.
+        needed = stand_ins_needed(kubernetes_go_mod, components, lambda pairs: download_errors(pairs, env, directory))
+        for module_path, stand_in_directory in sorted(place_stand_ins(needed, directory).items()):
+            out.write(f"+ {module_path} is refused by the Go module proxy: the stand-in written here instead\n")
+            run(["go", "mod", "edit", f"-replace={module_path}={stand_in_directory}"])
+        stand_ins = {pinned: stand_in.what for pinned, stand_in in sorted(needed.items())}
         kubernetes = twins["k8s.io/kubernetes"]
         run(["go", "mod", "edit", "-require=k8s.io/kubernetes@v0.0.0", f"-replace=k8s.io/kubernetes={kubernetes}"])
         if openapi.lacks_openapi(source):
@@ -496,6 +509,8 @@ def _build(
         "upstream_go": f"go{upstream_go}",
         "staging_modules": staged,
         "staging_substitutions": substitutions,
+        # modules the proxy refuses at every version, built from the stand-ins written here (empty: none)
+        "module_stand_ins": stand_ins,
         "generated": generated,
         "cgo": False,
         "compiler_gc": gc or "Go's defaults",  # go.py compiler_gc: speed only, the same binaries
@@ -518,7 +533,15 @@ def _build(
     if before is not None:  # components added to a finished build: its record, and when these were added
         added = {
             k: record[k]
-            for k in ("built_at", "duration_s", "toolchain", "staging_substitutions", "work", "build_cache")
+            for k in (
+                "built_at",
+                "duration_s",
+                "toolchain",
+                "staging_substitutions",
+                "module_stand_ins",
+                "work",
+                "build_cache",
+            )
         }
         record = {
             **before,

@@ -13,17 +13,56 @@ from typing import Any
 
 from harness.base.paths import TOOLS
 from harness.gobuild.go import BuildError, go_environment, run_go
+from harness.gobuild.toolchain import lookup_toolchain
+
+# How the go command reports that the proxy refused a module version (the proxy's HTTP status), as opposed to any
+# other failure of a look-up (a Go too old for the module, the network, a bad version string).
+_REFUSED = re.compile(r"\b(403 Forbidden|404 Not Found|410 Gone)\b")
+
+
+def proxy_refused(error: str) -> str | None:
+    """The proxy's refusal in a go command's error ('403 Forbidden'), or None when the error is not one."""
+    found = _REFUSED.search(error)
+    return found[1] if found else None
+
+
+def lookup_failure(module: str, version: str, error: str) -> str:
+    """One line on why module@version could not be looked up: the proxy blamed only when it refused (403/404/410)."""
+    lines = [line.strip() for line in error.splitlines() if line.strip()] or ["no answer"]
+    refused = proxy_refused(error)
+    if refused:
+        response = next((line for line in lines if line.startswith("server response:")), "")
+        return f"the Go module proxy refuses {module}@{version} ({refused}{': ' + response if response else ''})"
+    return f"{module}@{version} could not be looked up: {lines[0]}"
+
+
+def with_module_toolchain(module: str, version: str, env: Mapping[str, str], cwd: Path) -> dict[str, str]:
+    """`env` with the GOTOOLCHAIN a look-up of module@version needs: the Go its go.mod asks for when the Go `env`
+    runs is older (toolchain.lookup_toolchain); unchanged otherwise. Its go.mod is read through `go list -m`, which
+    fetches only the .info and .mod files and needs no particular Go."""
+    answers = _json_answers(["list", "-m", "-e", "-json", f"{module}@{version}"], {**env, "GOFLAGS": ""}, cwd)
+    go_mod = next((Path(a["GoMod"]) for a in answers if a.get("GoMod") and not a.get("Error")), None)
+    if go_mod is None or not go_mod.is_file():
+        return dict(env)  # the download that follows says why
+    running = run_go(["env", "GOVERSION"], env, cwd, timeout=300).stdout.strip()
+    if not running:
+        return dict(env)
+    toolchain = lookup_toolchain(go_mod.read_text(), running, env, cwd)
+    return dict(env) if toolchain is None else {**env, "GOTOOLCHAIN": toolchain}
 
 
 def download_module(module: str, version: str, env: Mapping[str, str], cwd: Path) -> dict[str, Any]:
-    """`go mod download -json module@version`: where the source is, and the VCS commit the proxy reports."""
-    result = run_go(["mod", "download", "-json", f"{module}@{version}"], env, cwd)
+    """`go mod download -json module@version` with the Go its go.mod asks for: where the source is, and the VCS
+    commit the proxy reports."""
+    result = run_go(
+        ["mod", "download", "-json", f"{module}@{version}"], with_module_toolchain(module, version, env, cwd), cwd
+    )
     try:
         info: dict[str, Any] = json.loads(result.stdout)
     except json.JSONDecodeError:
         info = {"Error": (result.stderr or result.stdout).strip()}
     if info.get("Error") or "Dir" not in info:
-        raise BuildError(f"the Go module proxy does not serve {module}@{version}: {info.get('Error', result.stderr)}")
+        raise BuildError(lookup_failure(module, version, str(info.get("Error") or result.stderr)))
     return info
 
 
@@ -61,6 +100,16 @@ def served_modules(pairs: list[tuple[str, str]], env: Mapping[str, str], cwd: Pa
     """
     answers = _download_answers(pairs, {**env, "GONOSUMDB": "k8s.io"}, cwd)
     return {(str(a["Path"]), str(a["Version"])) for a in answers if not a.get("Error") and "Dir" in a}
+
+
+def download_errors(pairs: list[tuple[str, str]], env: Mapping[str, str], cwd: Path) -> dict[tuple[str, str], str]:
+    """Why each of these module versions could not be downloaded ("" when it was): one batched download."""
+    answers = {(str(a.get("Path")), str(a.get("Version"))): a for a in _download_answers(pairs, env, cwd)}
+    out = {}
+    for pair in pairs:
+        answer = answers.get(pair) or {"Error": "no answer from the go command"}
+        out[pair] = "" if not answer.get("Error") and "Dir" in answer else str(answer.get("Error") or "no source")
+    return out
 
 
 def module_dirs(pairs: list[tuple[str, str]], env: Mapping[str, str], cwd: Path) -> dict[str, Path]:
@@ -134,6 +183,8 @@ def listed_kubernetes_versions(tools: Path = TOOLS) -> list[str]:
     env = {**go_environment(tools), "GOFLAGS": ""}
     result = run_go(["list", "-m", "-versions", "k8s.io/kubernetes"], env, tools / "go", timeout=120)
     if result.returncode != 0:
+        if proxy_refused(result.stderr):
+            raise BuildError(f"the Go module proxy does not list k8s.io/kubernetes ({proxy_refused(result.stderr)})")
         last = (result.stderr.strip().splitlines() or ["no answer"])[-1]
-        raise BuildError(f"the Go module proxy does not list k8s.io/kubernetes: {last}")
+        raise BuildError(f"the k8s.io/kubernetes versions could not be listed: {last}")
     return [word for word in result.stdout.split()[1:] if word.startswith("v1.")]

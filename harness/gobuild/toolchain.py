@@ -73,6 +73,42 @@ def served_toolchains(env: Mapping[str, str], cwd: Path) -> list[str]:
     return sorted(found, key=lambda v: tuple(int(p) for p in v.split(".")))
 
 
+def go_release_key(version: str) -> tuple[int, int, int]:
+    """'go1.27.4', '1.27.0', '1.27' or '1.27rc1' -> (1, 27, 4), (1, 27, 0), (1, 27, 0), (1, 27, -1): for ordering."""
+    found = re.match(r"(?:go)?(\d+)\.(\d+)(?:\.(\d+)|(rc|beta)\d*)?", version.strip())
+    if not found:
+        raise BuildError(f"not a Go release: {version!r}")
+    return int(found[1]), int(found[2]), -1 if found[4] else int(found[3] or 0)
+
+
+def go_mod_requirement(go_mod: str) -> tuple[str | None, str | None]:
+    """(the `go` line's release, the `toolchain` line's go1.X.Y) of a go.mod's text; None where it has none."""
+    go_line = re.search(r"^go[ \t]+(\S+)[ \t]*(?://.*)?$", go_mod, re.M)
+    toolchain_line = re.search(r"^toolchain[ \t]+(go\S+)[ \t]*(?://.*)?$", go_mod, re.M)
+    return (go_line[1] if go_line else None), (toolchain_line[1] if toolchain_line else None)
+
+
+def lookup_toolchain(go_mod: str, running: str, env: Mapping[str, str], cwd: Path) -> str | None:
+    """The Go a module look-up (a download of its source) runs with, from the module's go.mod: None when the
+    running Go (`go1.26.8`) is as new as its `go` line, else its `toolchain` line when that is new enough, else
+    the newest patch the proxy serves of the `go` line's minor (as the go command itself picks when it switches;
+    also the toolchain a build of a Kubernetes tag takes by default), else that release itself.
+
+    Seen: k8s.io/kubernetes@v1.38.0-beta.0 says `go 1.27.0`; with the host's go1.26.8 and GOTOOLCHAIN=local (the
+    default of Go's own go.env on this machine) its download failed with "requires go >= 1.27.0"."""
+    needed, named = go_mod_requirement(go_mod)
+    if needed is None or go_release_key(running) >= go_release_key(needed):
+        return None
+    if named is not None and go_release_key(named) >= go_release_key(needed):
+        return named
+    minor = ".".join(needed.split(".")[:2]).split("rc")[0]
+    patches = [v for v in served_toolchains(env, cwd) if v.startswith(f"{minor}.")]
+    newer = [v for v in patches if go_release_key(v) >= go_release_key(needed)]
+    if newer:
+        return f"go{newer[-1]}"
+    return f"go{needed}" if needed.count(".") == 2 else f"go{needed}.0"
+
+
 def choose_toolchain(upstream: str, env: Mapping[str, str], cwd: Path, policy: str = "exact") -> tuple[str, str]:
     """(GOTOOLCHAIN value, why). exact: upstream's Go when the proxy serves it, else the newest patch of its minor;
     minor: the newest patch of its minor."""

@@ -544,6 +544,8 @@ def _on_what(origin: JsonDict, run: JsonDict) -> str:
         if substituted := build.get("staging_substitutions"):
             listed = ", ".join(f"{m.removeprefix('k8s.io/')} {v}" for m, v in sorted(substituted.items()))
             parts.append(f"staging modules substituted: {listed}")
+        if stood_in := build.get("module_stand_ins"):
+            parts.append(f"stand-ins written here for: {', '.join(sorted(stood_in))}")
         parts += [f"containerd {str(origin['containerd']).split(' ')[-1]}"] if origin.get("containerd") else []
         return ", ".join(parts) if len(parts) == 1 else f"{parts[0]} ({', '.join(parts[1:])})"
     if cluster.startswith("kind") or image:

@@ -103,7 +103,15 @@ class KindProvider(MadeHere):
 
 # What a recording's origin says of a node image built here (harness/nodeimage): the Kubernetes build inside it,
 # whose toolchain may be the newest patch of the tag's Go minor rather than upstream's (GO_TOOLCHAIN).
-_BUILD_KEYS = ("version", "commit", "toolchain", "toolchain_policy", "upstream_go", "staging_substitutions")
+_BUILD_KEYS = (
+    "version",
+    "commit",
+    "toolchain",
+    "toolchain_policy",
+    "upstream_go",
+    "staging_substitutions",
+    "module_stand_ins",
+)
 
 
 def node_image_built_here(reference: str, records: Path = paths.NODE_IMAGES) -> dict[str, Any] | None:

@@ -100,6 +100,8 @@ def local_origin(record: dict[str, Any]) -> dict[str, Any]:
             **{k: build[k] for k in ("toolchain_policy", "toolchain_note") if k in build},
             # Staging modules the proxy refused at the tag and the served versions built instead (empty: exact)
             "staging_substitutions": build.get("staging_substitutions") or {},
+            # Modules the proxy refuses at every version, built from the stand-ins written here (empty: none)
+            "module_stand_ins": build.get("module_stand_ins") or {},
             # Files the tag lacks that the build generated as upstream's make did (1.21-1.23: openapi)
             "generated": build.get("generated") or {},
         },

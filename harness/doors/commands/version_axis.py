@@ -211,6 +211,8 @@ def _bisect_on_a_claim(args: argparse.Namespace, kind: ClusterKind, axis: Releas
         recorded = ("version", "commit", "toolchain", "toolchain_policy", "upstream_go", "duration_s", "work")
         seen.build = {k: readied.record.get(k) for k in recorded if k in readied.record}
         seen.build["staging_substitutions"] = readied.record.get("staging_substitutions") or {}
+        if readied.record.get("module_stand_ins"):
+            seen.build["module_stand_ins"] = readied.record["module_stand_ins"]
         name = version if args.runs == 1 else f"{version}-run-{attempt}"
         run_dir = directory / name
         command = [sys.executable, "-m", "harness", "probe", *axis.probe_args(version)]
