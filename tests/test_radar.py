@@ -185,10 +185,15 @@ replace (
 @pytest.fixture
 def proxy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A Go module proxy as seen live: v1.38.0-alpha.0 served but not listed, its twins k8s.io/kube-proxy and the new
-    k8s.io/cri-streaming served at no version; v1.37.0-rc.1 served with every twin it requires."""
+    k8s.io/cri-streaming served at no version; v1.38.0-alpha.1 served with every twin; v1.37.0-rc.1 (older than the
+    newest release) served with every twin it requires."""
     go_mod = tmp_path / "kubernetes.mod"
     go_mod.write_text(GO_MOD)
     served = {
+        "k8s.io/kubernetes@v1.38.0-alpha.1",
+        "k8s.io/api@v0.38.0-alpha.1",
+        "k8s.io/cri-streaming@v0.38.0-alpha.1",
+        "k8s.io/kube-proxy@v0.38.0-alpha.1",
         "k8s.io/kubernetes@v1.38.0-alpha.0",
         "k8s.io/kubernetes@v1.37.0-rc.1",
         "k8s.io/api@v0.38.0-alpha.0",
@@ -197,20 +202,22 @@ def proxy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "k8s.io/kube-proxy@v0.37.0-rc.1",
     }
     log = tmp_path / "go.log"
-    mods = {f"k8s.io/kubernetes@{v}": str(go_mod) for v in ("v1.38.0-alpha.0", "v1.37.0-rc.1")}
+    mods = {f"k8s.io/kubernetes@{v}": str(go_mod) for v in ("v1.38.0-alpha.1", "v1.38.0-alpha.0", "v1.37.0-rc.1")}
     fake_tools.install_go(tmp_path / "bin", log, served, ["v1.36.1", "v1.37.2"], mods)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("GOPROXY", "https://proxy.example")  # the builds' Go environment takes the host's
     return log
 
 
-def test_the_path_up_to_the_build_asks_the_proxy_and_builds_the_newest_pre_release_that_can_be(
+def test_the_path_up_to_the_build_asks_the_proxy_and_builds_only_pre_releases_newer_than_the_newest_release(
     proxy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Seen live: with v1.38.0-alpha.0 unbuildable the radar built v1.37.0-rc.1, older than v1.37.2, and would have
+    compared the two. Now no pre-release older than the newest release is tried: one line says so, exit 6."""
     tools = tmp_path / "tools"
     assert go_modules.listed_kubernetes_versions(tools) == ["v1.36.1", "v1.37.2"]
     assert kube_build.twins_served_nowhere("1.38.0-alpha.0", tools) == ["k8s.io/cri-streaming", "k8s.io/kube-proxy"]
-    assert kube_build.twins_served_nowhere("1.37.0-rc.1", tools) == []
+    assert kube_build.twins_served_nowhere("1.38.0-alpha.1", tools) == []
     built: list[str] = []
 
     def stand_in_build(version: str, tools_dir: Path, *args: Any, **kwargs: Any) -> None:
@@ -220,22 +227,50 @@ def test_the_path_up_to_the_build_asks_the_proxy_and_builds_the_newest_pre_relea
 
     monkeypatch.setattr(local_clusters, "build_kubernetes", stand_in_build)
     steps = radar_command.release_steps(radar_args(tmp_path), tools)
-    assert radar_command.run_radar(radar_args(tmp_path), steps) == 1
-    assert built == ["v1.37.0-rc.1"]  # v1.38.0-alpha.0 was not built: a twin it requires is served nowhere
+    assert radar_command.run_radar(radar_args(tmp_path), steps) == radar.NO_NEWER_PRE_RELEASE == 6
+    assert built == ["v1.38.0-alpha.1"]  # alpha.0: a twin it requires is served nowhere; rc.1: older than v1.37.2
     out, err = capsys.readouterr()
     lines = out.splitlines()
-    assert lines[0] == "newest release v1.37.2; newest pre-release served: v1.38.0-alpha.0 (2 served)"
-    assert lines[1] == (
-        "v1.38.0-alpha.0 cannot be built here: the Go module proxy serves k8s.io/cri-streaming, k8s.io/kube-proxy at "
-        "no version the build could take (neither the tag's twin nor a release of its minor); trying the next newest "
-        "pre-release"
+    assert lines[0] == (
+        "newest release v1.37.2; newest pre-release served: v1.38.0-alpha.1 (3 served, 2 newer than v1.37.2)"
     )
+    failed = "could not be built: stand-in: nothing is built in the tests ... last line of the build log"
+    assert lines[1] == f"v1.38.0-alpha.1 {failed}; trying the next newest pre-release"
     assert lines[2] == (
-        "v1.37.0-rc.1 could not be built: stand-in: nothing is built in the tests ... last line of the build log"
+        "v1.38.0-alpha.0 cannot be built here: the Go module proxy serves k8s.io/cri-streaming, k8s.io/kube-proxy at "
+        "no version the build could take (neither the tag's twin nor a release of its minor)"
     )
-    assert err == "error: none of the 2 newest pre-releases could be built\n"
+    assert lines[3:] == [
+        f"no newer pre-release builds here: v1.38.0-alpha.1 {failed} (and 1 older one tried); "
+        "no pre-release older than v1.37.2 is probed instead"
+    ]
+    assert err == "" and not (tmp_path / "runs").exists()  # nothing probed
     asked = [json.loads(line) for line in proxy.read_text().splitlines()]
     assert not any(call[1:3] == ["mod", "download"] for call in asked)  # the proxy was asked, nothing downloaded
+
+
+def test_with_no_pre_release_newer_than_the_newest_release_served_the_radar_says_so_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    built: list[str] = []
+
+    def build(version: str) -> str:
+        built.append(version)
+        return ""
+
+    steps = radar_command.Steps(
+        listed=lambda: ["v1.37.2"],
+        served=lambda asked: {"v1.37.0-rc.1"} & set(asked),
+        build=build,
+        probe=lambda v, d: pytest.fail("nothing to probe"),
+        shipped=lambda: [],
+    )
+    assert radar_command.run_radar(radar_args(tmp_path), steps) == 6
+    assert built == []
+    assert capsys.readouterr().out.splitlines() == [
+        "newest release v1.37.2; newest pre-release served: v1.37.0-rc.1 (1 served, 0 newer than v1.37.2)",
+        "no newer pre-release builds here: the Go module proxy serves none newer than v1.37.2",
+    ]
 
 
 def test_a_radar_run_compares_the_pre_release_it_probed_with_the_shipped_recordings_of_the_newest_release(
@@ -256,19 +291,19 @@ def test_a_radar_run_compares_the_pre_release_it_probed_with_the_shipped_recordi
     shipped["probe"] = "test_active_deadline.py::test_pod_deadline"
     steps = radar_command.Steps(
         listed=lambda: ["v1.37.2"],
-        served=lambda asked: {"v1.38.0-alpha.0", "v1.37.0-rc.1"} & set(asked),
-        build=lambda v: "cannot be built here: stand-in" if v == "v1.38.0-alpha.0" else "",
+        served=lambda asked: {"v1.38.0-beta.0", "v1.38.0-alpha.0", "v1.37.0-rc.1"} & set(asked),
+        build=lambda v: "cannot be built here: stand-in" if v == "v1.38.0-beta.0" else "",
         probe=probe,
         shipped=lambda: [shipped],
     )
     code = radar_command.run_radar(radar_args(tmp_path), steps)
     out = capsys.readouterr().out
-    assert probed == ["v1.37.0-rc.1"]
-    assert "v1.37.0-rc.1 beside v1.37.2 (the shipped live recordings of v1.37.2, replayed: 1 probes)" in out
+    assert probed == ["v1.38.0-alpha.0"]
+    assert "v1.38.0-alpha.0 beside v1.37.2 (the shipped live recordings of v1.37.2, replayed: 1 probes)" in out
     assert '  pod-deadline.status (test_active_deadline.py::test_pod_deadline): pass "DeadlineExceeded" -> pass' in out
     (record,) = (tmp_path / "runs").glob("radar-*/radar.json")
     saved = json.loads(record.read_text())
-    assert saved["pre_release"] == "v1.37.0-rc.1" and saved["tried"][0]["version"] == "v1.38.0-alpha.0"
+    assert saved["pre_release"] == "v1.38.0-alpha.0" and saved["tried"][0]["version"] == "v1.38.0-beta.0"
     assert "no expectation yet: one range" in out  # the claim's expectations hold both versions in one range
     assert code == 1
 

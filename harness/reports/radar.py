@@ -50,6 +50,16 @@ def pre_release_candidates(listed: Sequence[str], release: KubeVersion) -> list[
     return sorted(names, key=lambda v: KubeVersion.parse(v).version, reverse=True)
 
 
+def newer_than(pre_releases: Sequence[str], release: KubeVersion) -> list[str]:
+    """The pre-releases newer than the newest release, in their order: the only ones the radar builds."""
+    return [v for v in pre_releases if KubeVersion.parse(v).version > release.version]
+
+
+# The radar's own exit code when no pre-release newer than the newest release builds here (or none is served):
+# nothing was probed, and no older pre-release is probed in its place (docs/refusals-and-interrupts.md).
+NO_NEWER_PRE_RELEASE = 6
+
+
 @dataclass
 class Tried:
     """A pre-release the radar tried to build, and why it could not be (empty when it was built)."""
@@ -72,6 +82,18 @@ def first_buildable(
         fallback = "; trying the next newest pre-release" if len(tried) < min(tries, len(pre_releases)) else ""
         say(f"{version} {why_not}{fallback}")
     return None, tried
+
+
+def no_newer_pre_release(release: KubeVersion, tried: Sequence[Tried]) -> str:
+    """The one line the radar ends with when no pre-release newer than the newest release builds here, and why."""
+    if not tried:
+        return f"no newer pre-release builds here: the Go module proxy serves none newer than {release}"
+    newest = tried[0]
+    others = f" (and {len(tried) - 1} older one{'s' if len(tried) > 2 else ''} tried)" if len(tried) > 1 else ""
+    return (
+        f"no newer pre-release builds here: {newest.version} {newest.why_not}{others}; "
+        f"no pre-release older than {release} is probed instead"
+    )
 
 
 def baseline_records(records: Iterable[JsonDict], provider: str) -> tuple[str, list[JsonDict]]:

@@ -111,11 +111,17 @@ def run_radar(args: argparse.Namespace, steps: Steps) -> int:
             f"the Go module proxy serves no pre-release of {release.minor} or the two minors after it "
             f"(asked for {asked[-1]} ... {asked[0]})",
         )
-    print(f"newest release {release}; newest pre-release served: {pre_releases[0]} ({len(pre_releases)} served)")
-    chosen, tried = radar.first_buildable(pre_releases, steps.build, print, args.tries)
+    # Only a pre-release newer than the newest release can say what the next release changes: one older
+    # (v1.37.0-rc.1 beside v1.37.2) is never probed in its place.
+    newer = radar.newer_than(pre_releases, release)
+    print(
+        f"newest release {release}; newest pre-release served: {pre_releases[0]} ({len(pre_releases)} served, "
+        f"{len(newer)} newer than {release})"
+    )
+    chosen, tried = radar.first_buildable(newer, steps.build, print, args.tries)
     if chosen is None:
-        print(f"error: none of the {len(tried)} newest pre-releases could be built", file=sys.stderr)
-        return 1
+        print(radar.no_newer_pre_release(release, tried))
+        return radar.NO_NEWER_PRE_RELEASE
     base = Path(args.run_dir) / f"radar-{new_run_id()}"
     base.mkdir(parents=True, exist_ok=True)
     steps.probe(chosen, base / chosen)

@@ -36,6 +36,8 @@ exit codes (make turns every non-zero one into 2: the error line says which it w
      ('error: {MISSING}: ...')
   {NO_TESTS_COLLECTED}  {NOTHING_TO_RUN} / {NOTHING_TO_REPORT}: PROBE matches no probe, or RUNS holds no run records
      ('error: {NOTHING_TO_RUN}: ...', 'error: {NOTHING_TO_REPORT}: ...')
+  6  radar: no pre-release newer than the newest release builds here (nor is served); one line says why, and no
+     older pre-release is probed in its place
   130  interrupted (Ctrl-C) in the harness itself: one line says what was stopped ('interrupted: stopped ...')
   other: pytest's own, for a probe run that started (2 interrupted, 4 pytest usage error)"""
 
