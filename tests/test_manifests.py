@@ -40,6 +40,15 @@ def test_an_overlay_fills_placeholders_and_merges_its_patch_keeping_the_bases_or
     assert manifest_files(tmp_path) == ["base.variant.yaml", "base.yaml"]
 
 
+def test_a_placeholder_that_is_a_whole_value_keeps_the_type_it_is_given(tmp_path: Path) -> None:
+    """A number filled into a shell string is text; filled in for a whole value it stays a number (an API integer)."""
+    base = BASE.replace("terminationGracePeriodSeconds: 5", "terminationGracePeriodSeconds: SECONDS")
+    write(tmp_path, base=base, variant="overlay: {base: base.yaml, placeholders: {SECONDS: 30}}")
+    pod = load_manifest("variant.yaml", tmp_path)
+    assert pod["spec"]["terminationGracePeriodSeconds"] == 30
+    assert pod["spec"]["containers"][0]["command"] == ["sh", "-c", "sleep 30"]
+
+
 @pytest.mark.parametrize(
     ("overlay", "refusal"),
     [

@@ -4,7 +4,8 @@ A variant of a manifest is a file of its own, next to its base, that names the b
 
     overlay:
       base: pod-prestop-timeline.yaml
-      placeholders: {PRESTOP_SECONDS: 30}  # filled in wherever the base's strings name them
+      placeholders: {PRESTOP_SECONDS: 30}  # filled in wherever the base's strings name them; a string that is
+                                           # the placeholder alone becomes the value, type and all (a number)
       patch:                               # a JSON merge patch (RFC 7386): a value replaces, null removes
         spec:
           terminationGracePeriodSeconds: 5
@@ -43,7 +44,7 @@ def load_manifest(filename: str, directory: Path | None = None) -> JsonDict:
     beside = path.parent / overlay["base"]
     manifest = load_manifest(overlay["base"], path.parent if beside.is_file() else None)
     for placeholder, value in (overlay.get("placeholders") or {}).items():
-        manifest, filled = _fill(manifest, placeholder, str(value))
+        manifest, filled = _fill(manifest, placeholder, value)
         if not filled:
             raise ValueError(f"{filename}: {overlay['base']} has no placeholder {placeholder}")
     return dict(merge_patch(manifest, overlay.get("patch") or {}))
@@ -68,14 +69,17 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
-def _fill(value: Any, placeholder: str, text: str) -> tuple[Any, bool]:
-    """`value` with `placeholder` replaced by `text` in every string, and whether it occurred at all."""
+def _fill(value: Any, placeholder: str, filling: Any) -> tuple[Any, bool]:
+    """`value` with `placeholder` replaced by `filling` in every string, and whether it occurred at all. A string
+    that is the placeholder alone becomes `filling` itself, so a number stays a number (`seconds: SLEEP`)."""
     if isinstance(value, str):
-        return value.replace(placeholder, text), placeholder in value
+        if value == placeholder:
+            return filling, True
+        return value.replace(placeholder, str(filling)), placeholder in value
     if isinstance(value, dict):
-        pairs = {key: _fill(item, placeholder, text) for key, item in value.items()}
+        pairs = {key: _fill(item, placeholder, filling) for key, item in value.items()}
         return {key: filled for key, (filled, _) in pairs.items()}, any(found for _, found in pairs.values())
     if isinstance(value, list):
-        items = [_fill(item, placeholder, text) for item in value]
+        items = [_fill(item, placeholder, filling) for item in value]
         return [filled for filled, _ in items], any(found for _, found in items)
     return value, False

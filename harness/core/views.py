@@ -113,6 +113,7 @@ class PodView:
     conditions: dict[str, str]
     containers: tuple[ContainerView, ...]
     raw: JsonDict
+    init_containers: tuple[ContainerView, ...] = ()  # initContainerStatuses: init and sidecar containers
 
     @property
     def revision(self) -> str | None:
@@ -141,6 +142,7 @@ class PodView:
             conditions={c["type"]: c["status"] for c in status.get("conditions") or () if "type" in c},
             containers=tuple(ContainerView.from_status(s) for s in status.get("containerStatuses") or ()),
             raw=obj,
+            init_containers=tuple(ContainerView.from_status(s) for s in status.get("initContainerStatuses") or ()),
         )
 
     @property
@@ -169,18 +171,27 @@ class PodView:
         conditions = ",".join(f"{k}={v}" for k, v in sorted(self.conditions.items()))
         if conditions:
             parts.append(f"conditions[{conditions}]")
+        parts.extend(f"[init {c.summary()}]" for c in self.init_containers)
         parts.extend(f"[{c.summary()}]" for c in self.containers)
         return " ".join(parts)
 
     def timeline_fields(self) -> JsonDict:
         """What the timeline keeps of each observed state."""
-        return {
+        fields = {
             **api_fields(self, "phase", "reason", "deletion_timestamp", "deletion_grace_period_seconds", "conditions"),
-            "containers": [
-                {**api_fields(c, "name", "state", "exit_code", "reason", "finished_at"), "containerID": c.container_id}
-                for c in self.containers
-            ],
+            "containers": [_container_fields(c) for c in self.containers],
         }
+        if self.init_containers:  # (only pods with init containers: the other timelines stay as they were)
+            fields["initContainers"] = [_container_fields(c) for c in self.init_containers]
+        return fields
+
+
+def _container_fields(container: ContainerView) -> JsonDict:
+    """What the timeline keeps of a container's status."""
+    return {
+        **api_fields(container, "name", "state", "exit_code", "reason", "finished_at"),
+        "containerID": container.container_id,
+    }
 
 
 @dataclass(frozen=True)
