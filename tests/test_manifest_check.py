@@ -14,6 +14,7 @@ import yaml
 from harness.base import inputs
 from harness.base.families import manifest_path
 from harness.base.manifest_check import check_manifest, check_manifests, schema_version
+from harness.base.manifests import templates
 from harness.base.versions import KubeVersion
 from harness.doors import cli
 
@@ -26,6 +27,17 @@ def test_every_manifest_of_the_suite_is_valid_for_every_version_with_a_schema() 
         problems, said = check_manifests(KubeVersion.parse(f"v1.{minor}.0"))
         assert problems == [], (minor, [str(p) for p in problems])
         assert "manifests checked against the Kubernetes" in said
+
+
+def test_a_template_is_checked_as_its_overlays_apply_it() -> None:
+    """A base whose placeholders its overlays fill is no manifest on its own (`seconds: SLEEP_SECONDS`)."""
+    assert {"pod-prestop-sleep.yaml", "pod-prestop-timeline.yaml"} <= templates()
+    base = yaml.safe_load(manifest_path("pod-prestop-sleep.yaml").read_text())
+    assert [p.path for p in check_manifest(base, "1.30.0", "pod-prestop-sleep.yaml")] == [
+        "spec.containers.1.lifecycle.preStop.sleep.seconds"
+    ]
+    problems, _ = check_manifests(KubeVersion.parse("v1.30.0"))
+    assert problems == []
 
 
 def test_every_wrong_type_is_reported_with_its_path() -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.base.manifests import load_manifest, manifest_files
+from harness.base.manifests import load_manifest, manifest_files, templates
 from harness.base.versions import KubeVersion
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ def check_manifests(version: KubeVersion, directory: Path | None = None) -> tupl
             f"manifests not checked against a schema: kubernetes-validate {SCHEMA_PACKAGE_VERSION} has none "
             f"for Kubernetes {version} (the server still validates them at create)"
         )
-    files = manifest_files(directory)
+    files = [name for name in manifest_files(directory) if name not in templates(directory)]  # as their overlays
     problems = [p for name in files for p in check_manifest(load_manifest(name, directory), schema, name)]
     return problems, f"{len(files)} manifests checked against the Kubernetes {schema} schema"
 

@@ -50,6 +50,18 @@ def load_manifest(filename: str, directory: Path | None = None) -> JsonDict:
     return dict(merge_patch(manifest, overlay.get("patch") or {}))
 
 
+def templates(directory: Path | None = None) -> set[str]:
+    """The bases whose placeholders overlays fill in: not manifests on their own (`seconds: SLEEP_SECONDS` is no
+    integer), each is what its overlays make of it."""
+    found = set()
+    for name in manifest_files(directory):
+        path = directory / name if directory is not None else manifest_path(name)
+        overlay = (yaml.load(path.read_text(), Loader=SAFE_LOADER) or {}).get("overlay") or {}
+        if overlay.get("placeholders"):
+            found.add(str(overlay["base"]))
+    return found
+
+
 def manifest_files(directory: Path | None = None) -> list[str]:
     """Every manifest file, bases and overlays, by name: of one folder, by default of every family."""
     folders = [directory] if directory is not None else [f.manifests for f in families()]
