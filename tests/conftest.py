@@ -9,17 +9,28 @@
   its own, as with `--dist load`.
   pytest-xdist's `--dist loadgroup` would do this by marker, but not under pytest 9: it renames test ids
   through an attribute pytest 9 no longer reads, so every marked test is scheduled on its own.
+- Every shipped recording replayed in a child pytest (what make coverage, make upgrade and make report read) is
+  made once for the whole session (`shipped_replay`), by the first worker that asks, under a lock the others
+  wait at, as pytest-xdist's documentation shares a session fixture; the tests only read it. `make test` replays
+  the recordings in its own workers too (probes/): that replay is the one checked probe by probe.
 """
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import re
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+if TYPE_CHECKING:
+    from harness.reports import coverage
 
 MODULE_FIXTURE = re.compile(r"^@pytest\.fixture\(.*scope=\"module\"", re.M)
 
@@ -55,3 +66,38 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
     if config.getoption("dist") != "load":  # an explicit --dist of another kind is kept
         return None
     return ModulesWithSharedFixturesTogether(config, log)
+
+
+@dataclass(frozen=True)
+class ShippedReplay:
+    """Every shipped recording replayed once, as make coverage replays them (harness/reports/coverage.py)."""
+
+    runs: Path  # the run directory tree: <run id>/probes/<record>.json
+    records: list[dict[str, Any]]
+    kind_only: list[str]  # the probes that run only on the graceful-node-shutdown kind cluster
+    collected: dict[str, str]  # every probe collected, with its family
+
+    def observed(self) -> coverage.Observed:
+        from harness.reports import coverage
+
+        return coverage.observed_in(self.records, self.kind_only, self.collected)
+
+
+@pytest.fixture(scope="session")
+def shipped_replay(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ShippedReplay:
+    """The shipped recordings replayed once per session: under pytest-xdist in the folder its workers share (the
+    parent of each one's base temp), made by the first to take the lock; read only by the tests."""
+    from harness.reports import coverage
+
+    worker = hasattr(request.config, "workerinput")
+    shared = tmp_path_factory.getbasetemp().parent if worker else tmp_path_factory.mktemp("shared")
+    runs, markers = shared / "shipped-replay", shared / "shipped-replay.json"
+    with (shared / "shipped-replay.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not markers.is_file():
+            records, kind_only, collected = coverage.replay_records(run_dir=runs)
+            markers.write_text(json.dumps({"kind_only": kind_only, "collected": collected}))
+            return ShippedReplay(runs, records, kind_only, collected)
+    answer = json.loads(markers.read_text())
+    records = [json.loads(path.read_text()) for path in sorted(runs.glob("*/probes/*.json"))]
+    return ShippedReplay(runs, records, answer["kind_only"], answer["collected"])

@@ -10,13 +10,16 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from harness.base.versions import KubeVersion
 from harness.core.expectations import Claim, Expectation
 from harness.reports import coverage
+
+if TYPE_CHECKING:
+    from tests.conftest import ShippedReplay
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -299,11 +302,12 @@ def documents_stating_the_figure() -> dict[Path, list[str]]:
     return {path: found for path in texts if path.is_file() and (found := STATED_FIGURE.findall(path.read_text()))}
 
 
-def test_the_figure_the_docs_state_is_the_one_the_shipped_recordings_give() -> None:
-    """Recomputed from the shipped recordings (replayed) and the expectations: a stale figure fails here."""
+def test_the_figure_the_docs_state_is_the_one_the_shipped_recordings_give(shipped_replay: ShippedReplay) -> None:
+    """Recomputed from the shipped recordings (replayed as make coverage replays them) and the expectations: a stale
+    figure fails here."""
     stated = documents_stating_the_figure()
     assert stated, "no document states 'N of M claim version ranges hold a live run' (make coverage says it)"
-    figure = coverage.claim_ranges(coverage.replay_recordings()).figure()
+    figure = coverage.claim_ranges(shipped_replay.observed()).figure()
     for path, figures in stated.items():
         for found in figures:
             assert found == figure, f"{path.relative_to(REPO)} says '{found}'; make coverage now says '{figure}'"

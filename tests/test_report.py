@@ -11,7 +11,7 @@ import subprocess
 import sys
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -35,6 +35,9 @@ from harness.reports.report import (
     write_report,
 )
 from tests.live import as_version, live
+
+if TYPE_CHECKING:
+    from tests.conftest import ShippedReplay
 
 REPO = Path(__file__).resolve().parent.parent
 PHASES = "test_phase_after_deletion.py::test_always_pod_ignoring_sigterm"
@@ -125,12 +128,10 @@ def replay(recordings: Path, runs: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def replayed_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Run records of every probe on every recording (several versions), as `make test` makes them."""
-    runs = tmp_path_factory.mktemp("runs")
-    proc = replay(REPO / "probes", runs)
-    assert proc.returncode == 0, proc.stdout
-    return runs
+def replayed_runs(shipped_replay: ShippedReplay) -> Path:
+    """Run records of every probe on every recording (several versions), replayed once for the session
+    (tests/conftest.py); the tests only read them."""
+    return shipped_replay.runs
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -18,14 +18,18 @@ from harness.doors import cli
 from harness.reports import upgrade
 from harness.reports.report import expected_words, load_records, words
 
+if TYPE_CHECKING:
+    from tests.conftest import ShippedReplay
+
 REPO = Path(__file__).resolve().parent.parent
 PHASES = "always.sigterm-ignored.phases"
 
 
 @pytest.fixture(scope="module")
-def atlas(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    """The run records of every shipped recording, replayed once as make upgrade replays them (the tests read them)."""
-    return load_records([upgrade.replay_atlas(tmp_path_factory.mktemp("atlas"))])
+def atlas(shipped_replay: ShippedReplay) -> list[dict[str, Any]]:
+    """The run records of every shipped recording, replayed once for the session (tests/conftest.py); make upgrade
+    replays them itself (test_make_upgrade_prints_the_answer_from_the_shipped_recordings_with_no_cluster)."""
+    return load_records([shipped_replay.runs])
 
 
 def between(atlas: list[dict[str, Any]], given_from: str, given_to: str) -> upgrade.Upgrade:

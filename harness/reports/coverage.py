@@ -225,15 +225,16 @@ def replay_recordings(recordings: Path | None = None, timeout: float = 600) -> O
 
 
 def replay_records(
-    recordings: Path | None = None, timeout: float = 600
+    recordings: Path | None = None, timeout: float = 600, run_dir: Path | None = None
 ) -> tuple[list[JsonDict], list[str], dict[str, str]]:
     """(the probe records of a replay of every recording under `recordings`, default probes/; the probes that run
-    only on kind; every probe collected, with its family), from a child pytest. A replay that could not run raises
-    CoverageError with pytest's last words."""
+    only on kind; every probe collected, with its family), from a child pytest. The run records are left under
+    `run_dir` when it is given (the offline tests share one replay so), else in a scratch folder removed after. A
+    replay that could not run raises CoverageError with pytest's last words."""
     probes = families.FAMILIES_ROOT
     root = recordings or probes
     with tempfile.TemporaryDirectory(prefix="plp-coverage-") as scratch:
-        out, run_dir = Path(scratch) / "markers.json", Path(scratch) / "runs"
+        out, run_dir = Path(scratch) / "markers.json", run_dir or Path(scratch) / "runs"
         argv = [str(probes), "--replay", str(root), "--run-dir", str(run_dir), "-p", "no:cacheprovider", "-q"]
         proc = subprocess.run(
             [sys.executable, "-m", "harness.reports.coverage", str(out), *argv, "-p", "no:xdist"],
