@@ -201,6 +201,7 @@ class Observer(Generic[V]):
         self._view: Callable[[JsonDict], V] = VIEWS[kind]
         self.states: dict[str, V] = {}  # by uid: each object's latest state, in the order first seen
         self.deleted: set[str] = set()  # uids of the objects seen deleted (DELETED, or missing from a re-list)
+        self.listed: set[str] = set()  # uids of the objects that existed when the watch began (its initial list)
         self._holders: dict[str, str] = {}  # name -> uid of the object last seen with it
         self.gaps: list[Gap] = []  # every stretch this watch may have missed, in order
         self.history: list[tuple[float, V]] = []
@@ -209,7 +210,8 @@ class Observer(Generic[V]):
         self._last_t = now()  # the last event delivered (the start of the next gap, if one comes)
         self._last_version: int | None = None
         for obj in initial:
-            self._record(self._last_t, self._view(obj))
+            self._record(self._last_t, view := self._view(obj))
+            self.listed.add(key_of(view))
             self._last_version = _later_version(self._last_version, obj)
 
     def close(self) -> None:
@@ -580,16 +582,18 @@ def in_server_order(*observers: Observer[Any]) -> list[Change]:
 
     Each watch delivers its own kind in order, but two watches interleave by arrival. The server's order is
     the resourceVersion: in kind (one etcd) it is the etcd revision, an integer that grows with every write.
-    The API asks clients to treat it as opaque; the suite uses it only to order what it already saw, and
-    falls back to arrival order when any change has no integer version (another storage, or a GONE noticed
-    by a relist).
+    The API asks clients to treat it as opaque; the suite uses it only to order what it already saw. A GONE (an
+    object a re-list no longer showed) has no version of its own: it happened in its gap, and is placed just after
+    the last change the watch delivered before that gap (the earliest it can have been: a pod counted gone too
+    early can hide a violation, never make one). Arrival order only when some change has no integer version
+    (another storage).
     """
-    merged = [Change(t, o.kind, type_, view) for o in observers for t, type_, view in o.changes]
-
-    def key(change: Change) -> tuple[int, float]:
-        version = getattr(change.view, "resource_version", "")
-        return (int(version), change.t) if change.type != "GONE" and str(version).isdigit() else (-1, change.t)
-
-    if all(key(change)[0] >= 0 for change in merged):
-        return sorted(merged, key=key)
-    return sorted(merged, key=lambda change: change.t)
+    keyed: list[tuple[tuple[int, int, float], Change]] = []
+    for o in observers:
+        gap_start = {gap.until: gap.since_version for gap in o.gaps}
+        for t, type_, view in o.changes:
+            version = gap_start.get(t) if type_ == "GONE" else _later_version(None, view.raw)
+            keyed.append(((-1 if version is None else version, type_ == "GONE", t), Change(t, o.kind, type_, view)))
+    if any(key[0] < 0 for key, _ in keyed):
+        return sorted((change for _, change in keyed), key=lambda change: change.t)
+    return [change for _, change in sorted(keyed, key=lambda item: item[0])]

@@ -21,7 +21,7 @@ from harness.base.families import family as family_folder
 from harness.base.manifests import load_manifest
 from harness.base.run import RUN_LABEL, SUITE_LABEL, Run, safe_name
 from harness.base.versions import KubeVersion
-from harness.core.basis import Basis
+from harness.core.basis import Basis, Moment
 from harness.core.expectations import (
     FAIL,
     NOT_OBSERVABLE,
@@ -99,6 +99,7 @@ class Probe:
         self.verdicts: list[Verdict] = []
         self._concluded = 0  # how many verdicts conclude() has judged
         self._created: dict[str, PodView] = {}
+        self._acts: dict[float, Moment] = {}  # when each act was sent -> that instant with its write's version
         self._observers: list[Observer[Any]] = []
         self._server_version: KubeVersion | None = None
         self._started = transport.now()
@@ -220,10 +221,17 @@ class Probe:
 
     def delete_pod(self, pod: PodView, grace_period_seconds: int | None = None) -> float:
         """Delete a pod; the time the request was sent becomes the timeline's zero."""
-        self.transport.delete("Pod", self.namespace, pod.name, grace_period_seconds)
+        answer = self.transport.delete("Pod", self.namespace, pod.name, grace_period_seconds)
         t = self.transport.last_call_started()
+        version = str(((answer or {}).get("metadata") or {}).get("resourceVersion", ""))
+        self._acts[t] = Moment(t, int(version) if version.isdigit() else None)
         self.timeline.action(t, "delete", {"pod": pod.name, "gracePeriodSeconds": grace_period_seconds}, anchor=True)
         return t
+
+    def act(self, at: float) -> Moment:
+        """The act the probe sent at `at` (a delete, an eviction, a node shutdown: what a successor is created after,
+        harness/core/identity.py), with the resourceVersion of the write the server answered a delete with."""
+        return self._acts.get(at, Moment(at))
 
     def patch(self, kind: str, name: str, patch: JsonDict, label: str) -> JsonDict:
         """Merge-patch an object of the probe's namespace; `label` names the action on the timeline."""

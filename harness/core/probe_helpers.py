@@ -1,5 +1,5 @@
 """What the probes of every family share: the budgets and slack they wait with, named once, and the readings of
-a pod they all make (its running pod, a container's exit, the instants a container wrote down).
+a pod they all make (a container's exit, the instants a container wrote down).
 
 Pure functions of what was observed, so a replayed probe reads exactly what a live one did.
 """
@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from harness.core.basis import Basis
-from harness.core.observe import Observer
 from harness.core.probe import POD_START_BUDGET_S, Probe
 from harness.core.transport import JsonDict
 from harness.core.views import ContainerView, PodView
@@ -22,7 +21,6 @@ __all__ = [
     "container_status",
     "exit_status_kept",
     "finished_at",
-    "running_and_ready",
     "written_instants",
 ]
 
@@ -33,11 +31,6 @@ STOP_SLACK_S = 30.0
 DEADLINE_SLACK_S = 45.0
 
 NOT_ENDED: JsonDict = {"exitCode": None, "reason": None}
-
-
-def running_and_ready(pods: Observer[PodView]) -> PodView | None:
-    """A pod the observer saw Running and Ready (the first one), or None."""
-    return next((p for p in pods.states.values() if p.phase == "Running" and p.ready), None)
 
 
 def container_status(pod: PodView, container: str = "main") -> ContainerView | None:

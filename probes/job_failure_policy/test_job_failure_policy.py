@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import pytest
 
+from harness.core.identity import running_ready
 from harness.core.observe import Observer, ProbeTimeout, conditions_before_failed, key_of
 from harness.core.probe import Probe
-from harness.core.probe_helpers import POD_START_BUDGET_S, container_exit, running_and_ready
+from harness.core.probe_helpers import POD_START_BUDGET_S, container_exit
 from harness.core.transport import JsonDict
 from harness.core.views import JobView, PodView
 
@@ -85,9 +86,9 @@ def test_evicted_pod_is_ignored_through_the_disruption_target_rule(probe: Probe)
     pods = probe.watch_pods()
     probe.create(manifest)
     pods.wait_for(
-        f"Job {name}'s first pod to run", lambda o: running_and_ready(o) is not None, within=POD_START_BUDGET_S
+        f"Job {name}'s first pod to run", lambda o: running_ready(o) is not None, within=POD_START_BUDGET_S
     )
-    first = running_and_ready(pods)
+    first = running_ready(pods)
     assert first is not None
     evicted_at = probe.evict(first.name)
     unfinished = jobs.await_outcome(

@@ -21,14 +21,13 @@ without the field (manifests/*.without-policy-field.yaml), as a client with the 
 
 from __future__ import annotations
 
-from collections.abc import Collection
-
 import pytest
 
-from harness.core.basis import Basis
+from harness.core.basis import Basis, Moment
+from harness.core.identity import controller_uid, running_ready, successor
 from harness.core.observe import Observer, ProbeTimeout, Sighting, order_of
 from harness.core.probe import Probe
-from harness.core.probe_helpers import POD_START_BUDGET_S, running_and_ready
+from harness.core.probe_helpers import POD_START_BUDGET_S
 from harness.core.transport import JsonDict, Rejected
 from harness.core.views import JobView, PodView
 
@@ -62,9 +61,10 @@ def terminal_or_gone(pods: Observer[PodView], pod: PodView) -> Sighting[PodView]
     )
 
 
-def replacement(pods: Observer[PodView], known: Collection[str]) -> Sighting[PodView] | None:
-    """The first pod not among the `known` uids, seen in any way: an event, or only the re-list after a gap."""
-    return pods.first_sighting(lambda _, view: view.uid not in known)
+def replacement(pods: Observer[PodView], old: PodView, act: Moment) -> Sighting[PodView] | None:
+    """The Job's replacement for the deleted pod, by the harness's rule (harness/core/identity.py): a pod of the
+    same Job created after the delete and not known deleted, seen in any way (an event, or only a re-list)."""
+    return successor(pods, controller_uid(old), act)
 
 
 def max_terminating(jobs: Observer[JobView]) -> int | None:
@@ -87,18 +87,18 @@ def delete_running_pod_and_watch(
     kept = create_job(probe, manifest, without_field)
     if "podReplacementPolicy" in manifest["spec"]:
         probe.check(f"{variant}.policy-field", kept, Basis.direct("the API server's answer to the create"))
-    pods.wait_for(f"Job {name}'s pod to run", lambda o: running_and_ready(o) is not None, within=POD_START_BUDGET_S)
-    old = running_and_ready(pods)
+    pods.wait_for(f"Job {name}'s pod to run", lambda o: running_ready(o) is not None, within=POD_START_BUDGET_S)
+    old = running_ready(pods)
     assert old is not None
-    known = {view.uid for _, view in pods.history}  # every pod before the delete: not a replacement
     deleted_at = probe.delete_pod(old)
+    act = probe.act(deleted_at)
     waited = pods.await_outcome(
         f"pod {old.name} to be terminal or gone, and a replacement to be created",
-        lambda o: terminal_or_gone(o, old) is not None and replacement(o, known) is not None,
+        lambda o: terminal_or_gone(o, old) is not None and replacement(o, old, act) is not None,
         within=REPLACEMENT_BUDGET_S,
     )
     jobs.catch_up()
-    old_done, new = terminal_or_gone(pods, old), replacement(pods, known)
+    old_done, new = terminal_or_gone(pods, old), replacement(pods, old, act)
     if old_done is None and new is None:  # neither happened: nothing to order
         raise ProbeTimeout(waited or f"pod {old.name} neither ended nor was replaced")
     if new is None:  # never replaced in time; a replacement that came and went unseen in a gap would say otherwise

@@ -33,6 +33,7 @@ from __future__ import annotations
 import pytest
 
 from harness.core.basis import Basis
+from harness.core.identity import controller_uid, running_ready, successor
 from harness.core.observe import Observer, PodObserver, Sighting, key_of
 from harness.core.probe import POD_START_BUDGET_S, Probe
 from harness.core.views import PodView
@@ -46,16 +47,14 @@ SHUTDOWN_BUDGET_S = 45.0
 RECOVERY_BUDGET_S = 150.0
 
 
+def serving(pod: PodView) -> bool:
+    """Running and Ready on a node, and not being deleted."""
+    return pod.phase == "Running" and pod.ready and bool(pod.node_name) and not pod.deletion_timestamp
+
+
 def on_worker(pods: Observer[PodView]) -> PodView | None:
-    """A pod of the namespace that runs, Ready, on a node and is not being deleted."""
-    return next(
-        (
-            p
-            for p in pods.states.values()
-            if p.phase == "Running" and p.ready and p.node_name and not p.deletion_timestamp
-        ),
-        None,
-    )
+    """A pod of the namespace that runs, Ready, on a node, is not being deleted and is not known deleted."""
+    return running_ready(pods, serving)
 
 
 def stopped(pod: PodView) -> bool:
@@ -76,8 +75,10 @@ def ended(pods: PodObserver, pod: PodView) -> Sighting[PodView] | None:
 def shut_down_and_recover(probe: Probe, manifest_name: str) -> tuple[PodObserver, PodView, PodView | None, float]:
     """Start the workload, shut its node down, check the pod's own fate, cancel, wait for a new pod.
 
-    Returns the pods' observer, the first pod as last seen, the pod that ran afterwards (None if none), and when
-    the shutdown was announced (before it, the pod ran Ready: no gap then can hide its fate).
+    Returns the pods' observer, the first pod as last seen, the pod that ran afterwards (None if none: the
+    harness's successor, harness/core/identity.py, of the same controller, created after the shutdown, not known
+    deleted, Running and Ready), and when the shutdown was announced (before it, the pod ran Ready: no gap then can
+    hide its fate).
     """
     pods = probe.watch_pods()
     probe.create(probe.manifest(manifest_name))
@@ -114,14 +115,10 @@ def shut_down_and_recover(probe: Probe, manifest_name: str) -> tuple[PodObserver
             exit_state = None if stop is None else stop.view.container("main").exit
             probe.check("shutdown.container-exit", exit_state, pods.sighted(stop, shutdown_at, first))
 
-    pods.observe_until(lambda o: successor(o, shut) is not None, within=RECOVERY_BUDGET_S)
-    return pods, shut, successor(pods, shut), shutdown_at
-
-
-def successor(pods: Observer[PodView], stopped_pod: PodView) -> PodView | None:
-    """A pod other than the stopped one (another uid; a StatefulSet reuses the name) running Ready again."""
-    pod = on_worker(pods)
-    return pod if pod is not None and pod.uid != stopped_pod.uid else None
+    owner, act = controller_uid(first), probe.act(shutdown_at)
+    pods.observe_until(lambda o: successor(o, owner, act, serving) is not None, within=RECOVERY_BUDGET_S)
+    after = successor(pods, owner, act, serving)
+    return pods, shut, None if after is None else pods.states[key_of(after.view)], shutdown_at
 
 
 def check_successor(probe: Probe, claim: str, pods: PodObserver, after: PodView | None, shutdown_at: float) -> None:

@@ -25,6 +25,7 @@ from typing import NamedTuple
 import pytest
 
 from harness.core.basis import Basis, Moment
+from harness.core.identity import controller_uid, successor
 from harness.core.observe import Change, Observer, PodObserver, in_server_order, key_of
 from harness.core.probe import POD_START_BUDGET_S, Probe
 from harness.core.views import PodView, StatefulSetView
@@ -130,20 +131,16 @@ def all_ready(sets: Observer[StatefulSetView]) -> bool:
     return latest.observed_generation >= latest.generation and latest.ready_replicas == REPLICAS
 
 
-def recreated(pods: Observer[PodView], name: str, since: float = 0.0, ready: bool = True) -> PodView | None:
-    """The pod that took this name after one of that name was seen terminating (after `since`): another uid (a pod
-    recreated under the same name is another pod); with `ready`, only once it is Ready and not being deleted."""
-    terminating = next(
-        (p for t, p in pods.history if t >= since and p.name == name and p.deletion_timestamp is not None), None
-    )
-    if terminating is None:
-        return None
-    holder = pods.named(name)
-    if holder is None or holder.uid == terminating.uid:
-        return None
-    if ready and (holder.deletion_timestamp is not None or not holder.ready):
-        return None
-    return holder
+def recreated(pods: Observer[PodView], below: PodView, act: Moment, ready: bool = True) -> PodView | None:
+    """The pod that took the name of `below` after the delete `act`: the harness's successor (harness/core/identity.py,
+    of the same StatefulSet, created after the delete, not known deleted) under that name, as last seen; with
+    `ready`, only once it is Ready and not being deleted."""
+
+    def came_back(pod: PodView) -> bool:
+        return pod.name == below.name and (not ready or (pod.ready and pod.deletion_timestamp is None))
+
+    back = successor(pods, controller_uid(below), act, came_back)
+    return None if back is None else pods.states[key_of(back.view)]
 
 
 def delete_and_await_recreation(probe: Probe, pods: PodObserver, deletion: int) -> tuple[float, str | None]:
@@ -152,10 +149,11 @@ def delete_and_await_recreation(probe: Probe, pods: PodObserver, deletion: int) 
     below = pods.named(BELOW_PARTITION)
     assert below is not None, f"pod {BELOW_PARTITION} was never seen"
     deleted_at = probe.delete_pod(below)
+    act = probe.act(deleted_at)
     time = {1: "", 2: " a second time"}.get(deletion, f" after deletion {deletion}")
     not_recreated = pods.await_outcome(
         f"pod {BELOW_PARTITION} to be recreated and Ready{time}",
-        lambda o: recreated(o, BELOW_PARTITION, since=deleted_at) is not None,
+        lambda o: recreated(o, below, act) is not None,
         within=POD_START_BUDGET_S,
     )
     pods.catch_up()
@@ -262,7 +260,7 @@ def check_recreated_revision(probe: Probe, claim: str, update: PartitionedUpdate
     pods = update.pods
     back = None
     if deletions.not_recreated is None:
-        back = recreated(pods, BELOW_PARTITION, since=deletions.last_at, ready=False)
+        back = recreated(pods, deletions.first, probe.act(deletions.last_at), ready=False)
     came_back = None if back is None else pods.first_sighting(lambda _, view: view.uid == back.uid)
     probe.check(
         claim,

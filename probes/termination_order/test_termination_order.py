@@ -21,6 +21,7 @@ from typing import NamedTuple
 import pytest
 
 from harness.core.basis import Basis
+from harness.core.identity import controller_uid, running_ready, successor
 from harness.core.observe import Observer, PodObserver, delete_requested_at, key_of
 from harness.core.probe import NotServed, Probe
 from harness.core.probe_helpers import (
@@ -238,16 +239,14 @@ def test_sigterm_handled_after_prestop(probe: Probe) -> None:
 
 def running_deployment_pod(pods: PodObserver) -> PodView:
     """Wait for the Deployment's pod to be Running and Ready, and return it."""
-
-    def ready(p: PodView) -> bool:
-        return p.phase == "Running" and p.ready
-
     pods.wait_for(
         "the Deployment's pod to be Running and Ready",
-        lambda o: any(map(ready, o.states.values())),
+        lambda o: running_ready(o) is not None,
         within=POD_START_BUDGET_S,
     )
-    return next(p for p in pods.states.values() if ready(p))
+    pod = running_ready(pods)
+    assert pod is not None
+    return pod
 
 
 def test_replicaset_replaces_a_pod_while_it_terminates(probe: Probe) -> None:
@@ -259,14 +258,18 @@ def test_replicaset_replaces_a_pod_while_it_terminates(probe: Probe) -> None:
     probe.create(probe.manifest("deployment-slow-to-stop.yaml"))
     old = running_deployment_pod(pods)
     deleted_at = probe.delete_pod(old)
+    owner, act = controller_uid(old), probe.act(deleted_at)
     waited = pods.await_outcome(
         "a replacement pod, and the old pod's container to stop",
-        lambda o: len(o.states) >= 2 and (o.is_deleted(old) or o.states[key_of(old)].all_containers_terminated),
+        lambda o: (
+            successor(o, owner, act) is not None
+            and (o.is_deleted(old) or o.states[key_of(old)].all_containers_terminated)
+        ),
         within=old.raw["spec"]["terminationGracePeriodSeconds"] + STOP_SLACK_S,
     )
     # Each instant from the state that first showed its event (by uid): the kubelet's final delete rewrites the
     # deletion fields, and the old pod's last state may be long after its container stopped.
-    new = pods.first_sighting(lambda _, p: p.uid != old.uid)  # None: never replaced in time
+    new = successor(pods, owner, act)  # the harness's rule (harness/core/identity.py); None: never replaced in time
     created = parse_time(new.view.raw["metadata"].get("creationTimestamp")) if new is not None else None
     stopped = pods.first_sighting(lambda _, p: p.uid == old.uid and p.all_containers_terminated)
     main = container_status(stopped.view) if stopped is not None else None
