@@ -85,9 +85,7 @@ def test_evicted_pod_is_ignored_through_the_disruption_target_rule(probe: Probe)
     jobs: Observer[JobView] = probe.watch_all("Job", focus=name)
     pods = probe.watch_pods()
     probe.create(manifest)
-    pods.wait_for(
-        f"Job {name}'s first pod to run", lambda o: running_ready(o) is not None, within=POD_START_BUDGET_S
-    )
+    pods.wait_for(f"Job {name}'s first pod to run", lambda o: running_ready(o) is not None, within=POD_START_BUDGET_S)
     first = running_ready(pods)
     assert first is not None
     evicted_at = probe.evict(first.name)

@@ -105,7 +105,8 @@ def shut_down_and_recover(probe: Probe, manifest_name: str) -> tuple[PodObserver
             pods.sighted(disrupted, shutdown_at, first),
         )
         stop = ended(pods, first)
-        if stop is None and pods.is_deleted(first):
+        deleted = pods.first_sighting(lambda type_, view: view.uid == first.uid and type_ == "DELETED")
+        if stop is None and deleted is not None:  # (a deletion only a re-list showed may have hidden the report)
             # Seen live on 1.26.6 (kind): the DaemonSet controller deleted the Failed pod 20 ms after the kubelet
             # marked it, before the kubelet reported how its container ended; nothing is left to read it from.
             probe.check_not_observable(
