@@ -105,8 +105,10 @@ def shut_down_and_recover(probe: Probe, manifest_name: str) -> tuple[PodObserver
             pods.sighted(disrupted, shutdown_at, first),
         )
         stop = ended(pods, first)
+        # Only a DELETED event says no report came before the pod went; a deletion learned from a re-list's diff
+        # may have hidden one in its gap, and the check below is then undecided.
         deleted = pods.first_sighting(lambda type_, view: view.uid == first.uid and type_ == "DELETED")
-        if stop is None and deleted is not None:  # (a deletion only a re-list showed may have hidden the report)
+        if stop is None and deleted is not None:
             # Seen live on 1.26.6 (kind): the DaemonSet controller deleted the Failed pod 20 ms after the kubelet
             # marked it, before the kubelet reported how its container ended; nothing is left to read it from.
             probe.check_not_observable(
