@@ -161,7 +161,8 @@ def recordings_of(family: str) -> tuple[Path, ...]:
     return tuple(path for path in all_recordings() if path.parent.parent.name == family and "-live-" in path.name)
 
 
-@pytest.mark.parametrize("family", [f.name for f in families()])
+# A family whose probes are not recorded yet (tests/test_recordings.py names them) has nothing to alter.
+@pytest.mark.parametrize("family", [f.name for f in families() if recordings_of(f.name)])
 def test_no_alteration_makes_a_pass_the_recording_did_not_have(family: str, run: Run) -> None:
     """Each mutation on its own, on every live recording of the family: a pass after it must be a pass of the
     unaltered recording with the same observation. Prints the counts (applied, replays that ran through or stopped
