@@ -58,6 +58,7 @@ pod-lifecycle-probes: live-cluster probes of what Kubernetes does when a pod end
   make radar CLUSTER=local       the newest pre-release beside the newest release, claim by claim
   make versions                  every version with a pinned node image
   make node-image VERSION=1.27.0-rc.0 [SOURCE=release|modules]   a node image kind does not publish
+                                 [PARTS=kind|debian CONTAINERD=2.1.4 KIND=v0.25.0]: whose runtime it carries
   make engine | engine-stop      a Docker engine for hosts whose root lacks CAP_SYS_RESOURCE
   make clean [KUBECONFIG_FILE=… CONTEXT=…]        what interrupted runs left
   make lint | typecheck | unit | actionlint | clean-venv
@@ -156,8 +157,14 @@ coverage: refuse-cluster $(STAMP)
 # (downloads from dl.k8s.io); modules: Kubernetes from its Go modules + Debian (root, debootstrap, Go);
 # default: release when dl.k8s.io answers.
 SOURCE ?= auto
+# PARTS=kind (kind's containerd, runc, crictl, CNI plugins from Go modules) | debian (the fallback);
+# CONTAINERD=2.1.4: another containerd than kind pins; KIND=v0.25.0: another kind release's components
+PARTS ?= kind
+CONTAINERD ?=
+KIND ?=
 node-image: refuse-cluster $(STAMP)
-	$(PY) -m harness node-image --version "$(VERSION)" --source "$(SOURCE)"
+	$(PY) -m harness node-image --version "$(VERSION)" --source "$(SOURCE)" --parts "$(PARTS)" \
+		--containerd "$(CONTAINERD)" --kind "$(KIND)"
 
 # A Docker engine for kind on a host whose root lacks CAP_SYS_RESOURCE (root; see harness/clusters/kind/engine.py)
 engine: refuse-cluster $(STAMP)

@@ -157,7 +157,7 @@ def test_the_plan_takes_the_release_inside_the_most_uncovered_ranges_first() -> 
     ]
     assert first.commands() == [
         "make probe VERSION=1.22.4 CLUSTER=local",
-        'make node-image VERSION=1.22.4 && make probe IMAGE=plp-node:v1.22.4 PROBE="shut"',
+        'make node-image VERSION=1.22.4 && make probe IMAGE=plp-node:v1.22.4-kind.v0.20.0 PROBE="shut"',
     ]
     planned = [b.release.text for b in plan.builds]
     assert planned == ["1.22.4", "1.28.0-alpha.1"]  # a pre-release range needs a pre-release build

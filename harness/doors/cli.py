@@ -137,6 +137,15 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         help="release: kind build node-image from dl.k8s.io; modules: built here from Go modules and Debian "
         "packages (harness/nodeimage); auto: release when dl.k8s.io answers, else modules",
     )
+    build.add_argument(
+        "--parts",
+        choices=("kind", "debian"),
+        default="kind",
+        help="modules: kind's own containerd, runc, crictl and CNI plugins built from Go modules (kind), or the "
+        "fallback: Debian's containerd and runc, the suite's crictl (debian)",
+    )
+    build.add_argument("--containerd", default="", help="another containerd than kind pins, e.g. 2.1.4 (modules)")
+    build.add_argument("--kind", default="", help="whose components: a kind release (default: the one of the pin)")
     bisect_cmd = command("bisect", "the first release on which a probe fails, or a claim observes what BAD did")
     bisect_cmd.add_argument("--probe", required=True, help="the probe (name or pytest -k expression)")
     bisect_cmd.add_argument("--good", required=True, help="a release where the probe passes, e.g. 1.27.3")

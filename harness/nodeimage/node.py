@@ -24,11 +24,12 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from harness.base import paths
 from harness.base.versions import KubeVersion
 from harness.gobuild.kubernetes import Build
 from harness.nodeimage.images import ImageArchive, NodeImageError, kubeadm_images, node_images
+from harness.nodeimage.kind_parts import KINDNETD_NOT_SERVED, Part, Plan, build_plan, runtime_origin
 from harness.nodeimage.oci_images import BUSYBOX, LOCAL_PROBE_IMAGE
 
 TOOLS = paths.TOOLS
@@ -76,10 +78,10 @@ PACKAGES = (
     "curl",
     "jq",
     "procps",
-    "containerd",
-    "runc",
-    "containernetworking-plugins",
 )
+# The named fallback's runtime (PARTS=debian): Debian's containerd 1.6, runc and CNI plugins. An image with kind's
+# components (harness/nodeimage/kind_parts.py) has none of these packages.
+DEBIAN_RUNTIME = ("containerd", "runc", "containernetworking-plugins")
 # What the kubelet's graceful shutdown manager needs: the system bus and logind (kubernetes/kubernetes
 # pkg/kubelet/nodeshutdown/nodeshutdown_manager_linux.go start(); kind#3135: kind nodes run no D-Bus).
 SHUTDOWN_PACKAGES = ("dbus",)
@@ -119,14 +121,18 @@ def host_problems() -> list[str]:
     return problems
 
 
-def base_key(shutdown: bool) -> str:
-    packages = PACKAGES + (SHUTDOWN_PACKAGES if shutdown else ())
+def base_packages(shutdown: bool, debian_runtime: bool = True) -> tuple[str, ...]:
+    return PACKAGES + (DEBIAN_RUNTIME if debian_runtime else ()) + (SHUTDOWN_PACKAGES if shutdown else ())
+
+
+def base_key(shutdown: bool, debian_runtime: bool = True) -> str:
+    packages = base_packages(shutdown, debian_runtime)
     return hashlib.sha256(f"{SUITE} {' '.join(packages)} v1".encode()).hexdigest()[:12]
 
 
-def base_rootfs(shutdown: bool, work: Path = WORK) -> tuple[Path, dict[str, Any]]:
+def base_rootfs(shutdown: bool, work: Path = WORK, debian_runtime: bool = True) -> tuple[Path, dict[str, Any]]:
     """The Debian root file system all node images of a kind start from (debootstrap once, then reused)."""
-    directory = work / f"base-{base_key(shutdown)}"
+    directory = work / f"base-{base_key(shutdown, debian_runtime)}"
     record_file = directory / "base.json"
     if record_file.is_file():
         return directory / "rootfs", dict(json.loads(record_file.read_text()))
@@ -135,7 +141,7 @@ def base_rootfs(shutdown: bool, work: Path = WORK) -> tuple[Path, dict[str, Any]
     discard(directory)
     directory.mkdir(parents=True)
     try:
-        return _debootstrap(directory, shutdown)
+        return _debootstrap(directory, shutdown, debian_runtime)
     except BaseException:  # a base without base.json is never reused; nothing of it stays mounted or on disk
         discard(directory)
         raise
@@ -153,10 +159,10 @@ def discard(directory: Path) -> None:
     shutil.rmtree(directory, ignore_errors=True)
 
 
-def _debootstrap(directory: Path, shutdown: bool) -> tuple[Path, dict[str, Any]]:
+def _debootstrap(directory: Path, shutdown: bool, debian_runtime: bool = True) -> tuple[Path, dict[str, Any]]:
     record_file = directory / "base.json"
     rootfs = directory / "rootfs"
-    packages = PACKAGES + (SHUTDOWN_PACKAGES if shutdown else ())
+    packages = base_packages(shutdown, debian_runtime)
     started = time.monotonic()
     run(["debootstrap", "--variant=minbase", f"--include={','.join(packages)}", SUITE, str(rootfs)], timeout=3600)
     trim_systemd(rootfs, shutdown)
@@ -232,27 +238,82 @@ def containerd_config(version: KubeVersion, pause_image: str) -> str:
     )
 
 
+def kind_node_containerd_config(kind_config: str, version: KubeVersion) -> str:
+    """kind's own containerd config.toml of the release, with what this builder must change, each said in it:
+    restrict_oom_score_adj (hosts whose root lacks CAP_SYS_RESOURCE refuse negative OOM scores), and SystemdCgroup
+    off below 1.24, as kind's node image build does for such releases (configureContainerdSystemdCgroupFalse)."""
+    config, changed = re.subn(
+        r"^(\s*)restrict_oom_score_adj = false$",
+        r"\1# pod-lifecycle-probes: true (kind: false), as hosts whose root lacks CAP_SYS_RESOURCE need\n"
+        r"\1restrict_oom_score_adj = true",
+        kind_config,
+        flags=re.M,
+    )
+    if changed != 1:
+        raise NodeImageError("kind's containerd config.toml has no `restrict_oom_score_adj = false` line to change")
+    if not version.satisfies(SYSTEMD_CGROUP):
+        config = re.sub(r"^(\s*)SystemdCgroup = true$", r"\1SystemdCgroup = false", config, flags=re.M)
+    return "# kind's images/base/files/etc/containerd/config.toml, as harness/nodeimage/node.py adapts it\n" + config
+
+
+def kind_sandbox_image(config: str) -> str:
+    """The sandbox (pause) image a containerd config names."""
+    found = re.search(r'^\s*sandbox_image\s*=\s*"([^"]+)"', config, re.M)
+    if not found:
+        raise NodeImageError("the containerd config names no sandbox_image")
+    return found[1]
+
+
+def install_parts(rootfs: Path, parts: Mapping[str, Part]) -> None:
+    """kind's components where kind's base image puts them: containerd, ctr and the shim in /usr/local/bin, runc in
+    /usr/local/sbin, crictl in /usr/local/bin, the CNI plugins in /opt/cni/bin; containerd's unit runs the built one."""
+    targets = {"containerd": "usr/local/bin", "runc": "usr/local/sbin", "crictl": "usr/local/bin",
+               "cni_plugins": "opt/cni/bin"}  # fmt: skip
+    for component, part in parts.items():
+        target = rootfs / targets[component]
+        target.mkdir(parents=True, exist_ok=True)
+        for binary in sorted((part.directory / "bin").iterdir()):
+            shutil.copy2(binary, target / binary.name)
+    unit = rootfs / "etc/systemd/system/containerd.service"
+    unit.write_text(unit.read_text().replace("ExecStart=/usr/bin/containerd", "ExecStart=/usr/local/bin/containerd"))
+
+
 def install_node(
-    rootfs: Path, build: Build, crictl: Path, images: list[str], version: KubeVersion, run_step: Run = run
+    rootfs: Path,
+    build: Build,
+    crictl: Path | None,
+    images: list[str],
+    version: KubeVersion,
+    run_step: Run = run,
+    parts: Mapping[str, Part] | None = None,
+    kind_config: str = "",
 ) -> None:
-    """Put the suite's node files, Kubernetes' node binaries and containerd's configuration into a copy of the base."""
+    """Put the suite's node files, Kubernetes' node binaries and containerd's configuration into a copy of the base:
+    with `parts`, kind's components and kind's containerd config; else Debian's runtime and the suite's crictl."""
     shutil.copytree(FILES, rootfs, symlinks=True, dirs_exist_ok=True)
     for component in ("kubeadm", "kubelet", "kubectl"):
         shutil.copy2(build.binary(component), rootfs / "usr/bin" / component)
-    shutil.copy2(crictl, rootfs / "usr/local/bin/crictl")
-    cni = rootfs / "opt/cni/bin"
-    cni.mkdir(parents=True, exist_ok=True)
-    for plugin in sorted((rootfs / "usr/lib/cni").iterdir()):
-        (cni / plugin.name).unlink(missing_ok=True)
-        (cni / plugin.name).symlink_to(f"/usr/lib/cni/{plugin.name}")
+    if parts is not None:
+        install_parts(rootfs, parts)
+    else:
+        assert crictl is not None
+        shutil.copy2(crictl, rootfs / "usr/local/bin/crictl")
+        cni = rootfs / "opt/cni/bin"
+        cni.mkdir(parents=True, exist_ok=True)
+        for plugin in sorted((rootfs / "usr/lib/cni").iterdir()):
+            (cni / plugin.name).unlink(missing_ok=True)
+            (cni / plugin.name).symlink_to(f"/usr/lib/cni/{plugin.name}")
     (rootfs / "etc/kubernetes/manifests").mkdir(parents=True, exist_ok=True)
     (rootfs / "kind/version").write_text(build.version + "\n")
-    # containerd's sandbox image: kubeadm's pause, by its name (k8s.gcr.io or registry.k8s.io), preloaded
-    pause = next((image for image in images if image.rsplit("/", 1)[-1].startswith("pause:")), None)
-    if pause is None:
-        raise NodeImageError(f"kubeadm listed no pause image, which containerd would have to pull: {images}")
     (rootfs / "etc/containerd").mkdir(parents=True, exist_ok=True)
-    (rootfs / "etc/containerd/config.toml").write_text(containerd_config(version, pause))
+    if parts is not None:
+        (rootfs / "etc/containerd/config.toml").write_text(kind_node_containerd_config(kind_config, version))
+    else:
+        # containerd's sandbox image: kubeadm's pause, by its name (k8s.gcr.io or registry.k8s.io), preloaded
+        pause = next((image for image in images if image.rsplit("/", 1)[-1].startswith("pause:")), None)
+        if pause is None:
+            raise NodeImageError(f"kubeadm listed no pause image, which containerd would have to pull: {images}")
+        (rootfs / "etc/containerd/config.toml").write_text(containerd_config(version, pause))
     # containerd's default spec without rlimits (kind's cri-base.json does the same), from the node's own ctr.
     spec = json.loads(run_step(["chroot", str(rootfs), "ctr", "oci", "spec"]))
     spec["process"].pop("rlimits", None)
@@ -264,7 +325,9 @@ def install_node(
         (wants / unit).symlink_to(f"/etc/systemd/system/{unit}")
 
 
-def preload_images(rootfs: Path, archives: list[ImageArchive], run_step: Run = run) -> list[dict[str, str]]:
+def preload_images(
+    rootfs: Path, archives: list[ImageArchive], run_step: Run = run, aliases: Mapping[str, str] | None = None
+) -> list[dict[str, str]]:
     """Import the archives into the node's containerd store with a containerd of the host, then stop it.
 
     The host's containerd (Debian's, the node's version) runs with the node's /var/lib/containerd as its
@@ -302,6 +365,10 @@ def preload_images(rootfs: Path, archives: list[ImageArchive], run_step: Run = r
                     if name not in listed:
                         run_step([*ctr, "images", "tag", present[0], name])
                 preloaded.append({"names": ", ".join(archive.names), "source": archive.source})
+            for existing, alias in (aliases or {}).items():  # e.g. kind's sandbox image name for kubeadm's pause
+                if alias not in listed:
+                    run_step([*ctr, "images", "tag", existing, alias])
+                preloaded.append({"names": alias, "source": f"the image {existing}, named as kind's config says"})
             return preloaded
         finally:
             daemon.terminate()
@@ -349,19 +416,27 @@ def docker_image(rootfs: Path, tag: str, record: dict[str, Any], run_step: Run =
             run_step(["docker", "image", "rm", "--force", stage])
 
 
+def built_tag(version: str, suffix: str = "") -> str:
+    """plp-node:v1.27.16 (the named fallback: Debian's runtime), plp-node:v1.27.16-kind.v0.25.0 (kind's components)."""
+    return paths.node_image_tag(version + suffix)
+
+
 def build_node_images(
     version: str,
     say: Callable[[str], None] = print,
     work: Path = WORK,
     records: Path = RECORDS,
     run_step: Run = run,
+    parts_plan: Plan | None = None,
 ) -> list[str]:
-    """Build plp-node:v<version> and its shutdown-capable sibling from Go modules (each reused if present)."""
+    """Build the node image of <version> and its shutdown-capable sibling from Go modules (each reused if present):
+    with kind's components when `parts_plan` is given (planned first by kind_parts.plan), else the named fallback
+    (Debian's containerd and runc, the suite's crictl)."""
     from harness.gobuild.kubernetes import NODE_IMAGE_COMPONENTS, build_kubernetes
     from harness.nodeimage.crictl import build_crictl, crictl_record
 
     build = build_kubernetes(version, components=NODE_IMAGE_COMPONENTS)
-    tag = paths.node_image_tag(build.version)
+    tag = built_tag(build.version, parts_plan.suffix if parts_plan else "")
     tags = [tag, paths.shutdown_image_tag(tag)]
     missing = [t for t in tags if subprocess.run(["docker", "image", "inspect", t], capture_output=True).returncode]
     if not missing:
@@ -372,10 +447,12 @@ def build_node_images(
     names = kubeadm_images(build)
     say(f"images kubeadm {build.version} deploys: {', '.join(names)}")
     archives = node_images(build, names)
-    crictl = build_crictl()
+    parts = build_plan(parts_plan, say=say) if parts_plan else None
+    crictl = None if parts_plan else build_crictl()
+    parts_s = round(time.monotonic() - started, 1)
     for image_tag in missing:
         shutdown = image_tag != tag
-        base, base_record = base_rootfs(shutdown, work)
+        base, base_record = base_rootfs(shutdown, work, debian_runtime=parts_plan is None)
         directory = work / image_tag.replace(":", "-").replace("/", "-")
         discard(directory)
         directory.mkdir(parents=True)
@@ -383,21 +460,54 @@ def build_node_images(
         say(f"assembling {image_tag} in {directory}")
         try:
             run_step(["cp", "-a", "--reflink=auto", str(base), str(rootfs)])
-            install_node(rootfs, build, crictl, names, parsed, run_step)
-            preloaded = preload_images(rootfs, archives, run_step)
+            kind_config = parts_plan.kind_config if parts_plan else ""
+            install_node(rootfs, build, crictl, names, parsed, run_step, parts, kind_config)
+            aliases = {}
+            if parts_plan is not None:
+                sandbox = kind_sandbox_image(kind_config)
+                pause = next((image for image in names if image.rsplit("/", 1)[-1].startswith("pause:")), None)
+                if pause is None:
+                    raise NodeImageError(f"kubeadm listed no pause image to give kind's sandbox name: {names}")
+                if sandbox != pause:
+                    aliases[pause] = sandbox
+            preloaded = preload_images(rootfs, archives, run_step, aliases)
             record = {
                 "image": image_tag,
                 "kubernetes": build.version,
-                "kind_release": kind_release_for(parsed),
+                "kind_release": parts_plan.release.kind if parts_plan else kind_release_for(parsed),
                 "how": "harness/nodeimage/node.py: Debian base + Kubernetes from Go modules; no release tarball",
                 "kubernetes_build": build.record,
-                "crictl": crictl_record(),
                 "images": preloaded,
                 "debian": {"suite": SUITE, "packages": base_record["packages"]},
                 "shutdown_capable": shutdown,
-                "pod_network": "the suite's ptp DaemonSet (node-files/kind/manifests/default-cni.yaml), not kindnetd",
                 "storage": "none shipped: kind falls back to its host-path StorageClass",
             }
+            if parts_plan is not None and parts is not None:
+                record.update(runtime_origin(parts_plan, parts))
+                record["kind_components"] = {
+                    "kind": parts_plan.release.kind,
+                    "definition": parts_plan.release.definition,
+                    "base_image": parts_plan.release.base_image,
+                    "builds": {name: part.record for name, part in parts.items()},
+                    "containerd_config": "kind's config.toml of the sigs.k8s.io/kind module at that release,"
+                    " restrict_oom_score_adj true"
+                    + ("" if parsed.satisfies(SYSTEMD_CGROUP) else ", SystemdCgroup false"),
+                    "sandbox_image": f"{kind_sandbox_image(kind_config)}: pause.c of k8s.io/kubernetes@{build.version}",
+                    "not_carried": [KINDNETD_NOT_SERVED, "kind's local-path storage provisioner (not served)",
+                                    "kind's createContainer hook mount-product-files.sh and fuse-overlayfs"],
+                }  # fmt: skip
+            else:
+                record.update(
+                    {
+                        "containerd": f"{base_record['packages'].get('containerd', '?')} (Debian {SUITE})",
+                        "runc": f"{base_record['packages'].get('runc', '?')} (Debian {SUITE})",
+                        "crictl": "plp-crictl (the suite's own minimal crictl, not cri-tools)",
+                        "cni": "the suite's ptp DaemonSet with Debian's containernetworking-plugins "
+                        f"{base_record['packages'].get('containernetworking-plugins', '?')}",
+                        "node_components": "the suite's fallback: Debian's containerd and runc, plp-crictl, ptp",
+                        "crictl_build": crictl_record(),
+                    }
+                )
             (rootfs / "kind/plp-node.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
             docker_image(rootfs, image_tag, record, run_step)
         except BaseException:  # the image is tagged only at its end (docker build); its work folder goes
@@ -405,6 +515,7 @@ def build_node_images(
             raise
         shutil.rmtree(directory)
         record["built_s"] = round(time.monotonic() - started, 1)
+        record["components_s"] = parts_s
         write_record(paths.node_image_record(image_tag, records), record)
         say(f"built {image_tag} ({record['built_s']} s so far)")
     return tags

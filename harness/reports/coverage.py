@@ -32,6 +32,7 @@ from packaging.version import Version
 
 from harness.base import families, paths
 from harness.base.versions import KubeVersion, known_images, range_parts, version_range
+from harness.clusters.kind.node_images import modules_tag
 from harness.core.expectations import NOT_OBSERVABLE, PASS, Claim, load_claims
 from harness.gobuild.kubernetes import OLDEST_BUILT_HERE, not_built_here
 
@@ -370,7 +371,7 @@ class PlannedBuild:
             if self.pinned:
                 out.append(f'make probe VERSION={version} PROBE="{selection}"')
             else:
-                tag = paths.node_image_tag(version)
+                tag = modules_tag(version)
                 out.append(f'make node-image VERSION={version} && make probe IMAGE={tag} PROBE="{selection}"')
         return out
 

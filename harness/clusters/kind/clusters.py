@@ -18,6 +18,7 @@ from typing import Any
 from harness.base import inputs, paths
 from harness.base.errors import ClusterFailed, NotRunnable, PrerequisiteMissing, one_line
 from harness.base.inputs import BadInput
+from harness.base.process import run_command
 from harness.base.run import Run
 from harness.base.versions import NodeImage, bisect_patches, known_images, pinned_minors
 from harness.clusters.kind.cluster import INSTALL_KIND, check_docker, check_prerequisites, list_node_containers
@@ -25,7 +26,7 @@ from harness.clusters.kind.config import cluster_config, engine_cgroup_version
 from harness.clusters.kind.engine import check_engine
 from harness.clusters.kind.install import KindInstallError, ensure_kind
 from harness.clusters.kind.leftovers import clean_kind_clusters, installed_kind
-from harness.clusters.kind.node_images import make_node_image
+from harness.clusters.kind.node_images import equal_build_minutes, make_node_image, plan_parts, runnable_tag
 from harness.clusters.kind.node_shutdown import announce_shutdown
 from harness.clusters.kind.node_shutdown import cluster_config as shutdown_cluster_config
 from harness.clusters.kind.provider import KindProvider, kind_facts
@@ -45,7 +46,6 @@ from harness.clusters.kinds import (
 )
 from harness.clusters.kubelet_host import host_kubelet_settings
 from harness.clusters.lifecycle import ClusterProvider, Note, Reached
-from harness.nodeimage import release as node_image_release
 from harness.nodeimage.shutdown import ensure_derived_image
 
 
@@ -101,6 +101,8 @@ class KindClusters(ClusterKind):
             check_engine()
         except PrerequisiteMissing as err:
             raise PrerequisiteMissing(f"{err}\n  {kind_status(release)}") from err
+        if image_equal := pinned_image_or_equal(runnable, say):
+            runnable = runnable.with_facts(image=image_equal, kind_release=release)
         if kind_bin == "kind" and release:
             try:
                 kind_bin = ensure_kind(release)
@@ -124,6 +126,7 @@ class KindClusters(ClusterKind):
         provider = KindProvider.for_image(image, name, run.path(f"kubeconfig{suffix}"), kind_bin, kind_line)
         cluster = provider.cluster
         engine_cgroup = int(runnable.facts.get("engine_cgroup") or engine_cgroup_version())
+        provider.engine_cgroup = engine_cgroup
         host_kubelet = host_kubelet_settings(image.kubernetes, engine_cgroup)
         if host_kubelet:
             provider.host_kubelet = host_kubelet
@@ -168,6 +171,38 @@ class KindClusters(ClusterKind):
 
     def release_axis(self, args: argparse.Namespace, tools: Path) -> ReleaseAxis:
         return KindAxis(args)
+
+
+PULL_TIMEOUT_S = 600
+
+
+def pinned_image_or_equal(runnable: Runnable, say: Say) -> str:
+    """'' when the pinned kindest/node image is here or pulls (checked once, before any cluster); else the tag of
+    its equal built here with kind's components from Go modules (said in one line, with about how long), or
+    PrerequisiteMissing in one line saying why neither can be had."""
+    reference, release = runnable.facts["image"], runnable.facts["kind_release"]
+    if not reference.startswith("kindest/node:") or not release:
+        return ""
+    if run_command(["docker", "image", "inspect", reference], 60).returncode == 0:
+        return ""
+    pulled = run_command(["docker", "pull", reference], PULL_TIMEOUT_S)
+    if pulled.returncode == 0:
+        return ""
+    why = one_line(pulled.output.strip().splitlines()[-1] if pulled.output.strip() else "no answer")
+    version = reference.split(":", 1)[1].split("@", 1)[0].lstrip("v")
+    try:
+        parts_plan = plan_parts(version, release)
+        minutes = equal_build_minutes(version, parts_plan)
+        say(
+            f"{reference.split('@', 1)[0]} cannot be pulled ({why}): building its equal with kind {release}'s "
+            f"components from Go modules (about {minutes} min), then running it"
+        )
+        return make_node_image(version, "modules", say, parts="kind", kind=release)
+    except (BadInput, PrerequisiteMissing, NotRunnable) as err:
+        raise PrerequisiteMissing(
+            f"{reference.split('@', 1)[0]} cannot be pulled ({why}), and its equal cannot be built here: "
+            f"{one_line(str(err))}"
+        ) from err
 
 
 def kind_status(release: str | None) -> str:
@@ -239,7 +274,7 @@ class KindAxis(ReleaseAxis):
 
     def probe_args(self, release: str) -> list[str]:
         bare = release.lstrip("v")
-        return ["--version", bare] if bare in self.pinned else ["--image", node_image_release.local_tag(bare)]
+        return ["--version", bare] if bare in self.pinned else ["--image", runnable_tag(bare)]
 
     def ran_on(self, run_record: Mapping[str, Any]) -> dict[str, Any]:
         return {key: run_record.get(key) for key in ("node_image", "kind_version")}

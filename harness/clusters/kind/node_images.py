@@ -4,33 +4,99 @@ on a release without a pinned image): with kind's own release builder, or from G
 
 from __future__ import annotations
 
+from harness.base import paths
 from harness.base.errors import NotRunnable, PrerequisiteMissing, host_refusal, stopping
 from harness.base.inputs import BadInput
-from harness.base.versions import VersionError
+from harness.base.versions import KubeVersion, VersionError, known_images
 from harness.clusters.kind.cluster import check_docker
 from harness.clusters.kind.engine import check_engine
 from harness.clusters.kind.install import KindInstallError, ensure_kind
 from harness.clusters.kinds import Say
 from harness.gobuild.go import BuildError, check_go
-from harness.gobuild.kubernetes import resolve_module
+from harness.gobuild.kubernetes import NODE_IMAGE_COMPONENTS, existing_build, resolve_module
 from harness.nodeimage import release as node_image_release
 from harness.nodeimage.images import NodeImageError
-from harness.nodeimage.node import build_node_images
+from harness.nodeimage.kind_parts import PartsError, Plan, existing_part, plan
+from harness.nodeimage.node import build_node_images, built_tag, kind_release_for
 from harness.nodeimage.node import host_problems as node_image_host_problems
 
 SOURCES = ("auto", "release", "modules")
+PARTS = ("kind", "debian")  # kind's components from Go modules, or the named fallback (Debian's runtime)
 
 
-def make_node_image(version: str, source: str, say: Say) -> str:
+def parts_kind_release(version: str, kind: str = "") -> str:
+    """Whose components a node image of `version` gets: KIND when given, else the kind release that built the
+    pinned image of that patch (the one make probe would pull), else the kind that runs the suite's images of it."""
+    if kind:
+        return kind if kind.startswith("v") else f"v{kind}"
+    parsed = KubeVersion.requested(version)
+    pinned = [i for i in known_images() if i.kubernetes.version == parsed.version and i.kind_release]
+    if pinned:
+        return str(max(pinned, key=lambda i: not i.extra).kind_release)
+    return kind_release_for(parsed)
+
+
+def modules_tag(version: str) -> str:
+    """The tag `make node-image VERSION=<version>` gives an image built from modules with kind's components."""
+    return built_tag(KubeVersion.requested(version).text.lstrip("v"), f"-kind.{parts_kind_release(version)}")
+
+
+def runnable_tag(version: str) -> str:
+    """The image of an unpinned release that was built here: with kind's components when such a build is recorded,
+    else the tag of kind's release builder or of the fallback (plp-node:vX.Y.Z)."""
+    tag = modules_tag(version)
+    return tag if paths.node_image_record(tag).is_file() else node_image_release.local_tag(version)
+
+
+def plan_parts(version: str, kind: str = "", containerd: str = "") -> Plan:
+    """The components of a node image with kind's components, every refusal said before any build (BadInput)."""
+    try:
+        release = parts_kind_release(version, kind)
+        return plan(release, KubeVersion.requested(version), containerd)
+    except (PartsError, VersionError) as err:
+        raise BadInput(str(err)) from err
+    except BuildError as err:
+        raise PrerequisiteMissing(str(err)) from err
+
+
+# Measured here (2 shared cores): a Kubernetes build from modules ~5 min cold, kind's four components ~6 min,
+# the Debian base, etcd, CoreDNS and kube-proxy's layer ~4 min, assembling both images ~2 min.
+MINUTES = {"kubernetes": 5, "components": 6, "addons": 4, "assembly": 2}
+
+
+def equal_build_minutes(version: str, parts_plan: Plan) -> int:
+    """About how many minutes a node image with kind's components takes here, given what is cached already."""
+    minutes = MINUTES["assembly"]
+    if existing_build(version, components=NODE_IMAGE_COMPONENTS) is None:
+        minutes += MINUTES["kubernetes"] + MINUTES["addons"]
+    missing = [name for name, r in parts_plan.resolved.items() if existing_part(name, r.version) is None]
+    minutes += MINUTES["components"] * len(missing) // max(len(parts_plan.resolved), 1)
+    return minutes
+
+
+def make_node_image(
+    version: str, source: str, say: Say, parts: str = "kind", containerd: str = "", kind: str = ""
+) -> str:
     """Build (or reuse) plp-node:vX.Y.Z from `source` (auto: release when dl.k8s.io answers, else modules); its tag.
 
+    From modules, the image carries kind's components (PARTS=kind: of the kind release `kind`, by default the one
+    that built the pinned image; CONTAINERD: another containerd) or the named fallback (PARTS=debian).
     Checks in seconds first (raises BadInput or PrerequisiteMissing), then builds (raises NotRunnable, and
     Interrupted on Ctrl-C, saying that its unfinished work was removed)."""
+    if parts not in PARTS:
+        raise BadInput(f"PARTS={parts}: give kind (kind's components from Go modules) or debian (the fallback)")
+    if (containerd or kind) and parts != "kind":
+        raise BadInput("CONTAINERD and KIND choose kind's components: they do not apply with PARTS=debian")
+    if (containerd or kind) and source == "release":
+        raise BadInput("CONTAINERD and KIND apply to images built here from Go modules (SOURCE=modules)")
     try:
         tag = node_image_release.local_tag(version)
         release = node_image_release.build_kind_release()
     except VersionError as err:
         raise BadInput(str(err)) from err
+    parts_plan: Plan | None = None
+    if source == "auto" and (containerd or kind):
+        source = "modules"
     if source == "auto":
         source = "release" if node_image_release.release_downloads_reachable() else "modules"
         say(f"building from {source}: dl.k8s.io {'answers' if source == 'release' else 'does not answer'}")
@@ -42,6 +108,12 @@ def make_node_image(version: str, source: str, say: Say) -> str:
                 raise PrerequisiteMissing(host_refusal("building a node image from Go modules needs", problems))
             check_go()
             resolve_module(version)
+            parts_plan = plan_parts(version, kind, containerd) if parts == "kind" else None
+            if parts_plan is not None:
+                say(
+                    f"components of kind {parts_plan.release.kind} ({parts_plan.release.definition}): "
+                    + ", ".join(f"{name} {r.version}" for name, r in parts_plan.resolved.items())
+                )
         else:
             kind_bin = ensure_kind(release)
     except KindInstallError as err:
@@ -51,7 +123,7 @@ def make_node_image(version: str, source: str, say: Say) -> str:
     try:
         with stopping(f"building node image {tag}: its unfinished work was removed, nothing of it is reused"):
             if source == "modules":
-                return build_node_images(version)[0]
+                return build_node_images(version, say, parts_plan=parts_plan)[0]
             tag, said = node_image_release.build_node_image(version, kind_bin, release)
             say(said)
             return tag

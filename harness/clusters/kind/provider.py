@@ -15,6 +15,8 @@ from harness.base.process import InterruptedUndo
 from harness.base.versions import NodeImage
 from harness.clusters.kind.cluster import KindCluster, parse_kind_version
 from harness.clusters.lifecycle import MadeHere, NodeShutdown, Removal, wait_nodes_ready
+from harness.nodeimage.kind_parts import PartsError
+from harness.nodeimage.kind_parts import kind_release as kind_release_components
 
 
 @dataclass
@@ -31,13 +33,17 @@ class KindProvider(MadeHere):
     # What the host asked of every kubelet beyond kind's own config (harness/clusters/kubelet_host.py), and why
     host_kubelet: dict[str, Any] = field(default_factory=dict)
     host_kubelet_why: str = ""
+    # The image the cluster's image derives from (the shutdown sibling's base) and the engine's cgroup version
+    base_image: str = ""
+    engine_cgroup: int | None = None
 
     @classmethod
     def for_image(cls, image: NodeImage, name: str, kubeconfig: Path, kind_bin: str, kind_line: str) -> KindProvider:
         """A new kind cluster from a node image, preloaded with the images the manifests use."""
         cluster = KindCluster(name=name, image=image.reference, kubeconfig=kubeconfig, kind_bin=kind_bin)
         version = parse_kind_version(kind_line)
-        return cls(cluster, image.kind_release, version, kind_line, preload_images=images_in_manifests())
+        images = images_in_manifests()
+        return cls(cluster, image.kind_release, version, kind_line, preload_images=images, base_image=image.reference)
 
     @property
     def created(self) -> bool:
@@ -97,6 +103,9 @@ class KindProvider(MadeHere):
         }
         if self.host_kubelet:
             said["kubelet_config_added"] = {"settings": self.host_kubelet, "why": self.host_kubelet_why}
+        said.update(node_runtime(self.cluster.image, self.base_image, self.node_image_kind_release))
+        if self.engine_cgroup is not None:
+            said["cgroup"] = f"v{self.engine_cgroup} (the Docker engine's)"
         built = node_image_built_here(self.cluster.image)
         return {**said, "node_image_build": built} if built else said
 
@@ -125,6 +134,37 @@ def node_image_built_here(reference: str, records: Path = paths.NODE_IMAGES) -> 
         "how": record.get("how"),
         "kind_release": record.get("kind_release"),
         "kubernetes_build": {key: build[key] for key in _BUILD_KEYS if key in build},
+    }
+
+
+RUNTIME_KEYS = ("containerd", "runc", "cni", "crictl", "node_components")
+
+
+def node_runtime(
+    reference: str, base_reference: str, kind_release: str | None, records: Path = paths.NODE_IMAGES
+) -> dict[str, str]:
+    """What ran under the kubelet (containerd, runc, cni, crictl, node_components): an image built here says so in its
+    record (or its base's, for a shutdown sibling); a published kindest/node image carries its kind release's
+    components, as kind's base image definition names them (harness/kind_components.yaml)."""
+    for candidate in (reference, base_reference):
+        try:
+            record = json.loads(paths.node_image_record(candidate, records).read_text())
+        except (OSError, ValueError):
+            continue
+        return {key: str(record[key]) for key in RUNTIME_KEYS if key in record}
+    if not kind_release or not base_reference.startswith("kindest/node:"):
+        return {}
+    try:
+        kind = kind_release_components(kind_release)
+    except PartsError:
+        return {"node_components": f"kind {kind_release}'s published image (its components were not read)"}
+    published = f"as kind {kind_release}'s base image definition names it"
+    return {
+        "containerd": f"{kind.containerd} ({published})",
+        "runc": f"{kind.runc or 'the one bundled with its containerd'} ({published})",
+        "cni": f"kindnetd {kind.kindnetd}, CNI plugins {kind.cni_plugins} ({published})",
+        "crictl": f"{kind.crictl} ({published})",
+        "node_components": f"kind {kind_release}'s published node image ({kind.base_image})",
     }
 
 

@@ -102,7 +102,14 @@ def run_node_image_command(args: argparse.Namespace) -> int:
     if problem := missing_arguments(args, {"version": "VERSION"}):
         return refuse(BAD, f"{problem}: the release to build, e.g. make node-image VERSION=1.27.0-rc.0")
     try:
-        tag = make_node_image(args.version, getattr(args, "source", "auto"), print)
+        tag = make_node_image(
+            args.version,
+            getattr(args, "source", "auto"),
+            print,
+            parts=getattr(args, "parts", "kind"),
+            containerd=getattr(args, "containerd", ""),
+            kind=getattr(args, "kind", ""),
+        )
     except BadInput as err:
         return refuse(BAD, str(err))
     except PrerequisiteMissing as err:

@@ -1,0 +1,216 @@
+"""kind's components from Go modules (harness/nodeimage/kind_parts.py) and their place in a node image, offline:
+the Go module proxy is stood in by a fake `go`, no build runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.base.versions import KubeVersion, known_images
+from harness.clusters.kind.provider import node_runtime
+from harness.gobuild.kubernetes import Build
+from harness.nodeimage import kind_parts, node
+from harness.nodeimage.images import NodeImageError
+from harness.nodeimage.kind_parts import Part, PartsError
+
+
+def test_every_kind_release_of_the_image_table_has_its_components_read() -> None:
+    releases = kind_parts.kind_releases()
+    table = {image.kind_release for image in known_images()}
+    assert table <= set(releases), f"not read: {sorted(table - set(releases))}"
+    for release in releases.values():
+        assert release.definition.startswith("images/base at ") and release.kindnetd.startswith("kindest/kindnetd:")
+        assert release.containerd and release.crictl and release.cni_plugins and release.pause
+    assert kind_parts.kind_release("v0.25.0").containerd == "v1.7.18"
+    # the base image of v0.30.0 was built before the tag bumped containerd to v2.1.4: the base commit wins
+    assert kind_parts.kind_release("v0.30.0").containerd == "v2.1.3"
+
+
+def test_a_kind_release_whose_definition_was_not_read_is_refused_naming_the_known_ones() -> None:
+    with pytest.raises(PartsError, match=r"kind v0\.99\.0: its base image definition was not read .*v0\.25\.0"):
+        kind_parts.kind_release("v0.99.0")
+
+
+def test_containerd_2_is_its_v2_module() -> None:
+    assert kind_parts.module_for("containerd", "v2.1.4") == "github.com/containerd/containerd/v2"
+    assert kind_parts.module_for("containerd", "v1.7.18") == "github.com/containerd/containerd"
+    assert kind_parts.module_for("runc", "v1.1.13") == "github.com/opencontainers/runc"
+
+
+@pytest.mark.parametrize(
+    ("wanted", "served", "nearest"),
+    [
+        ("v1.29.0", ["v1.34.0", "v1.37.0"], "v1.34.0"),
+        ("v1.7.15", ["v1.6.36", "v1.7.13", "v1.7.18", "v2.1.4"], "v1.7.13"),
+        ("v1.7.16", ["v1.7.13", "v1.7.19"], "v1.7.19"),
+        ("v2.0.2", ["v1.7.35", "v2.1.4", "v2.4.2"], "v2.1.4"),
+        ("v2.0.2", ["v1.7.35"], None),
+        ("v1.5.0", ["v1.5.0-rc.2"], None),
+    ],
+)
+def test_the_nearest_served_release_stays_in_the_major_and_prefers_the_minor(
+    wanted: str, served: list[str], nearest: str | None
+) -> None:
+    assert kind_parts.nearest(wanted, served) == nearest
+
+
+class FakeProxy:
+    """`go mod download -json` and `go list -m -versions` answered from a table of served versions."""
+
+    def __init__(self, tmp_path: Path, served: Mapping[str, list[str]], listed: Mapping[str, list[str]]) -> None:
+        self.tmp_path, self.served, self.listed = tmp_path, served, listed
+        self.calls: list[list[str]] = []
+
+    def __call__(self, args: list[str], env: Mapping[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+        self.calls.append(args)
+        if args[:2] == ["list", "-m"]:
+            module = args[-1]
+            return subprocess.CompletedProcess(args, 0, " ".join([module, *self.listed.get(module, [])]), "")
+        module, version = args[-1].split("@")
+        if version not in self.served.get(module, []):
+            return subprocess.CompletedProcess(args, 1, json.dumps({"Error": "403 Forbidden"}), "")
+        directory = self.tmp_path / "mod" / f"{module}@{version}"
+        config = directory / kind_parts.KIND_CONFIG_FILE
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text('version = 2\nsandbox_image = "registry.k8s.io/pause:3.10"\n')
+        return subprocess.CompletedProcess(args, 0, json.dumps({"Version": version, "Dir": str(directory)}), "")
+
+
+SERVED = {
+    "github.com/containerd/containerd": ["v1.7.18", "v1.6.36"],
+    "github.com/containerd/containerd/v2": ["v2.1.4"],
+    "github.com/opencontainers/runc": ["v1.1.13"],
+    "sigs.k8s.io/cri-tools": ["v1.34.0"],
+    "github.com/containernetworking/plugins": ["v1.5.1"],
+    "sigs.k8s.io/kind": ["v0.25.0"],
+}
+LISTED = {"sigs.k8s.io/cri-tools": ["v1.34.0", "v1.37.0"], "github.com/containerd/containerd": ["v1.6.36"]}
+
+
+def test_a_plan_builds_kinds_pins_and_names_a_substitution_where_the_proxy_refuses_one(tmp_path: Path) -> None:
+    proxy = FakeProxy(tmp_path, {**SERVED, "sigs.k8s.io/cri-tools": ["v1.34.0"]}, LISTED)
+    planned = kind_parts.plan("v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=proxy)
+    versions = {name: resolved.version for name, resolved in planned.resolved.items()}
+    assert versions == {"containerd": "v1.7.18", "runc": "v1.1.13", "crictl": "v1.34.0", "cni_plugins": "v1.5.1"}
+    assert planned.resolved["crictl"].substitution.startswith("sigs.k8s.io/cri-tools@v1.30.0 is not served")
+    assert planned.resolved["containerd"].substitution == ""
+    assert planned.suffix == "-kind.v0.25.0"
+    assert "pause:3.10" in planned.kind_config
+
+
+def test_another_containerd_is_built_exactly_or_refused_before_any_build(tmp_path: Path) -> None:
+    proxy = FakeProxy(tmp_path, SERVED, LISTED)
+    planned = kind_parts.plan("v0.25.0", KubeVersion.parse("1.27.16"), "2.1.4", tools=tmp_path, go=proxy)
+    assert planned.resolved["containerd"].module == "github.com/containerd/containerd/v2"
+    assert planned.suffix == "-kind.v0.25.0-containerd.v2.1.4"
+    with pytest.raises(PartsError, match=r"^containerd v1\.7\.99: the Go module proxy does not serve .* v1\.6\.36"):
+        kind_parts.plan("v0.25.0", KubeVersion.parse("1.27.16"), "1.7.99", tools=tmp_path, go=proxy)
+    with pytest.raises(PartsError, match=r"containerd v1\.5\.18 is too old for Kubernetes 1\.27\.16: .*k/k#110618"):
+        kind_parts.plan("v0.25.0", KubeVersion.parse("1.27.16"), "1.5.18", tools=tmp_path, go=proxy)
+    with pytest.raises(PartsError, match="is not a version"):
+        kind_parts.plan("v0.25.0", KubeVersion.parse("1.27.16"), "latest", tools=tmp_path, go=proxy)
+    assert not (tmp_path / kind_parts.PARTS).exists() or not any(
+        (tmp_path / kind_parts.PARTS).glob("*/build.json")
+    ), "nothing built"
+
+
+def test_a_release_whose_containerd_config_cannot_be_read_is_refused(tmp_path: Path) -> None:
+    proxy = FakeProxy(tmp_path, {**SERVED, "sigs.k8s.io/kind": []}, LISTED)
+    with pytest.raises(PartsError, match=r"kind v0\.25\.0: its images/base/files/etc/containerd/config.toml cannot"):
+        kind_parts.plan("v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=proxy)
+
+
+KIND_CONFIG = """version = 2
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+    SystemdCgroup = true
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "registry.k8s.io/pause:3.10"
+  restrict_oom_score_adj = false
+"""
+
+
+def test_kinds_containerd_config_is_kept_but_for_oom_scores_and_the_old_cgroup_driver() -> None:
+    new = node.kind_node_containerd_config(KIND_CONFIG, KubeVersion.parse("1.27.16"))
+    old = node.kind_node_containerd_config(KIND_CONFIG, KubeVersion.parse("1.23.17"))
+    assert "restrict_oom_score_adj = true" in new and "restrict_oom_score_adj = false" not in new
+    assert "SystemdCgroup = true" in new and "SystemdCgroup = false" in old
+    assert node.kind_sandbox_image(new) == "registry.k8s.io/pause:3.10"
+    with pytest.raises(NodeImageError, match="restrict_oom_score_adj"):
+        node.kind_node_containerd_config("version = 2\n", KubeVersion.parse("1.27.16"))
+
+
+def _part(tmp_path: Path, component: str, version: str, binaries: list[str], **record: str) -> Part:
+    directory = tmp_path / "parts" / f"{component}-{version}"
+    (directory / "bin").mkdir(parents=True)
+    for name in binaries:
+        (directory / "bin" / name).write_text(name)
+    wanted = record.pop("wanted", version)
+    full = {"component": component, "module": kind_parts.module_for(component, version), "version": version,
+            "wanted": wanted, "toolchain": "go version go1.22.9 linux/amd64", **record}  # fmt: skip
+    return Part(directory, full)
+
+
+def test_the_node_gets_kinds_components_where_kinds_base_image_puts_them(tmp_path: Path) -> None:
+    rootfs = tmp_path / "rootfs"
+    (rootfs / "usr/bin").mkdir(parents=True)
+    (tmp_path / "build/bin").mkdir(parents=True)
+    for name in ("kubeadm", "kubelet", "kubectl"):
+        (tmp_path / "build/bin" / name).write_text("")
+    parts = {
+        "containerd": _part(tmp_path, "containerd", "v1.7.18", ["containerd", "ctr", "containerd-shim-runc-v2"]),
+        "runc": _part(tmp_path, "runc", "v1.1.13", ["runc"]),
+        "crictl": _part(tmp_path, "crictl", "v1.30.0", ["crictl"]),
+        "cni_plugins": _part(tmp_path, "cni_plugins", "v1.5.1", ["ptp", "host-local", "loopback", "portmap"]),
+    }
+    spec = json.dumps({"process": {"args": [], "rlimits": []}})
+    build = Build("v1.27.16", tmp_path / "build", {})
+    node.install_node(rootfs, build, None, [], KubeVersion.parse("1.27.16"), lambda argv: spec, parts, KIND_CONFIG)
+    assert (rootfs / "usr/local/bin/containerd").read_text() == "containerd"
+    assert (rootfs / "usr/local/sbin/runc").read_text() == "runc"
+    assert (rootfs / "usr/local/bin/crictl").read_text() == "crictl"
+    assert sorted(p.name for p in (rootfs / "opt/cni/bin").iterdir()) == ["host-local", "loopback", "portmap", "ptp"]
+    assert "ExecStart=/usr/local/bin/containerd\n" in (rootfs / "etc/systemd/system/containerd.service").read_text()
+    assert "restrict_oom_score_adj = true" in (rootfs / "etc/containerd/config.toml").read_text()
+
+
+def test_the_runtime_origin_names_each_version_and_every_substitute(tmp_path: Path) -> None:
+    proxy = FakeProxy(tmp_path, SERVED, LISTED)
+    planned = kind_parts.plan("v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=proxy)
+    parts = {
+        "containerd": _part(tmp_path, "containerd", "v1.7.18", []),
+        "runc": _part(tmp_path, "runc", "v1.1.13", []),
+        "crictl": _part(tmp_path, "crictl", "v1.34.0", [], wanted="v1.30.0", substitution="not served"),
+        "cni_plugins": _part(tmp_path, "cni_plugins", "v1.5.1", []),
+    }
+    said = kind_parts.runtime_origin(planned, parts)
+    assert said["containerd"] == "v1.7.18 (built here from github.com/containerd/containerd with go1.22.9)"
+    assert said["crictl"].endswith("; kind v0.25.0 pins v1.30.0, not served")
+    assert "crictl v1.34.0 for v1.30.0" in said["node_components"]
+    assert "ptp network for kindest/kindnetd:v20241108-5c6d2daf" in said["node_components"]
+    assert said["cni"].startswith("the suite's ptp DaemonSet with CNI plugins v1.5.1")
+
+
+def test_a_recordings_runtime_comes_from_the_image_record_or_the_kind_release_that_published_it(
+    tmp_path: Path,
+) -> None:
+    record = {"containerd": "v1.7.18 (built here)", "runc": "v1.1.13", "cni": "ptp", "crictl": "v1.30.0",
+              "node_components": "kind v0.25.0's components", "kind_release": "v0.25.0"}  # fmt: skip
+    (tmp_path / "plp-node-v1.27.16-kind.v0.25.0.json").write_text(json.dumps(record))
+    built = node_runtime("plp-node-shutdown:v1.27.16-abc", "plp-node:v1.27.16-kind.v0.25.0", "v0.25.0", tmp_path)
+    assert built["containerd"] == "v1.7.18 (built here)" and "kind_release" not in built
+    published = node_runtime("kindest/node:v1.27.16@sha256:" + "0" * 64, "kindest/node:v1.27.16", "v0.25.0", tmp_path)
+    assert published["containerd"].startswith("v1.7.18 (as kind v0.25.0's base image definition names it)")
+    assert published["node_components"] == "kind v0.25.0's published node image (kindest/base:v20241108-5c6d2daf)"
+    assert node_runtime("kindest/node:v1.27.16", "kindest/node:v1.27.16", "v0.99.0", tmp_path) == {
+        "node_components": "kind v0.99.0's published image (its components were not read)"
+    }
+
+
+def test_the_data_file_parses_as_committed() -> None:
+    loaded = yaml.safe_load(kind_parts.DATA.read_text())
+    assert [entry["kind"] for entry in loaded["releases"]][:2] == ["v0.17.0", "v0.18.0"]
