@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
 import yaml
 
+from harness.base.errors import PrerequisiteMissing
+from harness.base.process import Completed
 from harness.base.versions import KubeVersion, known_images
+from harness.clusters.kind import clusters as kind_clusters
 from harness.clusters.kind.provider import node_runtime
+from harness.clusters.kinds import Runnable
 from harness.gobuild.kubernetes import Build
 from harness.nodeimage import kind_parts, node
 from harness.nodeimage.images import NodeImageError
@@ -21,7 +25,7 @@ from harness.nodeimage.kind_parts import Part, PartsError
 
 def test_every_kind_release_of_the_image_table_has_its_components_read() -> None:
     releases = kind_parts.kind_releases()
-    table = {image.kind_release for image in known_images()}
+    table = {image.kind_release for image in known_images() if image.kind_release}
     assert table <= set(releases), f"not read: {sorted(table - set(releases))}"
     for release in releases.values():
         assert release.definition.startswith("images/base at ") and release.kindnetd.startswith("kindest/kindnetd:")
@@ -114,9 +118,9 @@ def test_another_containerd_is_built_exactly_or_refused_before_any_build(tmp_pat
         kind_parts.plan("v0.25.0", KubeVersion.parse("1.27.16"), "1.5.18", tools=tmp_path, go=proxy)
     with pytest.raises(PartsError, match="is not a version"):
         kind_parts.plan("v0.25.0", KubeVersion.parse("1.27.16"), "latest", tools=tmp_path, go=proxy)
-    assert not (tmp_path / kind_parts.PARTS).exists() or not any(
-        (tmp_path / kind_parts.PARTS).glob("*/build.json")
-    ), "nothing built"
+    assert not (tmp_path / kind_parts.PARTS).exists() or not any((tmp_path / kind_parts.PARTS).glob("*/build.json")), (
+        "nothing built"
+    )
 
 
 def test_a_release_whose_containerd_config_cannot_be_read_is_refused(tmp_path: Path) -> None:
@@ -214,3 +218,86 @@ def test_a_recordings_runtime_comes_from_the_image_record_or_the_kind_release_th
 def test_the_data_file_parses_as_committed() -> None:
     loaded = yaml.safe_load(kind_parts.DATA.read_text())
     assert [entry["kind"] for entry in loaded["releases"]][:2] == ["v0.17.0", "v0.18.0"]
+
+
+# ----- make probe VERSION=1.27 when the pinned kindest/node cannot be pulled
+
+PINNED = "kindest/node:v1.27.16@sha256:2d21a61643eafc439905e18705b8186f3296384750a835ad7a005dceb9546d20"
+
+
+def _runnable() -> Runnable:
+    return Runnable("kind", "v1.27.16", {"image": PINNED, "kind_release": "v0.25.0", "kind_bin": "kind"})
+
+
+NO_REGISTRY = "Error response from daemon: Get https://registry-1.docker.io/v2/: dial tcp: no such host"
+
+
+def _docker(answers: dict[str, int], calls: list[list[str]]) -> Callable[[Sequence[str], float], Completed]:
+    def run(argv: Sequence[str], timeout: float) -> Completed:
+        calls.append(list(argv))
+        code = answers[argv[1] if argv[1] != "image" else "inspect"]
+        said = (
+            ""
+            if code == 0
+            else "Error response from daemon: Get https://registry-1.docker.io/v2/: dial tcp: no such host"
+        )
+        return Completed(tuple(argv), code, "", said)
+
+    return run
+
+
+def test_a_pinned_image_that_is_here_or_pulls_is_run_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str]] = []
+    monkeypatch.setattr(kind_clusters, "run_command", _docker({"inspect": 1, "pull": 0}, calls))
+    assert kind_clusters.pinned_image_or_equal(_runnable(), print) == ""
+    assert [c[:2] for c in calls] == [["docker", "image"], ["docker", "pull"]]
+
+
+def test_an_image_that_cannot_be_pulled_is_built_from_modules_said_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    calls: list[list[str]] = []
+    monkeypatch.setattr(kind_clusters, "run_command", _docker({"inspect": 1, "pull": 1}, calls))
+    planned = kind_parts.plan(
+        "v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=FakeProxy(tmp_path, SERVED, LISTED)
+    )
+    monkeypatch.setattr(kind_clusters, "plan_parts", lambda version, kind: planned)
+    monkeypatch.setattr(kind_clusters, "equal_build_minutes", lambda version, plan: 17)
+    built: list[tuple[str, str, str]] = []
+
+    def make(version: str, source: str, say: Callable[[str], None], parts: str, kind: str) -> str:
+        built.append((version, source, kind))
+        return "plp-node:v1.27.16-kind.v0.25.0"
+
+    monkeypatch.setattr(kind_clusters, "make_node_image", make)
+    said: list[str] = []
+    assert kind_clusters.pinned_image_or_equal(_runnable(), said.append) == "plp-node:v1.27.16-kind.v0.25.0"
+    assert built == [("1.27.16", "modules", "v0.25.0")]
+    assert said == [
+        "kindest/node:v1.27.16 cannot be pulled (Error response from daemon: Get https://registry-1.docker.io/v2/:"
+        " dial tcp: no such host): building its equal with kind v0.25.0's components from Go modules (about 17 min),"
+        " then running it"
+    ]
+
+
+def test_when_neither_pull_nor_build_can_work_one_line_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kind_clusters, "run_command", _docker({"inspect": 1, "pull": 1}, []))
+
+    def refused(version: str, kind: str) -> kind_parts.Plan:
+        raise PrerequisiteMissing("building a node image from Go modules needs: root (debootstrap and chroot)")
+
+    monkeypatch.setattr(kind_clusters, "plan_parts", refused)
+    with pytest.raises(PrerequisiteMissing) as caught:
+        kind_clusters.pinned_image_or_equal(_runnable(), print)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith("kindest/node:v1.27.16 cannot be pulled (") and message.endswith(
+        "and its equal cannot be built here: building a node image from Go modules needs: root (debootstrap and chroot)"
+    )
+
+
+def test_an_image_of_ones_own_is_never_pulled(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str]] = []
+    monkeypatch.setattr(kind_clusters, "run_command", _docker({"inspect": 1, "pull": 1}, calls))
+    own = Runnable("kind", "v1.27.16", {"image": "plp-node:v1.27.16-kind.v0.25.0", "kind_release": "v0.25.0"})
+    assert kind_clusters.pinned_image_or_equal(own, print) == "" and calls == []
