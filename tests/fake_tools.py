@@ -41,6 +41,8 @@ if args[:1] == ["info"] and "{{{{.DefaultRuntime}}}}" in args:
     print("plp-runc")  # the suite's engine (harness/clusters/kind/engine.py): privileged containers work on any host
 elif args[:1] == ["info"]:
     print("24.0.7")
+elif args[:1] == ["pull"]:
+    pass  # a registry answers: the pinned node image pulls
 elif args[:1] == ["exec"] and "inspecti" in args:
     sys.exit(1)  # the stand-in node has no image of its own: the suite must load or pull it
 elif args[:1] == ["exec"] and "crictl" in args:

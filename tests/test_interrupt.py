@@ -28,6 +28,7 @@ from harness.doors.commands import probe as probe_command
 from harness.gobuild import go as go_command
 from harness.gobuild import kubernetes as build_module
 from harness.nodeimage import node
+from harness.nodeimage.kind_parts import Plan, kind_release
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -217,14 +218,16 @@ def test_ctrl_c_during_make_node_image_exits_130_naming_the_image(
     for check in ("check_docker", "check_engine", "check_go", "resolve_module"):
         monkeypatch.setattr(kind_node_images, check, lambda *a: None)
     monkeypatch.setattr(kind_node_images, "node_image_host_problems", lambda: [])
+    planned = Plan(kind_release("v0.20.0"), {}, "", "")  # kind v0.20.0's components, nothing to resolve
+    monkeypatch.setattr(kind_node_images, "plan_parts", lambda version, kind, containerd: planned)
 
-    def build(version: str) -> list[str]:
+    def build(version: str, say: object, parts_plan: Plan | None) -> list[str]:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(kind_node_images, "build_node_images", build)
     assert cli.main(["node-image", "--version", "1.27.3", "--source", "modules"]) == INTERRUPTED
     err = capsys.readouterr().err
-    assert err.startswith("interrupted: stopped building node image plp-node:v1.27.3: its unfinished work")
+    assert err.startswith("interrupted: stopped building node image plp-node:v1.27.3-kind.v0.20.0: its unfinished")
     assert len(err.splitlines()) == 1
 
 

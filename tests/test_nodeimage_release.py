@@ -88,16 +88,19 @@ def test_from_modules_an_unserved_version_is_refused_before_anything_is_built(
     """Stood in: Docker, the engine and Go checks (pass) and the proxy (refuses); the builder must not run."""
     from harness.doors import cli
     from harness.gobuild.go import BuildError
+    from harness.nodeimage.kind_parts import Plan, kind_release
 
     built: list[str] = []
     monkeypatch.setattr(kind_node_images, "check_docker", lambda: None)
     monkeypatch.setattr(kind_node_images, "check_engine", lambda: None)
     monkeypatch.setattr(kind_node_images, "check_go", lambda: "go version go1.26.8 linux/amd64")
     monkeypatch.setattr(kind_node_images, "node_image_host_problems", lambda: [])
+    planned = Plan(kind_release("v0.20.0"), {}, "", "")  # kind v0.20.0's components, nothing to resolve
+    monkeypatch.setattr(kind_node_images, "plan_parts", lambda version, kind, containerd: planned)
 
-    def build(version: str) -> list[str]:
+    def build(version: str, say: object, parts_plan: Plan | None) -> list[str]:
         built.append(version)
-        return [f"plp-node:v{version}"]
+        return [f"plp-node:v{version}{parts_plan.suffix if parts_plan else ''}"]
 
     monkeypatch.setattr(kind_node_images, "build_node_images", build)
 

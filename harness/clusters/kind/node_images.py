@@ -110,6 +110,7 @@ def make_node_image(
             resolve_module(version)
             parts_plan = plan_parts(version, kind, containerd) if parts == "kind" else None
             if parts_plan is not None:
+                tag = built_tag(tag.split(":", 1)[1].lstrip("v"), parts_plan.suffix)
                 say(
                     f"components of kind {parts_plan.release.kind} ({parts_plan.release.definition}): "
                     + ", ".join(f"{name} {r.version}" for name, r in parts_plan.resolved.items())
