@@ -301,3 +301,10 @@ def test_an_image_of_ones_own_is_never_pulled(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(kind_clusters, "run_command", _docker({"inspect": 1, "pull": 1}, calls))
     own = Runnable("kind", "v1.27.16", {"image": "plp-node:v1.27.16-kind.v0.25.0", "kind_release": "v0.25.0"})
     assert kind_clusters.pinned_image_or_equal(own, print) == "" and calls == []
+
+
+def test_an_image_with_an_older_kinds_components_is_run_by_the_kind_its_kubernetes_needs() -> None:
+    assert node.runner_kind("v0.25.0", KubeVersion.parse("1.27.16")) == "v0.25.0"
+    assert node.runner_kind("v0.25.0", KubeVersion.parse("1.37.2")) == "v0.33.0"  # kubeadm 1.37 refuses v1beta3
+    assert node.runner_kind("v0.20.0", KubeVersion.parse("1.22.4")) == "v0.20.0"
+    assert node.runner_kind("", KubeVersion.parse("1.37.2")) == "v0.33.0"

@@ -33,6 +33,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from packaging.version import Version
+
 from harness.base import paths
 from harness.base.versions import KubeVersion
 from harness.gobuild.kubernetes import Build
@@ -57,6 +59,16 @@ NEWER_KIND_RELEASES = ((">=1.37.0-alpha.0", "v0.33.0"),)
 def kind_release_for(version: KubeVersion) -> str:
     """The kind that runs a node image of this Kubernetes version (recorded in the image as its kind_release)."""
     return next((kind for bounds, kind in NEWER_KIND_RELEASES if version.satisfies(bounds)), KIND_RELEASE)
+
+
+def runner_kind(components_kind: str, version: KubeVersion) -> str:
+    """The kind that runs an image with a kind release's components: that release, unless the Kubernetes version
+    needs a newer kind (1.37's kubeadm refuses v1beta3: kind v0.33.0), as KIND=v0.25.0 on 1.37.2 does."""
+    needed = kind_release_for(version)
+    if not components_kind:
+        return needed
+    older = Version(components_kind.lstrip("v")) < Version(needed.lstrip("v")) and needed != KIND_RELEASE
+    return needed if older else components_kind
 
 
 SUITE = "bookworm"
@@ -474,7 +486,9 @@ def build_node_images(
             record = {
                 "image": image_tag,
                 "kubernetes": build.version,
-                "kind_release": parts_plan.release.kind if parts_plan else kind_release_for(parsed),
+                "kind_release": runner_kind(parts_plan.release.kind, parsed)
+                if parts_plan
+                else kind_release_for(parsed),
                 "how": "harness/nodeimage/node.py: Debian base + Kubernetes from Go modules; no release tarball",
                 "kubernetes_build": build.record,
                 "images": preloaded,
