@@ -308,3 +308,13 @@ def test_an_image_with_an_older_kinds_components_is_run_by_the_kind_its_kubernet
     assert node.runner_kind("v0.25.0", KubeVersion.parse("1.37.2")) == "v0.33.0"  # kubeadm 1.37 refuses v1beta3
     assert node.runner_kind("v0.20.0", KubeVersion.parse("1.22.4")) == "v0.20.0"
     assert node.runner_kind("", KubeVersion.parse("1.37.2")) == "v0.33.0"
+
+
+def test_versions_are_stamped_into_the_module_path_the_go_mod_declares() -> None:
+    declared = kind_parts.declared_module(
+        "module github.com/kubernetes-sigs/cri-tools\n\ngo 1.22\n", "sigs.k8s.io/cri-tools"
+    )
+    assert declared == "github.com/kubernetes-sigs/cri-tools"
+    assert kind_parts.declared_module("go 1.22\n", "sigs.k8s.io/cri-tools") == "sigs.k8s.io/cri-tools"
+    [(_, crictl)] = kind_parts._steps("crictl", "v1.30.0", declared, "")
+    assert "-X github.com/kubernetes-sigs/cri-tools/pkg/version.Version=v1.30.0" in " ".join(crictl)

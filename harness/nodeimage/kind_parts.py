@@ -236,8 +236,17 @@ def _commit(info: Mapping[str, Any]) -> str:
     return str((info.get("Origin") or {}).get("Hash") or "")
 
 
+def declared_module(go_mod: str, served_as: str) -> str:
+    """The module path a go.mod declares, which -X needs: cri-tools v1.30.0 is served as sigs.k8s.io/cri-tools but
+    declares github.com/kubernetes-sigs/cri-tools (seen: `crictl --version` said "unknown" when stamped by the
+    served path)."""
+    found = re.search(r"^module\s+(\S+)", go_mod, re.M)
+    return found[1] if found else served_as
+
+
 def _steps(component: str, version: str, module: str, commit: str) -> list[tuple[dict[str, str], list[str]]]:
-    """The go build commands (extra environment, argv) of a component, as its upstream Makefile / kind build it."""
+    """The go build commands (extra environment, argv) of a component, as its upstream Makefile / kind build it;
+    `module` is the path its go.mod declares."""
     out = "bin"
     if component == "containerd":
         package = module  # github.com/containerd/containerd or .../v2
@@ -260,11 +269,11 @@ def _steps(component: str, version: str, module: str, commit: str) -> list[tuple
                                     ldflags, "-o", f"{out}/runc", "."]),
         ]  # fmt: skip
     if component == "crictl":
-        ldflags = f"-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version={version}"
+        ldflags = f"-s -w -X {module}/pkg/version.Version={version}"
         return [({"CGO_ENABLED": "1"}, ["go", "build", "-trimpath", "-ldflags", ldflags, "-o", f"{out}/crictl",
                                          "./cmd/crictl"])]  # fmt: skip
     if component == "cni_plugins":
-        ldflags = f"-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion={version}"
+        ldflags = f"-s -w -X {module}/pkg/utils/buildversion.BuildVersion={version}"
         return [
             ({"CGO_ENABLED": "1"}, ["go", "build", "-trimpath", "-ldflags", ldflags, "-o", f"{out}/{name}", path])
             for name, path in CNI_PLUGINS.items()
@@ -311,7 +320,8 @@ def build_part(resolved: Resolved, go_version: str, tools: Path = TOOLS, say: Ca
         if go_used.returncode != 0:
             raise PartsError(f"{toolchain} could not be had for {resolved.component}: {go_used.stderr.strip()[-500:]}")
         (directory / "bin").mkdir()
-        for extra, command in _steps(resolved.component, resolved.version, resolved.module, _commit(resolved.info)):
+        declared = declared_module((source / "go.mod").read_text(), resolved.module)
+        for extra, command in _steps(resolved.component, resolved.version, declared, _commit(resolved.info)):
             command = [*NICE, *command]
             command[command.index("-o") + 1] = str(directory / command[command.index("-o") + 1])
             with log.open("a") as out:
@@ -343,7 +353,7 @@ def build_part(resolved: Resolved, go_version: str, tools: Path = TOOLS, say: Ca
         "toolchain": go_used.stdout.strip(),
         "gotoolchain": toolchain,
         "steps": [" ".join(f"{k}={v}" for k, v in extra.items()) + " go " + " ".join(c[1:])
-                  for extra, c in _steps(resolved.component, resolved.version, resolved.module, "<commit>")],
+                  for extra, c in _steps(resolved.component, resolved.version, declared, "<commit>")],
         "version_output": version_line,
         "binaries": {path.name: {"sha256": _sha256(path), "size_bytes": path.stat().st_size} for path in binaries},
         "built_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
