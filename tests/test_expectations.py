@@ -272,10 +272,24 @@ def test_a_malformed_one_of_or_range_is_refused_at_load(tmp_path: Path, entry: s
 @pytest.mark.parametrize("claim_id", ["job-retry.retries-deleted", "job-retry.containers-left-on-node"])
 def test_the_job_deadline_claims_allow_either_outcome_exactly_on_releases_without_k_k_110294(claim_id: str) -> None:
     claim = load_claims("active_deadline")[claim_id]
-    unfixed = ["1.21.14", "1.22.11", "1.23.0-alpha.1", "1.23.8", "1.24.0", "1.24.2", "1.25.0-alpha.0"]
+    unfixed = ["1.21.14", "1.22.11", "1.23.0-alpha.1", "1.23.8", "1.24.0", "1.24.1", "1.25.0-alpha.0"]
     fixed = ["1.22.12", "1.22.17", "1.23.9", "1.24.3", "1.25.0-alpha.1", "1.26.7", "1.37.0"]
     assert all(claim.expectation_for(KubeVersion.parse(v)).one_of for v in unfixed)
     assert not any(claim.expectation_for(KubeVersion.parse(v)).one_of for v in fixed)
+    # 1.24.2 has no k/k#110294 either, but its kubelet's Ready False at the retry's own deadline decides (k/k#110479)
+    assert not claim.expectation_for(KubeVersion.parse("1.24.2")).one_of
+
+
+def test_on_1_24_2_the_retry_is_deleted_at_its_own_deadline_and_one_container_stays() -> None:
+    """v1.24.2's own recording: the retry Ready False at its deadline, the Job failed and the retry deleted 1 s
+    later; the either-outcome rows of 1.24.0-beta.0 to 1.24.1 no longer accept the kept retry there."""
+    assert judged("job-retry.retries-deleted", "1.24.2", [True]) == PASS
+    assert judged("job-retry.retries-deleted", "1.24.2", [False]) == FAIL
+    assert judged("job-retry.containers-left-on-node", "1.24.2", ["exited"]) == PASS
+    assert judged("job-retry.containers-left-on-node", "1.24.2", ["exited", "exited"]) == FAIL
+    assert judged("job-retry.failed-after-deadline", "1.24.2", 1.0) == PASS
+    assert judged("job-retry.failed-after-deadline", "1.24.2", 6.0) == FAIL
+    assert judged("job-retry.retries-deleted", "1.24.1", [False]) == PASS
 
 
 NOT_FAILED = "not failed within 115 s of its creation"
@@ -300,9 +314,9 @@ def test_a_job_whose_pod_runs_on_is_expected_not_failed_where_jobreadypods_lost_
     assert judged("job-deadline.container-removed", version, "running") == PASS
     assert judged("job-deadline.failed-after-deadline", version, 12.0) == PASS  # the pod's late start-up
     assert judged("job-deadline.failed-after-deadline", version, 45.0) == FAIL
-    # job-04: the retry's own failure syncs the Job (seen live on v1.24.1: 6 s)
+    # job-04: the retry's own failure syncs the Job (seen live on v1.24.1: 6 s); on 1.24.2 its Ready False, 1 s
     assert judged("job-retry.failed", version, DEADLINE_EXCEEDED) == PASS
-    assert judged("job-retry.failed-after-deadline", version, 6.0) == PASS
+    assert judged("job-retry.failed-after-deadline", version, 1.0 if version == "1.24.2" else 6.0) == PASS
 
 
 @pytest.mark.parametrize("version", ["1.24.0-beta.0", "1.24.1", "1.25.0-alpha.0"])

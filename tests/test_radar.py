@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from harness.base.errors import NotRunnable
+from harness.base.releases import published_releases
 from harness.clusters.kind import clusters as kind_clusters
 from harness.clusters.local import clusters as local_clusters
 from harness.core.expectations import Claim, Expectation
@@ -62,13 +63,15 @@ CLAIMS = {
 }
 
 
-def test_the_pre_releases_asked_for_are_those_listed_and_every_name_of_three_minors_newest_first() -> None:
-    listed = ["v1.36.1", "v1.37.2", "v1.37.0-rc.1"]
+def test_the_pre_releases_asked_for_are_those_listed_and_the_catalogued_ones_of_three_minors_newest_first() -> None:
+    listed = ["v1.36.1", "v1.37.2", "v1.37.0-rc.1", "v1.39.0-alpha.1"]
     release = radar.newest_release(listed)
     assert release is not None and release.text == "v1.37.2"
     asked = radar.pre_release_candidates(listed, release)
-    assert asked[0] == "v1.39.0-rc.3" and asked[-1] == "v1.37.0-alpha.0"
-    assert len(asked) == 3 * 14 and "v1.38.0-alpha.0" in asked and "v1.37.0-rc.1" in asked
+    catalogued = [r for r in published_releases() if r.startswith(("1.37.0-", "1.38.0-"))]
+    assert asked[0] == "v1.39.0-alpha.1" and asked[-1] == "v1.37.0-alpha.0"  # what the proxy lists is asked too
+    assert sorted(asked[1:]) == sorted(f"v{r}" for r in catalogued)
+    assert "v1.37.0-rc.2" not in asked and "v1.38.0-beta.0" in asked  # rc.2 of 1.37 was never published
     assert radar.newest_release(["v1.38.0-alpha.0"]) is None
 
 

@@ -2,8 +2,9 @@
 
 The pre-release is found through the Go module proxy, the way local builds resolve releases
 (harness/gobuild/): the proxy's list of k8s.io/kubernetes versions names the newest release, and the
-pre-releases of its minor and the next two (x.y.0-alpha.N, -beta.N, -rc.N) are asked for by name, since the
-list can lack pre-releases the proxy serves. The newest served one is built (CLUSTER=local: from its Go modules;
+pre-releases of its minor and the next two that the release catalog holds (harness/releases.json, read from the
+CHANGELOGs) are asked for by name, since the list can lack pre-releases the proxy serves; a name the catalog lacks
+was never published and is not asked for. The newest served one is built (CLUSTER=local: from its Go modules;
 kind: a node image, SOURCE=release from the release binaries); one that cannot be built is said in one line and
 the next newest is tried. Every probe runs on it (one `python -m harness probe`), and each claim is compared with
 the newest release's observation (harness/reports/compare.py, as tools/compare_runs.py compares): the shipped live
@@ -22,7 +23,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from harness.base import families
-from harness.base.versions import PRE_RELEASES, KubeVersion
+from harness.base.releases import published_releases
+from harness.base.versions import KubeVersion
 from harness.core.expectations import FAIL, PASS, UNDECIDED, Claim, Expectation, ExpectationError, load_claims
 from harness.reports.compare import Verdicts, differing, verdicts_of
 from harness.reports.coverage import provider_of
@@ -39,12 +41,14 @@ def newest_release(listed: Iterable[str]) -> KubeVersion | None:
 
 
 def pre_release_candidates(listed: Sequence[str], release: KubeVersion) -> list[str]:
-    """The pre-releases to ask the proxy about, newest first: those it lists, and every x.y.0 pre-release name
-    (alpha.0-5, beta.0-3, rc.0-3) of the newest release's minor and the next two."""
+    """The pre-releases to ask the proxy about, newest first: those it lists, and the x.y.0 pre-releases the
+    release catalog (harness/releases.json, from the CHANGELOGs) holds of the newest release's minor and the next
+    two. No name is guessed: a pre-release newer than the catalog is found once tools/release_catalog.py reads it."""
+    minors = {(release.version.major, release.version.minor + ahead) for ahead in MINORS_AHEAD}
     names = {
-        f"v{release.version.major}.{release.version.minor + ahead}.0-{pre}"
-        for ahead in MINORS_AHEAD
-        for pre in PRE_RELEASES
+        f"v{name}"
+        for name in published_releases()
+        if (v := KubeVersion.parse(name).version).is_prerelease and (v.major, v.minor) in minors
     }
     names |= {v for v in listed if KubeVersion.parse(v).version.is_prerelease}
     return sorted(names, key=lambda v: KubeVersion.parse(v).version, reverse=True)
