@@ -29,9 +29,12 @@ def test_the_engines_cgroup_version_is_read_from_docker_info_and_is_2_when_it_do
 
 
 def test_a_cgroup_v1_engine_tells_kubelets_from_1_31_not_to_refuse_it() -> None:
-    for version in ("v1.35.8", "v1.36.4", "v1.31.0-alpha.0", "v1.37.2"):
+    for version in ("v1.35.8", "v1.36.4", "v1.31.0-rc.0", "v1.31.0", "v1.37.2"):
         assert host_kubelet_settings(KubeVersion.parse(version), 1) == {"failCgroupV1": False}, version
     assert host_kubelet_settings(KubeVersion.parse("v1.30.14"), 1) == {}  # the field is unknown before 1.31
+    # k/k#126031 came in 1.31.0-rc.0: pkg/kubelet/apis/config/types.go has no FailCgroupV1 at alpha.2 or beta.0
+    for version in ("v1.31.0-alpha.0", "v1.31.0-alpha.2", "v1.31.0-beta.0"):
+        assert host_kubelet_settings(KubeVersion.parse(version), 1) == {}, version
     assert host_kubelet_settings(KubeVersion.parse("v1.35.8"), 2) == {}  # cgroup v2 hosts need nothing
 
 

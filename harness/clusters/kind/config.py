@@ -1,7 +1,7 @@
 """The kind cluster config the suite writes: its nodes, and one KubeletConfiguration patch that every node's
 kubelet takes (kubeadm reads the kubelet configuration from the first node only: kind docs, kind#3849).
 
-What the host asks of every kubelet (harness/clusters/kubelet_host.py: on cgroup v1, from 1.31, `failCgroupV1:
+What the host asks of every kubelet (harness/clusters/kubelet_host.py: on cgroup v1, from 1.31.0-rc.0, `failCgroupV1:
 false`) goes into that patch: kind v0.20.0 writes no such field, so on a cgroup v1 Docker engine a 1.35 node's
 kubelet would exit and its control plane never come up. kubeadm's own cgroup v1 refusal
 (kubernetes/kubernetes#134744) is in its preflight phase, which kind skips (`--skip-phases=preflight`,

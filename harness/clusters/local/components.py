@@ -18,7 +18,7 @@ JsonDict = dict[str, Any]
 
 
 def kubelet_cgroup_settings(cgroups: HostCgroups, cgroup_root: str, version: str) -> JsonDict:
-    """The kubelet's cgroup fields for this host: its driver, the suite's root, and on cgroup v1 from 1.31
+    """The kubelet's cgroup fields for this host: its driver, the suite's root, and on cgroup v1 from 1.31.0-rc.0
     `failCgroupV1: false` (from 1.35 the kubelet refuses a v1 host unless told; the field is unknown before)."""
     settings: JsonDict = {"cgroupDriver": cgroups.driver, "cgroupRoot": cgroup_root}
     return {**settings, **host_kubelet_settings(KubeVersion.parse(version), cgroups.version)}
