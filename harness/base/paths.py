@@ -52,3 +52,21 @@ def shutdown_image_tag(base_reference: str) -> str:
     version = repository_tag.rsplit(":", 1)[-1] if ":" in repository_tag.rsplit("/", 1)[-1] else "latest"
     digest = hashlib.sha256(base_reference.encode()).hexdigest()[:12]
     return f"{SHUTDOWN_IMAGE_REPOSITORY}:{version}-{digest}"
+
+
+def in_checkout(path: Path, repo: Path = REPO) -> str:
+    """How a committed record names a path: relative to the checkout ("runs/bisect-…/1.28.4"), so a record means
+    the same on every clone; a path outside the checkout (a --run-dir elsewhere) stays as given."""
+    resolved = path.resolve()
+    try:
+        return str(resolved.relative_to(repo.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def from_record(text: str, repo: Path = REPO) -> Path:
+    """A path a committed record names, as a path here: relative ones are under the checkout; an absolute one (old
+    records were written with the recording machine's paths, such as /work/live2/runs/…) is kept, though it may
+    name nothing on this machine."""
+    path = Path(text)
+    return path if path.is_absolute() else repo / path

@@ -19,7 +19,7 @@ from pathlib import Path
 from harness.base import inputs
 from harness.base.errors import PrerequisiteMissing, stopping
 from harness.base.inputs import BadInput
-from harness.base.paths import TOOLS
+from harness.base.paths import TOOLS, in_checkout
 from harness.base.process import run_through_interrupt
 from harness.base.run import new_run_id, safe_name, suite_version
 from harness.base.versions import VersionError
@@ -220,7 +220,7 @@ def _bisect_on_a_claim(args: argparse.Namespace, kind: ClusterKind, axis: Releas
         print("+ " + " ".join(command), flush=True)
         with (directory / f"{name}.log").open("w") as log:
             run_through_interrupt(command, log)
-        seen.run_dir = str(run_dir)
+        seen.run_dir = in_checkout(run_dir)  # relative to the checkout: the record is committed
         seen.observed, seen.verdicts = bisect_module.claim_observations(run_dir, args.claim)
         for run_json in sorted(run_dir.glob("*/run.json")):
             record = json.loads(run_json.read_text())
@@ -231,7 +231,7 @@ def _bisect_on_a_claim(args: argparse.Namespace, kind: ClusterKind, axis: Releas
                 **({"cluster_error": record["cluster_error"]} if record.get("cluster_error") else {}),
             }
         if not seen.observed:
-            seen.why = f"the run observed nothing for the claim (log: {directory / f'{name}.log'})"
+            seen.why = f"the run observed nothing for the claim (log: {in_checkout(directory / f'{name}.log')})"
         return seen
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -250,7 +250,7 @@ def _bisect_on_a_claim(args: argparse.Namespace, kind: ClusterKind, axis: Releas
         "started": started,
         "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         "kernel": platform.release(),
-        "runs": str(directory),
+        "runs": in_checkout(directory),
         **suite_version(),
     }
     record = bisect_module.bisection_record(name, args.claim, args.probe, args.good, args.bad, oracle, found, ran)
