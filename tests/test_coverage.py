@@ -220,13 +220,30 @@ def test_releases_not_built_here_come_from_bisection_skips_and_this_machines_fai
     remember_not_built("1.28.0-alpha.2", "refused", tools)
     remember_not_built("1.28.0-alpha.2", None, tools)  # built since
     assert list(not_built_here(tools)) == ["1.28.0-alpha.3"]
-    found = {str(v): why for v, why in coverage.not_buildable(bisections, tools).items()}
+    found = {str(v): why for v, why in coverage.not_buildable(bisections, tools, committed={}).items()}
     assert found["1.31.0a1"] == "2026-11-26: the proxy refused it"
     assert found["1.28.0a3"].endswith(": building Kubernetes v1.28.0-alpha.3 failed (go build): no package y")
     assert sorted(found) == ["1.28.0a3", "1.31.0a1"]
     (tools / "kubernetes" / "v1.31.0-alpha.1").mkdir(parents=True)
     (tools / "kubernetes" / "v1.31.0-alpha.1" / "build.json").write_text("{}")  # served and built since
-    assert sorted(str(v) for v in coverage.not_buildable(bisections, tools)) == ["1.28.0a3"]
+    assert sorted(str(v) for v in coverage.not_buildable(bisections, tools, committed={})) == ["1.28.0a3"]
+
+
+def test_a_fresh_clone_knows_what_does_not_build_here_from_committed_files(tmp_path: Path) -> None:
+    """Nothing in .tools/: the releases tried here that did not build (harness/known_not_built.json) and the proxy's
+    refusals the gate ledger met are still known, and an old record's skip of a release that was never published
+    (1.31.0-alpha.4) is not."""
+    bisections = tmp_path / "bisections"
+    bisections.mkdir()
+    tried = [
+        {"version": v, "outcome": "skip", "why": "could not be built: 403"}
+        for v in ("1.31.0-alpha.4", "1.31.0-alpha.2")
+    ]
+    (bisections / "b.json").write_text(json.dumps({"tried": tried, "ran": {"finished": "2026-11-26T10:00:00+00:00"}}))
+    found = {coverage.release_text(v): why for v, why in coverage.not_buildable(bisections, tmp_path / "tools").items()}
+    assert "1.31.0-alpha.4" not in found and found["1.31.0-alpha.2"] == "2026-11-26: 403"
+    assert found["1.27.0-alpha.3"].startswith("2026-11-27: ") and "v1alpha2" in found["1.27.0-alpha.3"]
+    assert "the Go module proxy refuses k8s.io/kubernetes@v1.21.0-alpha.1" in found["1.21.0-alpha.1"]
 
 
 def test_a_probe_not_recorded_yet_is_taken_for_the_claims_no_recorded_probe_of_its_family_checks() -> None:
@@ -320,16 +337,18 @@ def test_the_figure_check_sees_a_stale_figure() -> None:
     assert not STATED_FIGURE.findall("claim version ranges")
 
 
-def test_releases_tried_here_that_did_not_build_are_known_releases_too(tmp_path: Path) -> None:
-    """1.27.0-beta.0 is named by no range, recording or bisection; once a build of it failed here, coverage names it
-    among the releases of the range it is in."""
+def test_the_known_releases_are_the_catalogued_ones_and_never_an_unpublished_name(tmp_path: Path) -> None:
+    """From 1.21 on the known releases are the release catalog's: 1.27.0-beta.0, named by no range, recording or
+    bisection, is one; 1.31.0-alpha.4, which a build or an old record may name, was never published."""
     from packaging.version import Version
 
     empty = coverage.observed_in([])
-    plain = [v.text for v in coverage.known_releases(coverage.Coverage([]), empty, tmp_path)]
-    assert "1.27.0-beta.0" not in plain
-    known = coverage.known_releases(coverage.Coverage([]), empty, tmp_path, also=[Version("1.27.0b0")])
-    assert "1.27.0-beta.0" in [v.text for v in known]
+    known = [
+        v.text for v in coverage.known_releases(coverage.Coverage([]), empty, tmp_path, also=[Version("1.31.0a4")])
+    ]
+    assert "1.27.0-beta.0" in known and "1.31.0-alpha.3" in known and "1.31.0-alpha.4" not in known
+    assert next(k for k in known if k.startswith("1.21.0-")) == "1.21.0-alpha.0"
+    assert "1.19.16" in known  # before the catalog: the pinned images, with the numbering's gaps filled
 
 
 def test_a_range_whose_live_runs_found_the_claim_not_observable_says_so_and_is_not_planned_there() -> None:
@@ -350,3 +369,25 @@ def test_a_range_whose_live_runs_found_the_claim_not_observable_says_so_and_is_n
     assert "not observable on the releases inside that build here" in coverage.render_plan(tried_only, found)
     another = coverage.plan_builds(found, [KubeVersion.parse("1.24.0-alpha.2"), KubeVersion.parse("1.24.0-alpha.4")])
     assert [b.release.text for b in another.builds] == ["1.24.0-alpha.4"] and another.unobservable == []
+
+
+def test_a_gated_range_holds_a_live_run_only_when_each_gate_stretch_holds_one() -> None:
+    """JobPodFailurePolicy is on by default from 1.26 (beta) and GA and locked from 1.31 (pkg/features at the tags):
+    a row over >=1.26.0-beta.0 naming it is two stretches; a run on 1.27.3 alone leaves the locked one without a run,
+    and the plan takes a release inside it."""
+    gated = Claim(
+        "g",
+        "a claim",
+        "an observable",
+        "doc",
+        (Expectation(versions=">=1.26.0-beta.0", value=1, gates=("JobPodFailurePolicy",)),),
+    )
+    observed = coverage.observed_in([record("p", "v1.27.3", {"g": "pass"})])
+    (only,) = coverage.claim_ranges(observed, {"fam": {"g": gated}}).ranges
+    assert len(only.stretches) >= 2 and not only.covered
+    assert [s.states for s in only.lacking][0] == ("on, locked",)
+    assert "no live run in 1.31." in only.label and "JobPodFailurePolicy on, locked" in only.label
+    assert only.contains(KubeVersion.parse("1.33.0")) and not only.contains(KubeVersion.parse("1.27.4"))
+    both = coverage.observed_in([record("p", "v1.27.3", {"g": "pass"}), record("p", "v1.37.2", {"g": "pass"})])
+    (covered,) = coverage.claim_ranges(both, {"fam": {"g": gated}}).ranges
+    assert covered.covered and not covered.lacking

@@ -36,6 +36,10 @@ class Expectation:
     sources: tuple[str, ...] = ()
     note: str | None = None
     one_of: tuple[Expectation, ...] = ()
+    # the feature gates whose defaults this row's value rests on: tests/test_gate_rows.py fails when one's default
+    # changes inside the range (the gate ledger, harness/gate_ledger.json), and make coverage wants a live run in
+    # each stretch of the range where their states (stage and default) hold
+    gates: tuple[str, ...] = ()
 
     def matches(self, observed: Any) -> bool:
         if self.one_of:
@@ -204,6 +208,9 @@ def load_claims(family: str, root: Path | None = None) -> dict[str, Claim]:
             if "one_of" in entry and (len(alternatives) < 2 or not entry.get("note")):
                 raise ExpectationError(f"{where}: one_of needs two outcomes or more and a note saying what decides")
             outcome = _outcome(entry, where, allowed=("value", "between", "one_of"))
+            gates = entry.get("gates") or []
+            if not isinstance(gates, list) or not all(isinstance(g, str) and g.isidentifier() for g in gates):
+                raise ExpectationError(f"{where}: gates is a list of feature gate names, not {gates!r}")
             expectations.append(
                 replace(
                     outcome,
@@ -211,6 +218,7 @@ def load_claims(family: str, root: Path | None = None) -> dict[str, Claim]:
                     sources=tuple(entry["sources"]),
                     note=entry.get("note"),
                     one_of=tuple(_outcome(a, where, allowed=("value", "between")) for a in alternatives),
+                    gates=tuple(gates),
                 )
             )
         claims[claim_id] = Claim(

@@ -11,10 +11,13 @@ The recordings are read by replaying them (`pytest probes --replay probes` in a 
 seconds), so the probes themselves say which claims they observe, and the version is the one the server
 reported. `make report` uses the same counting on the records it reads (`section_data`).
 
+A row that names the feature gates its value rests on (`gates:`) holds a live run only when every stretch of its
+range over which those gates keep one state (the gate ledger, harness/base/gates.py) holds one.
+
 `make coverage --plan`: a greedy set cover of the ranges no live run holds, over the releases the suite knows
-(pinned node images, the versions the recordings, bisections and expectation ranges name; a minor's patches
-and a pre-release line's numbers have no gaps, so those between are known too). A range older than what
-builds here (every version in it before 1.21) is said so, not planned; so is a range no known release is in.
+(every release of the release catalog from 1.21 on; before it the pinned node images and the versions the
+recordings and expectation ranges name). A range older than what builds here (every version in it before 1.21)
+is said so, not planned; so is a range no known release is in.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 from packaging.version import Version
 
 from harness.base import families, paths
+from harness.base.gates import Stretch, refused_releases, stretches
+from harness.base.releases import first_catalogued, is_published, published_releases
 from harness.base.versions import KubeVersion, known_images, range_parts, version_range
 from harness.clusters.kind.node_images import modules_tag
 from harness.core.expectations import NOT_OBSERVABLE, PASS, Claim, load_claims
@@ -87,10 +92,18 @@ class ClaimRange:
     unrecorded: bool = False  # `probes` are its family's probes not recorded live yet (none recorded checks it)
     none_builds: tuple[str, ...] = ()  # every known release inside is known not to build here (mark_unbuildable)
     unobservable: list[LiveRun] = field(default_factory=list)  # live runs inside that found the claim not observable
+    # where the row names the gates its value rests on: the range cut where their states change (gate ledger)
+    stretches: tuple[Stretch, ...] = ()
+
+    @property
+    def lacking(self) -> list[Stretch]:
+        """The gate stretches no live run is in (none when the row names no gate)."""
+        return [s for s in self.stretches if not any(s.holds(run.version) for run in self.runs)]
 
     @property
     def covered(self) -> bool:
-        return bool(self.runs)
+        """A live run inside, and one in every stretch of the named gates' states."""
+        return bool(self.runs) and not self.lacking
 
     @property
     def older(self) -> bool:
@@ -98,11 +111,17 @@ class ClaimRange:
         return older_than_built_here(self.text)
 
     def contains(self, version: KubeVersion) -> bool:
-        return version.satisfies(self.text)
+        """In the range, and, once a run is in it, in a gate stretch still without one (what a build would add)."""
+        if not version.satisfies(self.text):
+            return False
+        lacking = self.lacking
+        return not (self.runs and lacking) or any(s.holds(version) for s in lacking)
 
     @property
     def label(self) -> str:
-        return f"{self.family} {self.claim} {self.text}"
+        """'fam claim >=1.26.0-beta.0', and the gate stretches still without a run when others have one."""
+        lacking = "; ".join(s.label for s in self.lacking) if self.runs else ""
+        return f"{self.family} {self.claim} {self.text}" + (f" (no live run in {lacking})" if lacking else "")
 
 
 @dataclass
@@ -188,8 +207,19 @@ def claim_ranges(observed: Observed, claims: Mapping[str, Mapping[str, Claim]] |
                 for part in range_parts(expectation.versions):
                     inside = sorted(run for run in runs if run.version.satisfies(part))
                     missed = sorted(run for run in unobservable if run.version.satisfies(part))
+                    cut = tuple(stretches(expectation.gates, part)[0]) if expectation.gates else ()
                     ranges.append(
-                        ClaimRange(family, claim.id, part, inside, probes, kind_only, unrecorded, unobservable=missed)
+                        ClaimRange(
+                            family,
+                            claim.id,
+                            part,
+                            inside,
+                            probes,
+                            kind_only,
+                            unrecorded,
+                            unobservable=missed,
+                            stretches=cut if len(cut) > 1 else (),
+                        )
                     )
     return Coverage(ranges)
 
@@ -298,18 +328,35 @@ def bisection_versions(directory: Path) -> set[Version]:
     return found
 
 
-def not_buildable(bisections: Path | None = None, tools: Path | None = None) -> dict[Version, str]:
-    """Releases known not to build here, each with why: the bisection records' skips that could not be built
-    (committed evidence, e.g. the 403s of 1.31.0-alpha.0 ... alpha.5) and this machine's failed builds
-    (.tools/kubernetes/not-built.json); the latter win, being newer. A release built here since is not one."""
+KNOWN_NOT_BUILT_FILE = paths.REPO / "harness" / "known_not_built.json"
+
+
+def known_not_built(path: Path = KNOWN_NOT_BUILT_FILE) -> dict[str, str]:
+    """The committed releases tried here that did not build: release -> 'YYYY-MM-DD: why'."""
+    releases = json.loads(path.read_text())["releases"]
+    return {str(release): str(why) for release, why in releases.items()}
+
+
+def not_buildable(
+    bisections: Path | None = None, tools: Path | None = None, committed: Mapping[str, str] | None = None
+) -> dict[Version, str]:
+    """Releases known not to build here, each with why, from what is committed (so a fresh clone plans the same):
+    the releases tried here that did not build (harness/known_not_built.json), the proxy's refusals of the tag
+    that the gate ledger met, and the bisection records' skips that could not be built (only published releases:
+    an old record also lists names that were never released, such as 1.31.0-alpha.4); then this machine's
+    failed builds (.tools/kubernetes/not-built.json), which win, being newer. A release built here since is not
+    one. `committed`: release -> why, instead of the two committed files."""
     tools = tools or paths.TOOLS
-    found: dict[Version, str] = {}
+    if committed is None:
+        committed = {**refused_releases(), **known_not_built()}
+    found: dict[Version, str] = {KubeVersion.parse(r).version: why for r, why in committed.items()}
     for record in sorted((bisections or paths.REPO / "bisections").glob("*.json")):
         data = json.loads(record.read_text())
         finished = str((data.get("ran") or {}).get("finished") or "")[:10]
         for tried in data.get("tried") or []:
             why = str(tried.get("why") or "")
-            if tried.get("outcome") == "skip" and why.startswith("could not be built"):
+            published = is_published(KubeVersion.parse(str(tried["version"])).version)
+            if tried.get("outcome") == "skip" and why.startswith("could not be built") and published:
                 first_line = why.removeprefix("could not be built: ").splitlines()[0]
                 found[KubeVersion.parse(str(tried["version"])).version] = f"{finished}: {first_line}"
     for release, why in not_built_here(tools).items():
@@ -341,14 +388,17 @@ def with_gaps_filled(versions: Iterable[Version]) -> set[Version]:
 def known_releases(
     coverage: Coverage, observed: Observed, bisections: Path | None = None, also: Iterable[Version] = ()
 ) -> list[KubeVersion]:
-    """The releases the suite knows, oldest first: pinned node images, server versions of live records,
-    bisection candidates, the versions the expectation ranges name and `also` (those tried here that did not
-    build), with the numbering's gaps filled."""
+    """The releases the suite knows, oldest first: every release of the release catalog (harness/releases.json,
+    from 1.21.0-alpha.0 on), and before it the pinned node images, the server versions of live records and the
+    versions the expectation ranges name, with the numbering's gaps filled. A name from 1.21 on that the catalog
+    lacks (an old bisection record's 1.31.0-alpha.4, `also`) was never published and is not one."""
     named = {i.kubernetes.version for i in known_images()} | set(also)
     named |= {KubeVersion.parse(v).version for v in observed.versions}
     named |= bisection_versions(bisections or paths.REPO / "bisections")
     named |= named_in_ranges(r.text for r in coverage.ranges)
-    return sorted(KubeVersion.parse(release_text(v)) for v in with_gaps_filled(named))
+    first = first_catalogued()
+    older = {v for v in with_gaps_filled(v for v in named if v < first) if v < first}
+    return sorted(KubeVersion.parse(release_text(v)) for v in older | {Version(r) for r in published_releases()})
 
 
 @dataclass
@@ -503,8 +553,9 @@ def render(coverage: Coverage, uncovered_only: bool = False) -> str:
         if r.claim != claim:
             claim = r.claim
             lines.append(f"  {r.claim}")
-        seen = runs_text(r.runs, most=TERMINAL_VERSIONS) if r.covered else f"not seen live{why_not(r)}"
+        seen = runs_text(r.runs, most=TERMINAL_VERSIONS) if r.runs else f"not seen live{why_not(r)}"
         lines.append(f"    {r.text:<{width}}{seen}")
+        lines += [f"    {'':<{width}}no live run in the gate stretch {s.label}" for s in r.lacking if r.runs]
     return "\n".join(lines)
 
 
