@@ -385,7 +385,7 @@ def test_a_gated_range_holds_a_live_run_only_when_each_gate_stretch_holds_one() 
     observed = coverage.observed_in([record("p", "v1.27.3", {"g": "pass"})])
     (only,) = coverage.claim_ranges(observed, {"fam": {"g": gated}}).ranges
     assert len(only.stretches) >= 2 and not only.covered
-    assert [s.states for s in only.lacking][0] == ("on, locked",)
+    assert [s.states for s in only.lacking] == [("on, locked",)]
     assert "no live run in 1.31." in only.label and "JobPodFailurePolicy on, locked" in only.label
     assert only.contains(KubeVersion.parse("1.33.0")) and not only.contains(KubeVersion.parse("1.27.4"))
     both = coverage.observed_in([record("p", "v1.27.3", {"g": "pass"}), record("p", "v1.37.2", {"g": "pass"})])
