@@ -22,7 +22,7 @@ def test_a_path_inside_the_checkout_is_written_relative_and_read_back_under_the_
 
 
 def test_old_records_with_another_machines_paths_are_read_as_they_are() -> None:
-    """e.g. "/work/live2/runs/bisect-…": kept absolute (it names nothing here), and the readers of the records
+    """An old record's absolute run directory is kept (it names nothing here), and the readers of the records
     (coverage's known releases and skips) take every committed record."""
     absolute = 0
     for record in sorted(BISECTIONS.glob("*.json")):

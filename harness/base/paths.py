@@ -66,7 +66,7 @@ def in_checkout(path: Path, repo: Path = REPO) -> str:
 
 def from_record(text: str, repo: Path = REPO) -> Path:
     """A path a committed record names, as a path here: relative ones are under the checkout; an absolute one (old
-    records were written with the recording machine's paths, such as /work/live2/runs/…) is kept, though it may
+    records were written with the recording machine's absolute paths) is kept, though it may
     name nothing on this machine."""
     path = Path(text)
     return path if path.is_absolute() else repo / path
