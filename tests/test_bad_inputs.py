@@ -438,10 +438,15 @@ def _child(argv: list[str], tmp: Path, env: dict[str, str]) -> tuple[subprocess.
 
 
 @pytest.mark.parametrize("name", SUBPROCESS)
-def test_the_real_entry_point_refuses_without_a_traceback(name: str, tmp: Path) -> None:
+def test_the_real_entry_point_refuses_without_a_traceback(
+    name: str, tmp: Path, record_property: Callable[[str, object], None]
+) -> None:
+    """What shows the refusal came before anything slow is what was reached, not the wall clock: kind and docker
+    never asked here, and the in-process row of the same input fails on any slow step reached. The time taken is
+    kept as a figure (a JUnit property, 0.4-0.9 s on an idle machine), not asserted: under load it measured 9.4 s."""
     started = time.monotonic()
     proc, calls = _child([sys.executable, "-m", "harness", *expand(HARNESS[name].argv, tmp)], tmp, {})
-    assert time.monotonic() - started < 5.0  # measured 0.4-0.9 s here: the refusal comes before anything slow
+    record_property("refusal_s", round(time.monotonic() - started, 2))
     assert_refused(proc.returncode, HARNESS[name], proc.stdout, proc.stderr)
     assert calls == []  # kind and docker never asked: nothing started
 

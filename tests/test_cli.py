@@ -49,12 +49,16 @@ def main(
     return call
 
 
-def test_without_docker_and_kind_probe_fails_in_seconds_naming_both(tmp_path: Path) -> None:
+def test_without_docker_and_kind_probe_fails_in_seconds_naming_both(
+    tmp_path: Path, record_property: Callable[[str, object], None]
+) -> None:
+    """Nothing slow can have started: with neither on PATH no cluster can be made. The time is a figure (a JUnit
+    property), not a pass/fail bound, which a loaded machine would move."""
     proc, took = run_cli("probe", "--version", "1.27", path=str(tmp_path))
+    record_property("refusal_s", round(took, 2))
     assert proc.returncode == 3
     assert "docker is not on PATH" in proc.stderr
     assert "kind is not on PATH" in proc.stderr
-    assert took < 30  # seconds, not a cluster's minutes (loose: a loaded runner starts Python slowly)
 
 
 def test_unknown_version_exits_non_zero_and_lists_the_known_ones(main: Callable[..., tuple[int, str]]) -> None:

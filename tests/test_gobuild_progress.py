@@ -72,7 +72,9 @@ def test_in_a_log_the_progress_is_a_line_at_each_interval(tmp_path: Path) -> Non
     with progress.Progress(log, start, lambda: 10, out=out, interval_s=0.05):
         with log.open("a") as writing:
             writing.write("internal/goarch\n")
-        time.sleep(0.3)
+        deadline = time.monotonic() + 60  # the next tick, whenever a loaded machine runs the progress thread
+        while "last: internal/goarch" not in out.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.02)
     lines = out.getvalue().splitlines()
     assert lines and "\r" not in out.getvalue()
     assert lines[-1].endswith("compiled 1 packages (about 10 in the build)  last: internal/goarch")
