@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from harness.base.run import suite_version
 from harness.core.transport import Recording
 from tests.live import live
@@ -17,7 +19,7 @@ from tests.live import live
 REPO = Path(__file__).resolve().parent.parent
 
 
-def pytest_run(*args: str, timeout: float = 120, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def pytest_run(*args: str, timeout: float = 600, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
         cwd=REPO,
@@ -58,15 +60,43 @@ def test_a_contradicting_recording_fails_the_probe_and_leaves_evidence(tmp_path:
     assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
 
 
-def test_without_a_cluster_live_probes_are_skipped_with_one_reason_never_passed(tmp_path: Path) -> None:
-    proc = pytest_run("probes/phase_after_deletion/test_phase_after_deletion.py", "--run-dir", str(tmp_path), "-rs")
-    assert proc.returncode == 0, proc.stdout
-    assert "7 skipped" in proc.stdout
-    assert "passed" not in proc.stdout.splitlines()[-1]
-    assert (
-        "live probe: give --kind-version (a new kind cluster), --local-version (a local one), "
-        "--kubeconfig (an existing one) or --replay DIR" in proc.stdout
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+def test_without_a_cluster_probes_are_refused_in_one_line_never_green(tmp_path: Path, workers: list[str]) -> None:
+    """No cluster option, no existing cluster, no replay: not 29 skipped and exit 0 (a CI job calling pytest would go
+    green having probed nothing), but a usage error naming the options, before any probe, with no run record."""
+    proc = pytest_run("probes", "--run-dir", str(tmp_path / "runs"), *workers)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    refused = [line for line in proc.stderr.splitlines() if line.startswith("ERROR")]
+    assert refused == [
+        "ERROR: bad input: 29 probes selected and no cluster to run them on: give --kind-version (a new kind "
+        "cluster), --local-version (a local one), --kubeconfig (an existing one), or --replay probes (the shipped "
+        "recordings)"
+    ], proc.stderr
+    assert "passed" not in proc.stdout and not list((tmp_path / "runs").glob("*/run*.json"))
+
+
+def test_a_selection_with_no_probe_is_not_refused(tmp_path: Path) -> None:
+    proc = pytest_run("probes", "--run-dir", str(tmp_path), "-k", "nosuchprobe")
+    assert proc.returncode == 5, proc.stdout  # pytest's own "no tests collected", not a pass either
+
+
+def test_a_run_record_says_passed_only_when_a_probe_ran(tmp_path: Path) -> None:
+    """A run whose pytest ended green with no probe run (every probe skipped) records "no probe ran"."""
+    (tmp_path / "test_no_probe.py").write_text("def test_only_the_run(run):\n    pass\n")
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "pytest", "-p", "harness.doors.pytest_plugin", "-p", "no:cacheprovider"),
+            *(str(tmp_path / "test_no_probe.py"), "--rootdir", str(REPO), "--run-dir", str(tmp_path / "runs")),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
     )
+    assert proc.returncode == 0, proc.stdout
+    (run_json,) = (tmp_path / "runs").glob("*/run.json")
+    assert json.loads(run_json.read_text())["status"] == "no probe ran"
 
 
 def test_an_unknown_version_is_a_usage_error_listing_the_known_ones(tmp_path: Path) -> None:
@@ -148,7 +178,7 @@ def test_sigterm_while_a_probe_waits_still_runs_teardown(tmp_path: Path) -> None
         if "waiting" in line:
             break
     proc.send_signal(signal.SIGTERM)
-    output, _ = proc.communicate(timeout=30)
+    output, _ = proc.communicate(timeout=600)
     assert proc.returncode == 130, output  # as every interrupt of the suite, not pytest's 2
     assert marker.read_text() == "teardown ran"
     assert "Traceback" not in output
@@ -429,7 +459,7 @@ def run_written_probes(tmp_path: Path, *args: str) -> tuple[subprocess.Completed
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
         env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "400"},  # summary lines unabridged
     )
     return proc, tmp_path / "runs"

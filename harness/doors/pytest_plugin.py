@@ -13,7 +13,8 @@ its module is in, probes/<family>/ (harness/base/families.py). Where it runs:
 - `--replay DIR`: on the recordings in DIR, once per recording of that probe, with no cluster at all (a probe
   without one is skipped by name: its claims rest on the expectations alone, as on a version no cluster ran).
 Each kind of cluster declares its own options (harness/clusters/kinds.py); the plugin chooses one kind, once.
-Without any of these, and without Docker and kind, live probes are skipped with one reason.
+Probes selected with none of these are refused as a usage error in one line naming the options (exit 4): a run
+that probed nothing never ends green, and a run record says "passed" only when a probe ran and passed.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from harness.base.inputs import BadInput
 from harness.base.process import sigterm_as_interrupt
 from harness.base.run import Run, new_run_id
 from harness.clusters.kinds import ClusterKind, Option, Runnable
-from harness.clusters.registry import KINDS, asked_kinds, attached_kind, kind_for, kind_named, one_of
+from harness.clusters.registry import KINDS, asked_kinds, attached_kind, kind_for, kind_named, one_of, options_said
 from harness.core.probe import ClaimsUndecided, Probe
 from harness.core.transport import Recording
 from harness.reports.schedule import PlannedScheduling, longest_first, read_durations
@@ -55,6 +56,9 @@ pytest_plugins = ["harness.doors.probe_fixtures"]
 REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
 OUTCOMES = pytest.StashKey[dict[str, int]]()  # failed / undecided probe calls of this session
 UNDECIDED_OUTCOME = "undecided"
+NO_PROBE_RAN = "no probe ran"  # a run record's status when pytest ended green but every probe was skipped
+RAN = "ran"  # OUTCOMES: probe calls that ran to a verdict
+PROBE_FIXTURE = "probe"  # what makes a test function a probe
 RUN = pytest.StashKey[Run]()
 # pytest -n N (pytest-xdist) without --run-id: the run id the controller gives its workers, so they share one run
 SHARED_RUN_ID = pytest.StashKey[str]()
@@ -62,6 +66,8 @@ CLUSTER = pytest.StashKey["ChosenCluster"]()  # the cluster the options chose, r
 RECORDINGS = pytest.StashKey[dict[str, list[Path]]]()  # --replay: recording files by the probe they are of
 DURATIONS = pytest.StashKey[dict[str, float]]()  # --schedule: seconds per probe id (harness/reports/schedule.py)
 INTERRUPTED_LINE = pytest.StashKey[str]()  # said last, after pytest's own summary
+REFUSED_LINE = pytest.StashKey[str]()  # pytest-xdist's controller: why its workers ran no probe (no cluster)
+REFUSED_KEY = "plp_refused"  # the same, in a worker's workeroutput
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -231,9 +237,22 @@ def not_recorded(name: str, config: pytest.Config) -> str:
     )
 
 
-@pytest.hookimpl(trylast=True)
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected what they drop
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """--schedule: the probes longest first (each pytest-xdist worker collects, so each sees this order)."""
+    """Probes selected with no cluster and no recordings to run them on are refused, not skipped into a green run;
+    --schedule: the probes longest first (each pytest-xdist worker collects, so each sees this order)."""
+    probes = [item for item in items if PROBE_FIXTURE in getattr(item, "fixturenames", ())]
+    if probes and CLUSTER not in config.stash and not config.getoption("--replay") and not config.option.collectonly:
+        refused = (
+            f"{BAD_INPUT_CLASS}: {len(probes)} probes selected and no cluster to run them on: give "
+            f"{', '.join(options_said(parenthesised=False))}, or --replay probes (the shipped recordings)"
+        )
+        if not hasattr(config, "workerinput"):
+            raise pytest.UsageError(refused)
+        # a pytest-xdist worker: an error here would crash it; its controller says the line and exits 4
+        config.workeroutput[REFUSED_KEY] = refused  # type: ignore[attr-defined]
+        config.hook.pytest_deselected(items=probes)
+        items[:] = [item for item in items if item not in probes]
     durations = config.stash.get(DURATIONS, None)
     if durations is not None:
         by_id = {item.nodeid: item for item in items}
@@ -266,8 +285,10 @@ def pytest_runtest_makereport(
     report = yield
     if report.failed and call.excinfo is not None and call.excinfo.errisinstance(ClaimsUndecided):
         vars(report)[UNDECIDED_OUTCOME] = True  # kept through pytest-xdist's report serialisation
+    counts = item.config.stash.setdefault(OUTCOMES, {})
+    if report.when == "call" and not report.skipped and PROBE_FIXTURE in getattr(item, "fixturenames", ()):
+        counts[RAN] = counts.get(RAN, 0) + 1  # a probe ran (passed, failed or undecided): the record may say passed
     if report.failed:  # for the run record's status: failed, or only undecided
-        counts = item.config.stash.setdefault(OUTCOMES, {})
         key = UNDECIDED_OUTCOME if is_undecided(report) else "failed"
         counts[key] = counts.get(key, 0) + 1
     item.stash.setdefault(REPORTS, {})[report.when] = report
@@ -304,17 +325,28 @@ def pytest_configure_node(node: Any) -> None:
         node.workerinput["plp_recordings"] = {probe: [str(p) for p in paths] for probe, paths in recordings.items()}
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist's controller, as each worker ends: a worker that refused its probes (no cluster) says why."""
+    if refused := getattr(node, "workeroutput", {}).get(REFUSED_KEY):
+        node.config.stash[REFUSED_LINE] = refused
+
+
 # ---------------------------------------------------------------------------------------- summary
 
 
 @pytest.hookimpl(trylast=True)  # after pytest's own sessionfinish has torn the fixtures down (the cleanup)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if REFUSED_LINE in session.config.stash:  # pytest-xdist's controller: its workers refused the probes
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
     run = session.config.stash.get(RUN, None)
     if run is not None:
         status = {0: "passed", 1: "failed", 2: "interrupted"}.get(int(exitstatus), f"exit {int(exitstatus)}")
         counts = session.config.stash.get(OUTCOMES, {})
         if status == "failed" and counts.get(UNDECIDED_OUTCOME) and not counts.get("failed"):
             status = UNDECIDED_OUTCOME  # every failure was a claim left undecided: not evidence of a regression
+        if status == "passed" and not counts.get(RAN):
+            status = NO_PROBE_RAN  # every probe skipped (none recorded, no second cluster): not a pass
         cleanup = run.provenance.get("cleanup", [])
         run.write_provenance(
             cleaned={
@@ -354,6 +386,8 @@ def _interrupted_line(run: Run) -> str:
 def pytest_unconfigure(config: pytest.Config) -> None:
     if line := config.stash.get(INTERRUPTED_LINE, None):
         print(line, file=sys.stderr, flush=True)
+    if refused := config.stash.get(REFUSED_LINE, None):
+        print(f"ERROR: {refused}", file=sys.stderr, flush=True)  # as pytest says a usage error without workers
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -366,7 +400,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         for report in undecided:
             crash = getattr(report.longrepr, "reprcrash", None)
             terminalreporter.write_line(f"UNDECIDED {report.nodeid} - {getattr(crash, 'message', '')}")
-    if RUN not in config.stash and SHARED_RUN_ID in config.stash:  # pytest-xdist's controller: where its workers wrote
+    if RUN not in config.stash and SHARED_RUN_ID in config.stash and REFUSED_LINE not in config.stash:
+        # pytest-xdist's controller: where its workers wrote
         terminalreporter.write_sep("-", "pod-lifecycle probes")
         shared = Path(config.getoption("--run-dir")) / config.stash[SHARED_RUN_ID]
         terminalreporter.write_line(f"run records, recordings and evidence: {shared}")
