@@ -1,44 +1,37 @@
 # `make` or `make help` lists the targets and variables; docs/ is the manual.
 .DEFAULT_GOAL := help
 
+# Whether CLUSTER was given on the command line (refuse-cluster, make clean), noted before it is made literal below.
+CLUSTER_FROM_COMMAND_LINE := $(filter command line,$(origin CLUSTER))
+
+# Every variable given on the command line is taken literally and exported as it is: make would otherwise expand
+# it (`$(...)` run or emptied) when it exports it to a recipe. No recipe puts a variable's value into a shell
+# command line: each runs `python -m harness make <target>`, which reads the variables it takes from its
+# environment (harness/doors/make_variables.py), so backticks, `$(...)`, quotes and `;` are text, never run.
+$(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(eval override $(v) := $$(value $(v)))$(eval export $(v))))
+
+# PYTHON (python3) is the command .venv/ is made with: a command by design, run as given.
 PYTHON ?= python3
-VENV := .venv
+override VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-VERSION ?=
-PROBE ?=
-IMAGE ?=
-KEEP ?=
-# kind (a kind cluster, Docker) or local (Kubernetes built from its Go modules, run as processes here; root)
-CLUSTER ?= kind
-REPEAT ?= 1
-# empty: auto for CLUSTER=local, 1 for kind (harness/doors/cli.py)
-PARALLEL ?=
-PYTEST_ARGS ?=
-KUBECONFIG_FILE ?=
-CONTEXT ?=
-RESTART_APISERVER_AFTER ?=
-
-# VERSIONS: not given, every minor with a pinned image; given empty (VERSIONS=""), refused
-JOBS ?= 2
+# The variables each target takes, with their defaults, are harness/doors/make_variables.py's and `make help`'s:
+# VERSION PROBE IMAGE KEEP CLUSTER (kind) REPEAT (1) PARALLEL (auto for CLUSTER=local, 1 for kind) PYTEST_ARGS
+# KUBECONFIG_FILE CONTEXT RESTART_APISERVER_AFTER, VERSIONS (not given: every minor with a pinned image; given
+# empty, refused) JOBS (2) OVERLAP (1), RUNS (runs) FROM TO ATLAS (runs/atlas), UNCOVERED PLAN, SOURCE (auto),
+# GOOD BAD BUILD CLAIM PRE NAME, BASELINE FRESH_BASELINE TRIES (3).
 
 # Which Go builds a release here: minor (default: the newest patch of the Go minor the tag names, so the patches
 # of a Kubernetes minor share one build cache) or exact (the Go release the tag names). Recorded in build.json,
 # the run record and every recording's origin.
-GO_TOOLCHAIN ?=
-ifneq ($(GO_TOOLCHAIN),)
-export PLP_GO_TOOLCHAIN := $(GO_TOOLCHAIN)
+ifneq ($(filter command line override environment,$(origin GO_TOOLCHAIN)),)
+export PLP_GO_TOOLCHAIN := $(value GO_TOOLCHAIN)
 endif
 # The size bound (GB) of the Go build cache a build uses; its least recently used entries beyond it go first.
-GO_BUILD_CACHE_GB ?=
-ifneq ($(GO_BUILD_CACHE_GB),)
-export PLP_GO_BUILD_CACHE_GB := $(GO_BUILD_CACHE_GB)
+ifneq ($(filter command line override environment,$(origin GO_BUILD_CACHE_GB)),)
+export PLP_GO_BUILD_CACHE_GB := $(value GO_BUILD_CACHE_GB)
 endif
-
-RUNS ?= runs
-FROM ?=
-TO ?=
 
 .PHONY: help atlas probe matrix clean report upgrade coverage radar test lint typecheck unit versions clean-venv node-image actionlint bisect engine engine-stop refuse-cluster
 
@@ -63,7 +56,7 @@ pod-lifecycle-probes: live-cluster probes of what Kubernetes does when a pod end
   make clean [KUBECONFIG_FILE=… CONTEXT=…]        what interrupted runs left
   make lint | typecheck | unit | actionlint | clean-venv
 
-Variables (make probe, and matrix and bisect where they apply):
+Variables (each passed to the harness as given, never run by a shell; probe, matrix, bisect where they apply):
   VERSION=1.27 | 1.27.3          a minor (its newest pinned patch) or a patch
   CLUSTER=kind | local           kind (Docker), or Kubernetes built here from Go modules (root)
   PROBE=<name or -k expr>        a subset of the probes
@@ -76,7 +69,8 @@ Variables (make probe, and matrix and bisect where they apply):
   VERSIONS, JOBS=2, OVERLAP=0    matrix: the versions, kind clusters at a time, build ahead or not
   GO_TOOLCHAIN=minor | exact     (local) a build's Go: the newest patch of the tag's Go minor, or its own
   GO_BUILD_CACHE_GB=6            the Go build cache's size bound; least recently used entries go first
-  RUNS=runs, ATLAS=runs/atlas    report: the run directories read; atlas: where it writes
+  RUNS=runs, ATLAS=runs/atlas    report: the run directories read; atlas: the folder it writes (replaced
+                                 only once the new one is whole, and only a folder the suite made)
   BASELINE=runs/<id>             radar: a run of the newest release (default: its shipped recordings)
   FRESH_BASELINE=1, TRIES=3      radar: probe the newest release too; how many pre-releases to try
   PYTEST_ARGS="…"                passed on to pytest, e.g. --junitxml=out.xml
@@ -88,20 +82,19 @@ help:
 	@echo "$$HELP"
 
 # The behaviour matrix of the recordings shipped in probes/*/recordings/, without a cluster: every probe (or
-# those PROBE selects) replayed as `make test` does, into $(ATLAS)/records/, then the report of those records.
-ATLAS ?= runs/atlas
+# those PROBE selects) replayed as `make test` does, into ATLAS/records/ (ATLAS: runs/atlas), then the report of
+# those records in ATLAS/report/. Every input is checked first; the new atlas replaces the last one only once it
+# is whole, and only a folder the suite made (harness/doors/commands/atlas.py, harness/base/outputs.py).
 atlas: refuse-cluster $(STAMP)
-	@rm -rf "$(ATLAS)/records" "$(ATLAS)/report"
-	$(PY) -m pytest probes --replay probes --run-dir "$(ATLAS)/records" -n $(TEST_WORKERS) -q --disable-warnings \
-		-p no:cacheprovider $(if $(PROBE),-k "$(PROBE)")
-	$(PY) -m harness report "$(ATLAS)/records" --out "$(ATLAS)/report" $(if $(FROM)$(TO),--from "$(FROM)" --to "$(TO)")
+	$(PY) -m harness make atlas
 
 # CLUSTER chooses the cluster of make probe, matrix, bisect and radar (and make clean's leftovers); given on the
 # command line to any other target it is refused, not ignored.
-CLUSTER_REFUSED_BY = $(if $(filter command line,$(origin CLUSTER)),$(filter-out probe matrix bisect radar clean,$(MAKECMDGOALS)))
+CLUSTER_REFUSED_BY = $(if $(CLUSTER_FROM_COMMAND_LINE),$(filter-out probe matrix bisect radar clean,$(MAKECMDGOALS)))
+refuse-cluster: export PLP_CLUSTER_REFUSED_BY := $(CLUSTER_REFUSED_BY)
 refuse-cluster:
-	@if [ -n "$(CLUSTER_REFUSED_BY)" ]; then \
-		echo "error: bad input: CLUSTER chooses the cluster of make probe, matrix, bisect and radar (and which leftovers make clean stops); make $(CLUSTER_REFUSED_BY) does not take it" >&2; \
+	@if [ -n "$$PLP_CLUSTER_REFUSED_BY" ]; then \
+		echo "error: bad input: CLUSTER chooses the cluster of make probe, matrix, bisect and radar (and which leftovers make clean stops); make $$PLP_CLUSTER_REFUSED_BY does not take it" >&2; \
 		exit 2; \
 	fi
 
@@ -112,59 +105,45 @@ $(STAMP): pyproject.toml
 	touch $@
 
 probe: $(STAMP)
-	$(PY) -m harness probe --version "$(VERSION)" --image "$(IMAGE)" --probe "$(PROBE)" --cluster "$(CLUSTER)" \
-		--keep "$(KEEP)" --repeat "$(REPEAT)" --parallel "$(PARALLEL)" \
-		$(if $(KUBECONFIG_FILE),--kubeconfig "$(KUBECONFIG_FILE)") $(if $(CONTEXT),--context "$(CONTEXT)") \
-		$(if $(RESTART_APISERVER_AFTER),--restart-apiserver-after "$(RESTART_APISERVER_AFTER)") \
-		-- $(PYTEST_ARGS)
+	$(PY) -m harness make probe
 
 # Several versions, one kind cluster each, JOBS at a time: make matrix VERSIONS="1.26 1.27" JOBS=2
 # or built here, one local cluster at a time, the next version building meanwhile (OVERLAP=0: after):
 # make matrix VERSIONS="1.21 1.22" CLUSTER=local [PARALLEL=N] [PROBE=...]
-OVERLAP ?= 1
 matrix: $(STAMP)
-	$(PY) -m harness matrix $(if $(filter undefined,$(origin VERSIONS)),,--versions "$(VERSIONS)") \
-		--jobs "$(JOBS)" --cluster "$(CLUSTER)" $(if $(PARALLEL),--parallel "$(PARALLEL)") \
-		$(if $(PROBE),--probe "$(PROBE)") --overlap "$(OVERLAP)"
+	$(PY) -m harness make matrix
 
 # The suite's leftovers after an interrupted run: its kind clusters (plp-*), and with KUBECONFIG_FILE its
 # labelled namespaces on that cluster (only the suite's finalizer is removed).
 clean: $(STAMP)
-	$(PY) -m harness clean $(if $(filter command line,$(origin CLUSTER)),--cluster "$(CLUSTER)") $(if $(KUBECONFIG_FILE),--kubeconfig "$(KUBECONFIG_FILE)") $(if $(CONTEXT),--context "$(CONTEXT)")
+	$(PY) -m harness make clean
 
 # The behaviour matrix (claims × versions) of the run records under RUNS (default: runs/), re-evaluated
 # against the current expectations: report.md and a single-file report.html.
 # FROM=1.26 TO=1.28: what changes between the two releases, on top of the page (as make upgrade says it).
 report: refuse-cluster $(STAMP)
-	$(PY) -m harness report $(RUNS) $(if $(FROM)$(TO),--from "$(FROM)" --to "$(TO)")
+	$(PY) -m harness make report
 
 # What changes for the claims between two releases, in words: make upgrade FROM=1.26 TO=1.28 (a minor resolves
 # as make probe resolves it). Read from the shipped recordings, replayed offline (no cluster), and the
 # expectations; RUNS=<run directories> adds the records of live runs.
 upgrade: refuse-cluster $(STAMP)
-	$(PY) -m harness upgrade --from "$(FROM)" --to "$(TO)" $(if $(filter command line environment,$(origin RUNS)),--runs $(RUNS))
+	$(PY) -m harness make upgrade
 
 # Each claim version range with the live recordings inside it (their versions, kind or local), or "not seen
 # live", and the figure "N of M claim version ranges hold a live run"; UNCOVERED=1: only the ranges without one;
 # PLAN=1: which releases to build next, the most uncovered ranges per build first (harness/reports/coverage.py).
-UNCOVERED ?=
-PLAN ?=
 coverage: refuse-cluster $(STAMP)
-	$(PY) -m harness coverage --uncovered "$(UNCOVERED)" --plan "$(PLAN)"
+	$(PY) -m harness make coverage
 
 # A node image for a release kind does not publish, built once: make node-image VERSION=1.27.0-rc.0
 # [SOURCE=release|modules], then make probe IMAGE=plp-node:v1.27.0-rc.0. release: kind build node-image
 # (downloads from dl.k8s.io); modules: Kubernetes from its Go modules + Debian (root, debootstrap, Go);
 # default: release when dl.k8s.io answers.
-SOURCE ?= auto
 # PARTS=kind (kind's containerd, runc, crictl, CNI plugins from Go modules) | debian (the fallback);
 # CONTAINERD=2.1.4: another containerd than kind pins; KIND=v0.25.0: another kind release's components
-PARTS ?= kind
-CONTAINERD ?=
-KIND ?=
 node-image: refuse-cluster $(STAMP)
-	$(PY) -m harness node-image --version "$(VERSION)" --source "$(SOURCE)" --parts "$(PARTS)" \
-		--containerd "$(CONTAINERD)" --kind "$(KIND)"
+	$(PY) -m harness make node-image
 
 # A Docker engine for kind on a host whose root lacks CAP_SYS_RESOURCE (root; see harness/clusters/kind/engine.py)
 engine: refuse-cluster $(STAMP)
@@ -177,29 +156,19 @@ engine-stop: refuse-cluster $(STAMP)
 # On releases built here, the first on which a claim observed what BAD observed, recorded in bisections/:
 # make bisect CLUSTER=local PROBE=... CLAIM=<claim id> GOOD=1.25.0 BAD=1.25.16 [PRE=1] [NAME=...] [REPEAT=N]
 # (REPEAT=N: up to N runs per release, for a claim whose old behaviour a race sometimes hides)
-CLAIM ?=
-PRE ?=
-NAME ?=
 bisect: $(STAMP)
-	$(PY) -m harness bisect --probe "$(PROBE)" --good "$(GOOD)" --bad "$(BAD)" --build "$(BUILD)" \
-		--cluster "$(CLUSTER)" $(if $(CLAIM),--claim "$(CLAIM)") --pre-releases "$(PRE)" \
-		$(if $(NAME),--name "$(NAME)") --runs "$(REPEAT)"
+	$(PY) -m harness make bisect
 
 # The newest pre-release the Go module proxy serves, built (CLUSTER=local: from Go modules; kind: a node image,
 # SOURCE=release from the release binaries) and probed beside the newest release; every claim whose observation
 # differs, with the PRs the expectations cite or "no expectation yet". One that cannot be built is said in a line and
 # the next newest tried (TRIES of them). The newest release: its shipped live recordings replayed, BASELINE=runs/<id>,
 # or FRESH_BASELINE=1 (probed now): make radar CLUSTER=local [BASELINE=...|FRESH_BASELINE=1] [PROBE=...]
-BASELINE ?=
-FRESH_BASELINE ?=
-TRIES ?= 3
 radar: $(STAMP)
-	$(PY) -m harness radar --cluster "$(CLUSTER)" --source "$(SOURCE)" --tries "$(TRIES)" \
-		$(if $(BASELINE),--baseline "$(BASELINE)") --fresh-baseline "$(FRESH_BASELINE)" \
-		$(if $(PROBE),--probe "$(PROBE)")
+	$(PY) -m harness make radar
 
 versions: refuse-cluster $(STAMP)
-	$(PY) -m harness versions
+	$(PY) -m harness make versions
 
 # lint and typecheck beside the unit tests, not before them: their few seconds overlap the tests' minute and are
 # done before the tests print their progress. Not with make -j: its jobserver flags would reach the make the tests
@@ -233,16 +202,20 @@ typecheck: refuse-cluster $(STAMP)
 # pytest-xdist workers, one per core and one more (tests/conftest.py says how the tests are shared out): a
 # good part of the tests waits on child processes, so a third worker on 2 cores took 48.5 s against 55.3 s
 # for two (and 49.2 s for four).
+ifeq ($(origin TEST_WORKERS),undefined)
 TEST_WORKERS := $(shell $(PYTHON) -c "import os; print(len(os.sched_getaffinity(0)) + 1)" 2>/dev/null || echo auto)
+endif
+export TEST_WORKERS
 # The tests' Python bytecode, pytest's rewritten test modules among it, is kept in .venv/pycache even where
 # PYTHONDONTWRITEBYTECODE is set: else every worker and every child process compiles the tests again (2 s of CPU
 # for a worker's collection, measured: 4.8 s, warm 3.0 s). The tree's own __pycache__ folders stay as they are.
 unit: export PYTHONDONTWRITEBYTECODE :=
 unit: export PYTHONPYCACHEPREFIX := $(CURDIR)/$(VENV)/pycache
-# Each run leaves its replay records in runs/offline/<run-id>/ (about 10 MB): the last 3 runs' are kept.
+# Each run leaves its replay records in runs/offline/<run-id>/ (about 10 MB): the last 3 runs' are kept (only
+# folders the suite marked as its own are deleted: harness/base/outputs.py).
 unit: refuse-cluster $(STAMP)
-	@ls -1dt runs/offline/*/ 2>/dev/null | tail -n +3 | xargs -r rm -rf
-	$(PY) -m pytest tests probes --replay probes --run-dir runs/offline -n $(TEST_WORKERS)
+	@$(PY) -m harness.base.outputs prune runs/offline 2
+	$(PY) -m pytest tests probes --replay probes --run-dir runs/offline -n "$$TEST_WORKERS"
 
 clean-venv: refuse-cluster
-	rm -rf $(VENV)
+	rm -rf .venv

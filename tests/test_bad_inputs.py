@@ -37,6 +37,7 @@ from harness.clusters.local import teardown as local_teardown
 from harness.doors import cli
 from harness.doors.commands import probe as probe_command
 from harness.doors.commands import refusal, version_axis
+from harness.doors.make_variables import make_argv
 from harness.nodeimage import release as node_image_release
 from harness.reports import bisect as bisect_module
 from harness.reports import matrix
@@ -176,8 +177,13 @@ HARNESS: dict[str, Bad] = {
     "report-not-a-record": Bad(("report", "/etc/passwd"), 2, "/etc/passwd is not a probe record"),
     "report-a-recording": Bad(("report", str(RECORDING)), 2, "is a recording, not a probe record"),
     "report-no-runs": Bad(("report",), 2, "the following arguments are required: runs"),
+    "report-out-a-folder-of-mine": Bad(
+        ("report", "{tmp}/record.json", "--out", "{tmp}"), 2, "holds files the suite did not write"
+    ),
+    "report-out-home": Bad(("report", "{tmp}/record.json", "--out", "~"), 2, "is your home folder"),
+    "report-out-empty-after-strip": Bad(("report", "{tmp}/record.json", "--out", " "), 2, "is empty"),
     "report-out-not-writable": Bad(
-        ("report", "{tmp}/record.json", "--out", "{tmp}/file/report"), 2, "the report directory"
+        ("report", "{tmp}/record.json", "--out", "{tmp}/file/report"), 2, "--out (the report folder)"
     ),
     # bisect
     "bisect-no-bad": Bad(("bisect", "--probe", "trapping", "--good", "1.27.3", "--bad", ""), 2, "BAD (--bad) is"),
@@ -432,7 +438,7 @@ def _child(argv: list[str], tmp: Path, env: dict[str, str]) -> tuple[subprocess.
         env={**os.environ, "PATH": f"{tmp / 'bin'}:{os.environ['PATH']}", **env},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
     )
     return proc, fake_tools.calls(log)
 
@@ -466,8 +472,10 @@ def test_the_makefile_passes_every_yes_no_variable_on_to_be_checked() -> None:
     """KEEP, BUILD, PRE and OVERLAP reach the harness as given, where anything but yes or no is refused; make
     filtered them before, so KEEP=maybe was taken as no."""
     makefile = (REPO / "Makefile").read_text()
-    for option in ('--keep "$(KEEP)"', '--build "$(BUILD)"', '--pre-releases "$(PRE)"', '--overlap "$(OVERLAP)"'):
-        assert option in makefile
+    environ = {"KEEP": "maybe", "BUILD": "maybe", "PRE": "maybe", "OVERLAP": "maybe"}
+    assert "--keep=maybe" in make_argv("probe", environ)
+    assert {"--build=maybe", "--pre-releases=maybe"} <= set(make_argv("bisect", environ))
+    assert "--overlap=maybe" in make_argv("matrix", environ)
     assert "$(filter 1 yes true" not in makefile and "$(filter 0 no false" not in makefile
 
 

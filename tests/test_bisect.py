@@ -89,7 +89,7 @@ def test_the_bisect_command_refuses_bad_input_and_stops_when_the_ends_cannot_dec
             env=env,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=600,
         )
 
     mixed = bisect_cli("--good", "1.26.6", "--bad", "1.27.3")

@@ -87,7 +87,7 @@ def test_make_probe_without_docker_and_kind_fails_through_the_makefile(tmp_path:
         env={**os.environ, "PATH": str(bin_dir)},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=600,
     )
     assert proc.returncode != 0
     assert "docker is not on PATH" in proc.stderr

@@ -89,7 +89,7 @@ def test_workers_behind_the_gate_take_a_kubeconfig_that_is_not_written_yet(tmp_p
         capture_output=True,
         text=True,
         cwd=repo,
-        timeout=120,
+        timeout=600,
     )
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     assert "no cluster to run on: the cluster failed: etcd did not start" in done.stdout

@@ -158,7 +158,7 @@ def test_a_new_family_folder_is_collected_replayed_and_reported(
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -176,7 +176,7 @@ def test_ctrl_c_or_sigterm_during_a_kubernetes_build_exits_130_with_one_line_and
         assert time.monotonic() < deadline, "the stand-in go build never started"
         time.sleep(0.1)
     process.send_signal(stop)
-    _, err = process.communicate(timeout=60)
+    _, err = process.communicate(timeout=600)
     assert process.returncode == INTERRUPTED, err
     assert err.strip().splitlines() == [
         "interrupted: stopped the Kubernetes v1.27.3 build: its go processes were stopped and its unfinished "
@@ -359,7 +359,7 @@ def stop_a_matrix(program: str, outs: list[Path], running: int, stop: str) -> in
         os.killpg(matrix.pid, signal.SIGINT)
     else:
         matrix.send_signal(signal.SIGTERM)
-    return matrix.wait(timeout=60)
+    return matrix.wait(timeout=600)
 
 
 KIND_MATRIX = textwrap.dedent(

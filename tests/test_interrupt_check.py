@@ -50,7 +50,7 @@ def check(program: str, *options: str) -> tuple[int, dict[str, object]]:
         ],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=600,
     )
     return done.returncode, json.loads(done.stdout)
 

@@ -289,7 +289,7 @@ def test_live_calls_load_none_of_the_clients_generated_api_modules() -> None:
         capture_output=True,
         text=True,
         cwd=Path(__file__).resolve().parent.parent,
-        timeout=60,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]", done.stdout

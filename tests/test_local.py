@@ -139,7 +139,7 @@ def test_stopping_from_the_record_ends_its_processes_and_removes_its_folder(tmp_
     (state / "cluster.json").write_text(json.dumps(record))
     assert teardown.running_clusters(tmp_path) == ["plp-1-27-abcd"]
     report = teardown.stop_cluster(state)
-    assert sleeper.wait(timeout=30) is not None
+    assert sleeper.wait(timeout=600) is not None
     assert report.processes == {"kube-apiserver": "not running", "etcd": "stopped"}
     assert report.errors == []
     assert not state.exists()

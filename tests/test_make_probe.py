@@ -66,7 +66,7 @@ def probe_with_stand_ins(
             env=env,
             capture_output=True,
             text=True,
-            timeout=180,
+            timeout=600,
         )
     return proc, log, script
 

@@ -761,7 +761,7 @@ def browse(browser: str, profile: Path, *args: str) -> subprocess.Popen[str]:
 
 
 def finished(browser: subprocess.Popen[str]) -> str:
-    stdout, stderr = browser.communicate(timeout=120)
+    stdout, stderr = browser.communicate(timeout=600)
     assert browser.returncode == 0, stderr[-2000:]
     return stdout
 
@@ -1014,7 +1014,7 @@ def test_report_with_from_and_to_puts_what_changes_between_them_on_top(replayed_
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=600,
     )
     assert refused.returncode == 2 and refused.stderr.startswith("error: bad input: no TO given")
     assert not (tmp_path / "x").exists()
@@ -1034,7 +1034,7 @@ def test_a_report_goes_beside_the_records_it_reads_not_under_the_suites_runs(
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr
     written = list(elsewhere.glob("report-*/report.html"))

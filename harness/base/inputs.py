@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness.base.errors import BadInput as BadInput  # re-exported: its home was here, callers import it from here
 from harness.base.errors import PrerequisiteMissing
 from harness.base.kubeconfig import kubeconfig_problem
 from harness.base.manifest_check import check_manifests
@@ -21,10 +22,6 @@ from harness.base.paths import RUNS
 from harness.base.versions import KubeVersion, NodeImage, VersionError, resolve_image
 
 N = TypeVar("N", int, float)
-
-
-class BadInput(ValueError):
-    """An input neither front door runs with; the message says what is wrong."""
 
 
 def count(variable: str) -> Callable[[str], int]:

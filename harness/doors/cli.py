@@ -8,6 +8,7 @@ every failure into its own exit code 2.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -18,6 +19,8 @@ from harness.base.inputs import SHARED_OPTIONS, BadInput, count, yes_no
 from harness.base.process import sigterm_as_interrupt
 from harness.base.versions import VersionError, known_versions
 from harness.clusters.registry import DEFAULT_CLUSTER, cluster_choices
+from harness.doors.commands.atlas import run_atlas_command
+from harness.doors.commands.atlas import workers as atlas_workers
 from harness.doors.commands.coverage import run_coverage_command
 from harness.doors.commands.housekeeping import run_clean_command, run_node_image_command, run_report_command
 from harness.doors.commands.probe import AUTO, run_probe_command
@@ -30,6 +33,7 @@ from harness.doors.commands.refusal import (
 )
 from harness.doors.commands.upgrade import run_upgrade_command
 from harness.doors.commands.version_axis import run_bisect_command, run_matrix_command
+from harness.doors.make_variables import make_argv
 from harness.gobuild.go import build_cache_budget
 from harness.gobuild.toolchain import toolchain_policy
 
@@ -120,6 +124,17 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--from", dest="from_version", default="", help="with --to: what changes between two releases, on top"
     )
     report.add_argument("--to", dest="to_version", default="", help="the later release of --from")
+    atlas = command("atlas", "the behaviour matrix of the shipped recordings, replayed offline, into a folder")
+    atlas.add_argument(
+        "--atlas",
+        default=str(paths.RUNS / "atlas"),
+        help="the folder written: records/ and report/ (default runs/atlas); replaced only once the new one is whole, "
+        "and only if the suite made it",
+    )
+    atlas.add_argument("--probe", default="", help="only the probes matching this name or -k expression")
+    atlas.add_argument("--from", dest="from_version", default="", help="with --to: what changes between two releases")
+    atlas.add_argument("--to", dest="to_version", default="", help="the later release of --from")
+    atlas.add_argument("--workers", type=atlas_workers, default="auto", help="pytest-xdist workers of the replay")
     upgrade = command("upgrade", "what changes for the claims between two releases, from the shipped recordings")
     upgrade.add_argument(
         "--from", dest="from_version", default="", help="the release run now: a minor (1.26) or a patch"
@@ -249,7 +264,14 @@ def main(argv: Sequence[str]) -> int:
 
 
 def run_command(argv: Sequence[str]) -> int:
-    """Parse and run one command; an input it will not run with is refused as bad input."""
+    """Parse and run one command; an input it will not run with is refused as bad input. `make TARGET` (what every
+    Makefile recipe runs) takes the command's arguments from the make variables in the environment
+    (harness/doors/make_variables.py), never from a shell command line."""
+    if argv[:1] == ["make"] and len(argv) == 2:
+        try:
+            argv = make_argv(argv[1], os.environ)
+        except BadInput as err:
+            return refuse(BAD, str(err))
     args = parse_args(argv)
     try:
         toolchain_policy()  # GO_TOOLCHAIN and GO_BUILD_CACHE_GB of any build the command may start, refused
@@ -284,6 +306,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_coverage_command(args)
     if args.command == "report":
         return run_report_command(args)
+    if args.command == "atlas":
+        return run_atlas_command(args)
     if args.command == "upgrade":
         return run_upgrade_command(args)
     return run_probe_command(args)

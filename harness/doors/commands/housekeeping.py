@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.base import inputs, paths
+from harness.base import inputs, outputs, paths
 from harness.base.errors import NotRunnable, PrerequisiteMissing
 from harness.base.inputs import BadInput
 from harness.base.run import new_run_id
@@ -20,6 +20,7 @@ from harness.doors.commands.refusal import (
     BAD,
     MISSING,
     NOTHING_TO_REPORT,
+    Refused,
     missing_arguments,
     refuse,
 )
@@ -54,47 +55,80 @@ def report_home(runs: list[str]) -> Path:
 
 
 def run_report_command(args: argparse.Namespace) -> int:
-    """The behaviour matrix of the run records under RUNS; refused when there is nothing to report."""
-    missing = [p for p in args.runs if not Path(p).exists()]
+    """The behaviour matrix of the run records under RUNS; refused when there is nothing to report. --out, when
+    given, is checked before anything is read (harness/base/outputs.py) and replaced only once the report is whole;
+    without it, the report goes into a new folder beside the records."""
+    try:
+        out = outputs.check_output_dir(args.out, "--out (the report folder)") if args.out else None
+        records = report_records(args.runs)
+        built, chosen = report_matrix(records, args.from_version, args.to_version, ", ".join(args.runs))
+    except BadInput as err:
+        return refuse(BAD, str(err))
+    except Refused as refused:
+        return refuse(refused.kind, refused.problem)
+    try:
+        if out is None:
+            out = outputs.new_output_dir(report_home(args.runs), f"report-{new_run_id()}")
+            report_module.write_matrix(built, out, chosen)
+        else:
+            with outputs.replacing(out) as staging:
+                report_module.write_matrix(built, staging, chosen)
+    except OSError as err:
+        return refuse(BAD, f"the report folder {out} cannot be written: {err.strerror or err}")
+    print(f"{built.summary()}; {len(built.changed())} verdicts changed")
+    print(f"report: {out / 'report.html'} and {out / 'report.md'}")
+    return 0
+
+
+def report_records(runs: list[str]) -> list[report_module.JsonDict]:
+    """The probe records under RUNS, or Refused saying why there are none to read."""
+    missing = [p for p in runs if not Path(p).exists()]
     if missing and all(Path(p).resolve() == paths.RUNS for p in missing):  # make report before any run
-        return refuse(
+        raise Refused(
             NOTHING_TO_REPORT,
             f"no run records: {', '.join(missing)} is not there yet (make probe, or make test, writes run records "
             "under runs/)",
         )
     if missing:
-        return refuse(
+        raise Refused(
             BAD,
             f"nothing to report from {', '.join(missing)}: no such file or directory (RUNS names run directories or "
             "probe record files; make probe writes them under runs/)",
         )
     try:
-        records = report_module.load_records([Path(p) for p in args.runs])
+        records = report_module.load_records([Path(p) for p in runs])
     except report_module.RecordError as err:
-        return refuse(BAD, str(err))
-    looked = f"looked for probe records (probes/*.json) under {', '.join(args.runs)}"
+        raise Refused(BAD, str(err)) from err
     if not records:
-        return refuse(NOTHING_TO_REPORT, f"no run records: {looked}; make probe (or make test) writes them")
+        raise Refused(
+            NOTHING_TO_REPORT,
+            f"no run records: looked for probe records (probes/*.json) under {', '.join(runs)}; make probe (or make "
+            "test) writes them",
+        )
+    return records
+
+
+def report_matrix(
+    records: list[report_module.JsonDict], from_version: str, to_version: str, where: str
+) -> tuple[report_module.Matrix, upgrade.Upgrade | None]:
+    """The behaviour matrix of the records, with what changes between FROM and TO when either is given; Refused when
+    FROM and TO cannot be used or no record reached a server (`where`: where the records were read)."""
     chosen = None
-    if args.from_version or args.to_version:
+    if from_version or to_version:
         try:
-            before, after = releases(args.from_version, args.to_version, records)
+            before, after = releases(from_version, to_version, records)
         except Refusal as err:
-            return refuse(BAD, str(err))
+            raise Refused(BAD, str(err)) from err
         said = f"live: the {sum(report_module.origin_kind(r) == 'live' for r in records)} live records under RUNS"
         chosen = upgrade.compare(before, after, records, [said])
     built = report_module.build_matrix(records)
     if not built.versions:
-        return refuse(NOTHING_TO_REPORT, f"{len(records)} records, none from a run that reached a server: {looked}")
-    out = Path(args.out) if args.out else report_home(args.runs) / f"report-{new_run_id()}"
-    try:
-        inputs.check_run_dir(out)
-    except BadInput as err:
-        return refuse(BAD, str(err).replace("the run directory", "the report directory"))
-    report_module.write_matrix(built, out, chosen)
-    print(f"{built.summary()}; {len(built.changed())} verdicts changed")
-    print(f"report: {out / 'report.html'} and {out / 'report.md'}")
-    return 0
+        raise Refused(
+            NOTHING_TO_REPORT,
+            f"{len(records)} records, none from a run that reached a server: looked for probe records "
+            f"(probes/*.json) under {where}",
+        )
+    return built, chosen
 
 
 def run_node_image_command(args: argparse.Namespace) -> int:

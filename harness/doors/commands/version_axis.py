@@ -16,7 +16,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from harness.base import inputs
+from harness.base import inputs, outputs
 from harness.base.errors import PrerequisiteMissing, stopping
 from harness.base.inputs import BadInput
 from harness.base.paths import TOOLS, in_checkout
@@ -99,7 +99,7 @@ def run_matrix_command(args: argparse.Namespace) -> int:
         return refused
     plan = axis.plan(requested)
     base = Path(args.run_dir) / f"matrix-{new_run_id()}"
-    base.mkdir(parents=True, exist_ok=True)
+    outputs.own(base)
     for planned in plan:
         said = f" ({planned.note})" if planned.note else ""
         print(f"  {planned.requested} -> v{planned.release}{said}")
@@ -190,7 +190,7 @@ def _bisect_on_pass_or_fail(args: argparse.Namespace, axis: ReleaseAxis, version
     except bisect_module.BisectError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    directory.mkdir(parents=True, exist_ok=True)
+    outputs.own(directory)
     (directory / "bisect.json").write_text(json.dumps(found.to_json(), indent=1) + "\n")
     print(f"{found.conclusion}; record: {directory / 'bisect.json'}")
     return 0 if found.first_bad else 1
@@ -234,7 +234,7 @@ def _bisect_on_a_claim(args: argparse.Namespace, kind: ClusterKind, axis: Releas
             seen.why = f"the run observed nothing for the claim (log: {in_checkout(directory / f'{name}.log')})"
         return seen
 
-    directory.mkdir(parents=True, exist_ok=True)
+    outputs.own(directory)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     runs = f", up to {args.runs} runs each" if args.runs > 1 else ""
     print(f"bisecting {args.claim} ({args.probe}) over {', '.join(versions)}{runs}", flush=True)
