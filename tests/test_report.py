@@ -123,7 +123,7 @@ def replay(recordings: Path, runs: Path) -> subprocess.CompletedProcess[str]:
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=1400,
     )
 
 
@@ -997,7 +997,7 @@ def test_report_with_from_and_to_puts_what_changes_between_them_on_top(replayed_
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=1400,
     )
     assert done.returncode == 0, done.stderr
     html = (tmp_path / "report.html").read_text()

@@ -205,7 +205,7 @@ def test_make_upgrade_prints_the_answer_from_the_shipped_recordings_with_no_clus
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=1400,
     )
     assert done.returncode == 0, done.stderr
     out = done.stdout

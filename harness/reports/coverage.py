@@ -248,7 +248,7 @@ def probe_id(module: str, function: str) -> str:
     return f"{module}::{function}"
 
 
-def replay_recordings(recordings: Path | None = None, timeout: float = 600) -> Observed:
+def replay_recordings(recordings: Path | None = None, timeout: float = 1800) -> Observed:
     """Replay the probes on every recording under `recordings` (default: probes/, all the shipped ones) in a child
     pytest, and read what each observed."""
     records, kind_only, collected = replay_records(recordings, timeout)
@@ -256,7 +256,7 @@ def replay_recordings(recordings: Path | None = None, timeout: float = 600) -> O
 
 
 def replay_records(
-    recordings: Path | None = None, timeout: float = 600, run_dir: Path | None = None
+    recordings: Path | None = None, timeout: float = 1800, run_dir: Path | None = None
 ) -> tuple[list[JsonDict], list[str], dict[str, str]]:
     """(the probe records of a replay of every recording under `recordings`, default probes/; the probes that run
     only on kind; every probe collected, with its family), from a child pytest. The run records are left under
