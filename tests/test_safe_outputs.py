@@ -262,12 +262,12 @@ def test_a_variable_not_given_is_not_passed_and_one_given_empty_is() -> None:
 
 
 def test_no_recipe_puts_a_variables_value_into_a_shell_command_line() -> None:
-    """Every recipe line refers only to the interpreter (PY, PYTHON, made by the Makefile, PYTHON a command by
+    """Every recipe line refers only to the interpreter and make itself (PY, PYTHON, MAKE; PYTHON a command by
     design); a value a user gives reaches a recipe through the environment alone."""
     makefile = (REPO / "Makefile").read_text()
     recipes = [line for line in makefile.splitlines() if line.startswith("\t")]
     referred = {m for line in recipes for m in re.findall(r"(?<!\$)\$[({]([^)}\s]+)", line)}
-    assert referred <= {"PY", "PYTHON", "VENV"}, referred
+    assert referred <= {"PY", "PYTHON", "VENV", "MAKE"}, referred
     taken = {p.variable for passed in TARGETS.values() for p in passed}
     help_text = subprocess.run(["make", "-s", "help"], cwd=REPO, capture_output=True, text=True, check=True).stdout
     for variable in taken - {"TEST_WORKERS"}:
