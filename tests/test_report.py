@@ -21,19 +21,19 @@ from harness.base.versions import KubeVersion
 from harness.core.expectations import Claim, Expectation, load_claims
 from harness.core.transport import Recording
 from harness.reports import report, timeline_svg
+from harness.reports.records import load_records, origin_kind
 from harness.reports.report import (
     Matrix,
     Side,
     _behaviour,
     build_matrix,
-    expected_text,
     expected_value,
-    load_records,
     render_html,
     render_markdown,
     side_text,
     write_report,
 )
+from harness.reports.wording import expected_text, pull_requests
 from tests.live import as_version, live
 
 if TYPE_CHECKING:
@@ -316,7 +316,7 @@ def test_columns_say_what_they_ran_on_and_every_value_shown_was_observed(
 
 def test_old_run_records_of_derived_recordings_are_never_called_observed(live_runs: Path) -> None:
     """Run records made before derived recordings were retired still name them: they are shown as derived."""
-    old = [r for r in load_records([live_runs]) if report.origin_kind(r) == "derived"]
+    old = [r for r in load_records([live_runs]) if origin_kind(r) == "derived"]
     assert len(old) == 1
     matrix = build_matrix(old)
     assert {v: p["kind"] for v, p in matrix.provenance.items()} == {"v1.27.3": "derived"}
@@ -465,8 +465,8 @@ def test_pull_requests_are_read_from_the_sources_release_notes_first() -> None:
         "document pod-phase-on-stop-1.27 and k/k#119684 / k/k#119685: the rolling update was judged complete",
         "CHANGELOG-1.26 v1.26.7: #119223 (cherry-pick of k/k#117865); no k/k#120731 in v1.26.11",
     ]
-    assert report.pull_requests(sources) == ["119223", "117865", "119684", "119685"]
-    assert report.pull_requests(["kubernetes.io feature-gates table"]) == []
+    assert pull_requests(sources) == ["119223", "117865", "119684", "119685"]
+    assert pull_requests(["kubernetes.io feature-gates table"]) == []
 
 
 # ------------------------------------------------------------------------------------------ files

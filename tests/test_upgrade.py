@@ -16,7 +16,8 @@ from harness.base.versions import KubeVersion
 from harness.core.expectations import Claim, Expectation
 from harness.doors import cli
 from harness.reports import upgrade
-from harness.reports.report import expected_words, load_records, words
+from harness.reports.records import load_records
+from harness.reports.wording import expected_words, words
 
 if TYPE_CHECKING:
     from tests.conftest import ShippedReplay

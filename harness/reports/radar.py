@@ -28,7 +28,7 @@ from harness.base.versions import KubeVersion
 from harness.core.expectations import FAIL, PASS, UNDECIDED, Claim, Expectation, ExpectationError, load_claims
 from harness.reports.compare import Verdicts, differing, verdicts_of
 from harness.reports.coverage import provider_of
-from harness.reports.report import pull_requests
+from harness.reports.wording import pull_requests
 
 JsonDict = dict[str, Any]
 MINORS_AHEAD = (0, 1, 2)  # the newest release's minor and the next two: their x.y.0 pre-releases are asked for

@@ -44,11 +44,21 @@ from harness.core.expectations import (
     outcome_json,
 )
 from harness.reports import coverage, timeline_svg
+from harness.reports.records import load_records, origin_kind
+from harness.reports.upgrade import Upgrade
+from harness.reports.wording import (
+    PR_REFERENCE,
+    expected_text,
+    expected_words,
+    pull_requests,
+    short,
+    show,
+    words,
+)
 
 if TYPE_CHECKING:  # Jinja2 is imported when a page is rendered: make report refuses bad input without it
     from jinja2 import Environment
 
-    from harness.reports.upgrade import Upgrade
 
 JsonDict = dict[str, Any]
 ClaimsLoader = Callable[[str], dict[str, Claim]]
@@ -64,9 +74,7 @@ WORDS = {
     "prestop": "preStop",
     "onfailure": "OnFailure",
 }
-PR_REFERENCE = re.compile(r"(?:k/k)?#(\d{5,6})\b")
 RELEASE_NOTES = re.compile(r"CHANGELOG-\d+\.\d+(?: v\d+\.\d+\.\d+(?:-[a-z]+\.\d+)?)?")
-NOT_A_CITATION = re.compile(r"\b(?:no|before(?: the)?|without)\s+$", re.IGNORECASE)
 PR_URL = "https://github.com/kubernetes/kubernetes/pull/"
 # The HTML matrix's claim column, and the least and most width of a version column. The version columns share
 # what the window leaves (the page's script sizes them); a value is written once where its run of equal cells
@@ -437,55 +445,6 @@ def _behaviour(side: Side) -> str:
     return json.dumps(["value", side.value], sort_keys=True)
 
 
-def pull_requests(sources: Iterable[str]) -> list[str]:
-    """Kubernetes PR numbers the sources cite, release-notes sources first ("no k/k#N", "before k/k#N" and
-    "without k/k#N" say what a release lacks: not a citation of what changed it)."""
-    found: list[str] = []
-    for source in sorted(sources, key=lambda s: "CHANGELOG" not in s):
-        for match in PR_REFERENCE.finditer(source):
-            if NOT_A_CITATION.search(source[: match.start()]):
-                continue
-            if match.group(1) not in found:
-                found.append(match.group(1))
-    return found
-
-
-def origin_kind(record: JsonDict) -> str:
-    """Where a record's observations come from: "live" (a cluster, now or replayed), "derived" (documents)."""
-    kind = (record.get("recording_origin") or {}).get("kind")
-    if kind in ("live", "derived"):
-        return str(kind)
-    return "live" if record.get("transport") == "live" else "unknown"
-
-
-class RecordError(ValueError):
-    """A file given to the report is not a probe record; the message names it and says what it is instead."""
-
-
-def load_records(paths: Iterable[Path]) -> list[JsonDict]:
-    """Probe records under the given run directories (or record files), in a stable order."""
-    records: list[JsonDict] = []
-    for path in paths:
-        files = [path] if path.is_file() else sorted(path.rglob("probes/*.json"))
-        records.extend(_read_record(f) for f in files)
-    return records
-
-
-def _read_record(path: Path) -> JsonDict:
-    """One probe record, or RecordError saying why the file is not one."""
-    try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except OSError as err:
-        raise RecordError(f"cannot read {path}: {err.strerror or err}") from err
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise RecordError(f"{path} is not a probe record: not JSON") from err
-    if isinstance(data, dict) and data.get("format", "").startswith("pod-lifecycle-probes/recording"):
-        raise RecordError(f"{path} is a recording, not a probe record (replay it: pytest probes --replay {path})")
-    if not isinstance(data, dict) or not {"probe", "family", "verdicts"} <= set(data):
-        raise RecordError(f"{path} is not a probe record: it has no probe, family and verdicts")
-    return data
-
-
 @cache
 def _probe_functions(path: Path) -> dict[str, tuple[int, str]]:
     """A probe module's functions: name -> (line, docstring), read without importing it."""
@@ -707,72 +666,6 @@ def document_label(document: str) -> str:
     not know, what an old record names) as it is."""
     known = families.documents().get(document)
     return known.title if known else document
-
-
-def show(value: Any) -> str:
-    """A value as JSON (strings as they are)."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def short(value: Any) -> str:
-    """A value the way a table cell shows it: sequences with arrows, objects as 'key value' pairs."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        if not value:
-            return "none"
-        if all(not isinstance(v, dict | list) for v in value):
-            return " → ".join(short(v) for v in value)
-    if isinstance(value, dict):
-        return ", ".join(f"{k} {short(v)}" for k, v in value.items())
-    return show(value)
-
-
-def expected_text(expectation: Expectation | JsonDict | None) -> str:
-    """An expectation's value as a cell shows it (a range as 'low–high')."""
-    if expectation is None:
-        return "no expectation"
-    if isinstance(expectation, Expectation):
-        outcomes: list[Expectation | JsonDict] = list(expectation.one_of)
-        between, value = expectation.between, expectation.value
-    else:
-        outcomes = list(expectation.get("one_of") or [])
-        between, value = expectation.get("between"), expectation.get("value")
-    if outcomes:
-        return " or ".join(expected_text(outcome) for outcome in outcomes)
-    return f"{between[0]:g} to {between[1]:g}" if between is not None else short(value)
-
-
-def words(value: Any) -> str:
-    """A value as a sentence says it: a sequence with ', then', yes / no, a mapping as 'key value' pairs."""
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:g}"
-    if isinstance(value, list):
-        if not value:
-            return "none"
-        return ", then ".join(words(v) for v in value)
-    if isinstance(value, dict):
-        return ", ".join(f"{k} {words(v)}" for k, v in value.items())
-    return str(value)
-
-
-def expected_words(expectation: Expectation | None) -> str:
-    """An expectation in words: its value, 'between 9 and 13', or its outcomes joined with 'or'."""
-    if expectation is None:
-        return "no expectation"
-    if expectation.one_of:
-        return " or ".join(expected_words(o) for o in expectation.one_of)
-    if expectation.between is not None:
-        return f"between {expectation.between[0]:g} and {expectation.between[1]:g}"
-    return words(expectation.value)
 
 
 def side_words(side: Side) -> str:

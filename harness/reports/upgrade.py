@@ -27,7 +27,8 @@ from packaging.version import Version
 from harness.base import families, paths
 from harness.base.versions import KubeVersion, VersionError, resolve_image, version_range
 from harness.core.expectations import FAIL, NOT_OBSERVABLE, PASS, Claim, Expectation, evaluate, load_claims
-from harness.reports.report import expected_words, load_records, origin_kind, pull_requests, words
+from harness.reports.records import load_records, origin_kind
+from harness.reports.wording import expected_words, pull_requests, words
 
 JsonDict = dict[str, Any]
 PRE_RELEASE_WORDS = {"a": "alpha", "b": "beta", "rc": "rc"}

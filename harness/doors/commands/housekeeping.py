@@ -25,6 +25,7 @@ from harness.doors.commands.refusal import (
     refuse,
 )
 from harness.doors.commands.upgrade import Refusal, releases
+from harness.reports import records as records_module
 from harness.reports import report as report_module
 from harness.reports import upgrade
 
@@ -96,8 +97,8 @@ def report_records(runs: list[str]) -> list[report_module.JsonDict]:
             "probe record files; make probe writes them under runs/)",
         )
     try:
-        records = report_module.load_records([Path(p) for p in runs])
-    except report_module.RecordError as err:
+        records = records_module.load_records([Path(p) for p in runs])
+    except records_module.RecordError as err:
         raise Refused(BAD, str(err)) from err
     if not records:
         raise Refused(
@@ -119,7 +120,7 @@ def report_matrix(
             before, after = releases(from_version, to_version, records)
         except Refusal as err:
             raise Refused(BAD, str(err)) from err
-        said = f"live: the {sum(report_module.origin_kind(r) == 'live' for r in records)} live records under RUNS"
+        said = f"live: the {sum(records_module.origin_kind(r) == 'live' for r in records)} live records under RUNS"
         chosen = upgrade.compare(before, after, records, [said])
     built = report_module.build_matrix(records)
     if not built.versions:

@@ -20,7 +20,7 @@ from harness.doors.commands.version_axis import axis_host_refusal, release_axis
 from harness.gobuild import go as go_command
 from harness.gobuild import modules as go_modules
 from harness.reports import coverage, radar
-from harness.reports.report import RecordError, load_records
+from harness.reports.records import RecordError, load_records
 
 JsonDict = dict[str, Any]
 

@@ -10,9 +10,8 @@ from pathlib import Path
 from harness.base import families
 from harness.base.versions import VersionError
 from harness.doors.commands.refusal import BAD, refuse
-from harness.reports import report as report_module
-from harness.reports import upgrade
-from harness.reports.report import JsonDict
+from harness.reports import records, upgrade
+from harness.reports.records import JsonDict
 
 # The release a shipped recording was made on, as its file is named (tools/adopt_recordings.py): name--v1.27.3-live-...
 RECORDING_RELEASE = re.compile(r"--v(\d+\.\d+\.\d+(?:-(?:alpha|beta|rc)\.\d+)?)-")
@@ -52,8 +51,8 @@ def load_runs(runs: list[str]) -> list[JsonDict]:
     if missing:
         raise Refusal(f"RUNS names {', '.join(missing)}: no such file or directory")
     try:
-        return report_module.load_records([Path(p) for p in runs])
-    except report_module.RecordError as err:
+        return records.load_records([Path(p) for p in runs])
+    except records.RecordError as err:
         raise Refusal(str(err)) from err
 
 
@@ -64,10 +63,10 @@ def run_upgrade_command(args: argparse.Namespace) -> int:
         before, after = releases(args.from_version, args.to_version, extra)
     except Refusal as err:
         return refuse(BAD, str(err))
-    records, said = upgrade.atlas_records()
+    atlas, said = upgrade.atlas_records()
     sources = [said]
     if args.runs:
-        live = sum(report_module.origin_kind(r) == "live" for r in extra)
+        live = sum(records.origin_kind(r) == "live" for r in extra)
         sources.append(f"live: {live} run records under {', '.join(args.runs)}")
-    print(upgrade.render_text(upgrade.compare(before, after, [*records, *extra], sources)), end="")
+    print(upgrade.render_text(upgrade.compare(before, after, [*atlas, *extra], sources)), end="")
     return 0
