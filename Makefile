@@ -42,7 +42,7 @@ pod-lifecycle-probes: live-cluster probes of what Kubernetes does when a pod end
   make test                      offline: lint, typecheck, unit tests, every probe replayed
   make atlas [PROBE=…]           the behaviour matrix of the shipped recordings, no cluster needed
   make report [RUNS="a b"]       the behaviour matrix of run records (default runs/)
-  make upgrade FROM=1.26 TO=1.28 [RUNS=…]         what changes between two releases, in words, from the
+  make upgrade FROM=1.26 TO=1.28 [RUNS=…] [DETAIL=1]  what changes between two releases, one screen, from the
                                  shipped recordings (no cluster); FROM/TO also put it atop report and atlas
   make matrix VERSIONS="1.26 1.27" [JOBS=2]       several versions, one cluster each
   make bisect PROBE=… GOOD=1.27.3 BAD=1.27.16 [BUILD=1] [CLAIM=… PRE=1 NAME=…]
@@ -124,11 +124,13 @@ clean: $(STAMP)
 report: refuse-cluster $(STAMP)
 	$(PY) -m harness make report
 
-# What changes for the claims between two releases, in words: make upgrade FROM=1.26 TO=1.28 (a minor resolves
-# as make probe resolves it). Read from the shipped recordings, replayed offline (no cluster), and the
-# expectations; RUNS=<run directories> adds the records of live runs.
+# What changes for the claims between two releases, in one screen: make upgrade FROM=1.26 TO=1.28 (a minor resolves
+# as make probe resolves it; a patch or pre-release is itself; FROM later than TO: a rollback). Read from the
+# shipped recordings, replayed offline (no cluster), and the expectations; RUNS=<run directories> adds the records
+# of live runs; DETAIL=1 lists every claim.
+DETAIL ?=
 upgrade: refuse-cluster $(STAMP)
-	$(PY) -m harness make upgrade
+	@$(PY) -m harness make upgrade
 
 # Each claim version range with the live recordings inside it (their versions, kind or local), or "not seen
 # live", and the figure "N of M claim version ranges hold a live run"; UNCOVERED=1: only the ranges without one;

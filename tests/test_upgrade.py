@@ -4,6 +4,7 @@ recordings replayed offline and the expectations, in words; bad input refused in
 from __future__ import annotations
 
 import copy
+import re
 import subprocess
 import sys
 import time
@@ -34,10 +35,7 @@ def atlas(shipped_replay: ShippedReplay) -> list[dict[str, Any]]:
 
 
 def between(atlas: list[dict[str, Any]], given_from: str, given_to: str) -> upgrade.Upgrade:
-    known = upgrade.live_versions(atlas)
-    return upgrade.compare(
-        upgrade.resolve(given_from, "FROM", known), upgrade.resolve(given_to, "TO", known), atlas, ["test"]
-    )
+    return upgrade.compare(upgrade.resolve(given_from, "FROM"), upgrade.resolve(given_to, "TO"), atlas, ["test"])
 
 
 def by_id(changes: list[upgrade.ClaimChange]) -> dict[str, upgrade.ClaimChange]:
@@ -71,9 +69,12 @@ def test_1_26_to_1_27_says_a_deleted_pod_ends_failed_from_1_27_with_its_pr_seen_
     assert [s.release for s in on_the_way["daemonset.stopped-pod"].steps] == ["1.27.0-rc.0", "1.27.0-rc.1"]
     # claims that do not change are not listed, and every claim is in exactly one place
     assert "default-grace-period" not in by_id(found.changed + found.raced + found.on_the_way)
-    text = upgrade.render_text(found)
+    text = upgrade.render_detail(found)
     assert text.index("Behaviour that changes") < text.index(PHASES) < text.index("Decided by a race")
     assert text.count(f"{PHASES} —") == 1
+    # one screen: the phases measured live on both sides, the release and its PR in full
+    screen = upgrade.render_text(found)
+    assert f"  in 1.27.0-rc.0 (k/k#115331) {PHASES}: Running [live ×2] → Running, then Failed [live ×2]" in screen
 
 
 def test_1_24_to_1_31_lists_every_release_on_the_way_and_cites_no_pr_for_what_a_release_lacks(
@@ -110,7 +111,15 @@ def test_a_release_without_a_live_recording_is_said_to_be_only_expected(atlas: l
     # (k/k#122456) and not run live on either, is expected to, and the text says both sides are only expected.
     assert {c.family.name for c in found.changed} == {"prestop_sleep"}
     assert all(not c.before.live and not c.after.live for c in found.changed)
-    assert f"Behaviour that changes ({len(found.changed)} claims)" in upgrade.render_text(found)
+    assert f"Behaviour that changes ({len(found.changed)} claims)" in upgrade.render_detail(found)
+    screen = upgrade.render_text(found)
+    assert all("[live" not in line for line in screen.splitlines() if line.startswith("  in "))
+    # the side that did not run names the nearest release that did, and is never called live
+    assert found.after.nearest == ("v1.30.12",) and not found.after.ran
+    assert (
+        "to: v1.30.13 (the newest pinned node image of 1.30): not run here, expected values; nearest live v1.30.12"
+        in screen
+    )
 
 
 def test_runs_add_live_records_and_a_live_value_that_differs_from_the_expectation_is_said(
@@ -175,10 +184,15 @@ def test_values_are_said_in_words() -> None:
 @pytest.mark.parametrize(
     ("argv", "says"),
     [
-        (["--from", "1.28", "--to", "1.26"], "FROM 1.28 (v1.28.15) is not earlier than TO 1.26 (v1.26.15)"),
-        (["--from", "1.26", "--to", "1.26.15"], "is not earlier than TO 1.26.15 (v1.26.15)"),
-        (["--from", "1.26", "--to", "1.99"], "no pinned node image for Kubernetes 1.99"),
-        (["--from", "1.27.5", "--to", "1.28"], "no pinned node image for Kubernetes 1.27.5"),
+        (["--from", "1.26", "--to", "1.26.15"], "FROM 1.26 and TO 1.26.15 are the same release (v1.26.15)"),
+        (["--from", "1.26", "--to", "1.99"], "TO=1.99: Kubernetes 1.99 is newer than any minor the suite knows"),
+        (
+            ["--from", "v1.27.3-eks-1", "--to", "1.28"],
+            "FROM=v1.27.3-eks-1 is a vendor's build (eks-1), which the suite",
+        ),
+        (["--from", "1.26", "--to", "v1.28.2+k3s1"], "give the upstream release it is built from (TO=1.28.2)"),
+        (["--from", "1.27.x", "--to", "1.28"], "not a Kubernetes version: '1.27.x'"),
+        (["--from", "1.26", "--to", "1.28", "--detail", "yes"], "DETAIL=yes: give DETAIL=1"),
         (["--to", "1.28"], "no FROM given"),
         (["--from", "1.26"], "no TO given"),
         (["--from", "one", "--to", "1.28"], "not a Kubernetes version: 'one'"),
@@ -210,18 +224,128 @@ def test_make_upgrade_prints_the_answer_from_the_shipped_recordings_with_no_clus
     )
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "Upgrading Kubernetes 1.26 → 1.27: v1.26.15 → v1.27.16" in out
-    assert (
-        f"{PHASES} — phases of the pod from the delete until 5 s after its container stopped: "
-        "Running → Running, then Failed; changed in 1.27.0-rc.0 (k/k#115331); live on both" in out
-    )
-    assert "shipped recordings (probes/*/recordings/), replayed offline" in out
+    assert out.startswith("Upgrading Kubernetes 1.26 → 1.27: v1.26.15 → v1.27.16\n")
+    assert f"  in 1.27.0-rc.0 (k/k#115331) {PHASES}: Running [live ×2] → Running, then Failed [live ×2]" in out
+    assert len(out.splitlines()) <= upgrade.SCREEN_LINES
     print(f"make upgrade took {time.monotonic() - started:.1f} s")  # a figure, not a bound a loaded machine moves
-    refused = subprocess.run(
-        [sys.executable, "-m", "harness", "upgrade", "--from", "1.27", "--to", "1.26"],
+    detail = subprocess.run(
+        [sys.executable, "-m", "harness", "upgrade", "--from", "1.27", "--to", "1.26", "--detail", "1"],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=600,
     )
-    assert refused.returncode == 2 and "Traceback" not in refused.stderr and refused.stdout == ""
+    assert detail.returncode == 0, detail.stderr
+    assert detail.stdout.startswith("Rolling back Kubernetes 1.27 → 1.26: v1.27.16 → v1.26.15\n")
+    assert (
+        f"{PHASES} — phases of the pod from the delete until 5 s after its container stopped: "
+        "Running, then Failed → Running; undoes what changed in 1.27.0-rc.0 (k/k#115331); live on both" in detail.stdout
+    )
+    assert "shipped recordings (probes/*/recordings/), replayed offline" in detail.stdout
+
+
+def test_any_published_release_is_answered_at_that_release_with_the_nearest_live_runs_named(
+    atlas: list[dict[str, Any]],
+) -> None:
+    """1.29.5 has no pinned image and no recording: its expectations answer, the nearest live releases are named, and
+    nothing of it is called live; a pre-release and a patch of another line are answered the same way."""
+    found = between(atlas, "1.29.5", "1.30")
+    assert found.before.name == "v1.29.5" and found.before.how == "as given" and not found.before.ran
+    assert found.before.nearest == ("v1.29.14",)  # releases, not the 1.29.0-alpha.3 that ran too
+    assert not any(c.before.live for c in found.claims)
+    screen = upgrade.render_text(found)
+    assert "from: v1.29.5 (as given): not run here, expected values; nearest live v1.29.14" in screen
+    pre = between(atlas, "1.26.2", "1.27.0-rc.1")
+    assert pre.after.name == "v1.27.0-rc.1" and PHASES in by_id(pre.changed)
+    assert by_id(pre.changed)[PHASES].key_step == by_id(pre.changed)[PHASES].steps[-1]
+
+
+def test_a_rollback_says_what_going_back_undoes(atlas: list[dict[str, Any]]) -> None:
+    back = between(atlas, "1.27", "1.26")
+    assert back.rollback and (back.before.name, back.after.name) == ("v1.27.16", "v1.26.15")
+    phases = by_id(back.changed)[PHASES]
+    assert phases.before.expectation is not None and phases.before.expectation.value == ["Running", "Failed"]
+    assert [s.release for s in phases.steps] == ["1.27.0-rc.0"]
+    forward = between(atlas, "1.26", "1.27")
+    assert set(by_id(back.changed)) == set(by_id(forward.changed))  # the same claims, the other way
+    screen = upgrade.render_text(back)
+    assert screen.startswith("Rolling back Kubernetes 1.27 → 1.26: v1.27.16 → v1.26.15\n")
+    assert f"  undoes 1.27.0-rc.0 (k/k#115331) {PHASES}: Running, then Failed [live ×2] → Running [live ×2]" in screen
+
+
+def test_measured_values_are_the_median_of_the_live_runs_with_their_spread_and_marked(
+    atlas: list[dict[str, Any]],
+) -> None:
+    claim = "prestop-in-time.killed-after-delete"
+    found = by_id(between(atlas, "1.27", "1.28").changed)[claim]
+    assert found.before.expectation is not None and found.before.expectation.between == (12.0, 16.0)
+    values = sorted(float(s.value) for s in found.after.seen)
+    said = upgrade.measured_words(found.after)
+    median = (
+        values[len(values) // 2] if len(values) % 2 else (values[len(values) // 2 - 1] + values[len(values) // 2]) / 2
+    )
+    assert said.startswith(f"{median:.1f} [live")
+    if len(values) > 1 and values[0] != values[-1]:
+        assert said.endswith(f"×{len(values)}: {values[0]:.1f}–{values[-1]:.1f}]")
+    unrun = upgrade.Side(upgrade.resolve("1.28.3", "TO"), found.after.expectation, ())
+    assert upgrade.measured_words(unrun) == "between 9 and 13 [expected]"  # the range only where no run exists
+
+
+def test_live_is_qualified_by_the_runtime_the_record_names() -> None:
+    local = {
+        "recording_origin": {
+            "cluster": "local",
+            "kubernetes": {"version": "v1.21.14"},
+            "containerd": "containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1",
+            "runc": "runc version 1.1.5+ds1",
+        }
+    }
+    assert upgrade.runtime_words(local) == "local build (containerd 1.6.20, runc 1.1.5)"
+    old_kind = {
+        "recording_origin": {"cluster": "kind", "node_image": "kindest/node:v1.26.6", "kind_version": "v0.20.0"}
+    }
+    assert upgrade.runtime_words(old_kind) == "kind v0.20.0 (runtime not recorded)"
+    new_kind = {
+        "recording_origin": {
+            "cluster": "kind",
+            "node_image": "plp-node:v1.37.2",
+            "kind_version": "v0.33.0",
+            "containerd": "v2.1.4",
+            "runc": "1.3.0",
+            "cgroup": "v1",
+            "crictl": "v1.33.0",
+        }
+    }
+    assert upgrade.runtime_words(new_kind) == ("kind v0.33.0 (containerd 2.1.4, runc 1.3.0, crictl 1.33.0, cgroup v1)")
+
+
+@pytest.fixture(scope="module")
+def observed(atlas: list[dict[str, Any]]) -> upgrade.Observations:
+    return upgrade.Observations.of(atlas)
+
+
+def _recorded_releases() -> list[str]:
+    from harness.doors.commands.upgrade import shipped_releases_by_name
+
+    return sorted(shipped_releases_by_name(), key=lambda v: KubeVersion.parse(v).version)
+
+
+@pytest.mark.parametrize("minor", [f"1.{m}" for m in range(21, 38)])
+def test_the_answer_is_one_screen_at_every_pair_of_recorded_releases(
+    minor: str, observed: upgrade.Observations
+) -> None:
+    """From each recorded release of a minor to every other recorded release (either way): at most 40 lines of at
+    most 120 characters, and no PR number cut."""
+    releases = _recorded_releases()
+    assert len(releases) > 40
+    for given_from in (r for r in releases if KubeVersion.parse(r).minor == minor):
+        for given_to in releases:
+            if given_to == given_from:
+                continue
+            found = upgrade.compare(upgrade.resolve(given_from, "FROM"), upgrade.resolve(given_to, "TO"), observed)
+            lines = upgrade.render_text(found).splitlines()
+            assert len(lines) <= upgrade.SCREEN_LINES, (given_from, given_to, len(lines))
+            assert max(len(line) for line in lines) <= upgrade.SCREEN_WIDTH, (given_from, given_to)
+            cited = {pr for change in found.changed if change.key_step for pr in change.key_step.prs}
+            shown = {pr for line in lines for pr in re.findall(r"k/k#(\d+)\b", line)}
+            assert cited <= shown or any(line.startswith("  … and ") for line in lines), (given_from, given_to)

@@ -137,10 +137,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     atlas.add_argument("--workers", type=atlas_workers, default="auto", help="pytest-xdist workers of the replay")
     upgrade = command("upgrade", "what changes for the claims between two releases, from the shipped recordings")
     upgrade.add_argument(
-        "--from", dest="from_version", default="", help="the release run now: a minor (1.26) or a patch"
+        "--from", dest="from_version", default="", help="the release run now: a minor (1.26), a patch or a pre-release"
     )
-    upgrade.add_argument("--to", dest="to_version", default="", help="the release planned: a minor (1.28) or a patch")
+    upgrade.add_argument(
+        "--to", dest="to_version", default="", help="the release planned (earlier than FROM: a rollback)"
+    )
     upgrade.add_argument("--runs", nargs="*", default=[], help="run directories (or record files) of live runs to add")
+    upgrade.add_argument("--detail", default="", help="1: every claim, its values and each release on the way")
     build = command(
         "node-image", "build a node image for a Kubernetes release kind does not publish (kind build node-image)"
     )

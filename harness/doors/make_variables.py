@@ -73,7 +73,12 @@ TARGETS: dict[str, tuple[Passed, ...]] = {
         Passed("TO", "--to"),
         Passed("TEST_WORKERS", "--workers"),
     ),
-    "upgrade": (Passed("FROM", "--from"), Passed("TO", "--to"), Passed("RUNS", "--runs", WORDS)),
+    "upgrade": (
+        Passed("FROM", "--from"),
+        Passed("TO", "--to"),
+        Passed("RUNS", "--runs", WORDS),
+        Passed("DETAIL", "--detail", NONEMPTY),
+    ),
     "coverage": (Passed("UNCOVERED", "--uncovered"), Passed("PLAN", "--plan")),
     "node-image": (
         Passed("VERSION", "--version", ALWAYS),

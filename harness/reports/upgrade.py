@@ -1,50 +1,76 @@
-"""`make upgrade FROM=1.26 TO=1.28`: what changes for the suite's claims between two releases, in words.
+"""What changes for the suite's claims between two releases: the one reading of "what changed" that `make upgrade`,
+report.md and report.html all give.
 
-Each side is a release: a minor resolves as `make probe` resolves it (its newest pinned node image), a patch is
-itself. A claim's behaviour on a release is its expectation there (probes/*/expectations.yaml); where a live
-recording of that very release exists its observation is said too, and whether it agrees. The releases where a
-claim changes on the way are the boundaries of its expectations' version ranges between the two, with the PRs
-their sources cite. A claim a race of the release decides (an expectation that is `one_of`) is kept apart: its
-value may differ from run to run.
+Each side is a release: a minor resolves as `make probe` resolves it (its newest pinned node image), a patch or a
+pre-release is itself, whether or not anything ran there. A claim's behaviour on a release is its expectation there
+(probes/*/expectations.yaml); where live records of that very release exist, what they measured is said too (the
+median of their values, the spread when there are several) and whether it agrees. The releases where a claim
+changes on the way are the boundaries of its expectations' version ranges between the two, with the PRs their
+sources cite. A claim a race of the release decides (an expectation that is `one_of`) is kept apart: its value may
+differ from run to run. FROM later than TO is a rollback: the same claims, the changes undone.
 
 The live observations come from run records: by default those of the shipped recordings (the atlas), replayed
-offline here (`replay_atlas`); `make upgrade RUNS=...` adds the run records of live runs.
+offline here (`replay_atlas`); `make upgrade RUNS=...` adds the run records of live runs. The terminal answer is one
+screen (`render_text`, at most SCREEN_LINES lines of at most SCREEN_WIDTH characters); `render_detail` lists every
+claim.
 """
 
 from __future__ import annotations
 
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from packaging.version import Version
 
 from harness.base import families, paths
-from harness.base.versions import KubeVersion, VersionError, resolve_image, version_range
+from harness.base.versions import (
+    REQUESTED_FORMS,
+    KubeVersion,
+    VersionError,
+    check_supported,
+    pinned_minors,
+    resolve_image,
+    version_range,
+)
 from harness.core.expectations import FAIL, NOT_OBSERVABLE, PASS, Claim, Expectation, evaluate, load_claims
 from harness.reports.records import load_records, origin_kind
 from harness.reports.wording import expected_words, pull_requests, words
 
 JsonDict = dict[str, Any]
 PRE_RELEASE_WORDS = {"a": "alpha", "b": "beta", "rc": "rc"}
+SCREEN_LINES = 40  # the default answer fits a terminal: at most this many lines ...
+SCREEN_WIDTH = 120  # ... of at most this many characters, at any two releases
+# A release as Kubernetes tags it, with something after it: a vendor's build (v1.27.3-eks-1, v1.28.2+k3s1, ...).
+VENDOR_BUILD = re.compile(r"^v?\d+\.\d+\.\d+(?:-(?:alpha|beta|rc)\.\d+)?(?P<suffix>[-+.].+)$", re.ASCII)
 
 
 @dataclass(frozen=True)
 class Release:
-    """One side of an upgrade: what was asked (1.26) and the release it stands for (v1.26.15), and how."""
+    """One side of an upgrade: what was asked (1.26), the release it stands for (v1.26.15), how, and where the
+    suite ran it: `live` the runtimes of its live records there ("" when nothing ran at that very release),
+    `nearest` the nearest releases that ran live (named when it did not)."""
 
     asked: str
     version: KubeVersion
     how: str  # "the newest pinned node image of 1.26", "as given", ...
+    runtimes: tuple[str, ...] = ()
+    nearest: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
-        return "v" + str(self.version).lstrip("v")
+        return "v" + kubernetes_spelling(self.version.version)
+
+    @property
+    def ran(self) -> bool:
+        return bool(self.runtimes)
 
 
 @dataclass(frozen=True)
@@ -72,6 +98,10 @@ class Side:
     def disagrees(self) -> bool:
         return any(s.status == FAIL for s in self.seen)
 
+    @property
+    def race(self) -> bool:
+        return self.expectation is not None and bool(self.expectation.one_of)
+
 
 @dataclass(frozen=True)
 class Step:
@@ -80,6 +110,7 @@ class Step:
     release: str  # Kubernetes spelling: 1.27.0-rc.0
     expectation: Expectation | None
     reason: str  # "k/k#115331", or the new expectation's first source where it cites no PR
+    prs: tuple[str, ...] = ()  # every PR the new expectation cites, as numbers
 
 
 @dataclass(frozen=True)
@@ -91,8 +122,9 @@ class ClaimChange:
     before: Side
     after: Side
     steps: tuple[Step, ...]
+    rollback: bool = False  # `before` is the later release: the steps are undone on the way back
 
-    @property
+    @cached_property
     def changes(self) -> bool:
         """The behaviour differs between the two releases."""
         return bool(outcome_key(self.before.expectation) != outcome_key(self.after.expectation))
@@ -100,7 +132,13 @@ class ClaimChange:
     @property
     def race(self) -> bool:
         """A race of either release decides the value (a one_of expectation): it may differ run to run."""
-        return any(side.expectation is not None and bool(side.expectation.one_of) for side in (self.before, self.after))
+        return self.before.race or self.after.race
+
+    @property
+    def key_step(self) -> Step | None:
+        """The release the change is said to be made in: the last step, from which on the later release's behaviour
+        holds (going back, what the rollback undoes)."""
+        return self.steps[-1] if self.steps else None
 
 
 @dataclass
@@ -111,6 +149,10 @@ class Upgrade:
     after: Release
     claims: list[ClaimChange]
     sources: list[str] = field(default_factory=list)  # where the live observations come from, in words
+
+    @property
+    def rollback(self) -> bool:
+        return self.before.version.version > self.after.version.version
 
     @property
     def changed(self) -> list[ClaimChange]:
@@ -137,27 +179,98 @@ class Upgrade:
         """Claims whose live observation on either release differs from its expectation."""
         return [c for c in self.claims if c.before.disagrees or c.after.disagrees]
 
+    @property
+    def unchanged(self) -> int:
+        """How many claims behave the same on both and on every release between."""
+        return len(self.claims) - len(self.changed) - len(self.raced) - len(self.on_the_way)
+
+    def counts(self) -> str:
+        """What changes, counted: the same words in make upgrade, report.md and report.html."""
+        changed = self.changed
+        both = sum(c.before.live and c.after.live for c in changed)
+        parts = [f"{len(changed)} change{'' if len(changed) == 1 else 's'} of behaviour"]
+        if changed:
+            parts[0] += f" ({both} live on both)"
+        if self.raced:
+            parts.append(f"{len(self.raced)} decided by a race")
+        if self.on_the_way:
+            parts.append(f"{len(self.on_the_way)} only in between")
+        if self.disagreeing:
+            parts.append(f"{len(self.disagreeing)} seen otherwise than expected")
+        return ", ".join(parts)
+
 
 # ------------------------------------------------------------------------------------------ releases
 
 
-def resolve(text: str, what: str, live_versions: Iterable[str] = ()) -> Release:
-    """FROM or TO as a release: a minor as `make probe` resolves it (its newest pinned node image), a patch as
-    given when it has a pinned image or a live recording; anything else is refused (VersionError)."""
-    if not text.strip():
-        raise VersionError(f"no {what} given: say which releases to compare, e.g. make upgrade FROM=1.26 TO=1.28")
-    wanted = KubeVersion.parse(text)
-    exact = wanted.text.lstrip("v").count(".") >= 2
+class ReleaseError(VersionError):
+    """FROM or TO is not a release the suite can answer for; the message says what would be."""
+
+
+def known_minor_range() -> tuple[Version, Version]:
+    """The minors the suite knows: from the oldest it supports to the newest with a pinned node image."""
+    minors = [Version(m) for m in pinned_minors()]
+    return min(minors), max(minors)
+
+
+def check_published(text: str, what: str) -> KubeVersion:
+    """FROM or TO as a release Kubernetes publishes (its form, a minor the suite knows), or ReleaseError; a vendor's
+    build is refused in one line: the suite never ran it, and its upstream release is what it can answer for."""
+    given = text.strip()
+    vendor = VENDOR_BUILD.match(given)
+    if vendor and not re.fullmatch(r"-(?:alpha|beta|rc)\.\d+", vendor["suffix"]):
+        upstream = given[: vendor.start("suffix")].lstrip("v")
+        raise ReleaseError(
+            f"{what}={given} is a vendor's build ({vendor['suffix'].lstrip('-+.')}), which the suite never ran: "
+            f"give the upstream release it is built from ({what}={upstream}) for what upstream does there"
+        )
     try:
-        image = resolve_image(text)
+        wanted = KubeVersion.requested(given)
+        check_supported(wanted)
     except VersionError as err:
-        recorded = [KubeVersion.parse(v) for v in live_versions]
-        if exact and any(v.version == wanted.version for v in recorded):
-            return Release(text, wanted, "as given (a live recording, no pinned node image)")
-        raise VersionError(str(err).replace("VERSION=", f"{what}=")) from None
-    if exact:
-        return Release(text, image.kubernetes, "as given")
-    return Release(text, image.kubernetes, "a minor's newest pinned node image, as make probe resolves it")
+        raise ReleaseError(str(err).replace("VERSION=", f"{what}=")) from None
+    oldest, newest = known_minor_range()
+    minor = Version(wanted.minor)
+    if minor > newest:
+        raise ReleaseError(
+            f"{what}={given}: Kubernetes {wanted.minor} is newer than any minor the suite knows (the newest is "
+            f"{newest}); give a release of {oldest} to {newest} ({REQUESTED_FORMS})"
+        )
+    return wanted
+
+
+def resolve(text: str, what: str) -> Release:
+    """FROM or TO as a release: a minor as `make probe` resolves it (its newest pinned node image), a patch or a
+    pre-release as given (whether it ran live there, and where else, `compare` says: it reads the records)."""
+    if not text.strip():
+        raise ReleaseError(f"no {what} given: say which releases to compare, e.g. make upgrade FROM=1.26 TO=1.28")
+    wanted = check_published(text, what)
+    if wanted.text.lstrip("v").count(".") >= 2:
+        version, how = wanted, "as given"
+    else:
+        version = resolve_image(wanted.text).kubernetes
+        how = f"the newest pinned node image of {wanted.minor}"
+    return Release(text.strip(), version, how)
+
+
+def release_key(version: KubeVersion) -> str:
+    """A release as the observations are keyed: packaging's spelling of its version (1.27.0rc0)."""
+    return str(version.version)
+
+
+def nearest_live(version: KubeVersion, ran: Iterable[Version]) -> tuple[str, ...]:
+    """The live releases nearest to one that did not run: of its own minor the closest below and above it, else
+    the closest of any minor; in Kubernetes spelling with a v."""
+    same = [v for v in ran if (v.major, v.minor) == (version.version.major, version.version.minor)]
+    if version.version.pre is None and any(v.pre is None for v in same):
+        same = [v for v in same if v.pre is None]  # a release's nearest are releases, not pre-releases
+    if same:
+        below = [v for v in same if v < version.version]
+        above = [v for v in same if v > version.version]
+        picked = ([max(below)] if below else []) + ([min(above)] if above else [])
+    else:
+        picked = sorted(ran, key=lambda v: (abs(v.minor - version.version.minor), -v.minor))[:1]
+    return tuple("v" + kubernetes_spelling(v) for v in sorted(picked))
 
 
 def kubernetes_spelling(version: Version) -> str:
@@ -176,8 +289,24 @@ def _successor(version: Version) -> Version:
     return Version(f"{major}.{minor}.{patch + 1}")
 
 
+_MEMO: dict[tuple[int, Any], tuple[Claim, Any]] = {}  # (claim's id(), what) -> the claim (kept alive) and the answer
+
+
+def _memo(claim: Claim, what: Any, answer: Any) -> Any:
+    """What was worked out for a claim once (its boundaries, its expectation on a release): make upgrade compares
+    many releases, the report every pair of its columns, and the claims do not change within a run."""
+    known = _MEMO.get((id(claim), what))
+    if known is None or known[0] is not claim:
+        known = _MEMO[(id(claim), what)] = (claim, answer())
+    return known[1]
+
+
 def boundaries(claim: Claim) -> list[Version]:
     """Every release where one of the claim's version ranges starts or ends, in order."""
+    return list(_memo(claim, "boundaries", lambda: _boundaries(claim)))
+
+
+def _boundaries(claim: Claim) -> list[Version]:
     found: set[Version] = set()
     for expectation in claim.expectations:
         for specifiers in version_range(expectation.versions):
@@ -191,6 +320,11 @@ def boundaries(claim: Claim) -> list[Version]:
 
 def expectation_on(claim: Claim, version: KubeVersion) -> Expectation | None:
     """The claim's expectation on a release, or None where no single range covers it."""
+    found: Expectation | None = _memo(claim, version.version, lambda: _expectation_on(claim, version))
+    return found
+
+
+def _expectation_on(claim: Claim, version: KubeVersion) -> Expectation | None:
     matching = [e for e in claim.expectations if version.satisfies(e.versions)]
     return matching[0] if len(matching) == 1 else None
 
@@ -203,18 +337,32 @@ def outcome_key(expectation: Expectation | None) -> Any:
 
 
 def steps_between(claim: Claim, before: KubeVersion, after: KubeVersion) -> tuple[Step, ...]:
-    """The releases in (before, after] where the claim's expectation changes, each with the new one."""
-    current = expectation_on(claim, before)
+    """The releases in (before, after] where the claim's expectation changes, each with the new one (for a
+    rollback, before later than after: the same releases, oldest first, which the way back undoes)."""
+    low, high = (before, after) if before.version <= after.version else (after, before)
+    current = outcome_key(expectation_on(claim, low))
     steps = []
-    for point in boundaries(claim):
-        if not before.version < point <= after.version:
-            continue
-        release = kubernetes_spelling(point)
-        now = expectation_on(claim, KubeVersion.parse(release))
-        if outcome_key(now) != outcome_key(current):
-            steps.append(Step(release, now, step_reason(now)))
-            current = now
+    for point, key, step in _transitions(claim):
+        if low.version < point <= high.version and key != current:
+            steps.append(step)
+            current = key
     return tuple(steps)
+
+
+def _transitions(claim: Claim) -> list[tuple[Version, Any, Step]]:
+    """Each boundary of the claim's ranges with what its expectation says from there on, worked out once."""
+
+    def work() -> list[tuple[Version, Any, Step]]:
+        out = []
+        for point in boundaries(claim):
+            release = kubernetes_spelling(point)
+            now = expectation_on(claim, KubeVersion.parse(release))
+            prs = tuple(pull_requests(now.sources)) if now is not None else ()
+            out.append((point, outcome_key(now), Step(release, now, step_reason(now), prs)))
+        return out
+
+    found: list[tuple[Version, Any, Step]] = _memo(claim, "transitions", work)
+    return found
 
 
 def step_reason(expectation: Expectation | None) -> str:
@@ -258,7 +406,9 @@ def replay_atlas(out: Path, recordings: Path = paths.REPO / "probes") -> Path:
     return out
 
 
-def live_observations(records: Iterable[JsonDict]) -> dict[tuple[str, str], list[Seen]]:
+def live_observations(
+    records: Iterable[JsonDict], claims_loader: Any = load_claims
+) -> dict[tuple[str, str], list[Seen]]:
     """(claim id, release) -> what live records observed there, judged against the current expectations."""
     found: dict[tuple[str, str], list[Seen]] = {}
     for record in records:
@@ -266,7 +416,7 @@ def live_observations(records: Iterable[JsonDict]) -> dict[tuple[str, str], list
         if not version or origin_kind(record) != "live":
             continue
         try:
-            claims = load_claims(record["family"])
+            claims = claims_loader(record["family"])
         except families.FamilyError:
             continue
         release = str(KubeVersion.parse(version).version)
@@ -288,32 +438,145 @@ def live_versions(records: Iterable[JsonDict]) -> set[str]:
     return {str(r["server_version"]) for r in records if r.get("server_version") and origin_kind(r) == "live"}
 
 
-def compare(before: Release, after: Release, records: Sequence[JsonDict], sources: Sequence[str] = ()) -> Upgrade:
-    """Every claim of every family between the two releases."""
-    seen = live_observations(records)
+# What a runtime component's version string says first: "containerd github.com/containerd/containerd 1.6.20~ds1 ..."
+# -> 1.6.20, "runc version 1.1.5+ds1" -> 1.1.5, "v2.1.4" -> 2.1.4.
+_COMPONENT_VERSION = re.compile(r"(?<![\w.])v?(\d+\.\d+(?:\.\d+)?(?:-(?:alpha|beta|rc)\.?\d+)?)")
+RUNTIME_KEYS = ("containerd", "runc", "cni", "crictl", "cgroup")
+
+
+def runtime_words(record: JsonDict) -> str:
+    """The cluster and container runtime a live record ran on, in a few words: 'kind (containerd 1.7.13, runc 1.1.12,
+    cgroup v1)', 'local build (containerd 1.6.20, runc 1.1.5)', or '... (runtime not recorded)'."""
+    origin = record.get("recording_origin") or {}
+    run = record.get("provenance") or {}
+    cluster = str(origin.get("cluster") or run.get("cluster") or "")
+    if cluster.startswith("local") or origin.get("kubernetes"):
+        where = "local build"
+    elif cluster.startswith("kind") or origin.get("node_image") or run.get("node_image"):
+        kind_version = origin.get("kind_version") or run.get("kind_version")
+        where = f"kind {kind_version}" if kind_version else "kind"
+    elif cluster == "existing":
+        where = "existing cluster"
+    else:
+        where = "a cluster the record does not describe"
+    parts = []
+    for key in RUNTIME_KEYS:
+        value = origin.get(key)
+        if value in (None, "", {}):
+            continue
+        if key == "cgroup":
+            text = str(value.get("version", value) if isinstance(value, dict) else value)
+            parts.append(f"cgroup {text if text.startswith('v') else 'v' + text}")
+            continue
+        text = str(value.get("version", value) if isinstance(value, dict) else value)
+        match = _COMPONENT_VERSION.search(text)
+        parts.append(f"{key} {match.group(1) if match else text}")
+    return f"{where} ({', '.join(parts) if parts else 'runtime not recorded'})"
+
+
+def live_runtimes(records: Iterable[JsonDict]) -> dict[str, tuple[str, ...]]:
+    """Release (packaging's spelling) -> the runtimes its live records ran on, each once, in order."""
+    found: dict[str, list[str]] = {}
+    for record in records:
+        version = record.get("server_version")
+        if not version or origin_kind(record) != "live":
+            continue
+        said = runtime_words(record)
+        known = found.setdefault(str(KubeVersion.parse(str(version)).version), [])
+        if said not in known:
+            known.append(said)
+    return {release: tuple(sorted(said)) for release, said in found.items()}
+
+
+@dataclass(frozen=True)
+class Observations:
+    """What live records saw, by claim and release, and what each release ran on: read once, asked many times."""
+
+    seen: dict[tuple[str, str], list[Seen]]
+    runtimes: dict[str, tuple[str, ...]]
+
+    @cached_property
+    def releases(self) -> frozenset[Version]:
+        """The releases live records ran on."""
+        return frozenset(Version(release) for release in self.runtimes)
+
+    @classmethod
+    def of(cls, records: Iterable[JsonDict], claims_loader: Any = load_claims) -> Observations:
+        records = list(records)
+        return cls(live_observations(records, claims_loader), live_runtimes(records))
+
+
+def compare(
+    before: Release,
+    after: Release,
+    records: Sequence[JsonDict] | Observations,
+    sources: Sequence[str] = (),
+    claims_loader: Any = load_claims,
+) -> Upgrade:
+    """Every claim of every family between the two releases (before later than after: a rollback)."""
+    observed = records if isinstance(records, Observations) else Observations.of(records, claims_loader)
+    before, after = (_with_runtimes(r, observed) for r in (before, after))
+    rollback = before.version.version > after.version.version
     out = []
     for family in families.families():
-        for claim in load_claims(family.name).values():
+        for claim in claims_loader(family.name).values():
             sides = [
                 Side(
                     release,
                     expectation_on(claim, release.version),
-                    tuple(seen.get((claim.id, str(release.version.version)), ())),
+                    tuple(observed.seen.get((claim.id, release_key(release.version)), ())),
                 )
                 for release in (before, after)
             ]
             steps = steps_between(claim, before.version, after.version)
-            out.append(ClaimChange(claim, family, sides[0], sides[1], steps))
+            out.append(ClaimChange(claim, family, sides[0], sides[1], steps, rollback))
     return Upgrade(before, after, out, list(sources))
 
 
-# ------------------------------------------------------------------------------------------ words
+def _with_runtimes(release: Release, observed: Observations) -> Release:
+    """The release with the runtimes it ran on live, or the nearest releases that did."""
+    ran = observed.runtimes.get(release_key(release.version), ())
+    nearest = () if ran else nearest_live(release.version, observed.releases)
+    return Release(release.asked, release.version, release.how, ran, nearest)
+
+
+# ------------------------------------------------------------------------------------------ measured values
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def measured_words(side: Side) -> str:
+    """What a side says, marked: where it ran live, the median of its runs' values (with the spread when there are
+    several) or the value they saw, '[live]'; where nothing ran, the expectation there, '[expected]'."""
+    if not side.seen:
+        return f"{expected_words(side.expectation)} [expected]"
+    numbers = [_number(s.value) for s in side.seen]
+    runs = len(side.seen)
+    if all(n is not None for n in numbers):
+        values = [n for n in numbers if n is not None]
+        pattern = "{:g}" if all(isinstance(s.value, int) for s in side.seen) else "{:.1f}"  # a count, a measurement
+
+        def said(value: float) -> str:
+            return pattern.format(value)
+
+        median = said(statistics.median(values))
+        if runs == 1 or min(values) == max(values):
+            return f"{median} [live{f' ×{runs}' if runs > 1 else ''}]"
+        return f"{median} [live ×{runs}: {said(min(values))}–{said(max(values))}]"
+    seen = []
+    for s in side.seen:
+        if words(s.value) not in seen:
+            seen.append(words(s.value))
+    if len(seen) == 1:
+        return f"{seen[0]} [live{f' ×{runs}' if runs > 1 else ''}]"
+    return f"{' or '.join(seen)} [live ×{runs}, runs differ]"
 
 
 def seen_words(side: Side) -> str:
     """What was seen live on a side where it differs from what is expected there, or where a race decides it."""
-    race = side.expectation is not None and bool(side.expectation.one_of)
-    shown = sorted({words(s.value) for s in side.seen if race or s.status != PASS})
+    shown = sorted({words(s.value) for s in side.seen if side.race or s.status != PASS})
     return f" (seen live on {side.release.name}: {', '.join(shown)})" if shown else ""
 
 
@@ -334,10 +597,10 @@ def observable_words(claim: Claim) -> str:
 def steps_words(change: ClaimChange) -> str:
     """'changed in 1.27.0-rc.0 (k/k#115331)', or each release on the way and what it changed to."""
     if len(change.steps) == 1:
-        return f"changed in {change.steps[0].release} ({change.steps[0].reason})"
-    return "on the way: " + "; ".join(
-        f"from {s.release} {expected_words(s.expectation)} ({s.reason})" for s in change.steps
-    )
+        verb = "undoes what changed in" if change.rollback else "changed in"
+        return f"{verb} {change.steps[0].release} ({change.steps[0].reason})"
+    lead = "on the way back, undone: " if change.rollback else "on the way: "
+    return lead + "; ".join(f"from {s.release} {expected_words(s.expectation)} ({s.reason})" for s in change.steps)
 
 
 def line(change: ClaimChange) -> str:
@@ -349,11 +612,143 @@ def line(change: ClaimChange) -> str:
     return f"{change.claim.id} — {observable_words(change.claim)}: " + "; ".join(p for p in parts if p)
 
 
-def render_text(upgrade: Upgrade) -> str:
-    """The terminal answer: what changes, then the race-decided claims, then what differs only on the way."""
+# ------------------------------------------------------------------------------------------ the answer
+
+
+def release_line(release: Release) -> str:
+    """Where a side ran: 'v1.30.13 (the newest pinned node image of 1.30): live on kind (runtime not recorded)', or
+    'v1.29.5 (as given): not run here, expected values; nearest live v1.29.14'."""
+    head = f"{release.name} ({release.how})"
+    if release.ran:
+        return f"{head}: live on {'; '.join(release.runtimes)}"
+    nearest = f"; nearest live {' and '.join(release.nearest)}" if release.nearest else "; no live run of it near"
+    return f"{head}: not run here, expected values{nearest}"
+
+
+def headline(upgrade: Upgrade) -> str:
     b, a = upgrade.before, upgrade.after
-    how = f"both {b.how}" if b.how == a.how else f"{b.asked}: {b.how}; {a.asked}: {a.how}"
-    out = [f"Upgrading Kubernetes {b.asked} → {a.asked}: {b.name} → {a.name}", f"  ({how})"]
+    verb = "Rolling back" if upgrade.rollback else "Upgrading"
+    return f"{verb} Kubernetes {b.asked} → {a.asked}: {b.name} → {a.name}"
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """Claims of one family that change in the same release for the same PRs: one line of the answer."""
+
+    family: families.Family
+    release: str
+    prs: tuple[str, ...]
+    changes: tuple[ClaimChange, ...]
+
+
+def behaviours(changes: Iterable[ClaimChange], coarse: int = 2) -> list[Behaviour]:
+    """The changed claims grouped, in release order: coarse 0 one per claim, 1 those of a family that change in the
+    same release to the same values, 2 those of a family that change in the same release."""
+    grouped: dict[tuple[str, ...], list[ClaimChange]] = {}
+    families_by_name: dict[str, families.Family] = {}
+    for change in changes:
+        step = change.key_step
+        families_by_name[change.family.name] = change.family
+        key: tuple[str, ...] = (change.family.name, step.release if step else "")
+        if coarse == 0:
+            key = (*key, change.claim.id)
+        elif coarse == 1:
+            key = (*key, measured_words(change.before), measured_words(change.after))
+        grouped.setdefault(key, []).append(change)
+    out = []
+    for (name, release, *_), found in grouped.items():
+        prs = [pr for change in found if change.key_step for pr in change.key_step.prs]
+        out.append(Behaviour(families_by_name[name], release, tuple(dict.fromkeys(prs)), tuple(found)))
+    return sorted(out, key=lambda b: (Version(b.release) if b.release else Version("0"), b.family.order))
+
+
+def _fit(text: str, room: int) -> str:
+    """Text cut at a word to fit `room` characters, with an ellipsis (values and ids only, never a PR number)."""
+    if len(text) <= room:
+        return text
+    cut = text[: max(room - 1, 0)]
+    if " " in cut[room // 2 :]:
+        cut = cut[: cut.rfind(" ")]
+    return cut.rstrip(" ,;") + "…"
+
+
+def behaviour_line(behaviour: Behaviour, rollback: bool, width: int = SCREEN_WIDTH) -> str:
+    """One behaviour in at most `width` characters: the release and every PR in full, then what it changes."""
+    first = min(behaviour.changes, key=lambda c: (not (c.before.live and c.after.live), c.claim.id))
+    prs = " ".join(f"k/k#{pr}" for pr in behaviour.prs) or "no PR cited"
+    when = f"{'undoes' if rollback else 'in'} {behaviour.release}" if behaviour.release else "no release between"
+    lead = f"  {when} ({prs}) "
+    others = len(behaviour.changes) - 1
+    subject = first.claim.id + (f" +{others} alike" if others else "")
+    values = f"{measured_words(first.before)} → {measured_words(first.after)}"
+    room = width - len(lead) - 2
+    if len(subject) + len(values) > room:
+        subject = _fit(subject, max(min(len(subject), room - 30), 16))
+        values = _fit(values, room - len(subject))
+    return f"{lead}{subject}: {values}"
+
+
+def _listed(ids: Sequence[str], room: int) -> str:
+    """Claim ids joined, as many as fit `room`, the rest counted."""
+    shown: list[str] = []
+    for i, claim_id in enumerate(ids):
+        rest = len(ids) - i - 1
+        tail = f" +{rest}" if rest else ""
+        if len(", ".join([*shown, claim_id])) + len(tail) > room:
+            return ", ".join(shown) + f" +{len(ids) - len(shown)}"
+        shown.append(claim_id)
+    return ", ".join(shown)
+
+
+def render_text(upgrade: Upgrade, width: int = SCREEN_WIDTH, height: int = SCREEN_LINES) -> str:
+    """The terminal answer in one screen: at most `height` lines of at most `width` characters."""
+    b, a = upgrade.before, upgrade.after
+    out = [_fit(headline(upgrade), width), f"  {upgrade.counts()}"]
+    out += [_fit(f"  {which}: {release_line(r)}", width) for which, r in (("from", b), ("to", a))]
+    out.append(
+        "  values: [live ×N: low–high] the median of the N live runs there and their spread; [expected] no run there"
+    )
+    found = behaviours(upgrade.changed, 0)
+    title = "Going back, what changes" if upgrade.rollback else "What changes"
+    out.append(title)
+    tail: list[str] = []
+    if upgrade.raced:
+        ids = [c.claim.id for c in upgrade.raced]
+        lead = f"Decided by a race on one side, may differ run to run: {len(ids)} claims ("
+        tail.append(lead + _listed(ids, width - len(lead) - 1) + ")")
+    if upgrade.on_the_way:
+        releases = sorted({s.release for c in upgrade.on_the_way for s in c.steps}, key=Version)
+        span = releases[0] if len(releases) == 1 else f"{releases[0]} … {releases[-1]}"
+        tail.append(
+            f"Alike on both, different in between: {len(upgrade.on_the_way)} claims ({len(releases)} releases, {span})"
+        )
+    if upgrade.disagreeing:
+        ids = [c.claim.id for c in upgrade.disagreeing]
+        lead = f"Seen live otherwise than expected: {len(ids)} claims ("
+        tail.append(lead + _listed(ids, width - len(lead) - 1) + ")")
+    if upgrade.same_race:
+        tail.append(f"Decided by the same race on both (no change): {len(upgrade.same_race)} claims")
+    tail.append(f"The other {upgrade.unchanged} of the {len(upgrade.claims)} claims behave the same on both.")
+    tail.append("DETAIL=1: every claim, its values on both sides and each release on the way, with its sources.")
+    room = height - len(out) - len(tail)
+    for coarse in (1, 2):  # one line per claim where they fit, else the claims that change alike, else by release
+        if len(found) <= room:
+            break
+        found = behaviours(upgrade.changed, coarse)
+    out[-1] = f"{title} ({len(upgrade.changed)} claims in {len(found)} lines: the release it changed in, its PRs):"
+    lines = [behaviour_line(found_one, upgrade.rollback, width) for found_one in found]
+    if not lines:
+        out[-1] = f"{title}: none of the {len(upgrade.claims)} claims"
+    if len(lines) > room:
+        kept = max(room - 1, 0)
+        lines = [*lines[:kept], f"  … and {len(lines) - kept} more behaviours (DETAIL=1 lists them)"]
+    return "\n".join([*out, *lines, *tail]) + "\n"
+
+
+def render_detail(upgrade: Upgrade) -> str:
+    """Every claim: what changes, then the race-decided claims, then what differs only on the way (DETAIL=1)."""
+    b, a = upgrade.before, upgrade.after
+    out = [headline(upgrade), f"  {upgrade.counts()}", f"  from: {release_line(b)}", f"  to: {release_line(a)}"]
     out += [f"  {source}" for source in upgrade.sources]
     out.append(
         "  live: seen in a live recording of that very release; expected: what probes/*/expectations.yaml say there"
@@ -379,14 +774,15 @@ def render_text(upgrade: Upgrade) -> str:
                 family = change.family
                 out.append(f"  {family.title}")
             out.append(f"    {line(change)}")
+            if change.before.live or change.after.live:
+                out.append(f"      measured: {measured_words(change.before)} → {measured_words(change.after)}")
     if upgrade.same_race:
         ids = ", ".join(c.claim.id for c in upgrade.same_race)
         out += ["", f"Decided by the same race on both (no change; may differ run to run): {ids}"]
     if upgrade.disagreeing:
         ids = ", ".join(c.claim.id for c in upgrade.disagreeing)
         out += ["", f"Seen live otherwise than expected on {b.name} or {a.name}: {ids}"]
-    unchanged = len(upgrade.claims) - len(upgrade.changed) - len(upgrade.raced) - len(upgrade.on_the_way)
-    out += ["", f"The other {unchanged} of the {len(upgrade.claims)} claims behave the same on both releases."]
+    out += ["", f"The other {upgrade.unchanged} of the {len(upgrade.claims)} claims behave the same on both releases."]
     return "\n".join(out) + "\n"
 
 

@@ -1,5 +1,6 @@
-"""make upgrade FROM=1.26 TO=1.28 [RUNS=...]: what changes for the claims between two releases, from the shipped
-recordings (replayed offline) and the expectations; RUNS adds the run records of live runs."""
+"""make upgrade FROM=1.26 TO=1.28 [RUNS=...] [DETAIL=1]: what changes for the claims between two releases (FROM later
+than TO: a rollback), from the shipped recordings (replayed offline) and the expectations, in one screen; DETAIL=1
+lists every claim; RUNS adds the run records of live runs."""
 
 from __future__ import annotations
 
@@ -13,34 +14,27 @@ from harness.doors.commands.refusal import BAD, refuse
 from harness.reports import records, upgrade
 from harness.reports.records import JsonDict
 
-# The release a shipped recording was made on, as its file is named (tools/adopt_recordings.py): name--v1.27.3-live-...
-RECORDING_RELEASE = re.compile(r"--v(\d+\.\d+\.\d+(?:-(?:alpha|beta|rc)\.\d+)?)-")
-
-
-def shipped_releases() -> set[str]:
-    """The releases the shipped recordings were made on, read from their names (no file is opened)."""
-    return {m.group(1) for path in families.all_recordings() if (m := RECORDING_RELEASE.search(path.name))}
-
 
 class Refusal(ValueError):
     """FROM, TO or RUNS as the command cannot use them; the message says why."""
 
 
-def releases(given_from: str, given_to: str, runs: list[JsonDict]) -> tuple[upgrade.Release, upgrade.Release]:
-    """FROM and TO resolved and in order, or Refusal saying what is wrong with them."""
+def releases(
+    given_from: str, given_to: str, runs: list[JsonDict] | None = None
+) -> tuple[upgrade.Release, upgrade.Release]:
+    """FROM and TO resolved (any published release the suite knows the minor of; a vendor's build refused), or
+    Refusal saying what is wrong with them. FROM later than TO is a rollback, answered as such."""
     for what, text in (("FROM", given_from), ("TO", given_to)):
         if not text.strip():
             raise Refusal(f"no {what} given: name two releases, e.g. make upgrade FROM=1.26 TO=1.28")
-    known = shipped_releases() | upgrade.live_versions(runs)
     try:
-        before = upgrade.resolve(given_from, "FROM", known)
-        after = upgrade.resolve(given_to, "TO", known)
+        before = upgrade.resolve(given_from, "FROM")
+        after = upgrade.resolve(given_to, "TO")
     except VersionError as err:
         raise Refusal(str(err)) from err
-    if before.version.version >= after.version.version:
+    if before.version.version == after.version.version:
         raise Refusal(
-            f"FROM {given_from} ({before.name}) is not earlier than TO {given_to} ({after.name}): "
-            "FROM is the release run now, TO the one planned"
+            f"FROM {given_from} and TO {given_to} are the same release ({before.name}): nothing changes between them"
         )
     return before, after
 
@@ -58,7 +52,10 @@ def load_runs(runs: list[str]) -> list[JsonDict]:
 
 def run_upgrade_command(args: argparse.Namespace) -> int:
     """Refuse bad input in one line, then replay the atlas and print the answer."""
+    detail = str(getattr(args, "detail", "") or "").strip()
     try:
+        if detail not in ("", "0", "1"):
+            raise Refusal(f"DETAIL={detail}: give DETAIL=1 for every claim, or leave it out for one screen")
         extra = load_runs(args.runs)
         before, after = releases(args.from_version, args.to_version, extra)
     except Refusal as err:
@@ -68,5 +65,15 @@ def run_upgrade_command(args: argparse.Namespace) -> int:
     if args.runs:
         live = sum(records.origin_kind(r) == "live" for r in extra)
         sources.append(f"live: {live} run records under {', '.join(args.runs)}")
-    print(upgrade.render_text(upgrade.compare(before, after, [*atlas, *extra], sources)), end="")
+    found = upgrade.compare(before, after, [*atlas, *extra], sources)
+    print((upgrade.render_detail if detail == "1" else upgrade.render_text)(found), end="")
     return 0
+
+
+# The release a shipped recording was made on, as its file is named (tools/adopt_recordings.py): name--v1.27.3-live-...
+RECORDING_RELEASE = re.compile(r"--v(\d+\.\d+\.\d+(?:-(?:alpha|beta|rc)\.\d+)?)-")
+
+
+def shipped_releases_by_name() -> set[str]:
+    """The releases the shipped recordings were made on, read from their names (no file is opened)."""
+    return {m.group(1) for path in families.all_recordings() if (m := RECORDING_RELEASE.search(path.name))}
