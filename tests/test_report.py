@@ -331,7 +331,10 @@ def test_old_run_records_of_derived_recordings_are_never_called_observed(live_ru
     assert "not recorded (derived)" in html  # the column's "when"
     assert "✅ Running → Failed 📄" in markdown and "📄: derived from the documents (not observed)" in markdown
     title = "[Kubernetes 1.27] Pod 停止時のフェーズ遷移の変更"
-    assert f"| v1.27.3 | derived | derived from documents, no cluster ({title}) | not recorded (derived) |" in markdown
+    assert (
+        f"| v1.27.3 | derived | derived from documents, no cluster ({title}) | none (nothing live) "
+        "| not recorded (derived) |" in markdown
+    )
 
 
 def test_live_and_derived_observations_are_kept_apart_with_their_provenance(
@@ -488,12 +491,14 @@ def test_markdown_and_html_show_the_matrix_and_provenance(
     assert (
         "| v1.27.3 | live | kind node image plp-node-shutdown:v1.27.3-5b983a86010d (kind v0.20.0); kind "
         "node image plp-node:v1.27.3 (kind v0.20.0); local build of v1.27.3 at 25b4e43193bc (go1.20.14, containerd "
-        "1.6.20~ds1-1+deb12u3) | 2026-11-23 12:09 – 2026-11-27 08:48 UTC |" in markdown
+        "1.6.20~ds1-1+deb12u3) | kind v0.20.0 (runtime not recorded); local build (containerd 1.6.20, runc 1.1.5) | "
+        "2026-11-23 12:09 – 2026-11-27 08:48 UTC |" in markdown
     )
     assert (  # several days: a local build with the tag's Go, kind, then a bisection's build with go1.20's newest
         "| v1.28.4 | live | kind node image plp-node-shutdown:v1.28.4-7b5a93ea20fe (kind v0.20.0); kind node image "
         "plp-node:v1.28.4 (kind v0.20.0); local build of v1.28.4 at bae2c62678db (go1.20.11, containerd "
         "1.6.20~ds1-1+deb12u3); local build of v1.28.4 at bae2c62678db (go1.20.14, containerd 1.6.20~ds1-1+deb12u3) "
+        "| kind v0.20.0 (runtime not recorded); local build (containerd 1.6.20, runc 1.1.5) "
         "| 2026-11-23 12:08 – 2026-11-27 09:49 UTC |" in markdown
     )
     # a job summary's size: GitHub allows 1 MiB; the matrix grows by a column a version (6.7 kB at 45 versions; 7.6 kB
@@ -1142,3 +1147,36 @@ def test_at_1600_px_the_versions_fit_while_they_can_and_a_range_of_versions_narr
     assert [seen["shownVersions"][i] for i in changed] == ["v1.27.0-rc.0"]
     assert seen["phasesShown"][changed[0]][1] == "Running → Failed"
     assert all(text == "" for moved, text in seen["phasesShown"][1:] if not moved and text != "Running → Failed")
+
+
+def test_what_changed_is_one_reading_in_report_md_report_html_and_make_upgrade(
+    replayed_matrix: Matrix, replayed_html: str
+) -> None:
+    """Every consecutive pair of the shipped recordings' versions: report.md and report.html count what changes in
+    the same words as make upgrade between those two releases, and list the same claims as changes of behaviour."""
+    from harness.reports import upgrade
+
+    markdown = render_markdown(replayed_matrix)
+    observed = replayed_matrix.observations
+    assert observed is not None
+    pairs = [(a, b, found) for a, b, found in replayed_matrix.changes()]
+    assert len(pairs) == len(replayed_matrix.versions) - 1 > 40
+    for a, b, found in pairs:
+        terminal = upgrade.compare(upgrade.resolve(a, "FROM"), upgrade.resolve(b, "TO"), observed)
+        counts = terminal.counts()
+        assert replayed_matrix.pair(a, b).counts() == counts, (a, b)
+        if not found:
+            assert not terminal.changed and not terminal.disagreeing, (a, b)
+            continue
+        row = re.search(
+            rf'<tr id="change-{safe_name(a, 100)}-{safe_name(b, 100)}"[^>]*>(.*?)</tr>', replayed_html, re.S
+        )
+        assert row is not None, (a, b)
+        assert f'<span class="basis counts">{counts}' in row.group(1), (a, b)
+        assert f"| {a} → {b} | {counts}" in markdown, (a, b)
+        listed = set(re.findall(r'<li[^>]*><a class="cid" href="#claim-[^"]*"[^>]*>([^<]+)</a>', row.group(1)))
+        expected = {c.claim.id for c in [*terminal.changed, *terminal.raced, *terminal.disagreeing]}
+        assert listed <= expected, (a, b, listed - expected)
+        assert {c.claim.id for c in terminal.changed} <= listed, (a, b)
+        section = markdown.split(f"#### {a} → {b}\n", 1)[1].split("\n####", 1)[0]
+        assert {c.claim.id for c in terminal.changed} <= set(re.findall(r"`([^`]+)`", section)), (a, b)

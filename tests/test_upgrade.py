@@ -334,18 +334,29 @@ def _recorded_releases() -> list[str]:
 def test_the_answer_is_one_screen_at_every_pair_of_recorded_releases(
     minor: str, observed: upgrade.Observations
 ) -> None:
-    """From each recorded release of a minor to every other recorded release (either way): at most 40 lines of at
-    most 120 characters, and no PR number cut."""
+    """From each recorded release of a minor to every later recorded release, and back from the newest recorded
+    release of the minor to the newest of every earlier minor: at most 40 lines of at most 120 characters, and no PR
+    number cut."""
     releases = _recorded_releases()
     assert len(releases) > 40
-    for given_from in (r for r in releases if KubeVersion.parse(r).minor == minor):
-        for given_to in releases:
-            if given_to == given_from:
-                continue
-            found = upgrade.compare(upgrade.resolve(given_from, "FROM"), upgrade.resolve(given_to, "TO"), observed)
-            lines = upgrade.render_text(found).splitlines()
-            assert len(lines) <= upgrade.SCREEN_LINES, (given_from, given_to, len(lines))
-            assert max(len(line) for line in lines) <= upgrade.SCREEN_WIDTH, (given_from, given_to)
-            cited = {pr for change in found.changed if change.key_step for pr in change.key_step.prs}
-            shown = {pr for line in lines for pr in re.findall(r"k/k#(\d+)\b", line)}
-            assert cited <= shown or any(line.startswith("  … and ") for line in lines), (given_from, given_to)
+    newest = {KubeVersion.parse(r).minor: r for r in releases}  # releases are in order: the last of each minor
+    pairs = [
+        (given_from, given_to)
+        for given_from in releases
+        if KubeVersion.parse(given_from).minor == minor
+        for given_to in releases
+        if KubeVersion.parse(given_to).version > KubeVersion.parse(given_from).version
+    ]
+    pairs += [
+        (newest[minor], older)
+        for m, older in newest.items()
+        if KubeVersion.parse(older).version < KubeVersion.parse(newest[minor]).version
+    ]
+    for given_from, given_to in pairs:
+        found = upgrade.compare(upgrade.resolve(given_from, "FROM"), upgrade.resolve(given_to, "TO"), observed)
+        lines = upgrade.render_text(found).splitlines()
+        assert len(lines) <= upgrade.SCREEN_LINES, (given_from, given_to, len(lines))
+        assert max(len(line) for line in lines) <= upgrade.SCREEN_WIDTH, (given_from, given_to)
+        cited = {pr for change in found.changed if change.key_step for pr in change.key_step.prs}
+        shown = {pr for line in lines for pr in re.findall(r"k/k#(\d+)\b", line)}
+        assert cited <= shown or any(line.startswith("  … and ") for line in lines), (given_from, given_to)

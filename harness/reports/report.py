@@ -45,7 +45,7 @@ from harness.core.expectations import (
 )
 from harness.reports import coverage, timeline_svg
 from harness.reports.records import load_records, origin_kind
-from harness.reports.upgrade import Upgrade
+from harness.reports.upgrade import Observations, Release, Upgrade, compare, runtime_words
 from harness.reports.wording import (
     PR_REFERENCE,
     expected_text,
@@ -216,6 +216,9 @@ class Matrix:
     timeline_tags: dict[str, dict[str, str]] = field(default_factory=dict)  # probe -> row label -> live/derived
     anchors: dict[str, str] = field(default_factory=dict)  # probe -> the action its timeline counts from
     live_coverage: JsonDict = field(default_factory=dict)  # the claim ranges the records' live runs are in
+    observations: Observations | None = None  # what live records saw, for what changes between two versions
+    claims_loader: ClaimsLoader = load_claims
+    _pairs: dict[tuple[str, str], Upgrade] = field(default_factory=dict, init=False, repr=False, compare=False)
     # (claim id, version) -> its expectation, looked up once: the page asks for each many times
     _expectations: dict[tuple[str, str], Expectation | None] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -320,6 +323,26 @@ class Matrix:
                 found[key] = Change((row,), was, now, expected_changed, tuple(prs[:4]), tuple(notes), why)
             out.append((a, b, list(found.values())))
         return out
+
+    def pair(self, a: str, b: str) -> Upgrade:
+        """What changes between two versions of the matrix, read as make upgrade reads it (harness/reports/upgrade.py):
+        the one reading both pages and the terminal give, counted alike."""
+        if (a, b) not in self._pairs:
+            observed = self.observations or Observations({}, {})
+            before, after = (Release(v, KubeVersion.parse(v), "a column of the matrix") for v in (a, b))
+            self._pairs[(a, b)] = compare(before, after, observed, claims_loader=self.claims_loader, only=self.claims)
+        return self._pairs[(a, b)]
+
+    def pair_changes(self, a: str, b: str, found: list[Change]) -> tuple[list[Change], list[Change]]:
+        """A pair's changes as the page lists them: those of behaviour (what make upgrade counts as a change, a race
+        on one side, or a recorded value otherwise than expected or undecided), and race flips (a race decides both
+        alike)."""
+        upgrade = self.pair(a, b)
+        behaviour = {c.claim.id for c in [*upgrade.changed, *upgrade.raced, *upgrade.disagreeing]}
+        flips = {c.claim.id for c in upgrade.same_race} - behaviour
+        doubtful = {c.claim for c in found if c.disagrees or c.undecided}  # a recorded end not as expected
+        shown = behaviour | doubtful
+        return [c for c in found if c.claim in shown], [c for c in found if c.claim in flips - shown]
 
     def row_view(self, row: Row) -> tuple[list[RowCell], list[str]]:
         """A row as the page draws it: its cells, and the text of each behaviour it shows (by index)."""
@@ -528,7 +551,14 @@ def _record_provenance(record: JsonDict) -> JsonDict:
     )
     if kind == "live":
         when = origin.get("recorded_at") or (run.get("started") if live_now else None)
-        return {"kind": kind, "when": when, "on_what": _on_what(origin, run), "suite": suite, "document": None}
+        return {
+            "kind": kind,
+            "when": when,
+            "on_what": _on_what(origin, run),
+            "runtime": runtime_words(record),
+            "suite": suite,
+            "document": None,
+        }
     document = origin.get("document")
     return {
         "kind": kind,
@@ -548,6 +578,8 @@ def _column_provenance(entries: list[JsonDict]) -> JsonDict:
         "kinds": kinds,
         "when": _when([str(e["when"]) for e in live if e["when"]]) or ("unknown" if live else None),
         "on_what": sorted({e["on_what"] for e in entries}, key=lambda w: (w.startswith(("derived", "a rec")), w)),
+        # the cluster and container runtime of its live records: "kind v0.20.0 (runtime not recorded)", ...
+        "runtime": sorted({str(e["runtime"]) for e in live if e.get("runtime")}),
         # known commits in order (a set's order changes with the hash seed), "unknown" last
         "suite": sorted({e["suite"] for e in entries}, key=lambda s: (s == "unknown", s)),
         "documents": [document_label(d) for d in documents],
@@ -633,6 +665,8 @@ def build_matrix(records: Iterable[JsonDict], claims_loader: ClaimsLoader = load
         timeline_tags=tags,
         anchors=anchors,
         live_coverage=coverage.section_for_records(records, claims_loader),
+        observations=Observations.of(records, claims_loader),
+        claims_loader=claims_loader,
     )
 
 
