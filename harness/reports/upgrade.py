@@ -31,6 +31,7 @@ from typing import Any
 from packaging.version import Version
 
 from harness.base import families, paths
+from harness.base.releases import is_published
 from harness.base.versions import (
     REQUESTED_FORMS,
     KubeVersion,
@@ -230,6 +231,13 @@ def check_published(text: str, what: str) -> KubeVersion:
     except VersionError as err:
         raise ReleaseError(str(err).replace("VERSION=", f"{what}=")) from None
     oldest, newest = known_minor_range()
+    if wanted.text.lstrip("v").count(".") >= 2:
+        if not is_published(wanted.version):
+            raise ReleaseError(
+                f"{what}={given}: no such Kubernetes release was published (harness/releases.json, read from the "
+                f"CHANGELOGs, lists every release from 1.21 on)"
+            )
+        return wanted
     minor = Version(wanted.minor)
     if minor > newest:
         raise ReleaseError(
