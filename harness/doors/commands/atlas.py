@@ -20,6 +20,7 @@ from harness.base.inputs import BadInput
 from harness.doors.commands.housekeeping import report_matrix
 from harness.doors.commands.refusal import BAD, Refused, refuse, selection_problem
 from harness.doors.commands.upgrade import Refusal, releases
+from harness.reports import records as records_module
 from harness.reports import report as report_module
 
 
@@ -53,7 +54,7 @@ def run_atlas_command(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
                 raise _ReplayFailed(code)
-            records = report_module.load_records([staging / "records"])
+            records = records_module.load_records([staging / "records"])
             built, chosen = report_matrix(records, args.from_version, args.to_version, str(atlas / "records"))
             report_module.write_matrix(built, staging / "report", chosen)
     except _ReplayFailed as failed:
