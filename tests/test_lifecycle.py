@@ -147,6 +147,30 @@ def test_parallel_kind_workers_take_the_image_and_kind_from_the_run_record(tmp_p
     assert worker.goes_with_the_run and not worker.created
 
 
+def test_parallel_kind_workers_record_the_runtime_the_cli_recorded(tmp_path: Path) -> None:
+    """Under PARALLEL the probes' workers attach to the cluster the CLI made: their recordings name its whole origin
+    (runtime, node components, cgroup, how the image was built), as a recording made with PARALLEL=1 does."""
+    origin = {
+        "cluster": "kind",
+        "cluster_name": "plp-1-27-27bb",
+        "node_image": "plp-node:v1.27.16-kind.v0.25.0",
+        "kind_version": "v0.25.0",
+        "containerd": "v1.7.18 (built here)",
+        "runc": "v1.1.13 (built here)",
+        "cni": "ptp",
+        "crictl": "v1.30.0",
+        "node_components": "kind v0.25.0's components built from Go modules, except: kindnetd",
+        "cgroup": "v1 (the Docker engine's)",
+    }
+    (tmp_path / "run.json").write_text(
+        json.dumps({"cluster_name": "plp-1-27-27bb", "node_image": "plp-node:v1.27.16-kind.v0.25.0", "origin": origin})
+    )
+    worker = KindClusters().attach(
+        tmp_path / "kubeconfig", "kind-plp-1-27-27bb", {"--kind-nodes": True}.get, tmp_path / "run.json"
+    )
+    assert worker.origin() == {**origin, "context": "kind-plp-1-27-27bb"}
+
+
 def test_an_existing_cluster_is_reached_through_the_same_life_and_never_removed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

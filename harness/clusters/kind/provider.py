@@ -62,6 +62,7 @@ class KindProvider(MadeHere):
             "kind_version": self.kind_version,
             "kind_version_line": self.kind_version_line,
             "kubeconfig": str(self.cluster.kubeconfig),
+            "origin": self.origin(),  # what the probes' workers record when they attach to this cluster (PARALLEL > 1)
         }
 
     def create(self, logs_dir: Path) -> None:
@@ -169,6 +170,9 @@ def node_runtime(
 
 
 def kind_facts(run_record: Path) -> dict[str, Any]:
-    """The cluster name, node image and kind version the CLI recorded when it made the kind cluster."""
+    """What the CLI recorded of the kind cluster it made: its whole origin (node image, kind, runtime, how the image
+    was built), or, in a run record written before the origin was kept there, its name, node image and kind version."""
     recorded = json.loads(run_record.read_text()) if run_record.is_file() else {}
-    return {key: recorded[key] for key in ("cluster_name", "node_image", "kind_version") if key in recorded}
+    said = {key: recorded[key] for key in ("cluster_name", "node_image", "kind_version") if key in recorded}
+    origin = recorded.get("origin")
+    return {**said, **origin} if isinstance(origin, dict) else said
