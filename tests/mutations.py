@@ -238,6 +238,8 @@ def mutated(recording: Recording, mutation: Callable[[Recording], bool]) -> Reco
     Only the Pod watch's list of events is copied (a mutation replaces events, never changes one in place, and a
     replay only reads them): a deep copy of every recording for every mutation would cost more than the replays.
     """
+    if not any(s["call"] == "watch" and s["request"]["kind"] == "Pod" for s in recording.interactions):
+        return None  # the API server refused the pod (a field before its release): no pod events to alter
     watch = pod_watch(recording)
     steps = [{**step, "events": list(step["events"])} if step is watch else step for step in recording.interactions]
     copied = Recording(recording.probe, recording.origin, steps)
