@@ -128,7 +128,8 @@ def gap(instants: dict[str, dict[str, float]], ended: str, signalled: str) -> fl
 
 
 def exits(pod: PodView, names: tuple[str, ...]) -> JsonDict:
-    """How each container ended ({exitCode, reason}; both None for one that never ran or still runs)."""
+    """How each container ended: {exitCode, reason} of its state (a terminated container's end; a waiting one's
+    reason and no exit code, as the kubelet leaves a container that never ran); both None before it has a status."""
     out: JsonDict = {}
     for name in names:
         status = status_of(pod, name)
