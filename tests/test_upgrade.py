@@ -110,6 +110,10 @@ def test_a_release_without_a_live_recording_is_said_to_be_only_expected(atlas: l
     # Nothing seen live changes between them; only the preStop sleep action, on by default from v1.30.0-alpha.3
     # (k/k#122456) and not run live on either, is expected to, and the text says both sides are only expected.
     assert {c.family.name for c in found.changed} == {"prestop_sleep"}
+    # What turned the action on is named first, before the kubelet fix the cut-off sleep also rests on (k/k#115835)
+    cut = by_id(found.changed)["sleep-cut-by-deletion-grace.sigterm-delay"]
+    assert [(s.release, s.reason) for s in cut.steps] == [("1.30.0-alpha.3", "k/k#122456, k/k#115835")]
+    assert by_id(found.changed)["sleep.sigterm-delay"].steps[0].reason == "k/k#122456"
     assert all(not c.before.live and not c.after.live for c in found.changed)
     assert f"Behaviour that changes ({len(found.changed)} claims)" in upgrade.render_detail(found)
     screen = upgrade.render_text(found)
