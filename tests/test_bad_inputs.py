@@ -26,6 +26,8 @@ from typing import Any
 
 import pytest
 
+from harness.axis import bisect as bisect_module
+from harness.axis import matrix
 from harness.base.families import recording_path
 from harness.clusters import janitor, lifecycle
 from harness.clusters.existing import clusters as existing_clusters
@@ -39,8 +41,6 @@ from harness.doors.commands import probe as probe_command
 from harness.doors.commands import refusal, version_axis
 from harness.doors.make_variables import make_argv
 from harness.nodeimage import release as node_image_release
-from harness.reports import bisect as bisect_module
-from harness.reports import matrix
 from harness.reports import report as report_module
 from tests import fake_tools
 

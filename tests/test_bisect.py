@@ -1,4 +1,4 @@
-"""make bisect (harness/reports/bisect.py): the binary search, skips, the candidates and how a run's outcome is read.
+"""make bisect (harness/axis/bisect.py): the binary search, skips, the candidates and how a run's outcome is read.
 
 Stood in: the probe runs (a function answering good/bad/skip per version). Real: the search and the lists.
 """
@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.base.versions import VersionError, bisect_patches
-from harness.reports.bisect import BAD, GOOD, SKIP, BisectError, bisect, outcome_of_run
+from harness.axis.bisect import BAD, GOOD, SKIP, BisectError, bisect, outcome_of_run
+from harness.axis.releases import bisect_patches
+from harness.base.versions import VersionError
 
 VERSIONS = [f"1.27.{p}" for p in range(3, 17)]
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from harness.axis.bisect import BAD, GOOD
 from harness.base.families import families
 from harness.base.versions import KubeVersion
 from harness.core.expectations import PASS, evaluate, load_claims
-from harness.reports.bisect import BAD, GOOD
 
 RECORDS = sorted((Path(__file__).resolve().parent.parent / "bisections").glob("*.json"))
 

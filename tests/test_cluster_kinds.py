@@ -20,25 +20,15 @@ from typing import Any, ClassVar
 
 import pytest
 
+from harness.axis import matrix
+from harness.axis.release_axis import PlannedVersion, Readied, ReleaseAxis
 from harness.base.run import Run
 from harness.base.versions import KubeVersion
 from harness.clusters import lifecycle, registry
-from harness.clusters.kinds import (
-    AddOption,
-    ClusterKind,
-    Leftovers,
-    Option,
-    PlannedVersion,
-    Readied,
-    ReleaseAxis,
-    Request,
-    Runnable,
-    Say,
-)
+from harness.clusters.kinds import AddOption, ClusterKind, Leftovers, Option, Request, Runnable, Say
 from harness.clusters.lifecycle import ClusterProvider, Note, Removal
 from harness.doors import cli
 from harness.doors.pytest_plugin import _chosen_cluster
-from harness.reports import matrix
 
 asked: list[str] = []  # what the stand-in kind and its provider were asked, in order
 

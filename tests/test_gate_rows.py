@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from harness.axis.gates import default_changes, effective_default, known_gates, release_status, stretches
 from harness.base import families
-from harness.base.gates import default_changes, effective_default, known_gates, release_status, stretches
 from harness.base.versions import range_parts
 from harness.core.expectations import load_claims
 

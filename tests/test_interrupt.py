@@ -369,9 +369,9 @@ def stop_a_matrix(program: str, outs: list[Path], running: int, stop: str) -> in
 
 KIND_MATRIX = textwrap.dedent(
     """
-    # stands in for `make matrix` on kind: versions two at a time on worker threads (harness/reports/matrix.py)
+    # stands in for `make matrix` on kind: versions two at a time on worker threads (harness/axis/matrix.py)
     import sys
-    from harness.reports import matrix
+    from harness.axis import matrix
     from harness.base.process import run_through_interrupt, sigterm_as_interrupt
 
     def one(out):

@@ -12,7 +12,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 PROVIDERS = ("harness.clusters", "harness.nodeimage", "harness.doors")
 # harness/'s packages from the ground up: each imports only its own and those of the layers below it.
-LAYERS = (("base",), ("core", "gobuild"), ("nodeimage",), ("clusters",), ("reports",), ("doors",))
+LAYERS = (("base",), ("core", "gobuild"), ("axis",), ("nodeimage",), ("clusters",), ("reports",), ("doors",))
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -114,7 +114,7 @@ def test_the_layer_check_sees_an_import_from_above(tmp_path: Path) -> None:
 # The front doors and the version axis reach a kind of cluster through its interface and the registry only, never
 # one kind's package: a kind's name is said in its own package alone (`make node-image` is kind's own command).
 FRONT_DOORS: tuple[str, ...] = ("doors/cli.py", "doors/pytest_plugin.py", "doors/probe_fixtures.py")
-FRONT_DOORS += ("reports/matrix.py", "reports/bisect.py", "clusters/janitor.py")
+FRONT_DOORS += ("axis/matrix.py", "axis/bisect.py", "axis/radar.py", "clusters/janitor.py")
 ONE_KIND = ("harness.clusters.kind", "harness.clusters.local", "harness.clusters.existing")
 KINDS_OWN_COMMAND = {"housekeeping.py": ["harness.clusters.kind.node_images"]}
 # `cluster == "local"`, `kind.name != "kind"` and the like

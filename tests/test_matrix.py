@@ -1,4 +1,4 @@
-"""The version matrix scheduler (harness/reports/matrix.py), with each version's run stood in by a function."""
+"""The version matrix scheduler (harness/axis/matrix.py), with each version's run stood in by a function."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 import threading
 from pathlib import Path
 
+from harness.axis.matrix import VersionResult, render, run_matrix, summarize_run
 from harness.base.versions import pinned_minors
-from harness.reports.matrix import VersionResult, render, run_matrix, summarize_run
 
 
 class Concurrency:

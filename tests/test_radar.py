@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
+from harness.axis import radar
+from harness.axis.releases import published_releases
 from harness.base.errors import NotRunnable
-from harness.base.releases import published_releases
 from harness.clusters.kind import clusters as kind_clusters
 from harness.clusters.local import clusters as local_clusters
 from harness.core.expectations import Claim, Expectation
@@ -25,7 +26,6 @@ from harness.doors.commands import radar as radar_command
 from harness.gobuild import go as go_command
 from harness.gobuild import kubernetes as kube_build
 from harness.gobuild import modules as go_modules
-from harness.reports import radar
 from tests import fake_tools
 
 REPO = Path(__file__).resolve().parent.parent

@@ -6,8 +6,16 @@ import json
 
 import pytest
 
-from harness.base.releases import CATALOG_FILE, is_published, published_releases, releases_without_notes, sort_key
-from harness.base.versions import VersionError, bisect_patches, bisect_releases
+from harness.axis.releases import (
+    CATALOG_FILE,
+    bisect_patches,
+    bisect_releases,
+    is_published,
+    published_releases,
+    releases_without_notes,
+    sort_key,
+)
+from harness.base.versions import VersionError
 
 
 def test_the_catalog_holds_each_changelog_heading_and_the_tags_without_notes_in_release_order() -> None:

@@ -18,10 +18,10 @@ import pytest
 from harness.base.families import all_recordings
 from harness.base.run import safe_name
 from harness.base.versions import KubeVersion
-from harness.core.expectations import Claim, Expectation, load_claims
+from harness.core.expectations import Claim, Expectation, load_claims, pull_requests
+from harness.core.records import load_records, origin_kind
 from harness.core.transport import Recording
 from harness.reports import report, timeline_svg
-from harness.reports.records import load_records, origin_kind
 from harness.reports.report import (
     Matrix,
     Side,
@@ -33,7 +33,7 @@ from harness.reports.report import (
     side_text,
     write_report,
 )
-from harness.reports.wording import expected_text, pull_requests
+from harness.reports.wording import expected_text
 from tests.live import as_version, live
 
 if TYPE_CHECKING:

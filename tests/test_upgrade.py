@@ -15,9 +15,9 @@ import pytest
 
 from harness.base.versions import KubeVersion
 from harness.core.expectations import Claim, Expectation
+from harness.core.records import load_records
 from harness.doors import cli
 from harness.reports import upgrade
-from harness.reports.records import load_records
 from harness.reports.wording import expected_words, words
 
 if TYPE_CHECKING:

@@ -13,10 +13,8 @@ from typing import Any
 
 import pytest
 
-from harness.base.versions import VersionError, bisect_releases
-from harness.clusters.kinds import PlannedVersion, Readied, plan_versions
-from harness.reports import matrix
-from harness.reports.bisect import (
+from harness.axis import matrix
+from harness.axis.bisect import (
     BAD,
     GOOD,
     SKIP,
@@ -27,6 +25,9 @@ from harness.reports.bisect import (
     bisection_record,
     claim_observations,
 )
+from harness.axis.release_axis import PlannedVersion, Readied, plan_versions
+from harness.axis.releases import bisect_releases
+from harness.base.versions import VersionError
 
 
 def test_a_minor_resolves_to_its_pinned_patch_or_the_nearest_earlier_served_one() -> None:
@@ -336,7 +337,7 @@ def test_builder_builds_one_at_a_time_in_order(tmp_path: Path) -> None:
 
 
 def test_intervals_are_classified_by_the_end_they_lie_near() -> None:
-    from harness.reports.bisect import classify
+    from harness.axis.bisect import classify
 
     # SIGTERM-to-kill after a preStop that overran the grace: 10 s before k/k#115835, 2 s after.
     assert classify(2.3, 10.0, 2.0) == BAD and classify(9.1, 10.0, 2.0) == GOOD

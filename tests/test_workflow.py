@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.axis import radar
 from harness.base.versions import KubeVersion, pinned_minors
-from harness.reports import radar
 
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOW = REPO / ".github" / "workflows" / "nightly.yml"
@@ -65,7 +65,7 @@ def test_the_radar_job_builds_the_pre_release_from_release_binaries_and_always_u
     runs = [s.get("run", "") for s in job["steps"]]
     (radar_step,) = [run for run in runs if "make radar" in run]
     assert "make radar CLUSTER=kind SOURCE=release FRESH_BASELINE=1 2>&1 | tee runs/radar.out" in radar_step
-    # the radar's own exit 6 (no newer pre-release builds here, harness/reports/radar.py) is a warning, not a failure
+    # the radar's own exit 6 (no newer pre-release builds here, harness/axis/radar.py) is a warning, not a failure
     assert f"Error {radar.NO_NEWER_PRE_RELEASE}$" in radar_step and "^no newer pre-release builds here:" in radar_step
     assert radar.no_newer_pre_release(KubeVersion.parse("v1.37.2"), []).startswith("no newer pre-release builds here:")
     assert any(s.get("uses", "").startswith("actions/setup-go") for s in job["steps"])  # the proxy is asked through Go

@@ -3,7 +3,7 @@
 For every probe both runs recorded, each claim both observed is compared: the verdict (pass / fail /
 undecided / not observable) and the observed value. Values that are measurements (numbers) are shown side
 by side and agree when both verdicts agree, since two clusters never time alike; any other value must be
-equal (harness/reports/compare.py, which make radar shares). Prints one line per claim that differs and a summary;
+equal (harness/axis/compare.py, which make radar shares). Prints one line per claim that differs and a summary;
 exits 1 when something differs, so a script can tell. Written to compare a kind cluster with a local one of
 the same Kubernetes build.
 """
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from harness.reports.compare import differing, verdicts
+from harness.axis.compare import differing, verdicts
 
 
 def compare(a: Path, b: Path) -> tuple[list[str], int]:

@@ -30,8 +30,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness.base.gates import LEDGER_FILE, GateState  # noqa: E402
-from harness.base.releases import published_releases, sort_key  # noqa: E402
+from harness.axis.gates import LEDGER_FILE, GateState  # noqa: E402
+from harness.axis.releases import published_releases, sort_key  # noqa: E402
 from harness.gobuild.go import go_environment, run_go  # noqa: E402
 
 TOOLS = REPO / ".tools"

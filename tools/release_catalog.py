@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from harness.base.releases import CATALOG_FILE, FIRST_MINOR, sort_key  # noqa: E402
+from harness.axis.releases import CATALOG_FILE, FIRST_MINOR, sort_key  # noqa: E402
 from harness.gobuild.go import go_environment, run_go  # noqa: E402
 
 _HEADING = re.compile(r"^# v(1\.(\d+)\.\d+(?:-(?:alpha|beta|rc)\.\d+)?)\s*$", re.MULTILINE)

@@ -12,7 +12,6 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from harness.base import paths
-from harness.base.releases import first_catalogued, is_published, published_releases
 
 NODE_IMAGES_FILE = Path(__file__).resolve().parents[1] / "node_images.yaml"
 
@@ -203,68 +202,3 @@ def _kind_release_of(reference: str) -> str | None:
             return known.kind_release
     record = paths.node_image_record(reference, LOCAL_BUILDS_DIR)
     return str(yaml.safe_load(record.read_text())["kind_release"]) if record.is_file() else None
-
-
-# ----- The releases a bisection tries (make bisect), from GOOD to BAD.
-
-
-def bisect_patches(good: str, bad: str, build: bool) -> list[str]:
-    """Patch releases from GOOD to BAD (both included), one minor: pinned ones, or every patch with `build`."""
-    low, high = KubeVersion.requested(good), KubeVersion.requested(bad)
-    if low.minor != high.minor:
-        raise VersionError(f"bisect runs over the patch releases of one minor; {good} and {bad} are not one minor")
-    if not low.version < high.version:
-        raise VersionError(f"GOOD ({good}) must be an earlier release than BAD ({bad})")
-    if build:
-        check_published(low, high)
-        return [
-            release
-            for release in published_releases()
-            if not (v := KubeVersion.parse(release).version).is_prerelease and low.version <= v <= high.version
-        ]
-    pinned = sorted(
-        {i.kubernetes.version for i in known_images() if low.version <= i.kubernetes.version <= high.version}
-    )
-    found = [str(v) for v in pinned]
-    for end in (str(low.version), str(high.version)):
-        if end not in found:
-            raise VersionError(f"no pinned node image for {end}: give pinned patch releases, or --build")
-    return found
-
-
-def check_published(*versions: KubeVersion) -> None:
-    """Refuse a release from 1.21 on that the release catalog (harness/releases.json) does not hold: it was never
-    published (CHANGELOG-1.31 has no 1.31.0-alpha.4), or is newer than the catalog (tools/release_catalog.py)."""
-    for version in versions:
-        if version.version >= first_catalogued() and not is_published(version.version):
-            raise VersionError(
-                f"{version.text} is not a published release (the release catalog, read from the CHANGELOGs, does not "
-                "hold it; regenerate it with tools/release_catalog.py if it is newer)"
-            )
-
-
-def bisect_releases(good: str, bad: str, pre_releases: bool = False) -> list[str]:
-    """The published releases from GOOD to BAD on the line BAD was cut from, oldest first, both ends included.
-
-    Within one minor: its patch releases (and the x.y.0 pre-releases between, when an end is one or when
-    asked). Across two minors (GOOD the last known-good of x.y, BAD on x.(y+1)): GOOD, then the pre-releases
-    of x.(y+1).0 when asked, then x.(y+1).0 up to BAD; GOOD's later patches are on another branch and are not
-    between them. Every release named is in the release catalog: none that was never published.
-    """
-    low, high = KubeVersion.requested(good), KubeVersion.requested(bad)
-    if not low.version < high.version:
-        raise VersionError(f"GOOD ({good}) must be an earlier release than BAD ({bad})")
-    high_minor = high.version.minor
-    if low.version.major != high.version.major or high_minor - low.version.minor not in (0, 1):
-        raise VersionError(f"bisect runs within one minor or across one minor boundary; not {good} to {bad}")
-    check_published(low, high)
-    with_pre = pre_releases or bool(low.version.pre or high.version.pre)
-    inside = [
-        release
-        for release in published_releases()
-        if (v := KubeVersion.parse(release).version).minor == high_minor
-        and v.major == high.version.major
-        and low.version < v < high.version
-        and (with_pre or not v.is_prerelease)
-    ]
-    return [low.text.lstrip("v"), *inside, high.text.lstrip("v")]

@@ -5,7 +5,8 @@ A kind owns everything that depends on it: the pytest options that ask for it, r
 kind release that built a node image installed; a release built here), the provider that makes or reaches
 the cluster of one run (harness/clusters/lifecycle.py drives it), re-attaching to a cluster another process
 made (make probe PARALLEL's workers), and finding what interrupted runs left. A kind whose clusters are made
-from a Kubernetes release also serves the version axis (`ReleaseAxis`: make matrix, bisect and radar).
+from a Kubernetes release also serves the version axis (make matrix, bisect and radar) through its `ReleaseAxis`
+(harness/axis/release_axis.py).
 
 Kinds are chosen once, from CLUSTER or a front door's options (harness/clusters/registry.py); the front doors
 ask the chosen kind and never branch on its name. The resolved `Runnable` is handed on as it is: from make
@@ -16,14 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from harness.base.versions import KubeVersion, pinned_patch
+from harness.axis.release_axis import ReleaseAxis
 
 if TYPE_CHECKING:
     from harness.base.run import Run
@@ -161,111 +161,3 @@ class ClusterKind(ABC):
     def release_axis(self, args: argparse.Namespace, tools: Path) -> ReleaseAxis | None:
         """This kind's version axis for one command's options (`tools`: where builds go), or None."""
         return None
-
-
-@dataclass(frozen=True)
-class PlannedVersion:
-    """What a requested version resolves to on the version axis, and why, for any kind."""
-
-    requested: str  # "1.27" or "1.27.3"
-    release: str  # "1.27.16": what runs (a minor's pinned patch, or the nearest one that can be built)
-    note: str = ""  # said when the release is not the one the request names
-
-
-def plan_versions(requested: Sequence[str], served: Callable[[str], bool]) -> list[PlannedVersion]:
-    """Each requested version as the release to run: a minor takes its pinned patch (the same on every kind); when
-    that release cannot be made runnable (`served`: the Go module proxy serves its module), the nearest earlier
-    patch that can (then later), said in the note. Raises VersionError for a version that is not a version or a
-    minor without any pinned image."""
-    plan = []
-    for text in requested:
-        parsed = KubeVersion.requested(text)
-        release = pinned_patch(text.lstrip("v"))
-        if served(release):
-            plan.append(PlannedVersion(text, release))
-            continue
-        patch = KubeVersion.parse(release).version.micro
-        nearby = [p for p in range(patch - 1, -1, -1)] + list(range(patch + 1, patch + 6))
-        for other in (f"{parsed.minor}.{p}" for p in nearby):
-            if served(other):
-                plan.append(PlannedVersion(text, other, f"{release} is not served by the Go module proxy"))
-                break
-        else:
-            plan.append(PlannedVersion(text, release, f"{release}: no patch of {parsed.minor} is served nearby"))
-    return plan
-
-
-@dataclass
-class Readied:
-    """A release made runnable on the version axis: its build's record where one was built or reused (with
-    "reused": True when nothing was compiled), or why it cannot run (`why_not`, one line: "could not be built: ...",
-    and the error as it was raised)."""
-
-    release: str
-    record: dict[str, Any] = field(default_factory=dict)
-    why_not: str = ""
-    error: str = ""
-
-
-class ReleaseAxis(ABC):
-    """What a kind whose clusters run one Kubernetes release gives the version axis (make matrix, bisect, radar),
-    for one command's options: which releases, how one is made runnable, and how `python -m harness probe` runs
-    it. `ClusterKind.release_axis` makes it; a kind without one (existing) has no version axis."""
-
-    one_at_a_time: ClassVar[bool] = False  # two of its clusters cannot share a host (a matrix then ignores JOBS)
-    builds_here: ClassVar[bool] = False  # its releases are built on this host (Go; the matrix builds ahead)
-
-    @abstractmethod
-    def default_versions(self) -> list[str]:
-        """The versions a matrix runs when none are given."""
-
-    @abstractmethod
-    def matrix_refusal(self) -> str | None:
-        """Why this kind's matrix does not take the command's options (one sentence), or None."""
-
-    @abstractmethod
-    def releases(self, requested: list[str]) -> list[str]:
-        """Each requested version as the release it names on this kind, in seconds (nothing is asked of the Go
-        module proxy); raises BadInput for one it cannot run."""
-
-    @abstractmethod
-    def plan(self, requested: list[str]) -> list[PlannedVersion]:
-        """Each requested version as the release that runs (may ask the Go module proxy which it serves)."""
-
-    @abstractmethod
-    def check_host(self, one_at_a_time: bool) -> None:
-        """What this host must give every release's run, checked once before the first, in seconds; raises
-        PrerequisiteMissing."""
-
-    @abstractmethod
-    def candidates(self, good: str, bad: str) -> list[str]:
-        """The releases a bisection tries from GOOD to BAD, both included; raises VersionError."""
-
-    @abstractmethod
-    def bisect_refusal(self) -> str | None:
-        """Why this kind does not bisect with the command's options (one sentence), or None."""
-
-    @abstractmethod
-    def unbuildable(self, release: str) -> str:
-        """Why a release cannot be made runnable here, known in seconds before any build ("" when it may be)."""
-
-    @abstractmethod
-    def ready(self, release: str, stop: threading.Event | None = None, quiet: bool = False) -> Readied:
-        """Make one release runnable (built or its node image made, once; reused after). `stop` ends a build on a
-        background thread; `quiet`: no progress lines. Raises Interrupted on Ctrl-C."""
-
-    @abstractmethod
-    def is_ready(self, release: str) -> bool:
-        """The release runs without anything being built."""
-
-    @abstractmethod
-    def probe_args(self, release: str) -> list[str]:
-        """`python -m harness probe`'s options that run this release on this kind."""
-
-    @abstractmethod
-    def ran_on(self, run_record: Mapping[str, Any]) -> dict[str, Any]:
-        """What a run's record (run.json) says its cluster ran, for a bisection's record."""
-
-    @abstractmethod
-    def newest_baseline(self, newest_release: str) -> str:
-        """The release the radar probes as its fresh baseline, given the newest one the proxy lists."""

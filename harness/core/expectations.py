@@ -7,6 +7,8 @@ source files) that justify it. The version is the one the API server reports, ne
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -251,3 +253,22 @@ def _outcome(entry: dict[str, Any], where: str, allowed: tuple[str, ...]) -> Exp
 def all_claim_ids() -> set[str]:
     """Every claim id of every family, for refusing a CLAIM that names none."""
     return {claim_id for family in families.families() for claim_id in load_claims(family.name)}
+
+
+# A Kubernetes PR as the sources cite it (k/k#115331 or #115331); "no k/k#N", "before k/k#N" and "without k/k#N"
+# say what a release lacks, not what changed it.
+PR_REFERENCE = re.compile(r"(?:k/k)?#(\d{5,6})\b")
+NOT_A_CITATION = re.compile(r"\b(?:no|before(?: the)?|without)\s+$", re.IGNORECASE)
+
+
+def pull_requests(sources: Iterable[str]) -> list[str]:
+    """Kubernetes PR numbers the sources cite, release-notes sources first ("no k/k#N", "before k/k#N" and
+    "without k/k#N" say what a release lacks: not a citation of what changed it)."""
+    found: list[str] = []
+    for source in sorted(sources, key=lambda s: "CHANGELOG" not in s):
+        for match in PR_REFERENCE.finditer(source):
+            if NOT_A_CITATION.search(source[: match.start()]):
+                continue
+            if match.group(1) not in found:
+                found.append(match.group(1))
+    return found

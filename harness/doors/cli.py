@@ -179,7 +179,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--runs",
         type=count("REPEAT"),
         default=1,
-        help="local: up to N runs per release, for a claim a race sometimes hides (see harness/reports/bisect.py)",
+        help="local: up to N runs per release, for a claim a race sometimes hides (see harness/axis/bisect.py)",
     )
     bisect_cmd.add_argument("--name", default="", help="local: the record's name, bisections/<name>.json")
     bisect_cmd.add_argument(

@@ -12,7 +12,7 @@ seconds), so the probes themselves say which claims they observe, and the versio
 reported. `make report` uses the same counting on the records it reads (`section_data`).
 
 A row that names the feature gates its value rests on (`gates:`) holds a live run only when every stretch of its
-range over which those gates keep one state (the gate ledger, harness/base/gates.py) holds one.
+range over which those gates keep one state (the gate ledger, harness/axis/gates.py) holds one.
 
 `make coverage --plan`: a greedy set cover of the ranges no live run holds, over the releases the suite knows
 (every release of the release catalog from 1.21 on; before it the pinned node images and the versions the
@@ -33,12 +33,13 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
+from harness.axis.gates import Stretch, refused_releases, stretches
+from harness.axis.releases import first_catalogued, is_published, published_releases
 from harness.base import families, paths
-from harness.base.gates import Stretch, refused_releases, stretches
-from harness.base.releases import first_catalogued, is_published, published_releases
 from harness.base.versions import KubeVersion, known_images, range_parts, version_range
 from harness.clusters.kind.node_images import modules_tag
 from harness.core.expectations import NOT_OBSERVABLE, PASS, Claim, load_claims
+from harness.core.records import provider_of
 from harness.gobuild.kubernetes import OLDEST_BUILT_HERE, not_built_here
 
 if TYPE_CHECKING:
@@ -149,17 +150,6 @@ def older_than_built_here(text: str) -> bool:
     if specifiers.contains(floor, prereleases=True):
         return False
     return not any(s.operator in (">", ">=", "==", "~=") and Version(s.version) >= floor for s in specifiers)
-
-
-def provider_of(record: JsonDict) -> str:
-    """The kind of cluster a probe record's observations were made on: local, kind or existing."""
-    origin, run = record.get("recording_origin") or {}, record.get("provenance") or {}
-    cluster = str(origin.get("cluster") or run.get("cluster") or "")
-    if cluster.startswith("local") or origin.get("kubernetes") or run.get("kubernetes_build"):
-        return "local"
-    if cluster.startswith("kind") or origin.get("node_image") or run.get("node_image"):
-        return "kind"
-    return "existing" if cluster == "existing" else cluster or "unknown"
 
 
 def observed_in(

@@ -36,21 +36,21 @@ from harness.core.expectations import (
     FAIL,
     NOT_OBSERVABLE,
     PASS,
+    PR_REFERENCE,
     UNDECIDED,
     Claim,
     Expectation,
     evaluate,
     load_claims,
     outcome_json,
+    pull_requests,
 )
+from harness.core.records import load_records, origin_kind
 from harness.reports import coverage, timeline_svg
-from harness.reports.records import load_records, origin_kind
 from harness.reports.upgrade import Observations, Release, Upgrade, compare, runtime_words
 from harness.reports.wording import (
-    PR_REFERENCE,
     expected_text,
     expected_words,
-    pull_requests,
     short,
     show,
     words,

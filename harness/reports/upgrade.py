@@ -30,8 +30,8 @@ from typing import Any
 
 from packaging.version import Version
 
+from harness.axis.releases import is_published
 from harness.base import families, paths
-from harness.base.releases import is_published
 from harness.base.versions import (
     REQUESTED_FORMS,
     KubeVersion,
@@ -41,9 +41,18 @@ from harness.base.versions import (
     resolve_image,
     version_range,
 )
-from harness.core.expectations import FAIL, NOT_OBSERVABLE, PASS, Claim, Expectation, evaluate, load_claims
-from harness.reports.records import load_records, origin_kind
-from harness.reports.wording import expected_words, pull_requests, words
+from harness.core.expectations import (
+    FAIL,
+    NOT_OBSERVABLE,
+    PASS,
+    Claim,
+    Expectation,
+    evaluate,
+    load_claims,
+    pull_requests,
+)
+from harness.core.records import load_records, origin_kind
+from harness.reports.wording import expected_words, words
 
 JsonDict = dict[str, Any]
 PRE_RELEASE_WORDS = {"a": "alpha", "b": "beta", "rc": "rc"}

@@ -1,19 +1,15 @@
-"""Values, expectations and cited PRs in words: what report.py, upgrade.py and radar.py all say the same way.
+"""Values and expectations in words: what report.py, upgrade.py and radar.py all say the same way.
 
 Below the reports that use it (it imports none of them), so that each can import it without a cycle."""
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterable
 from typing import Any
 
 from harness.core.expectations import Expectation
 
 JsonDict = dict[str, Any]
-PR_REFERENCE = re.compile(r"(?:k/k)?#(\d{5,6})\b")
-NOT_A_CITATION = re.compile(r"\b(?:no|before(?: the)?|without)\s+$", re.IGNORECASE)
 
 
 def show(value: Any) -> str:
@@ -80,16 +76,3 @@ def expected_words(expectation: Expectation | None) -> str:
     if expectation.between is not None:
         return f"between {expectation.between[0]:g} and {expectation.between[1]:g}"
     return words(expectation.value)
-
-
-def pull_requests(sources: Iterable[str]) -> list[str]:
-    """Kubernetes PR numbers the sources cite, release-notes sources first ("no k/k#N", "before k/k#N" and
-    "without k/k#N" say what a release lacks: not a citation of what changed it)."""
-    found: list[str] = []
-    for source in sorted(sources, key=lambda s: "CHANGELOG" not in s):
-        for match in PR_REFERENCE.finditer(source):
-            if NOT_A_CITATION.search(source[: match.start()]):
-                continue
-            if match.group(1) not in found:
-                found.append(match.group(1))
-    return found

@@ -15,12 +15,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.axis.release_axis import PlannedVersion, Readied, ReleaseAxis, plan_versions
+from harness.axis.releases import bisect_patches
 from harness.base import inputs, paths
 from harness.base.errors import ClusterFailed, NotRunnable, PrerequisiteMissing, one_line
 from harness.base.inputs import BadInput
 from harness.base.process import run_command
 from harness.base.run import Run
-from harness.base.versions import NodeImage, bisect_patches, known_images, pinned_minors
+from harness.base.versions import NodeImage, known_images, pinned_minors
 from harness.clusters.kind.cluster import INSTALL_KIND, check_docker, check_prerequisites, list_node_containers
 from harness.clusters.kind.config import cluster_config, engine_cgroup_version
 from harness.clusters.kind.engine import check_engine
@@ -30,20 +32,7 @@ from harness.clusters.kind.node_images import equal_build_minutes, make_node_ima
 from harness.clusters.kind.node_shutdown import announce_shutdown
 from harness.clusters.kind.node_shutdown import cluster_config as shutdown_cluster_config
 from harness.clusters.kind.provider import KindProvider, kind_facts
-from harness.clusters.kinds import (
-    NODE_SHUTDOWN_ROLE,
-    AddOption,
-    ClusterKind,
-    Leftovers,
-    Option,
-    PlannedVersion,
-    Readied,
-    ReleaseAxis,
-    Request,
-    Runnable,
-    Say,
-    plan_versions,
-)
+from harness.clusters.kinds import NODE_SHUTDOWN_ROLE, AddOption, ClusterKind, Leftovers, Option, Request, Runnable, Say
 from harness.clusters.kubelet_host import host_kubelet_settings
 from harness.clusters.lifecycle import ClusterProvider, Note, Reached
 from harness.nodeimage.shutdown import ensure_derived_image

@@ -17,10 +17,10 @@ from pathlib import Path
 
 from harness.base import outputs, paths
 from harness.base.inputs import BadInput
+from harness.core import records as records_module
 from harness.doors.commands.housekeeping import report_matrix
 from harness.doors.commands.refusal import BAD, Refused, refuse, selection_problem
 from harness.doors.commands.upgrade import Refusal, releases
-from harness.reports import records as records_module
 from harness.reports import report as report_module
 
 

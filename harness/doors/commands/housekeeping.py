@@ -16,6 +16,7 @@ from harness.clusters import janitor
 from harness.clusters.kind.node_images import make_node_image
 from harness.clusters.kinds import Request
 from harness.clusters.registry import KINDS
+from harness.core import records as records_module
 from harness.doors.commands.refusal import (
     BAD,
     MISSING,
@@ -25,7 +26,6 @@ from harness.doors.commands.refusal import (
     refuse,
 )
 from harness.doors.commands.upgrade import Refusal, releases
-from harness.reports import records as records_module
 from harness.reports import report as report_module
 from harness.reports import upgrade
 

@@ -1,5 +1,5 @@
 """make radar: the newest pre-release the Go module proxy serves, built and probed beside the newest release; every
-claim whose observation differs, with what the expectations say of it (harness/reports/radar.py)."""
+claim whose observation differs, with what the expectations say of it (harness/axis/radar.py)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.axis import radar
 from harness.base import inputs
 from harness.base.paths import TOOLS
 from harness.base.process import run_through_interrupt
 from harness.base.run import new_run_id
+from harness.core.records import RecordError, load_records
 from harness.doors.commands.refusal import BAD, MISSING, NOTHING_TO_RUN, refuse, selection_problem
 from harness.doors.commands.version_axis import axis_host_refusal, release_axis
 from harness.gobuild import go as go_command
 from harness.gobuild import modules as go_modules
-from harness.reports import coverage, radar
-from harness.reports.records import RecordError, load_records
+from harness.reports import coverage
 
 JsonDict = dict[str, Any]
 

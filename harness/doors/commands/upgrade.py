@@ -10,9 +10,10 @@ from pathlib import Path
 
 from harness.base import families
 from harness.base.versions import VersionError
+from harness.core import records
+from harness.core.records import JsonDict
 from harness.doors.commands.refusal import BAD, refuse
-from harness.reports import records, upgrade
-from harness.reports.records import JsonDict
+from harness.reports import upgrade
 
 
 class Refusal(ValueError):

@@ -1,7 +1,7 @@
 """The version axis: make matrix (the probes on several versions) and make bisect (the first release on which a
 probe fails, or on which a claim observed what BAD did), each version one `python -m harness probe` run, on any
 kind of cluster that runs a given release: the kind says which releases, how one is made runnable and how it is
-probed (harness/clusters/kinds.py ReleaseAxis).
+probed (harness/axis/release_axis.py ReleaseAxis).
 """
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from harness.axis import bisect as bisect_module
+from harness.axis import matrix
+from harness.axis.release_axis import ReleaseAxis
 from harness.base import inputs, outputs
 from harness.base.errors import PrerequisiteMissing, stopping
 from harness.base.inputs import BadInput
@@ -23,7 +26,7 @@ from harness.base.paths import TOOLS, in_checkout
 from harness.base.process import run_through_interrupt
 from harness.base.run import new_run_id, safe_name, suite_version
 from harness.base.versions import VersionError
-from harness.clusters.kinds import ClusterKind, ReleaseAxis
+from harness.clusters.kinds import ClusterKind
 from harness.clusters.registry import kind_named
 from harness.core.expectations import all_claim_ids
 from harness.doors.commands.housekeeping import run_report_command
@@ -35,8 +38,6 @@ from harness.doors.commands.refusal import (
     selection_problem,
 )
 from harness.gobuild.go import BuildError, check_go
-from harness.reports import bisect as bisect_module
-from harness.reports import matrix
 
 
 def release_axis(args: argparse.Namespace, tools: Path = TOOLS) -> tuple[ClusterKind, ReleaseAxis]:
@@ -148,7 +149,7 @@ def run_matrix_command(args: argparse.Namespace) -> int:
 def run_bisect_command(args: argparse.Namespace) -> int:
     """Each candidate release is one `python -m harness probe` run (its own cluster), made runnable first; with
     CLAIM, releases are classified by what the claim observed (bisections/<name>.json), else by pass or fail
-    (harness/reports/bisect.py). Which a kind bisects with is its own (ReleaseAxis.bisect_refusal)."""
+    (harness/axis/bisect.py). Which a kind bisects with is its own (ReleaseAxis.bisect_refusal)."""
     if problem := missing_arguments(args, {"probe": "PROBE", "good": "GOOD", "bad": "BAD"}):
         return refuse(BAD, f"{problem}: make bisect PROBE=<name or -k expression> GOOD=1.27.3 BAD=1.27.16")
     kind, axis = release_axis(args)

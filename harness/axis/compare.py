@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from harness.reports.records import load_records
+from harness.core.records import load_records
 
 JsonDict = dict[str, Any]
 Verdicts = dict[str, dict[str, JsonDict]]  # probe -> claim -> verdict

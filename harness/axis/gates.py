@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from harness.base.releases import published_releases, release_name, sort_key
+from harness.axis.releases import published_releases, release_name, sort_key
 from harness.base.versions import KubeVersion
 
 LEDGER_FILE = Path(__file__).resolve().parents[1] / "gate_ledger.json"

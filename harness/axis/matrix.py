@@ -1,5 +1,5 @@
 """`make matrix`: the probes on several Kubernetes versions, each as its own `harness probe` process, on any kind of
-cluster that runs a given release (harness/clusters/kinds.py ReleaseAxis).
+cluster that runs a given release (harness/axis/release_axis.py ReleaseAxis).
 
 Each planned release is made runnable first (built here, or nothing to do for a pinned node image) on one background
 thread, the next one ahead while the current one's probes run; versions run JOBS at a time, or one at a time where
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.axis.release_axis import PlannedVersion, Readied
 from harness.base.process import Terminated, run_through_interrupt, terminate_waited_children
-from harness.clusters.kinds import PlannedVersion, Readied
 
 EXIT_MEANING = {0: "passed", 1: "failed", 2: "interrupted or bad input", 3: "prerequisite missing", 5: "no probe ran"}
 

@@ -7,7 +7,7 @@ CHANGELOGs) are asked for by name, since the list can lack pre-releases the prox
 was never published and is not asked for. The newest served one is built (CLUSTER=local: from its Go modules;
 kind: a node image, SOURCE=release from the release binaries); one that cannot be built is said in one line and
 the next newest is tried. Every probe runs on it (one `python -m harness probe`), and each claim is compared with
-the newest release's observation (harness/reports/compare.py, as tools/compare_runs.py compares): the shipped live
+the newest release's observation (harness/axis/compare.py, as tools/compare_runs.py compares): the shipped live
 recordings of the newest release they hold, replayed, or a run given or made beside it.
 
 Each claim that differs is reported with what the expectations say of the pre-release: the range that holds it
@@ -22,13 +22,21 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from harness.axis.compare import Verdicts, differing, verdicts_of
+from harness.axis.releases import published_releases
 from harness.base import families
-from harness.base.releases import published_releases
 from harness.base.versions import KubeVersion
-from harness.core.expectations import FAIL, PASS, UNDECIDED, Claim, Expectation, ExpectationError, load_claims
-from harness.reports.compare import Verdicts, differing, verdicts_of
-from harness.reports.coverage import provider_of
-from harness.reports.wording import pull_requests
+from harness.core.expectations import (
+    FAIL,
+    PASS,
+    UNDECIDED,
+    Claim,
+    Expectation,
+    ExpectationError,
+    load_claims,
+    pull_requests,
+)
+from harness.core.records import provider_of
 
 JsonDict = dict[str, Any]
 MINORS_AHEAD = (0, 1, 2)  # the newest release's minor and the next two: their x.y.0 pre-releases are asked for

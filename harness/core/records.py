@@ -20,6 +20,17 @@ def origin_kind(record: JsonDict) -> str:
     return "live" if record.get("transport") == "live" else "unknown"
 
 
+def provider_of(record: JsonDict) -> str:
+    """The kind of cluster a probe record's observations were made on: local, kind or existing."""
+    origin, run = record.get("recording_origin") or {}, record.get("provenance") or {}
+    cluster = str(origin.get("cluster") or run.get("cluster") or "")
+    if cluster.startswith("local") or origin.get("kubernetes") or run.get("kubernetes_build"):
+        return "local"
+    if cluster.startswith("kind") or origin.get("node_image") or run.get("node_image"):
+        return "kind"
+    return "existing" if cluster == "existing" else cluster or "unknown"
+
+
 class RecordError(ValueError):
     """A file given to the report is not a probe record; the message names it and says what it is instead."""
 
