@@ -70,7 +70,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
 
 @dataclass(frozen=True)
 class ShippedReplay:
-    """Every shipped recording replayed once, as make coverage replays them (harness/reports/coverage.py)."""
+    """Every shipped recording replayed once, as make coverage replays them (harness/axis/replay.py)."""
 
     runs: Path  # the run directory tree: <run id>/probes/<record>.json
     records: list[dict[str, Any]]

@@ -149,3 +149,13 @@ def test_the_checks_see_a_kind_by_package_and_by_name(tmp_path: Path) -> None:
     door.write_text("from harness.clusters.local.clusters import check_host\nif args.cluster == 'local':\n    pass\n")
     assert kind_packages([door]) == {"door.py": ["harness.clusters.local.clusters"]}
     assert NAMED.findall(door.read_text()) == ["cluster == 'local'"]
+
+
+def test_one_module_starts_a_replay() -> None:
+    """make atlas, coverage, upgrade and radar replay the recordings through harness/axis/replay.py alone."""
+    starting = [
+        path.relative_to(REPO).as_posix()
+        for path in sorted((REPO / "harness").rglob("*.py"))
+        if "subprocess" in (text := path.read_text()) and '"--replay"' in text
+    ]
+    assert starting == ["harness/axis/replay.py"]

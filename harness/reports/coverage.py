@@ -23,8 +23,6 @@ is said so, not planned; so is a range no known release is in.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -35,6 +33,7 @@ from packaging.version import Version
 
 from harness.axis.gates import Stretch, refused_releases, stretches
 from harness.axis.releases import first_catalogued, is_published, published_releases
+from harness.axis.replay import replay
 from harness.base import families, paths
 from harness.base.versions import KubeVersion, known_images, range_parts, version_range
 from harness.clusters.kind.node_images import modules_tag
@@ -43,10 +42,9 @@ from harness.core.records import provider_of
 from harness.gobuild.kubernetes import OLDEST_BUILT_HERE, not_built_here
 
 if TYPE_CHECKING:
-    import pytest
+    pass
 
 JsonDict = dict[str, Any]
-KIND_ONLY_MARKER = "node_shutdown"  # probes that run only on the suite's graceful-node-shutdown kind cluster
 PRE_RELEASE_WORDS = {"a": "alpha", "b": "beta", "rc": "rc"}
 TERMINAL_VERSIONS = 8  # more versions of one cluster kind in a range: the terminal shows their count and ends
 
@@ -217,27 +215,6 @@ def claim_ranges(observed: Observed, claims: Mapping[str, Mapping[str, Claim]] |
 # ----- Reading the shipped recordings: a replay of every one, in a child pytest.
 
 
-class _Markers:
-    """A pytest plugin noting every probe collected, with its family (its folder), and those marked to run only on
-    the graceful-node-shutdown kind cluster."""
-
-    def __init__(self) -> None:
-        self.kind_only: set[str] = set()
-        self.collected: dict[str, str] = {}
-
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        for item in session.items:
-            probe = probe_id(item.path.name, getattr(item, "originalname", item.name))
-            self.collected[probe] = item.path.parent.name
-            if item.get_closest_marker(KIND_ONLY_MARKER):
-                self.kind_only.add(probe)
-
-
-def probe_id(module: str, function: str) -> str:
-    """A probe as records name it: 'test_node_shutdown.py::test_daemonset_pod_after_graceful_node_shutdown'."""
-    return f"{module}::{function}"
-
-
 def replay_recordings(recordings: Path | None = None, timeout: float = 1800) -> Observed:
     """Replay the probes on every recording under `recordings` (default: probes/, all the shipped ones) in a child
     pytest, and read what each observed."""
@@ -249,41 +226,16 @@ def replay_records(
     recordings: Path | None = None, timeout: float = 1800, run_dir: Path | None = None
 ) -> tuple[list[JsonDict], list[str], dict[str, str]]:
     """(the probe records of a replay of every recording under `recordings`, default probes/; the probes that run
-    only on kind; every probe collected, with its family), from a child pytest. The run records are left under
-    `run_dir` when it is given (the offline tests share one replay so), else in a scratch folder removed after. A
-    replay that could not run raises CoverageError with pytest's last words."""
-    probes = families.FAMILIES_ROOT
-    root = recordings or probes
+    only on kind; every probe collected, with its family), from a child pytest (harness/axis/replay.py). The run
+    records are left under `run_dir` when it is given (the offline tests share one replay so), else in a scratch
+    folder removed after. A replay that could not run raises CoverageError with pytest's last words."""
+    root = recordings or families.FAMILIES_ROOT
     with tempfile.TemporaryDirectory(prefix="plp-coverage-") as scratch:
-        out, run_dir = Path(scratch) / "markers.json", run_dir or Path(scratch) / "runs"
-        argv = [str(probes), "--replay", str(root), "--run-dir", str(run_dir), "-p", "no:cacheprovider", "-q"]
-        proc = subprocess.run(
-            [sys.executable, "-m", "harness.reports.coverage", str(out), *argv, "-p", "no:xdist"],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-            cwd=paths.REPO,
-        )
-        answer: JsonDict = json.loads(out.read_text()) if out.is_file() else {}
-        files = sorted(run_dir.glob("*/probes/*.json"))
-        if answer.get("exit_code") not in (0, 1) or not files:
-            lines = [line for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
-            raise CoverageError(f"replaying the recordings under {root} failed: {' | '.join(lines[-3:])}")
-        records = [json.loads(path.read_text()) for path in files]
-        return records, list(answer.get("kind_only", [])), dict(answer.get("collected", {}))
-
-
-def main(argv: Sequence[str]) -> int:
-    """The child: pytest with argv[1:]; pytest's exit code, the kind-only probes and every probe collected with its
-    family written as JSON to argv[0]."""
-    import pytest
-
-    markers = _Markers()
-    code = pytest.main(list(argv[1:]), plugins=[markers])
-    answer = {"exit_code": int(code), "kind_only": sorted(markers.kind_only), "collected": markers.collected}
-    Path(argv[0]).write_text(json.dumps(answer))
-    return 0
+        replayed = replay(run_dir or Path(scratch) / "runs", root, timeout=timeout)
+    if replayed.exit_code not in (0, 1) or not replayed.records:
+        lines = [line for line in (replayed.stderr + replayed.stdout).splitlines() if line.strip()]
+        raise CoverageError(f"replaying the recordings under {root} failed: {' | '.join(lines[-3:])}")
+    return replayed.records, replayed.kind_only, replayed.collected
 
 
 # ----- The releases the suite knows, and the plan: which to build next.
@@ -620,7 +572,3 @@ def section_data(coverage: Coverage) -> JsonDict:
         "total": len(coverage.ranges),
         "claims": claims,
     }
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

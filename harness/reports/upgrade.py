@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import re
 import statistics
-import subprocess
-import sys
 import tempfile
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +29,7 @@ from typing import Any
 from packaging.version import Version
 
 from harness.axis.releases import is_published
+from harness.axis.replay import replay
 from harness.base import families, paths
 from harness.base.versions import (
     REQUESTED_FORMS,
@@ -398,28 +397,10 @@ def step_reason(expectation: Expectation | None) -> str:
 
 def replay_atlas(out: Path, recordings: Path = paths.REPO / "probes") -> Path:
     """Every probe on the shipped recordings, offline (a few seconds): the run records go under `out`."""
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "probes",
-            "--replay",
-            str(recordings),
-            "--run-dir",
-            str(out),
-            "-q",
-            "-p",
-            "no:cacheprovider",
-        ],
-        cwd=paths.REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        tail = "\n".join(proc.stdout.splitlines()[-15:])
-        raise RuntimeError(f"replaying the shipped recordings failed (exit {proc.returncode}):\n{tail}")
+    replayed = replay(out, recordings)
+    if replayed.returncode != 0:
+        tail = "\n".join(replayed.stdout.splitlines()[-15:])
+        raise RuntimeError(f"replaying the shipped recordings failed (exit {replayed.returncode}):\n{tail}")
     return out
 
 

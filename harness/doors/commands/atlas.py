@@ -10,12 +10,12 @@ releases in order); the new atlas is written beside the last one and replaces it
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from harness.base import outputs, paths
+from harness.axis.replay import replay
+from harness.base import outputs
 from harness.base.inputs import BadInput
 from harness.core import records as records_module
 from harness.doors.commands.housekeeping import report_matrix
@@ -74,8 +74,4 @@ class _ReplayFailed(Exception):
 
 def _replay(run_dir: Path, probe: str, worker_count: str) -> int:
     """pytest on the shipped recordings, its output shown as make test's; its exit code."""
-    argv = [sys.executable, "-m", "pytest", "probes", "--replay", "probes", "--run-dir", str(run_dir)]
-    argv += ["-n", worker_count, "-q", "--disable-warnings", "-p", "no:cacheprovider"]
-    if probe:
-        argv += ["-k", probe]
-    return subprocess.run(argv, cwd=paths.REPO, check=False).returncode
+    return replay(run_dir, select=probe, workers=worker_count, shown=True).returncode
