@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from harness.base.families import documents, families
-from harness.base.versions import KubeVersion, known_images
+from harness.base.versions import KubeVersion
+from harness.clusters.kind.images import known_images
 from harness.core.basis import Basis, Doubt, Gap, Step
 from harness.core.expectations import (
     FAIL,

@@ -159,3 +159,11 @@ def test_one_module_starts_a_replay() -> None:
         if "subprocess" in (text := path.read_text()) and '"--replay"' in text
     ]
     assert starting == ["harness/axis/replay.py"]
+
+
+def test_nothing_the_harness_stands_on_speaks_of_kinds_node_images() -> None:
+    """kind's pinned images (harness/node_images.yaml, kindest/node) are read in kind's package; base/ names only the
+    oldest supported minor, and axis/pinned.py only the releases they run."""
+    base = sorted((REPO / "harness" / "base").glob("*.py"))
+    said = {p.name: re.findall(r"node_images\.yaml|kindest|NodeImage", p.read_text()) for p in base}
+    assert len(base) > 5 and {name: found for name, found in said.items() if found} == {}

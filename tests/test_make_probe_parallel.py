@@ -64,9 +64,9 @@ def test_a_run_of_node_shutdown_probes_alone_makes_no_cluster_of_its_own(
     import argparse
     import subprocess
 
-    from harness.base.versions import known_images
     from harness.clusters import lifecycle
     from harness.clusters.kind.clusters import KindClusters
+    from harness.clusters.kind.images import known_images
     from harness.clusters.kinds import Runnable
     from harness.doors.commands import probe as probe_command
     from harness.reports import schedule

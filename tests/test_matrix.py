@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 from harness.axis.matrix import VersionResult, render, run_matrix, summarize_run
-from harness.base.versions import pinned_minors
+from harness.axis.pinned import pinned_minors
 
 
 class Concurrency:

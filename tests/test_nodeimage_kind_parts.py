@@ -13,8 +13,9 @@ import yaml
 
 from harness.base.errors import PrerequisiteMissing
 from harness.base.process import Completed
-from harness.base.versions import KubeVersion, known_images
+from harness.base.versions import KubeVersion
 from harness.clusters.kind import clusters as kind_clusters
+from harness.clusters.kind.images import known_images
 from harness.clusters.kind.provider import node_runtime
 from harness.clusters.kinds import Runnable
 from harness.gobuild.kubernetes import Build

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.base import versions
-from harness.base.versions import VersionError, resolve_image
+from harness.base.versions import VersionError
+from harness.clusters.kind import images as kind_images
 from harness.clusters.kind import node_images as kind_node_images
+from harness.clusters.kind.images import known_images, resolve_image
 from harness.nodeimage import release as node_image_release
 from harness.nodeimage.release import NodeImageBuildFailed, build_kind_release, build_node_image, local_tag
 from tests.doubles import FakeRunner, failed, ok
@@ -30,7 +31,7 @@ def test_the_tag_names_the_full_release_and_a_minor_alone_is_refused() -> None:
 
 
 def test_the_newest_kind_release_in_the_table_builds_release_images() -> None:
-    release = build_kind_release()
+    release = build_kind_release(i.kind_release for i in known_images() if i.kind_release)
     assert tuple(int(p) for p in release.lstrip("v").split(".")) >= (0, 26, 0)
 
 
@@ -63,7 +64,7 @@ def test_a_failed_build_shows_kinds_output(tmp_path: Path) -> None:
 def test_make_probe_image_finds_the_kind_release_that_built_a_local_image(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(versions, "LOCAL_BUILDS_DIR", tmp_path)
+    monkeypatch.setattr(kind_images, "BUILDS_DIR", tmp_path)
     (tmp_path / "plp-node-v1.27.0-rc.0.json").write_text('{"kind_release": "v0.33.0"}')
     image = resolve_image(None, "plp-node:v1.27.0-rc.0")
     assert (str(image.kubernetes), image.kind_release, image.digest) == ("v1.27.0-rc.0", "v0.33.0", None)

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from harness.base.errors import PrerequisiteMissing, host_refusal
-from harness.base.versions import resolve_image
 from harness.clusters.kind import clusters as kind_clusters
 from harness.clusters.kind import engine
 from harness.clusters.kind import node_images as kind_node_images
 from harness.clusters.kind.cluster import check_docker
+from harness.clusters.kind.images import resolve_image
 from harness.clusters.local import clusters as local_clusters
 from harness.clusters.local import host as local_host
 from harness.clusters.local import teardown as local_teardown

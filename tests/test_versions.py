@@ -6,16 +6,10 @@ import re
 
 import pytest
 
+from harness.axis.pinned import known_versions, pinned_minors, pinned_release, pinned_releases
 from harness.base.manifests import load_manifest, manifest_files
-from harness.base.versions import (
-    KubeVersion,
-    NodeImage,
-    VersionError,
-    known_images,
-    known_versions,
-    resolve_image,
-    version_range,
-)
+from harness.base.versions import OLDEST_SUPPORTED_MINOR, KubeVersion, VersionError, version_range
+from harness.clusters.kind.images import NodeImage, known_images, resolve_image
 
 
 @pytest.mark.parametrize(
@@ -54,6 +48,16 @@ def test_every_pinned_image_has_a_digest_and_a_kind_release() -> None:
         assert image.digest is not None, image.reference
         assert image.kind_release is not None and image.kind_release.startswith("v0."), image.reference
     assert len({i.reference for i in images}) == len(images)
+
+
+def test_the_oldest_supported_minor_is_the_oldest_pinned_images_and_the_pinned_releases_are_the_images() -> None:
+    """base/ names the oldest minor without reading kind's image table; the table holds it to that figure, and the
+    pinned releases (axis/pinned.py, read from the tags alone) are exactly the releases kind's images run."""
+    images = known_images()
+    assert min((i.kubernetes for i in images), key=lambda v: v.version).minor == OLDEST_SUPPORTED_MINOR
+    assert [v.version for v in pinned_releases()] == sorted({i.kubernetes.version for i in images})
+    for minor in pinned_minors():
+        assert pinned_release(minor) == resolve_image(minor).kubernetes
 
 
 def test_the_documents_images_resolve_by_patch() -> None:

@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from harness.axis import radar
-from harness.base.versions import KubeVersion, pinned_minors
+from harness.axis.pinned import pinned_minors
+from harness.base.versions import KubeVersion
 
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOW = REPO / ".github" / "workflows" / "nightly.yml"

@@ -9,7 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from harness.base.versions import KubeVersion, pinned_patch
+from harness.axis.pinned import pinned_patch
+from harness.base.versions import KubeVersion
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from harness.base.versions import KubeVersion, VersionError, known_images
+from harness.axis.pinned import pinned_releases
+from harness.base.versions import KubeVersion, VersionError
 
 CATALOG_FILE = Path(__file__).resolve().parents[1] / "releases.json"
 FIRST_MINOR = 21
@@ -100,9 +101,7 @@ def bisect_patches(good: str, bad: str, build: bool) -> list[str]:
             for release in published_releases()
             if not (v := KubeVersion.parse(release).version).is_prerelease and low.version <= v <= high.version
         ]
-    pinned = sorted(
-        {i.kubernetes.version for i in known_images() if low.version <= i.kubernetes.version <= high.version}
-    )
+    pinned = sorted({v.version for v in pinned_releases() if low.version <= v.version <= high.version})
     found = [str(v) for v in pinned]
     for end in (str(low.version), str(high.version)):
         if end not in found:

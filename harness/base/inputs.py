@@ -19,7 +19,7 @@ from harness.base.errors import PrerequisiteMissing
 from harness.base.kubeconfig import kubeconfig_problem
 from harness.base.manifest_check import check_manifests
 from harness.base.paths import RUNS
-from harness.base.versions import KubeVersion, NodeImage, VersionError, resolve_image
+from harness.base.versions import KubeVersion, VersionError
 
 N = TypeVar("N", int, float)
 
@@ -208,14 +208,6 @@ def _os_reason(err: BaseException) -> str:
         if marker in text:
             return text.split(marker, 1)[1].strip().removeprefix("[Errno 111] ").rstrip(")")
     return text.split(": ", 1)[-1] if ": " in text else text
-
-
-def kind_image(version: str | None, image: str | None) -> NodeImage:
-    """The kind node image for a version (its pinned image) or an image reference."""
-    try:
-        return resolve_image(version, image)
-    except VersionError as err:
-        raise BadInput(str(err)) from err
 
 
 def check_manifests_for(version: KubeVersion) -> str:

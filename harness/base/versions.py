@@ -1,19 +1,14 @@
-"""Kubernetes versions: parsing what servers report, and resolving VERSION to a pinned node image."""
+"""Kubernetes versions: parsing what servers report and what users ask for, version ranges, and the oldest release the
+suite supports."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 
-import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
-
-from harness.base import paths
-
-NODE_IMAGES_FILE = Path(__file__).resolve().parents[1] / "node_images.yaml"
 
 # "v1.27.3", "1.27.3", "v1.27.0-rc.0", "v1.27.3-eks-a5565ad", "v1.28.2+k3s1", "v1.29.1-gke.1589018"
 _KUBE_VERSION = re.compile(
@@ -26,13 +21,11 @@ _KUBE_VERSION = re.compile(
 # tags spell it, nothing after it (a server's own version may carry a vendor's suffix; a request may not).
 _REQUESTED_VERSION = re.compile(r"v?[0-9]+\.[0-9]+(?:\.[0-9]+(?:-(?:alpha|beta|rc)\.[0-9]+)?)?", re.ASCII)
 REQUESTED_FORMS = "1.27, 1.27.3, v1.27.3, 1.27.0-rc.0, 1.27.0-alpha.3 or 1.27.0-beta.0"
-_NODE_IMAGE = re.compile(
-    r"^(?P<repo>(?:[\w.-]+/)*[\w.-]+):(?P<tag>v\d+\.\d+\.\d+[\w.+-]*)(?:@(?P<digest>sha256:[0-9a-f]{64}))?$"
-)
 
 
-# Where `make node-image` records which kind release built each local image (harness/nodeimage/release.py).
-LOCAL_BUILDS_DIR = paths.NODE_IMAGES
+# The oldest Kubernetes minor the suite runs: its oldest pinned node image's, where the expectations start too (every
+# range begins at >=1.19); tests/test_versions.py holds it to the image table.
+OLDEST_SUPPORTED_MINOR = "1.19"
 
 
 class VersionError(ValueError):
@@ -95,110 +88,11 @@ def version_range(specifier: str) -> tuple[SpecifierSet, ...]:
         raise VersionError(f"not a version range: {specifier!r}") from err
 
 
-@dataclass(frozen=True)
-class NodeImage:
-    """A kindest/node image pinned by digest, with the kind release that built it."""
-
-    reference: str
-    kubernetes: KubeVersion
-    kind_release: str | None
-    digest: str | None
-    extra: bool = False
-
-    @classmethod
-    def parse(cls, reference: str, kind_release: str | None = None, extra: bool = False) -> NodeImage:
-        match = _NODE_IMAGE.match(reference)
-        if not match:
-            raise VersionError(
-                f"not a node image reference: {reference!r} (expected e.g. kindest/node:v1.27.3@sha256:<64 hex digits>)"
-            )
-        return cls(reference, KubeVersion.parse(match["tag"]), kind_release, match["digest"], extra)
-
-
-@cache
-def known_images() -> tuple[NodeImage, ...]:
-    """Every pinned image in node_images.yaml, newest kind release first."""
-    data = yaml.safe_load(NODE_IMAGES_FILE.read_text())
-    images = [
-        NodeImage.parse(entry["image"], release["kind"], bool(entry.get("extra", False)))
-        for release in data["releases"]
-        for entry in release["images"]
-    ]
-    return tuple(sorted(images, key=lambda i: Version(i.kind_release or "0"), reverse=True))
-
-
-def pinned_minors() -> list[str]:
-    """Every Kubernetes minor with a pinned image, oldest first."""
-    minors = {i.kubernetes.minor for i in known_images()}
-    return sorted(minors, key=lambda m: tuple(int(p) for p in m.split(".")))
-
-
-def pinned_patch(requested: str) -> str:
-    """A minor's pinned node image patch (the newest in the table), or the patch itself."""
-    return str(resolve_image(requested).kubernetes.version) if requested.count(".") == 1 else requested
-
-
-def known_versions() -> list[str]:
-    """Known minors and patches, for error messages: '1.19 (1.19.16), 1.26 (1.26.0 ... 1.26.15), ...'."""
-    by_minor: dict[str, set[Version]] = {}
-    for image in known_images():
-        by_minor.setdefault(image.kubernetes.minor, set()).add(image.kubernetes.version)
-    return [
-        f"{minor} ({', '.join(str(v) for v in sorted(patches))})"
-        for minor, patches in sorted(by_minor.items(), key=lambda kv: Version(kv[0]))
-    ]
-
-
-@cache
-def oldest_supported_minor() -> str:
-    """The oldest Kubernetes minor the suite runs: its oldest pinned node image's (1.19), where the
-    expectations start too (every range begins at >=1.19)."""
-    oldest = min((i.kubernetes for i in known_images()), key=lambda v: v.version)
-    return oldest.minor
-
-
 def check_supported(version: KubeVersion) -> None:
     """Refuse a release older than the suite supports, before anything is downloaded or built."""
-    minor = oldest_supported_minor()
+    minor = OLDEST_SUPPORTED_MINOR
     if version.version < Version(f"{minor}.0a0"):
         raise VersionError(
             f"Kubernetes {version} is older than the suite supports: the oldest is {minor} (its oldest pinned "
             f"node image; no expectation covers earlier releases), so give VERSION={minor} or later"
         )
-
-
-def resolve_image(version: str | None, image: str | None = None) -> NodeImage:
-    """The node image for VERSION (a minor maps to its newest patch) or the explicit IMAGE override.
-
-    Among images of the same patch, the one built by the newest kind release wins, and an image built
-    for a release is preferred over one only listed as compatible with it.
-    """
-    if image:
-        node_image = NodeImage.parse(image, kind_release=_kind_release_of(image))
-        check_supported(node_image.kubernetes)
-        return node_image
-    if not version:
-        raise VersionError("no VERSION given; known versions: " + "; ".join(known_versions()))
-    wanted = KubeVersion.requested(version)
-    check_supported(wanted)
-    exact_patch = wanted.text.lstrip("v").count(".") >= 2
-    candidates = [
-        i
-        for i in known_images()
-        if (i.kubernetes.version == wanted.version if exact_patch else i.kubernetes.minor == wanted.minor)
-    ]
-    if not candidates:
-        raise VersionError(
-            f"no pinned node image for Kubernetes {version}; known versions: " + "; ".join(known_versions())
-        )
-    # known_images() is ordered newest kind release first; max() keeps the first of equal keys.
-    return max(candidates, key=lambda i: (i.kubernetes.version, not i.extra))
-
-
-def _kind_release_of(reference: str) -> str | None:
-    """The kind release that built an image: from the table, or for `make node-image`'s builds its record."""
-    for known in known_images():
-        if known.reference == reference:
-            return known.kind_release
-    record = paths.node_image_record(reference, LOCAL_BUILDS_DIR)
-    return str(yaml.safe_load(record.read_text())["kind_release"]) if record.is_file() else None

@@ -1,3 +1,4 @@
 """The probe core, which knows no kind of cluster: probe.py (what a probe works with), probe_helpers.py (what probes
 share), observe.py + views.py (watching), basis.py (what an observation rests on), expectations.py (verdicts),
-transport.py (live / recording / replay), namespaces.py (each probe's namespace), node_containers.py."""
+transport.py (live / recording / replay), namespaces.py (each probe's namespace), node_containers.py, records.py
+(probe records read back)."""

@@ -13,11 +13,12 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from harness.axis.pinned import known_versions
 from harness.base import paths
 from harness.base.errors import INTERRUPTED, Interrupted
 from harness.base.inputs import SHARED_OPTIONS, BadInput, count, yes_no
 from harness.base.process import sigterm_as_interrupt
-from harness.base.versions import VersionError, known_versions
+from harness.base.versions import VersionError
 from harness.clusters.registry import DEFAULT_CLUSTER, cluster_choices
 from harness.doors.commands.atlas import run_atlas_command
 from harness.doors.commands.atlas import workers as atlas_workers

@@ -13,13 +13,14 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
+from collections.abc import Iterable
 from pathlib import Path
 
 from harness.base import paths
 from harness.base.process import Runner, run_command
-from harness.base.versions import LOCAL_BUILDS_DIR, KubeVersion, VersionError, check_supported, known_images
+from harness.base.versions import KubeVersion, VersionError, check_supported
 
-BUILDS_DIR = LOCAL_BUILDS_DIR
+BUILDS_DIR = paths.NODE_IMAGES  # which kind release built each image made here
 # --type release exists from kind v0.24.0; v0.26.0 fixed release builds of Kubernetes < 1.31.
 MINIMUM_KIND_FOR_RELEASE_BUILDS = (0, 26, 0)
 
@@ -28,9 +29,9 @@ class NodeImageBuildFailed(RuntimeError):
     """kind could not build the node image; the message carries its output."""
 
 
-def build_kind_release() -> str:
-    """The kind release that builds images: the newest one in the image table (at least v0.26.0)."""
-    releases = sorted({i.kind_release for i in known_images() if i.kind_release}, key=_release_key)
+def build_kind_release(kind_releases: Iterable[str]) -> str:
+    """The kind release that builds images: the newest of those that built the pinned images (at least v0.26.0)."""
+    releases = sorted(set(kind_releases), key=_release_key)
     newest = releases[-1]
     if _release_key(newest) < MINIMUM_KIND_FOR_RELEASE_BUILDS:
         raise NodeImageBuildFailed(f"kind {newest} cannot build release node images (needs v0.26.0 or newer)")

@@ -32,10 +32,11 @@ from typing import TYPE_CHECKING, Any
 from packaging.version import Version
 
 from harness.axis.gates import Stretch, refused_releases, stretches
+from harness.axis.pinned import pinned_releases
 from harness.axis.releases import first_catalogued, is_published, published_releases
 from harness.axis.replay import replay
 from harness.base import families, paths
-from harness.base.versions import KubeVersion, known_images, range_parts, version_range
+from harness.base.versions import KubeVersion, range_parts, version_range
 from harness.clusters.kind.node_images import modules_tag
 from harness.core.expectations import NOT_OBSERVABLE, PASS, Claim, load_claims
 from harness.core.records import provider_of
@@ -334,7 +335,7 @@ def known_releases(
     from 1.21.0-alpha.0 on), and before it the pinned node images, the server versions of live records and the
     versions the expectation ranges name, with the numbering's gaps filled. A name from 1.21 on that the catalog
     lacks (an old bisection record's 1.31.0-alpha.4, `also`) was never published and is not one."""
-    named = {i.kubernetes.version for i in known_images()} | set(also)
+    named = {v.version for v in pinned_releases()} | set(also)
     named |= {KubeVersion.parse(v).version for v in observed.versions}
     named |= bisection_versions(bisections or paths.REPO / "bisections")
     named |= named_in_ranges(r.text for r in coverage.ranges)
@@ -397,7 +398,7 @@ def plan_builds(
     unchecked = [r for r in uncovered if not r.older and not r.probes]
     wanted = [r for r in uncovered if not r.older and r.probes]
     not_built = not_built or {}
-    pinned = {i.kubernetes.version for i in known_images()}
+    pinned = {v.version for v in pinned_releases()}
     buildable = [
         v
         for v in releases
@@ -545,7 +546,7 @@ def render_plan(plan: Plan, coverage: Coverage) -> str:
 
 def pinned_inside(claim_range: ClaimRange) -> str:
     """' (pinned kind images: 1.19.16, 1.20.15)', or '' when no pinned image is in the range."""
-    inside = sorted({i.kubernetes.version for i in known_images() if claim_range.contains(i.kubernetes)})
+    inside = sorted({v.version for v in pinned_releases() if claim_range.contains(v)})
     return f" (pinned kind images: {', '.join(str(v) for v in inside)})" if inside else ""
 
 

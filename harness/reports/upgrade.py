@@ -28,18 +28,11 @@ from typing import Any
 
 from packaging.version import Version
 
+from harness.axis.pinned import pinned_minors, pinned_release
 from harness.axis.releases import is_published
 from harness.axis.replay import replay
 from harness.base import families, paths
-from harness.base.versions import (
-    REQUESTED_FORMS,
-    KubeVersion,
-    VersionError,
-    check_supported,
-    pinned_minors,
-    resolve_image,
-    version_range,
-)
+from harness.base.versions import REQUESTED_FORMS, KubeVersion, VersionError, check_supported, version_range
 from harness.core.expectations import (
     FAIL,
     NOT_OBSERVABLE,
@@ -264,7 +257,7 @@ def resolve(text: str, what: str) -> Release:
     if wanted.text.lstrip("v").count(".") >= 2:
         version, how = wanted, "as given"
     else:
-        version = resolve_image(wanted.text).kubernetes
+        version = pinned_release(wanted.text)
         how = f"the newest pinned node image of {wanted.minor}"
     return Release(text.strip(), version, how)
 

@@ -15,17 +15,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.axis.pinned import pinned_minors
 from harness.axis.release_axis import PlannedVersion, Readied, ReleaseAxis, plan_versions
 from harness.axis.releases import bisect_patches
-from harness.base import inputs, paths
+from harness.base import paths
 from harness.base.errors import ClusterFailed, NotRunnable, PrerequisiteMissing, one_line
 from harness.base.inputs import BadInput
 from harness.base.process import run_command
 from harness.base.run import Run
-from harness.base.versions import NodeImage, known_images, pinned_minors
 from harness.clusters.kind.cluster import INSTALL_KIND, check_docker, check_prerequisites, list_node_containers
 from harness.clusters.kind.config import cluster_config, engine_cgroup_version
 from harness.clusters.kind.engine import check_engine
+from harness.clusters.kind.images import NodeImage, kind_image, known_images
 from harness.clusters.kind.install import KindInstallError, ensure_kind
 from harness.clusters.kind.leftovers import clean_kind_clusters, installed_kind
 from harness.clusters.kind.node_images import equal_build_minutes, make_node_image, plan_parts, runnable_tag
@@ -69,7 +70,7 @@ class KindClusters(ClusterKind):
                 f"VERSION ({request.version}) and IMAGE ({request.image}) both name the node image: give one (IMAGE "
                 "runs an image of your own, VERSION the pinned one)"
             )
-        image = inputs.kind_image(request.version or None, request.image or None)
+        image = kind_image(request.version or None, request.image or None)
         if image.digest is None and not image.reference.startswith(f"{paths.NODE_IMAGE_REPOSITORY}:"):
             warn(
                 f"warning: {image.reference} is not pinned by digest; kind asks for @sha256 digests because tags "
@@ -224,7 +225,7 @@ class KindAxis(ReleaseAxis):
         return None
 
     def releases(self, requested: list[str]) -> list[str]:
-        return [str(inputs.kind_image(version, None).kubernetes.version) for version in requested]
+        return [str(kind_image(version, None).kubernetes.version) for version in requested]
 
     def plan(self, requested: list[str]) -> list[PlannedVersion]:
         return plan_versions(requested, served=lambda release: True)

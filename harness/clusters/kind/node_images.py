@@ -7,9 +7,10 @@ from __future__ import annotations
 from harness.base import paths
 from harness.base.errors import NotRunnable, PrerequisiteMissing, host_refusal, stopping
 from harness.base.inputs import BadInput
-from harness.base.versions import KubeVersion, VersionError, known_images
+from harness.base.versions import KubeVersion, VersionError
 from harness.clusters.kind.cluster import check_docker
 from harness.clusters.kind.engine import check_engine
+from harness.clusters.kind.images import known_images
 from harness.clusters.kind.install import KindInstallError, ensure_kind
 from harness.clusters.kinds import Say
 from harness.gobuild.go import BuildError, check_go
@@ -91,7 +92,7 @@ def make_node_image(
         raise BadInput("CONTAINERD and KIND apply to images built here from Go modules (SOURCE=modules)")
     try:
         tag = node_image_release.local_tag(version)
-        release = node_image_release.build_kind_release()
+        release = node_image_release.build_kind_release(i.kind_release for i in known_images() if i.kind_release)
     except VersionError as err:
         raise BadInput(str(err)) from err
     parts_plan: Plan | None = None

@@ -12,8 +12,8 @@ from harness.base import paths
 from harness.base.kubeapi import KubeApi
 from harness.base.manifest_check import images_in_manifests
 from harness.base.process import InterruptedUndo
-from harness.base.versions import NodeImage
 from harness.clusters.kind.cluster import KindCluster, parse_kind_version
+from harness.clusters.kind.images import NodeImage
 from harness.clusters.lifecycle import MadeHere, NodeShutdown, Removal, wait_nodes_ready
 from harness.nodeimage.kind_parts import PartsError
 from harness.nodeimage.kind_parts import kind_release as kind_release_components

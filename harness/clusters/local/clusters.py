@@ -17,13 +17,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from harness.axis.pinned import pinned_minors, pinned_patch
 from harness.axis.release_axis import PlannedVersion, Readied, ReleaseAxis, plan_versions
 from harness.axis.releases import bisect_releases
 from harness.base import paths
 from harness.base.errors import NotRunnable, PrerequisiteMissing, host_refusal, stopping
 from harness.base.inputs import BadInput
 from harness.base.run import Run
-from harness.base.versions import KubeVersion, VersionError, pinned_minors, pinned_patch
+from harness.base.versions import KubeVersion, VersionError
 from harness.clusters.kinds import AddOption, ClusterKind, Leftovers, Option, Request, Runnable, Say
 from harness.clusters.lifecycle import ClusterProvider, Note, Reached
 from harness.clusters.local import host, teardown

@@ -1,0 +1,100 @@
+"""kind's pinned node images (harness/node_images.yaml): each kindest/node image by digest with the kind release
+that built it, the image a VERSION or IMAGE names, and which kind release built an image `make node-image` made."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+
+import yaml
+from packaging.version import Version
+
+from harness.axis.pinned import NODE_IMAGES_FILE, known_versions
+from harness.base import paths
+from harness.base.inputs import BadInput
+from harness.base.versions import KubeVersion, VersionError, check_supported
+
+_NODE_IMAGE = re.compile(
+    r"^(?P<repo>(?:[\w.-]+/)*[\w.-]+):(?P<tag>v\d+\.\d+\.\d+[\w.+-]*)(?:@(?P<digest>sha256:[0-9a-f]{64}))?$"
+)
+
+# Where `make node-image` records which kind release built each image it made (harness/nodeimage/release.py).
+BUILDS_DIR = paths.NODE_IMAGES
+
+
+@dataclass(frozen=True)
+class NodeImage:
+    """A kindest/node image pinned by digest, with the kind release that built it."""
+
+    reference: str
+    kubernetes: KubeVersion
+    kind_release: str | None
+    digest: str | None
+    extra: bool = False
+
+    @classmethod
+    def parse(cls, reference: str, kind_release: str | None = None, extra: bool = False) -> NodeImage:
+        match = _NODE_IMAGE.match(reference)
+        if not match:
+            raise VersionError(
+                f"not a node image reference: {reference!r} (expected e.g. kindest/node:v1.27.3@sha256:<64 hex digits>)"
+            )
+        return cls(reference, KubeVersion.parse(match["tag"]), kind_release, match["digest"], extra)
+
+
+@cache
+def known_images() -> tuple[NodeImage, ...]:
+    """Every pinned image in node_images.yaml, newest kind release first."""
+    data = yaml.safe_load(NODE_IMAGES_FILE.read_text())
+    images = [
+        NodeImage.parse(entry["image"], release["kind"], bool(entry.get("extra", False)))
+        for release in data["releases"]
+        for entry in release["images"]
+    ]
+    return tuple(sorted(images, key=lambda i: Version(i.kind_release or "0"), reverse=True))
+
+
+def resolve_image(version: str | None, image: str | None = None) -> NodeImage:
+    """The node image for VERSION (a minor maps to its newest patch) or the explicit IMAGE override.
+
+    Among images of the same patch, the one built by the newest kind release wins, and an image built
+    for a release is preferred over one only listed as compatible with it.
+    """
+    if image:
+        node_image = NodeImage.parse(image, kind_release=_kind_release_of(image))
+        check_supported(node_image.kubernetes)
+        return node_image
+    if not version:
+        raise VersionError("no VERSION given; known versions: " + "; ".join(known_versions()))
+    wanted = KubeVersion.requested(version)
+    check_supported(wanted)
+    exact_patch = wanted.text.lstrip("v").count(".") >= 2
+    candidates = [
+        i
+        for i in known_images()
+        if (i.kubernetes.version == wanted.version if exact_patch else i.kubernetes.minor == wanted.minor)
+    ]
+    if not candidates:
+        raise VersionError(
+            f"no pinned node image for Kubernetes {version}; known versions: " + "; ".join(known_versions())
+        )
+    # known_images() is ordered newest kind release first; max() keeps the first of equal keys.
+    return max(candidates, key=lambda i: (i.kubernetes.version, not i.extra))
+
+
+def _kind_release_of(reference: str) -> str | None:
+    """The kind release that built an image: from the table, or for `make node-image`'s builds its record."""
+    for known in known_images():
+        if known.reference == reference:
+            return known.kind_release
+    record = paths.node_image_record(reference, BUILDS_DIR)
+    return str(yaml.safe_load(record.read_text())["kind_release"]) if record.is_file() else None
+
+
+def kind_image(version: str | None, image: str | None) -> NodeImage:
+    """The kind node image for a version (its pinned image) or an image reference; BadInput for one it cannot be."""
+    try:
+        return resolve_image(version, image)
+    except VersionError as err:
+        raise BadInput(str(err)) from err
