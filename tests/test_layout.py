@@ -167,3 +167,16 @@ def test_nothing_the_harness_stands_on_speaks_of_kinds_node_images() -> None:
     base = sorted((REPO / "harness" / "base").glob("*.py"))
     said = {p.name: re.findall(r"node_images\.yaml|kindest|NodeImage", p.read_text()) for p in base}
     assert len(base) > 5 and {name: found for name, found in said.items() if found} == {}
+
+
+# `cluster.startswith("local")`, `p != "kind"` and the like: what a record ran on is read once, in core/records.py.
+SAID_KIND = re.compile(r"""(?:startswith\(|[!=]=\s*)["'](?:kind|local|existing)["']""")
+
+
+def test_the_reports_and_the_version_axis_never_branch_on_a_kinds_name() -> None:
+    """A record's origin says itself what it ran on (core/records.py origin_of), so report, coverage, upgrade and
+    the runs across releases read it without comparing a kind's name."""
+    paths = sorted((REPO / "harness" / "reports").glob("*.py")) + sorted((REPO / "harness" / "axis").glob("*.py"))
+    said = {path.name: SAID_KIND.findall(path.read_text()) for path in paths}
+    assert len(paths) > 10 and {name: found for name, found in said.items() if found} == {}
+    assert SAID_KIND.findall('if cluster.startswith("local") or p != "kind":') == ['startswith("local"', '!= "kind"']

@@ -15,7 +15,7 @@ import pytest
 
 from harness.base.versions import KubeVersion
 from harness.core.expectations import Claim, Expectation
-from harness.core.records import load_records
+from harness.core.records import load_records, origin_of
 from harness.doors import cli
 from harness.reports import upgrade
 from harness.reports.wording import expected_words, words
@@ -304,11 +304,11 @@ def test_live_is_qualified_by_the_runtime_the_record_names() -> None:
             "runc": "runc version 1.1.5+ds1",
         }
     }
-    assert upgrade.runtime_words(local) == "local build (containerd 1.6.20, runc 1.1.5)"
+    assert origin_of(local).runtime_words() == "local build (containerd 1.6.20, runc 1.1.5)"
     old_kind = {
         "recording_origin": {"cluster": "kind", "node_image": "kindest/node:v1.26.6", "kind_version": "v0.20.0"}
     }
-    assert upgrade.runtime_words(old_kind) == "kind v0.20.0 (runtime not recorded)"
+    assert origin_of(old_kind).runtime_words() == "kind v0.20.0 (runtime not recorded)"
     new_kind = {
         "recording_origin": {
             "cluster": "kind",
@@ -320,7 +320,9 @@ def test_live_is_qualified_by_the_runtime_the_record_names() -> None:
             "crictl": "v1.33.0",
         }
     }
-    assert upgrade.runtime_words(new_kind) == ("kind v0.33.0 (containerd 2.1.4, runc 1.3.0, crictl 1.33.0, cgroup v1)")
+    assert origin_of(new_kind).runtime_words() == (
+        "kind v0.33.0 (containerd 2.1.4, runc 1.3.0, crictl 1.33.0, cgroup v1)"
+    )
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,9 @@ Below the reports that use it (it imports none of them), so that each can import
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +22,126 @@ def origin_kind(record: JsonDict) -> str:
     return "live" if record.get("transport") == "live" else "unknown"
 
 
+# ----- A record's origin: what its observations ran on, read in this one place. Each kind of origin says itself
+# what it was (provider), where it ran and on what, in words; the reports never branch on a kind's name.
+
+# What a runtime component's version string says first: "containerd github.com/containerd/containerd 1.6.20~ds1 ..."
+# -> 1.6.20, "runc version 1.1.5+ds1" -> 1.1.5, "v2.1.4" -> 2.1.4.
+_COMPONENT_VERSION = re.compile(r"(?<![\w.])v?(\d+\.\d+(?:\.\d+)?(?:-(?:alpha|beta|rc)\.?\d+)?)")
+RUNTIME_KEYS = ("containerd", "runc", "cni", "crictl", "cgroup")
+PROVIDER_ORDER = ("local",)  # listed first where runs are counted per provider; the others in name order
+
+
+@dataclass(frozen=True)
+class Origin:
+    """What a record's observations were made on: a cluster the record does not describe, unless a subclass says
+    more. `fields` is the recording's origin as written, `run` the run's provenance."""
+
+    fields: Mapping[str, Any]
+    run: Mapping[str, Any]
+    provider: str = "unknown"
+
+    def where(self) -> str:
+        """The cluster in a few words ("local build", "kind v0.33.0")."""
+        return "a cluster the record does not describe"
+
+    def on_what(self) -> str:
+        """The cluster in a sentence: what built it, or which image or context it was."""
+        return "a cluster the record does not describe"
+
+    def runtime_words(self) -> str:
+        """The cluster and container runtime: 'kind v0.33.0 (containerd 2.1.4, runc 1.3.0, cgroup v1)', 'local build
+        (containerd 1.6.20, runc 1.1.5)', or '... (runtime not recorded)'."""
+        parts = []
+        for key in RUNTIME_KEYS:
+            value = self.fields.get(key)
+            if value in (None, "", {}):
+                continue
+            text = str(value.get("version", value) if isinstance(value, dict) else value)
+            if key == "cgroup":
+                parts.append(f"cgroup {text if text.startswith('v') else 'v' + text}")
+                continue
+            match = _COMPONENT_VERSION.search(text)
+            parts.append(f"{key} {match.group(1) if match else text}")
+        return f"{self.where()} ({', '.join(parts) if parts else 'runtime not recorded'})"
+
+    def said(self, key: str) -> Any:
+        """A fact the recording's origin states, else the run's provenance."""
+        return self.fields.get(key) or self.run.get(key)
+
+
+@dataclass(frozen=True)
+class LocalBuild(Origin):
+    """A cluster of Kubernetes built here from its Go modules (CLUSTER=local)."""
+
+    build: Mapping[str, Any] = field(default_factory=dict)
+    provider: str = "local"
+
+    def where(self) -> str:
+        return "local build"
+
+    def on_what(self) -> str:
+        build = self.build
+        parts = [f"local build of {build.get('version', '?')} at {str(build.get('commit') or '?')[:12]}"]
+        parts += [str(build[k]) for k in ("toolchain",) if build.get(k)]
+        if substituted := build.get("staging_substitutions"):
+            listed = ", ".join(f"{m.removeprefix('k8s.io/')} {v}" for m, v in sorted(substituted.items()))
+            parts.append(f"staging modules substituted: {listed}")
+        if stood_in := build.get("module_stand_ins"):
+            parts.append(f"stand-ins written here for: {', '.join(sorted(stood_in))}")
+        containerd = self.fields.get("containerd")
+        parts += [f"containerd {str(containerd).split(' ')[-1]}"] if containerd else []
+        return ", ".join(parts) if len(parts) == 1 else f"{parts[0]} ({', '.join(parts[1:])})"
+
+
+@dataclass(frozen=True)
+class KindNodeImage(Origin):
+    """A kind cluster on a node image."""
+
+    image: str | None = None
+    provider: str = "kind"
+
+    def where(self) -> str:
+        kind_version = self.said("kind_version")
+        return f"kind {kind_version}" if kind_version else "kind"
+
+    def on_what(self) -> str:
+        kind_version = self.said("kind_version")
+        return f"kind node image {self.image or '?'}" + (f" (kind {kind_version})" if kind_version else "")
+
+
+@dataclass(frozen=True)
+class ExistingCluster(Origin):
+    """A cluster the user gave."""
+
+    provider: str = "existing"
+
+    def where(self) -> str:
+        return "existing cluster"
+
+    def on_what(self) -> str:
+        context = self.said("context")
+        return "existing cluster" + (f" (context {context})" if context else "")
+
+
+def origin_of(record: JsonDict) -> Origin:
+    """What a probe record's observations were made on, from its recording's origin and its run's provenance."""
+    fields, run = record.get("recording_origin") or {}, record.get("provenance") or {}
+    cluster = str(fields.get("cluster") or run.get("cluster") or "")
+    build = fields.get("kubernetes") or run.get("kubernetes_build")
+    image = fields.get("node_image") or run.get("node_image")
+    if cluster.startswith("local") or build:
+        return LocalBuild(fields, run, build=build or {})
+    if cluster.startswith("kind") or image:
+        return KindNodeImage(fields, run, image=image)
+    if cluster == "existing":
+        return ExistingCluster(fields, run)
+    return Origin(fields, run, cluster or "unknown")
+
+
 def provider_of(record: JsonDict) -> str:
     """The kind of cluster a probe record's observations were made on: local, kind or existing."""
-    origin, run = record.get("recording_origin") or {}, record.get("provenance") or {}
-    cluster = str(origin.get("cluster") or run.get("cluster") or "")
-    if cluster.startswith("local") or origin.get("kubernetes") or run.get("kubernetes_build"):
-        return "local"
-    if cluster.startswith("kind") or origin.get("node_image") or run.get("node_image"):
-        return "kind"
-    return "existing" if cluster == "existing" else cluster or "unknown"
+    return origin_of(record).provider
 
 
 class RecordError(ValueError):

@@ -39,7 +39,7 @@ from harness.base import families, paths
 from harness.base.versions import KubeVersion, range_parts, version_range
 from harness.clusters.kind.node_images import modules_tag
 from harness.core.expectations import NOT_OBSERVABLE, PASS, Claim, load_claims
-from harness.core.records import provider_of
+from harness.core.records import PROVIDER_ORDER, provider_of
 from harness.gobuild.kubernetes import OLDEST_BUILT_HERE, not_built_here
 
 if TYPE_CHECKING:
@@ -449,7 +449,7 @@ def runs_text(runs: Sequence[LiveRun], most: int | None = None) -> str:
         if run.status != PASS or version not in shown:
             shown[version] = version if run.status == PASS else f"{version} ({run.status})"
     parts = []
-    for provider in sorted(by_provider, key=lambda p: (p != "local", p)):
+    for provider in sorted(by_provider, key=lambda p: (p not in PROVIDER_ORDER, p)):
         versions = list(by_provider[provider].values())
         if most is not None and len(versions) > most:
             parts.append(f"{provider} {len(versions)}: {' '.join(versions[:3])} … {' '.join(versions[-2:])}")

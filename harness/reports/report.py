@@ -45,9 +45,9 @@ from harness.core.expectations import (
     outcome_json,
     pull_requests,
 )
-from harness.core.records import load_records, origin_kind
+from harness.core.records import load_records, origin_kind, origin_of
 from harness.reports import coverage, timeline_svg
-from harness.reports.upgrade import Observations, Release, Upgrade, compare, runtime_words
+from harness.reports.upgrade import Observations, Release, Upgrade, compare
 from harness.reports.wording import (
     expected_text,
     expected_words,
@@ -514,31 +514,6 @@ def _when(stamps: list[str]) -> str | None:
     return f"{first} – {last} UTC"
 
 
-def _on_what(origin: JsonDict, run: JsonDict) -> str:
-    """The cluster a live observation was made on: a kind node image, a local build, or an existing cluster."""
-    cluster = str(origin.get("cluster") or run.get("cluster") or "")
-    build = origin.get("kubernetes") or run.get("kubernetes_build") or {}
-    image = origin.get("node_image") or run.get("node_image")
-    if cluster.startswith("local") or build:
-        commit = str(build.get("commit") or "?")[:12]
-        parts = [f"local build of {build.get('version', '?')} at {commit}"]
-        parts += [str(build[k]) for k in ("toolchain",) if build.get(k)]
-        if substituted := build.get("staging_substitutions"):
-            listed = ", ".join(f"{m.removeprefix('k8s.io/')} {v}" for m, v in sorted(substituted.items()))
-            parts.append(f"staging modules substituted: {listed}")
-        if stood_in := build.get("module_stand_ins"):
-            parts.append(f"stand-ins written here for: {', '.join(sorted(stood_in))}")
-        parts += [f"containerd {str(origin['containerd']).split(' ')[-1]}"] if origin.get("containerd") else []
-        return ", ".join(parts) if len(parts) == 1 else f"{parts[0]} ({', '.join(parts[1:])})"
-    if cluster.startswith("kind") or image:
-        kind_version = origin.get("kind_version") or run.get("kind_version")
-        return f"kind node image {image or '?'}" + (f" (kind {kind_version})" if kind_version else "")
-    if cluster == "existing":
-        context = origin.get("context") or run.get("context")
-        return "existing cluster" + (f" (context {context})" if context else "")
-    return "a cluster the record does not describe"
-
-
 def _record_provenance(record: JsonDict) -> JsonDict:
     """Where one record's observations come from: its kind, when, on what, and the suite's commit."""
     origin, run = record.get("recording_origin") or {}, record.get("provenance") or {}
@@ -554,8 +529,8 @@ def _record_provenance(record: JsonDict) -> JsonDict:
         return {
             "kind": kind,
             "when": when,
-            "on_what": _on_what(origin, run),
-            "runtime": runtime_words(record),
+            "on_what": origin_of(record).on_what(),
+            "runtime": origin_of(record).runtime_words(),
             "suite": suite,
             "document": None,
         }

@@ -43,7 +43,7 @@ from harness.core.expectations import (
     load_claims,
     pull_requests,
 )
-from harness.core.records import load_records, origin_kind
+from harness.core.records import load_records, origin_kind, origin_of
 from harness.reports.wording import expected_words, words
 
 JsonDict = dict[str, Any]
@@ -429,42 +429,6 @@ def live_versions(records: Iterable[JsonDict]) -> set[str]:
     return {str(r["server_version"]) for r in records if r.get("server_version") and origin_kind(r) == "live"}
 
 
-# What a runtime component's version string says first: "containerd github.com/containerd/containerd 1.6.20~ds1 ..."
-# -> 1.6.20, "runc version 1.1.5+ds1" -> 1.1.5, "v2.1.4" -> 2.1.4.
-_COMPONENT_VERSION = re.compile(r"(?<![\w.])v?(\d+\.\d+(?:\.\d+)?(?:-(?:alpha|beta|rc)\.?\d+)?)")
-RUNTIME_KEYS = ("containerd", "runc", "cni", "crictl", "cgroup")
-
-
-def runtime_words(record: JsonDict) -> str:
-    """The cluster and container runtime a live record ran on, in a few words: 'kind (containerd 1.7.13, runc 1.1.12,
-    cgroup v1)', 'local build (containerd 1.6.20, runc 1.1.5)', or '... (runtime not recorded)'."""
-    origin = record.get("recording_origin") or {}
-    run = record.get("provenance") or {}
-    cluster = str(origin.get("cluster") or run.get("cluster") or "")
-    if cluster.startswith("local") or origin.get("kubernetes"):
-        where = "local build"
-    elif cluster.startswith("kind") or origin.get("node_image") or run.get("node_image"):
-        kind_version = origin.get("kind_version") or run.get("kind_version")
-        where = f"kind {kind_version}" if kind_version else "kind"
-    elif cluster == "existing":
-        where = "existing cluster"
-    else:
-        where = "a cluster the record does not describe"
-    parts = []
-    for key in RUNTIME_KEYS:
-        value = origin.get(key)
-        if value in (None, "", {}):
-            continue
-        if key == "cgroup":
-            text = str(value.get("version", value) if isinstance(value, dict) else value)
-            parts.append(f"cgroup {text if text.startswith('v') else 'v' + text}")
-            continue
-        text = str(value.get("version", value) if isinstance(value, dict) else value)
-        match = _COMPONENT_VERSION.search(text)
-        parts.append(f"{key} {match.group(1) if match else text}")
-    return f"{where} ({', '.join(parts) if parts else 'runtime not recorded'})"
-
-
 def live_runtimes(records: Iterable[JsonDict]) -> dict[str, tuple[str, ...]]:
     """Release (packaging's spelling) -> the runtimes its live records ran on, each once, in order."""
     found: dict[str, list[str]] = {}
@@ -472,7 +436,7 @@ def live_runtimes(records: Iterable[JsonDict]) -> dict[str, tuple[str, ...]]:
         version = record.get("server_version")
         if not version or origin_kind(record) != "live":
             continue
-        said = runtime_words(record)
+        said = origin_of(record).runtime_words()
         known = found.setdefault(str(KubeVersion.parse(str(version)).version), [])
         if said not in known:
             known.append(said)
