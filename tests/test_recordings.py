@@ -65,7 +65,10 @@ def test_every_recording_is_live_and_says_what_ran() -> None:
 
 # Probes written but not run live yet: the replay skips them by name and their claims rest on the expectations
 # alone, as on a version no cluster ran. A probe leaves this set with its first adopted recordings.
-NOT_RECORDED_YET: set[str] = set()
+NOT_RECORDED_YET: set[str] = {
+    "test_probe_grace.py::test_a_failing_liveness_probe_kills_with_the_probes_grace",
+    "test_probe_grace.py::test_a_never_pod_killed_by_its_liveness_probe_gets_the_pods_grace",
+}
 
 
 def test_every_probe_has_recordings_but_those_named_as_not_recorded_yet() -> None:
