@@ -66,8 +66,6 @@ def test_every_recording_is_live_and_says_what_ran() -> None:
 # Probes written but not run live yet: the replay skips them by name and their claims rest on the expectations
 # alone, as on a version no cluster ran. A probe leaves this set with its first adopted recordings.
 NOT_RECORDED_YET: set[str] = {
-    "test_probe_grace.py::test_a_failing_liveness_probe_kills_with_the_probes_grace",
-    "test_probe_grace.py::test_a_never_pod_killed_by_its_liveness_probe_gets_the_pods_grace",
     "test_sidecar_termination.py::test_a_job_fails_through_its_pod_failure_policy_when_its_main_container_exits_1",
 }
 
