@@ -215,6 +215,8 @@ def test_rows_are_grouped_by_document_then_probe_with_each_claims_sentence(
         "native-sidecar-containers-blog-1.28",
         "sleep-action-kep-3960",
         "zero-sleep-kep-4818",
+        "liveness-probe-grace-kep-2238",
+        "kubernetes-1.27-release-blog",
     }
     # each group is headed by its document's public title, not its id
     heading = '<div class="stick">[Kubernetes 1.27] Pod 停止時のフェーズ遷移の変更: [Kubernetes 1.27] The change'

@@ -252,4 +252,4 @@ def test_a_job_fails_through_its_pod_failure_policy_when_its_main_container_exit
     its backoffLimit would retry. Where the sidecar field is refused or dropped, main never runs and the Job's
     deadline fails it, whatever its policy.
     """
-    run_the_job(probe, "job-sidecars-main-exits-1.yaml", "job-fail")
+    run_the_job(probe, "job-sidecars-main-exits-0.main-exits-1.yaml", "job-fail")
