@@ -15,6 +15,7 @@ from harness.base.errors import PrerequisiteMissing
 from harness.base.process import Completed
 from harness.base.versions import KubeVersion
 from harness.clusters.kind import clusters as kind_clusters
+from harness.clusters.kind import node_images
 from harness.clusters.kind.images import known_images
 from harness.clusters.kind.provider import node_runtime
 from harness.clusters.kinds import Runnable
@@ -263,7 +264,7 @@ def test_an_image_that_cannot_be_pulled_is_built_from_modules_said_in_one_line(
         "v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=FakeProxy(tmp_path, SERVED, LISTED)
     )
     monkeypatch.setattr(kind_clusters, "plan_parts", lambda version, kind: planned)
-    monkeypatch.setattr(kind_clusters, "equal_build_minutes", lambda version, plan: 17)
+    monkeypatch.setattr(kind_clusters, "equal_build_minutes", lambda version, plan: (17, "this machine's builds"))
     built: list[tuple[str, str, str]] = []
 
     def make(version: str, source: str, say: Callable[[str], None], parts: str, kind: str) -> str:
@@ -276,8 +277,8 @@ def test_an_image_that_cannot_be_pulled_is_built_from_modules_said_in_one_line(
     assert built == [("1.27.16", "modules", "v0.25.0")]
     assert said == [
         "kindest/node:v1.27.16 cannot be pulled (Error response from daemon: Get https://registry-1.docker.io/v2/:"
-        " dial tcp: no such host): building its equal with kind v0.25.0's components from Go modules (about 17 min),"
-        " then running it"
+        " dial tcp: no such host): building its equal with kind v0.25.0's components from Go modules (about 17 min,"
+        " from this machine's builds), then running it"
     ]
 
 
@@ -319,3 +320,31 @@ def test_versions_are_stamped_into_the_module_path_the_go_mod_declares() -> None
     assert kind_parts.declared_module("go 1.22\n", "sigs.k8s.io/cri-tools") == "sigs.k8s.io/cri-tools"
     [(_, crictl)] = kind_parts._steps("crictl", "v1.30.0", declared, "")
     assert "-X github.com/kubernetes-sigs/cri-tools/pkg/version.Version=v1.30.0" in " ".join(crictl)
+
+
+def _recorded(tools: Path, relative: str, seconds: float) -> None:
+    (tools / relative).mkdir(parents=True)
+    (tools / relative / "build.json").write_text(json.dumps({"duration_s": seconds}))
+
+
+def test_the_build_estimate_rests_on_this_machines_own_builds_and_says_when_it_guesses(tmp_path: Path) -> None:
+    planned = kind_parts.plan(
+        "v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=FakeProxy(tmp_path, SERVED, LISTED)
+    )
+    guessed = node_images.equal_build_minutes("1.27.16", planned, tools=tmp_path)
+    first = node_images.FIRST_GUESS_S
+    assert guessed == (round(sum(first.values()) / 60), "a first guess for kubernetes, addons, assembly, "
+                       "containerd, runc, crictl, cni_plugins")  # fmt: skip
+    _recorded(tmp_path, "kubernetes/v1.30.0", 100.0)
+    _recorded(tmp_path, "kubernetes/v1.31.0", 300.0)
+    _recorded(tmp_path, "addons/etcd-v3.5.12", 60.0)
+    for component in ("containerd", "runc", "crictl", "cni_plugins"):
+        _recorded(tmp_path, f"kind-parts/{component}-v0.0.1", 30.0)
+    minutes, basis = node_images.equal_build_minutes("1.27.16", planned, tools=tmp_path)
+    assert (minutes, basis) == (round((200 + 60 + 4 * 30 + first["assembly"]) / 60), "a first guess for assembly")
+    (tmp_path / "node-images").mkdir()
+    (tmp_path / "node-images" / "plp-node-v1.30.0.json").write_text(json.dumps({"built_s": 50.0}))
+    assert node_images.equal_build_minutes("1.27.16", planned, tools=tmp_path) == (
+        round((200 + 60 + 4 * 30 + 100) / 60),
+        "this machine's earlier builds",
+    )

@@ -182,10 +182,10 @@ def pinned_image_or_equal(runnable: Runnable, say: Say) -> str:
     version = reference.split(":", 1)[1].split("@", 1)[0].lstrip("v")
     try:
         parts_plan = plan_parts(version, release)
-        minutes = equal_build_minutes(version, parts_plan)
+        minutes, basis = equal_build_minutes(version, parts_plan)
         say(
             f"{reference.split('@', 1)[0]} cannot be pulled ({why}): building its equal with kind {release}'s "
-            f"components from Go modules (about {minutes} min), then running it"
+            f"components from Go modules (about {minutes} min, from {basis}), then running it"
         )
         return make_node_image(version, "modules", say, parts="kind", kind=release)
     except (BadInput, PrerequisiteMissing, NotRunnable) as err:

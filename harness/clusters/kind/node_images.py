@@ -4,6 +4,10 @@ on a release without a pinned image): with kind's own release builder, or from G
 
 from __future__ import annotations
 
+import json
+import statistics
+from pathlib import Path
+
 from harness.base import paths
 from harness.base.errors import NotRunnable, PrerequisiteMissing, host_refusal, stopping
 from harness.base.inputs import BadInput
@@ -60,19 +64,48 @@ def plan_parts(version: str, kind: str = "", containerd: str = "") -> Plan:
         raise PrerequisiteMissing(str(err)) from err
 
 
-# Measured here (2 shared cores): a Kubernetes build from modules ~5 min cold, kind's four components ~6 min,
-# the Debian base, etcd, CoreDNS and kube-proxy's layer ~4 min, assembling both images ~2 min.
-MINUTES = {"kubernetes": 5, "components": 6, "addons": 4, "assembly": 2}
+# What each piece took on a 2-core VM with a warm Go module cache (build.json durations, load 2-25), used until this
+# machine has built that piece itself: a Kubernetes release's node-image binaries 312-689 s, containerd 1,399 s,
+# runc 1,066 s, crictl 77 s, the CNI plugins 261 s, etcd and CoreDNS 229-828 s, assembling both images ~85 s.
+FIRST_GUESS_S = {"kubernetes": 600.0, "containerd": 1400.0, "runc": 1070.0, "crictl": 80.0, "cni_plugins": 260.0}
+FIRST_GUESS_S |= {"addons": 700.0, "assembly": 85.0}
 
 
-def equal_build_minutes(version: str, parts_plan: Plan) -> int:
-    """About how many minutes a node image with kind's components takes here, given what is cached already."""
-    minutes = MINUTES["assembly"]
-    if existing_build(version, components=NODE_IMAGE_COMPONENTS) is None:
-        minutes += MINUTES["kubernetes"] + MINUTES["addons"]
-    missing = [name for name, r in parts_plan.resolved.items() if existing_part(name, r.version) is None]
-    minutes += MINUTES["components"] * len(missing) // max(len(parts_plan.resolved), 1)
-    return minutes
+def recorded_seconds(pattern: str, tools: Path = paths.TOOLS, key: str = "duration_s") -> float | None:
+    """The median `key` of this machine's finished builds whose record matches `pattern` under .tools/."""
+    found = []
+    for record in tools.glob(pattern):
+        try:
+            found.append(float(json.loads(record.read_text())[key]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return statistics.median(found) if found else None
+
+
+def _measured(piece: str, tools: Path) -> float | None:
+    """This machine's median time for one piece of a node image build; assembly is two images (node, shutdown)."""
+    if piece == "assembly":
+        each = recorded_seconds("node-images/plp-node-*.json", tools, key="built_s")
+        return None if each is None else 2 * each
+    pattern = {"kubernetes": "kubernetes/v*/build.json", "addons": "addons/*/build.json"}.get(piece)
+    return recorded_seconds(pattern or f"kind-parts/{piece}-*/build.json", tools)
+
+
+def equal_build_minutes(version: str, parts_plan: Plan, tools: Path = paths.TOOLS) -> tuple[int, str]:
+    """About how many minutes a node image with kind's components takes here, given what is cached already, and
+    what the figure rests on: this machine's own earlier builds of each missing piece, or the first guess."""
+    pieces = (
+        ["assembly"] if existing_build(version, tools, NODE_IMAGE_COMPONENTS) else ["kubernetes", "addons", "assembly"]
+    )
+    pieces += [name for name, r in parts_plan.resolved.items() if existing_part(name, r.version, tools) is None]
+    seconds, guessed = 0.0, []
+    for piece in pieces:
+        measured = _measured(piece, tools)
+        if measured is None:
+            guessed.append(piece)
+        seconds += FIRST_GUESS_S[piece] if measured is None else measured
+    basis = "this machine's earlier builds" if not guessed else f"a first guess for {', '.join(guessed)}"
+    return max(1, round(seconds / 60)), basis
 
 
 def make_node_image(
