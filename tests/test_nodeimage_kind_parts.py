@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.base import paths
 from harness.base.errors import PrerequisiteMissing
 from harness.base.process import Completed
 from harness.base.versions import KubeVersion
@@ -260,6 +261,7 @@ def test_an_image_that_cannot_be_pulled_is_built_from_modules_said_in_one_line(
 ) -> None:
     calls: list[list[str]] = []
     monkeypatch.setattr(kind_clusters, "run_command", _docker({"inspect": 1, "pull": 1}, calls))
+    monkeypatch.setattr(paths, "node_image_record", lambda tag: tmp_path / "never-built.json")
     planned = kind_parts.plan(
         "v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=FakeProxy(tmp_path, SERVED, LISTED)
     )
@@ -279,6 +281,28 @@ def test_an_image_that_cannot_be_pulled_is_built_from_modules_said_in_one_line(
         "kindest/node:v1.27.16 cannot be pulled (Error response from daemon: Get https://registry-1.docker.io/v2/:"
         " dial tcp: no such host): building its equal with kind v0.25.0's components from Go modules (about 17 min,"
         " from this machine's builds), then running it"
+    ]
+
+
+def test_an_equal_built_earlier_is_said_to_be_run_not_built(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    def docker(argv: Sequence[str], timeout: float) -> Completed:
+        here = argv[1] == "image" and argv[3] == "plp-node:v1.27.16-kind.v0.25.0"
+        return Completed(tuple(argv), 0 if here else 1, "", "" if here else NO_REGISTRY)
+
+    record = tmp_path / "plp-node-v1.27.16-kind.v0.25.0.json"
+    record.write_text("{}")
+    monkeypatch.setattr(kind_clusters, "run_command", docker)
+    monkeypatch.setattr(paths, "node_image_record", lambda tag: tmp_path / f"{tag.replace(':', '-')}.json")
+    planned = kind_parts.plan(
+        "v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=FakeProxy(tmp_path, SERVED, LISTED)
+    )
+    monkeypatch.setattr(kind_clusters, "plan_parts", lambda version, kind: planned)
+    monkeypatch.setattr(kind_clusters, "make_node_image", lambda *args, **kwargs: "plp-node:v1.27.16-kind.v0.25.0")
+    said: list[str] = []
+    assert kind_clusters.pinned_image_or_equal(_runnable(), said.append) == "plp-node:v1.27.16-kind.v0.25.0"
+    assert said == [
+        f"kindest/node:v1.27.16 cannot be pulled ({NO_REGISTRY}): running its equal with kind v0.25.0's components,"
+        " plp-node:v1.27.16-kind.v0.25.0, built here earlier"
     ]
 
 

@@ -29,7 +29,13 @@ from harness.clusters.kind.engine import check_engine
 from harness.clusters.kind.images import NodeImage, kind_image, known_images
 from harness.clusters.kind.install import KindInstallError, ensure_kind
 from harness.clusters.kind.leftovers import clean_kind_clusters, installed_kind
-from harness.clusters.kind.node_images import equal_build_minutes, make_node_image, plan_parts, runnable_tag
+from harness.clusters.kind.node_images import (
+    equal_build_minutes,
+    make_node_image,
+    modules_tag,
+    plan_parts,
+    runnable_tag,
+)
 from harness.clusters.kind.node_shutdown import announce_shutdown
 from harness.clusters.kind.node_shutdown import cluster_config as shutdown_cluster_config
 from harness.clusters.kind.provider import KindProvider, kind_facts
@@ -182,11 +188,21 @@ def pinned_image_or_equal(runnable: Runnable, say: Say) -> str:
     version = reference.split(":", 1)[1].split("@", 1)[0].lstrip("v")
     try:
         parts_plan = plan_parts(version, release)
-        minutes, basis = equal_build_minutes(version, parts_plan)
-        say(
-            f"{reference.split('@', 1)[0]} cannot be pulled ({why}): building its equal with kind {release}'s "
-            f"components from Go modules (about {minutes} min, from {basis}), then running it"
-        )
+        equal = modules_tag(version)
+        if (
+            paths.node_image_record(equal).is_file()
+            and run_command(["docker", "image", "inspect", equal], 60).returncode == 0
+        ):
+            say(
+                f"{reference.split('@', 1)[0]} cannot be pulled ({why}): running its equal with kind {release}'s "
+                f"components, {equal}, built here earlier"
+            )
+        else:
+            minutes, basis = equal_build_minutes(version, parts_plan)
+            say(
+                f"{reference.split('@', 1)[0]} cannot be pulled ({why}): building its equal with kind {release}'s "
+                f"components from Go modules (about {minutes} min, from {basis}), then running it"
+            )
         return make_node_image(version, "modules", say, parts="kind", kind=release)
     except (BadInput, PrerequisiteMissing, NotRunnable) as err:
         raise PrerequisiteMissing(
