@@ -27,6 +27,19 @@ REPO = Path(__file__).resolve().parent.parent
 PHASES = "always.sigterm-ignored.phases"
 
 
+def live_runs_of_phases(version: str) -> int:
+    """How many shipped live recordings of `version` observe PHASES (its two probes), counted from the files."""
+    recordings = Path(__file__).resolve().parent.parent / "probes" / "phase_after_deletion" / "recordings"
+    return len(list(recordings.glob(f"always_pod_ignoring_sigterm*--v{version}-live-*.json")))
+
+
+def phases_line(verb: str, first: str, then: str) -> str:
+    """The one-screen line of PHASES between v1.26.15 and v1.27.16 (or back), with the live runs of each side."""
+    before, after = f"[live ×{live_runs_of_phases('1.26.15')}]", f"[live ×{live_runs_of_phases('1.27.16')}]"
+    sides = (f"{first} {before}", f"{then} {after}") if verb == "in" else (f"{first} {after}", f"{then} {before}")
+    return f"  {verb} 1.27.0-rc.0 (k/k#115331) {PHASES}: {sides[0]} → {sides[1]}"
+
+
 @pytest.fixture(scope="module")
 def atlas(shipped_replay: ShippedReplay) -> list[dict[str, Any]]:
     """The run records of every shipped recording, replayed once for the session (tests/conftest.py); make upgrade
@@ -74,7 +87,7 @@ def test_1_26_to_1_27_says_a_deleted_pod_ends_failed_from_1_27_with_its_pr_seen_
     assert text.count(f"{PHASES} —") == 1
     # one screen: the phases measured live on both sides, the release and its PR in full
     screen = upgrade.render_text(found)
-    assert f"  in 1.27.0-rc.0 (k/k#115331) {PHASES}: Running [live ×2] → Running, then Failed [live ×4]" in screen
+    assert phases_line("in", "Running", "Running, then Failed") in screen
 
 
 def test_1_24_to_1_31_lists_every_release_on_the_way_and_cites_no_pr_for_what_a_release_lacks(
@@ -229,7 +242,7 @@ def test_make_upgrade_prints_the_answer_from_the_shipped_recordings_with_no_clus
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert out.startswith("Upgrading Kubernetes 1.26 → 1.27: v1.26.15 → v1.27.16\n")
-    assert f"  in 1.27.0-rc.0 (k/k#115331) {PHASES}: Running [live ×2] → Running, then Failed [live ×4]" in out
+    assert phases_line("in", "Running", "Running, then Failed") in out
     assert len(out.splitlines()) <= upgrade.SCREEN_LINES
     print(f"make upgrade took {time.monotonic() - started:.1f} s")  # a figure, not a bound a loaded machine moves
     detail = subprocess.run(
@@ -274,7 +287,7 @@ def test_a_rollback_says_what_going_back_undoes(atlas: list[dict[str, Any]]) -> 
     assert set(by_id(back.changed)) == set(by_id(forward.changed))  # the same claims, the other way
     screen = upgrade.render_text(back)
     assert screen.startswith("Rolling back Kubernetes 1.27 → 1.26: v1.27.16 → v1.26.15\n")
-    assert f"  undoes 1.27.0-rc.0 (k/k#115331) {PHASES}: Running, then Failed [live ×4] → Running [live ×2]" in screen
+    assert phases_line("undoes", "Running, then Failed", "Running") in screen
 
 
 def test_measured_values_are_the_median_of_the_live_runs_with_their_spread_and_marked(
