@@ -108,7 +108,7 @@ HARNESS: dict[str, Bad] = {
     "repeat-word": Bad(("probe", "--version", "1.27", "--repeat", "many"), 2, "not 'many'"),
     # probe: selection and run directory
     "probe-matches-nothing": Bad(
-        ("probe", "--version", "1.27", "--probe", "doesnotexist"), 5, "matches none of the 37 probes"
+        ("probe", "--version", "1.27", "--probe", "doesnotexist"), 5, "matches none of the 38 probes"
     ),
     "probe-not-an-expression": Bad(("probe", "--version", "1.27", "--probe", "and"), 2, "Wrong expression passed"),
     "restart-apiserver-on-kind": Bad(

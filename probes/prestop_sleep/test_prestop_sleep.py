@@ -17,15 +17,16 @@ from __future__ import annotations
 import pytest
 
 from harness.core.basis import Basis
-from harness.core.observe import PodObserver
+from harness.core.observe import Observer, PodObserver, key_of
 from harness.core.probe import Probe
 from harness.core.probe_helpers import STOP_SLACK_S, written_instants
 from harness.core.transport import JsonDict, Rejected
-from harness.core.views import PodView
+from harness.core.views import EndpointsView, PodView
 
 pytestmark = pytest.mark.probe("prestop_sleep")
 
 CREATE = "the API server's answer to the create"
+SLEEP_S = 5.0  # the served pod's preStop sleep (pod-prestop-sleep.served.yaml)
 
 
 def refusal(rejected: Rejected) -> JsonDict:
@@ -116,4 +117,67 @@ def test_prestop_sleep_longer_than_the_grace(probe: Probe) -> None:
     else:
         delay, ended = delete_and_read_the_delay(probe, pods, grace=3)
         probe.check(claim, delay, ended)
+    probe.conclude()
+
+
+# ------------------------------------------------------------------------------ the endpoint removal
+
+
+def in_endpoints(observer: Observer[EndpointsView], pod: str) -> bool:
+    """Whether any v1 Endpoints object seen now holds the pod, ready or not."""
+    return any(pod in view.pods for uid, view in observer.states.items() if uid not in observer.deleted)
+
+
+def first_absent(observer: Observer[EndpointsView], pod: str, since: float) -> float | None:
+    """When the pod was first absent from every Endpoints object seen, at or after `since` (None: never)."""
+    present: dict[str, bool] = {}  # Endpoints object -> holds the pod, rebuilt from the changes in order
+    for t, type_, view in observer.changes:
+        present[key_of(view)] = type_ not in ("DELETED", "GONE") and pod in view.pods
+        if t >= since and not any(present.values()):
+            return t
+    return None
+
+
+def main_terminated(pod: PodView) -> bool:
+    return any(c.name == "main" and c.state == "terminated" for c in pod.containers)
+
+
+def test_prestop_sleep_outlasts_the_endpoint_removal(probe: Probe) -> None:
+    """The write-ups' reason for a preStop sleep, which KEP-3960 makes a field: the deleted pod leaves its
+    Service's v1 Endpoints within seconds, while the kubelet's 5 s sleep still holds main's SIGTERM back, so main
+    still runs when the pod stops being an address of the Service."""
+    claims = ("sleep-endpoints.left-after-delete", "sleep-endpoints.main-running-when-left")
+    legacy: Observer[EndpointsView] = probe.watch_all("Endpoints")
+    probe.create(probe.manifest("service-prestop-sleep.yaml"))
+    pods, answer = create_pod(probe, probe.manifest("pod-prestop-sleep.served.yaml"))
+    probe.check("sleep.accepted", answer, Basis.direct(CREATE))  # as for 3 s: no refusal names the seconds
+    if pods is None:
+        for claim in claims:
+            probe.check_not_observable(claim, f"the API server refused the pod: {answer}")
+        probe.conclude()
+        return
+    pod = pods.latest
+    legacy.wait_for(
+        f"pod {pod.name} to be a ready address of Service sleepy",
+        lambda o: any((view.pods.get(pod.name) or {}).get("ready") is True for view in o.states.values()),
+        within=60,
+    )
+    deleted_at = probe.delete_pod(pod)
+    still_in = legacy.await_outcome(
+        f"pod {pod.name} to leave v1 Endpoints", lambda o: not in_endpoints(o, pod.name), within=SLEEP_S + STOP_SLACK_S
+    )
+    running = pods.await_outcome(
+        "both containers of the deleted pod to stop",
+        lambda o: o.latest.all_containers_terminated,
+        within=10 + STOP_SLACK_S,
+        veto=lambda o: "the pod is gone, although a finalizer holds it" if o.gone else None,
+    )
+    left_at = first_absent(legacy, pod.name, since=deleted_at)
+    left = None if left_at is None else round(left_at - deleted_at, 2)
+    left_seen = legacy.during(deleted_at, left_at, legacy.objects())
+    probe.check("sleep-endpoints.left-after-delete", left, left_seen, evidence=still_in)
+    ended_at = pods.first_seen(pod, main_terminated)
+    still_running = None if left_at is None or ended_at is None else ended_at > left_at
+    rests_on = Basis.of(left_seen, pods.during(deleted_at, ended_at, pod))
+    probe.check("sleep-endpoints.main-running-when-left", still_running, rests_on, evidence=still_in or running)
     probe.conclude()
