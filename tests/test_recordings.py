@@ -65,9 +65,7 @@ def test_every_recording_is_live_and_says_what_ran() -> None:
 
 # Probes written but not run live yet: the replay skips them by name and their claims rest on the expectations
 # alone, as on a version no cluster ran. A probe leaves this set with its first adopted recordings.
-NOT_RECORDED_YET: set[str] = {
-    "test_prestop_sleep.py::test_prestop_sleep_outlasts_the_endpoint_removal",
-}
+NOT_RECORDED_YET: set[str] = set()
 
 
 def test_every_probe_has_recordings_but_those_named_as_not_recorded_yet() -> None:
