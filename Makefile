@@ -17,7 +17,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
 # The variables each target takes, with their defaults, are harness/doors/make_variables.py's and `make help`'s:
-# VERSION PROBE IMAGE KEEP CLUSTER (kind) REPEAT (1) PARALLEL (auto for CLUSTER=local, 1 for kind) PYTEST_ARGS
+# VERSION PROBE IMAGE KEEP CLUSTER (kind) REPEAT (1) PARALLEL (auto; 1 on an existing cluster) PYTEST_ARGS
 # KUBECONFIG_FILE CONTEXT RESTART_APISERVER_AFTER, VERSIONS (not given: every minor with a pinned image; given
 # empty, refused) JOBS (2) OVERLAP (1), RUNS (runs) FROM TO ATLAS (runs/atlas), UNCOVERED PLAN, SOURCE (auto),
 # GOOD BAD BUILD CLAIM PRE NAME, BASELINE FRESH_BASELINE TRIES (3).
@@ -63,7 +63,7 @@ Variables (each passed to the harness as given, never run by a shell; probe, mat
   IMAGE=<image@sha256:…>         a node image instead of the pinned one
   KEEP=1                         keep the cluster and each failed probe's namespace
   REPEAT=N                       every probe N times, with the spread of each measured interval
-  PARALLEL=N | auto              N probes at a time in one cluster (auto: default with CLUSTER=local)
+  PARALLEL=N | auto              N probes at a time in one cluster (auto: the default on kind and local)
   KUBECONFIG_FILE=F CONTEXT=C    an existing cluster instead of a new one
   RESTART_APISERVER_AFTER=S      (local) a real watch gap S seconds into each probe
   VERSIONS, JOBS=2, OVERLAP=0    matrix: the versions, kind clusters at a time, build ahead or not

@@ -76,7 +76,7 @@ def test_a_run_of_node_shutdown_probes_alone_makes_no_cluster_of_its_own(
 
     empty = schedule.Plan((), {}, (), schedule.SLACK_S, None, True)
     monkeypatch.setattr(lifecycle, "cluster_life", no_cluster)
-    monkeypatch.setattr(probe_command, "plan_workers", lambda *a: (empty, tmp_path / "schedule.json", True))
+    monkeypatch.setattr(probe_command, "plan_workers", lambda *a: (empty, tmp_path / "schedule.json", True, []))
     log = tmp_path / "shutdown-probes.log"
     log.write_text("2 passed\n")
     started = subprocess.Popen(["true"])

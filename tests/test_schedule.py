@@ -331,23 +331,13 @@ def started_with(monkeypatch: pytest.MonkeyPatch, argv: list[str], tmp_path: Pat
         return exited.code
 
 
-def test_auto_is_the_default_on_a_local_cluster_and_kind_keeps_one_at_a_time(
+def test_auto_is_the_default_on_every_cluster_make_probe_makes_and_one_asks_for_one_at_a_time(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    assert started_with(monkeypatch, ["probe", "--cluster", "local", "--version", "1.27.3"], tmp_path) == (
-        "parallel",
-        "auto",
-    )
-    local_serial = started_with(
-        monkeypatch, ["probe", "--cluster", "local", "--version", "1.27.3", "--parallel", "1"], tmp_path
-    )
-    assert local_serial[0] == "serial" and "-n" not in local_serial[1]
-    kind = started_with(monkeypatch, ["probe", "--version", "1.27"], tmp_path)
-    assert kind[0] == "serial" and "-n" not in kind[1]
-    assert started_with(monkeypatch, ["probe", "--version", "1.27", "--parallel", "auto"], tmp_path) == (
-        "parallel",
-        "auto",
-    )
+    for cluster in (["--cluster", "local", "--version", "1.27.3"], ["--version", "1.27"]):  # local, kind
+        assert started_with(monkeypatch, ["probe", *cluster], tmp_path) == ("parallel", "auto")
+        one_at_a_time = started_with(monkeypatch, ["probe", *cluster, "--parallel", "1"], tmp_path)
+        assert one_at_a_time[0] == "serial" and "-n" not in one_at_a_time[1]
 
 
 def test_the_cli_plans_from_the_selected_probes_and_writes_the_schedule(
@@ -357,7 +347,8 @@ def test_the_cli_plans_from_the_selected_probes_and_writes_the_schedule(
 
     def select(expression: str, run_dir: str, timeout: float = 120, extra: Any = ()) -> Any:
         asked.append((expression, list(extra)))
-        return selection.Selection(0, [*items("a", "b", "c"), "probes/g.py::gns"], node_shutdown=["probes/g.py::gns"])
+        chosen = [*items("a", "b", "c", "d"), "probes/g.py::gns"]
+        return selection.Selection(0, chosen, node_shutdown=["probes/g.py::gns"], alone=items("d"))
 
     monkeypatch.setattr(selection, "select", select)
     clusters: list[str] = []
@@ -368,11 +359,13 @@ def test_the_cli_plans_from_the_selected_probes_and_writes_the_schedule(
 
     monkeypatch.setattr(schedule, "known_durations", known)
     args = argparse.Namespace(probe="x", run_dir=str(tmp_path), repeat=2, parallel="auto")
-    plan, written, with_shutdown_probes = probe_command.plan_workers(args, tmp_path, "local", "1.37.0")
+    plan, written, with_shutdown_probes, alone = probe_command.plan_workers(args, tmp_path, "local", "1.37.0")
     assert clusters == ["local 1.37"]  # durations measured on local clusters of that minor count first
-    assert asked == [("x", ["--repeat", "2"])]  # one collection: the node-shutdown probes are said apart
+    assert asked == [("x", ["--repeat", "2"])]  # one collection: the node-shutdown and alone probes are said apart
     assert plan.workers == 2 and written == tmp_path / "schedule.json" and with_shutdown_probes
-    assert "probes/g.py::gns" not in {item for share in plan.shares for item in share}  # they run on their own
+    planned = {item for share in plan.shares for item in share}
+    assert "probes/g.py::gns" not in planned  # they run on their own cluster
+    assert alone == items("d") and not planned & set(alone)  # run after the others, one at a time
     saved = json.loads(written.read_text())
     assert saved["durations_s"] == durations(a=60, b=30, c=25) and saved["plan"]["workers"] == 2
     assert schedule.read_durations(written) == durations(a=60, b=30, c=25)

@@ -98,11 +98,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+# Probes whose timing claims the suite's own load moves: make probe with PARALLEL runs them after every other
+# probe of the run has ended, one at a time, on the same cluster (harness/doors/commands/probe.py run_parallel).
+ALONE_MARKER = (
+    "alone(why): a probe with a timing claim that many probes at once move past its bound (why: the mechanism); "
+    "make probe PARALLEL runs it after the others, one at a time"
+)
+
 # --repeat / REPEAT: a whole number of 1 or more (0, negatives and words are refused, not taken as 1)
 _repeat_count = inputs.count("--repeat (REPEAT)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", ALONE_MARKER)
     asked = asked_kinds(config.getoption)
     if config.getoption("--replay") and (asked or config.getoption("--cluster-spec")):
         raise pytest.UsageError(f"--replay runs on recordings; it cannot be combined with {one_of(described=False)}")

@@ -31,6 +31,7 @@ class Selection:
     deselected: list[str] = field(default_factory=list)
     errors: str = ""
     node_shutdown: list[str] = field(default_factory=list)  # the selected ones marked node_shutdown
+    alone: list[str] = field(default_factory=list)  # the selected ones marked alone (run after the others)
 
     def probe_names(self, limit: int = 5) -> list[str]:
         """A few probe names (test functions, without parameters), for a message."""
@@ -65,6 +66,7 @@ def select(expression: str, run_dir: str, timeout: float = 120, extra: Sequence[
         found.get("deselected", []),
         errors,
         found.get("node_shutdown", []),
+        found.get("alone", []),
     )
 
 
@@ -75,6 +77,7 @@ class _Names:
         self.selected: list[str] = []
         self.deselected: list[str] = []
         self.node_shutdown: list[str] = []
+        self.alone: list[str] = []
 
     def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
         self.deselected += [item.nodeid for item in items]
@@ -82,6 +85,7 @@ class _Names:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.selected = [item.nodeid for item in session.items]
         self.node_shutdown = [item.nodeid for item in session.items if item.get_closest_marker("node_shutdown")]
+        self.alone = [item.nodeid for item in session.items if item.get_closest_marker("alone")]
 
 
 def main(argv: Sequence[str]) -> int:
@@ -95,6 +99,7 @@ def main(argv: Sequence[str]) -> int:
         "selected": names.selected,
         "deselected": names.deselected,
         "node_shutdown": names.node_shutdown,
+        "alone": names.alone,
     }
     Path(argv[0]).write_text(json.dumps(result))
     return 0

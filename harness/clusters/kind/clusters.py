@@ -49,6 +49,7 @@ class KindClusters(ClusterKind):
     """A new kind cluster for each run, from a pinned node image (or IMAGE)."""
 
     name = "kind"
+    default_parallel = "auto"  # probes share one cluster; those whose timing claims load moves run alone, after
     has_release_axis = True
     pytest_option = "--kind-version"
     described = "a new kind cluster"

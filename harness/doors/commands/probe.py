@@ -56,7 +56,7 @@ def run_probe_command(args: argparse.Namespace) -> int:
     except NotRunnable as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    if args.parallel == "":  # the default: the kind's (auto on a local cluster, one probe at a time otherwise)
+    if args.parallel == "":  # the default: the kind's (auto where make probe makes the cluster, else one at a time)
         args.parallel = kind.default_parallel
     if args.parallel == AUTO or args.parallel > 1:
         return run_parallel(args, kind, runnable)
@@ -125,8 +125,10 @@ def run_parallel(args: argparse.Namespace, kind: ClusterKind, runnable: Runnable
 
     run = Run.start(Path(args.run_dir))
     run.write_provenance(parallel=args.parallel)
-    plan, schedule_file, with_shutdown_probes = plan_workers(args, run.directory, kind.name, runnable.version)
+    plan, schedule_file, with_shutdown_probes, alone = plan_workers(args, run.directory, kind.name, runnable.version)
     print(f"PARALLEL={args.parallel}: {plan.why()}", flush=True)
+    if alone:
+        print(f"then {len(alone)} alone, one at a time, once the others have ended: {_names(alone)}", flush=True)
     provider = kind.provider(runnable, run, run.write_provenance)
     context, node_access = provider.context or provider.name, kind.attach_options(provider)
     started = time.monotonic()
@@ -136,7 +138,7 @@ def run_parallel(args: argparse.Namespace, kind: ClusterKind, runnable: Runnable
     with_shutdown_probes = with_shutdown_probes and kind.no_node_shutdown is None
     shutdown = _start_shutdown_probes(args, run, runnable) if with_shutdown_probes else None
     code = 1
-    if shutdown is not None and not any(plan.shares):  # PROBE chose only node-shutdown probes: no cluster here
+    if shutdown is not None and not any(plan.shares) and not alone:  # only node-shutdown probes: no cluster here
         try:
             with stopping("the node-shutdown probes: their own cluster is removed by their pytest"):
                 code = _shutdown_probes_ended(shutdown, NO_TESTS_COLLECTED)
@@ -151,7 +153,7 @@ def run_parallel(args: argparse.Namespace, kind: ClusterKind, runnable: Runnable
     target = ["--kubeconfig", str(provider.kubeconfig), "--context", context, *node_access]
     target += ["--cluster-gate", str(gate.path)]
     planned = ["-n", str(plan.workers), "--schedule", str(schedule_file)]
-    command = pytest_argv(args, [*target, "--run-id", run.run_id, *planned, "-m", "not node_shutdown"])
+    command = pytest_argv(args, [*target, "--run-id", run.run_id, *planned, "-m", "not node_shutdown and not alone"])
     print("+ " + " ".join(command), flush=True)
     probes = subprocess.Popen(command, start_new_session=True)
     try:
@@ -181,6 +183,9 @@ def run_parallel(args: argparse.Namespace, kind: ClusterKind, runnable: Runnable
             code = wait_through_interrupt(probes, *([shutdown[0]] if shutdown else []))
             if shutdown is not None:
                 code = _shutdown_probes_ended(shutdown, code)
+            if alone and code in (0, 1, NO_TESTS_COLLECTED):  # (not after a usage error: theirs would be the same)
+                probes = _start_alone_probes(args, run, target)
+                code = _alone_probes_ended(wait_through_interrupt(probes), code)
             timing: dict[str, float | str] = {
                 **probe_timing(run.directory, time.monotonic() - started, startup),
                 "workers": plan.workers,
@@ -218,6 +223,29 @@ def _start_shutdown_probes(
         return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT), log
 
 
+def _start_alone_probes(args: argparse.Namespace, run: Run, target: Sequence[str]) -> subprocess.Popen[bytes]:
+    """The probes marked alone, one at a time in one pytest on this run's cluster, once every other probe of the
+    run has ended (those on the node-shutdown cluster too): their timing claims move when many probes share the
+    machine (docs/running-probes.md). In a session of its own, as the parallel probes' pytest."""
+    own = _own_junit(pytest_argv(args, [*target, "--run-id", run.run_id]), "alone")
+    command = [*own, "-m", "alone and not node_shutdown"]
+    print("+ " + " ".join(command), flush=True)
+    env = {**os.environ, "PYTEST_XDIST_WORKER": "alone"}  # its run record: run-alone.json, beside the workers'
+    return subprocess.Popen(command, env=env, start_new_session=True)
+
+
+def _alone_probes_ended(alone_code: int, code: int) -> int:
+    """The run's exit code with that of the probes run alone: theirs when the others were none."""
+    if code == NO_TESTS_COLLECTED:
+        return alone_code
+    return code or (alone_code if alone_code != NO_TESTS_COLLECTED else 0)
+
+
+def _names(items: Sequence[str]) -> str:
+    """The probes' function names, once each, for a line."""
+    return ", ".join(dict.fromkeys(item.split("::")[-1].split("[")[0] for item in items))
+
+
 def _shutdown_probes_ended(shutdown: tuple[subprocess.Popen[bytes], Path], code: int) -> int:
     """Wait for the node-shutdown probes, show the end of their log; the run's exit code with theirs."""
     process, log = shutdown
@@ -232,16 +260,19 @@ def _shutdown_probes_ended(shutdown: tuple[subprocess.Popen[bytes], Path], code:
 
 def plan_workers(
     args: argparse.Namespace, directory: Path, cluster: str, version: str = ""
-) -> tuple[schedule.Plan, Path, bool]:
+) -> tuple[schedule.Plan, Path, bool, list[str]]:
     """The probes this run selects (collected in a child pytest, about a second; the node-shutdown ones, which
-    run on their own cluster, are left out and said apart), planned longest first on
+    run on their own cluster, and those marked alone, which run after all others, are left out and returned
+    apart), planned longest first on
     PARALLEL workers or, with auto, on as few as finish about when the longest probe does; the durations and
     the plan go to <run>/schedule.json, which the pytest-xdist controller hands out from. `cluster` (kind,
     local) and `version`: whose durations count first (harness/reports/schedule.py)."""
     from harness.reports import schedule  # with pytest-xdist's scheduler, hence pytest: only for a parallel run
 
     chosen = selection.select(args.probe, args.run_dir, extra=["--repeat", str(args.repeat)] if args.repeat > 1 else [])
-    items = [item for item in chosen.selected if item not in chosen.node_shutdown]  # those run on their own cluster
+    alone = [item for item in chosen.alone if item not in chosen.node_shutdown]
+    # the node-shutdown probes run on their own cluster; those marked alone after these, one at a time
+    items = [item for item in chosen.selected if item not in chosen.node_shutdown and item not in alone]
     recordings = [path for family in families() for path in family.recordings.glob("*.json")]
     minor = KubeVersion.parse(version).minor if version else ""
     known = schedule.known_durations(recordings, Path(args.run_dir), cluster, minor)
@@ -250,7 +281,7 @@ def plan_workers(
     else:
         plan = schedule.plan_for(items, known, args.parallel)
     schedule.write_schedule(directory / "schedule.json", known, plan)
-    return plan, directory / "schedule.json", bool(chosen.node_shutdown)
+    return plan, directory / "schedule.json", bool(chosen.node_shutdown), alone
 
 
 def _own_junit(argv: list[str], part: str) -> list[str]:
