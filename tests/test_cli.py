@@ -26,7 +26,7 @@ def run_cli(*args: str, path: str) -> tuple[subprocess.CompletedProcess[str], fl
     env = {**os.environ, "PATH": path}
     started = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "harness", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "harness", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
     )
     return proc, time.monotonic() - started
 

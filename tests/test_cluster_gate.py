@@ -16,7 +16,7 @@ from harness.doors.cluster_gate import READY, ClusterGate, wait_at_gate
 def test_a_worker_waits_until_the_gate_opens_and_reads_the_outcome(tmp_path: Path) -> None:
     gate = ClusterGate(tmp_path / "gate")
     seen: list[tuple[str, float]] = []
-    waiter = threading.Thread(target=lambda: seen.append((wait_at_gate(gate.path, 10), time.monotonic())))
+    waiter = threading.Thread(target=lambda: seen.append((wait_at_gate(gate.path, 300), time.monotonic())))
     waiter.start()
     time.sleep(0.3)
     assert not seen  # still closed

@@ -291,7 +291,7 @@ def test_the_listing_names_each_range_once_with_its_runs_or_why_none() -> None:
 def test_a_replay_that_cannot_run_is_an_error_saying_what_pytest_said(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(coverage.CoverageError, match="no recordings"):
-        coverage.replay_recordings(tmp_path / "empty", timeout=120)
+        coverage.replay_recordings(tmp_path / "empty", timeout=600)
 
 
 def test_the_report_has_a_section_of_the_ranges_its_records_saw_live() -> None:

@@ -128,7 +128,7 @@ def test_no_work_log_in_the_prose() -> None:
 
 def make(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["make", "--no-print-directory", *args], cwd=REPO, capture_output=True, text=True, timeout=120
+        ["make", "--no-print-directory", *args], cwd=REPO, capture_output=True, text=True, timeout=600
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,3 +87,60 @@ def test_a_run_of_node_shutdown_probes_alone_makes_no_cluster_of_its_own(
     facts = {"image": image.reference, "kind_release": image.kind_release or "", "kind_bin": "kind"}
     runnable = Runnable("kind", image.kubernetes.text, facts).with_facts(kind_line="kind v0.20.0 go1.20.4 linux/amd64")
     assert probe_command.run_parallel(args, KindClusters(), runnable) == 0
+
+
+@pytest.mark.parametrize(("parallel_exit", "alone_exit", "run_exit"), [(0, 0, 0), (1, 0, 1), (0, 1, 1), (5, 0, 0)])
+def test_the_probes_marked_alone_run_after_the_others_have_ended_one_at_a_time_on_the_same_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parallel_exit: int, alone_exit: int, run_exit: int
+) -> None:
+    """Their timing claims move when many probes share the machine (docs/parallel-load.md): their pytest starts
+    once the parallel probes' has ended, without workers, on the cluster the run made; the run's exit code has
+    both (5, no probe left for the workers: the alone probes' own)."""
+    import argparse
+    import contextlib
+    import subprocess
+    import sys
+    from collections.abc import Iterator
+
+    from harness.base.versions import known_images
+    from harness.clusters import lifecycle
+    from harness.clusters.kind.clusters import KindClusters
+    from harness.clusters.kinds import Runnable
+    from harness.doors.commands import probe as probe_command
+    from harness.reports import schedule
+
+    @contextlib.contextmanager
+    def cluster(*args: object, **kwargs: object) -> Iterator[None]:
+        yield
+
+    started: list[tuple[list[str], list[int | None]]] = []  # each command, and the exit codes of those before it
+    real_popen = subprocess.Popen
+
+    def popen(command: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+        if "pytest" not in command:  # (not a probes' pytest: run as it is)
+            return real_popen(command, **kwargs)
+        exit_code = alone_exit if "alone and not node_shutdown" in command else parallel_exit
+        started.append((command, [process.poll() for process in processes]))
+        processes.append(real_popen([sys.executable, "-c", f"raise SystemExit({exit_code})"]))
+        return processes[-1]
+
+    processes: list[subprocess.Popen[bytes]] = []
+    items = ["probes/t.py::test_together"]
+    plan = schedule.plan_for(items, {"t.py::test_together": 10.0}, 1)
+    alone = ["probes/t.py::test_alone"]
+    monkeypatch.setattr(lifecycle, "cluster_life", cluster)
+    monkeypatch.setattr(probe_command, "plan_workers", lambda *a: (plan, tmp_path / "schedule.json", False, alone))
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    args = argparse.Namespace(
+        run_dir=str(tmp_path / "runs"), parallel="auto", kind_bin="kind", keep_cluster=False, repeat=1, probe=""
+    )
+    args.restart_apiserver_after, args.pytest_args = None, []
+    image = known_images()[-1]
+    facts = {"image": image.reference, "kind_release": image.kind_release or "", "kind_bin": "kind"}
+    runnable = Runnable("kind", image.kubernetes.text, facts).with_facts(kind_line="kind v0.20.0 go1.20.4 linux/amd64")
+    assert probe_command.run_parallel(args, KindClusters(), runnable) == run_exit
+    (together, before_together), (by_itself, before_alone) = started
+    assert "not node_shutdown and not alone" in together and "-n" in together
+    assert before_together == [] and before_alone == [parallel_exit]  # started once the other pytest had ended
+    assert "alone and not node_shutdown" in by_itself and "-n" not in by_itself
+    assert by_itself[by_itself.index("--context") + 1] == together[together.index("--context") + 1]  # same cluster

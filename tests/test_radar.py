@@ -322,7 +322,7 @@ def test_a_radar_run_compares_the_pre_release_it_probed_with_the_shipped_recordi
 )
 def test_bad_radar_input_is_refused_in_one_line_before_anything_starts(argv: list[str], says: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "harness", "radar", *argv], capture_output=True, text=True, cwd=REPO, timeout=60
+        [sys.executable, "-m", "harness", "radar", *argv], capture_output=True, text=True, cwd=REPO, timeout=600
     )
     assert done.returncode == 2
     error = [line for line in done.stderr.splitlines() if line.startswith("error:")]

@@ -222,6 +222,7 @@ def settle_job_pods(pods: PodObserver, within: float) -> str | None:
 # ---------------------------------------------------------------------------------------------- Pod
 
 
+@pytest.mark.alone("a loaded kubelet notices the deadline late: killed-after-deadline")  # docs/parallel-load.md
 def test_pod_deadline(probe: Probe) -> None:
     """The document's pod-01: the kubelet fails the pod (phase Failed, reason DeadlineExceeded, its message),
     kills the container (exit 137) one grace period after the deadline (SIGKILL 5 s after its SIGTERM, on
@@ -263,6 +264,7 @@ def test_job_deadline(probe: Probe) -> None:
     probe.conclude()
 
 
+@pytest.mark.alone("a loaded kubelet notices the deadline late: killed-after-deadline")  # docs/parallel-load.md
 def test_job_with_shorter_pod_deadline(probe: Probe) -> None:
     """The document's job-02: the pod fails on its own deadline first; with backoffLimit 0 the Job fails
     with BackoffLimitExceeded, and the pod (Failed, DeadlineExceeded) and its exited container remain.

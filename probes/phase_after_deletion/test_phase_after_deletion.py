@@ -163,6 +163,7 @@ def test_always_pod_ignoring_sigterm_default_grace(probe: Probe) -> None:
     probe.conclude()
 
 
+@pytest.mark.alone("a loaded kubelet acts on the delete late: exited-after-delete")  # docs/parallel-load.md
 def test_always_pod_trapping_sigterm(probe: Probe) -> None:
     """The document's second experiment: restartPolicy Always, finalizer, SIGTERM trapped, exit 0.
 
@@ -194,6 +195,7 @@ def test_onfailure_pod_ignoring_sigterm(probe: Probe) -> None:
     probe.conclude()
 
 
+@pytest.mark.alone("a loaded kubelet acts on the delete late: exited-after-delete")  # docs/parallel-load.md
 def test_onfailure_pod_trapping_sigterm(probe: Probe) -> None:
     """restartPolicy OnFailure, finalizer, SIGTERM trapped, exit 0 (its phase follows that end, as above)."""
     manifest = probe.manifest("pod-finalizer-traps-sigterm.onfailure.yaml")

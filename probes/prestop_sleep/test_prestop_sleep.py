@@ -100,6 +100,9 @@ def test_prestop_sleep_of_zero_seconds(probe: Probe) -> None:
     probe.conclude()
 
 
+@pytest.mark.alone(
+    "two StopContainer calls at once; a loaded runtime moves either: sigterm-delay"
+)  # docs/parallel-load.md
 def test_prestop_sleep_longer_than_the_grace(probe: Probe) -> None:
     """KEP-3960: a sleep longer than the pod's grace is refused by validation; one within it (8 s of 10 s) but
     longer than the grace a deletion gives (3 s) is cut off when that grace runs out, and SIGTERM comes then.

@@ -154,6 +154,9 @@ def test_deletion_fields_with_a_grace_period_override(probe: Probe) -> None:
 # -------------------------------------------------------------------------- preStop, SIGTERM, SIGKILL
 
 
+@pytest.mark.alone(
+    "the hook is counted from its exec: its start latency shortens killed-after-sigterm"
+)  # docs/parallel-load.md
 def test_prestop_within_the_grace_period(probe: Probe) -> None:
     """The document's §2-a: preStop (3 s) ends within the grace (10 s): SIGTERM follows it, and the container,
     which ignores SIGTERM, is SIGKILLed when the grace has run out, about 10 s after the delete: what the hook
@@ -184,6 +187,9 @@ def test_prestop_within_the_grace_period(probe: Probe) -> None:
     probe.conclude()
 
 
+@pytest.mark.alone(
+    "the grace runs from the hook's exec: its start latency shortens sigterm-after-prestop-start"
+)  # docs/parallel-load.md
 def test_prestop_overrunning_the_grace_period(probe: Probe) -> None:
     """The document's §2-a: preStop (30 s) overruns the grace (5 s): it is cut off, SIGTERM comes at the end of
     the grace and SIGKILL a fixed 2 s later (the kubelet's minimumGracePeriodInSeconds), measured on the
