@@ -102,9 +102,9 @@ def test_the_probes_marked_alone_run_after_the_others_have_ended_one_at_a_time_o
     import sys
     from collections.abc import Iterator
 
-    from harness.base.versions import known_images
     from harness.clusters import lifecycle
     from harness.clusters.kind.clusters import KindClusters
+    from harness.clusters.kind.images import known_images
     from harness.clusters.kinds import Runnable
     from harness.doors.commands import probe as probe_command
     from harness.reports import schedule
