@@ -9,6 +9,10 @@
   its own, as with `--dist load`.
   pytest-xdist's `--dist loadgroup` would do this by marker, but not under pytest 9: it renames test ids
   through an attribute pytest 9 no longer reads, so every marked test is scheduled on its own.
+- A `make test` started in the background by a script (`make test &`: a shell without job control) has SIGINT
+  ignored, and so would every child it starts: the interrupt tests' Ctrl-C would then reach nothing (seen: three
+  of them failed, one waited out its 600 s guard, in a make test run beside another). Each process of the run
+  takes Python's own SIGINT handler back, so that its children start as a terminal's would.
 - Every shipped recording replayed in a child pytest (what make coverage, make upgrade and make report read) is
   made once for the whole session (`shipped_replay`), by the first worker that asks, under a lock the others
   wait at, as pytest-xdist's documentation shares a session fixture; the tests only read it. `make test` replays
@@ -21,6 +25,7 @@ import fcntl
 import json
 import os
 import re
+import signal
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -38,6 +43,8 @@ MODULE_FIXTURE = re.compile(r"^@pytest\.fixture\(.*scope=\"module\"", re.M)
 def pytest_configure(config: pytest.Config) -> None:
     for name in [name for name in os.environ if name.startswith("PYTEST_XDIST_")]:
         del os.environ[name]
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:  # started in the background: see above
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @cache

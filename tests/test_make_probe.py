@@ -96,12 +96,14 @@ RUN_RECORDS = "run records, recordings and evidence: "
 @pytest.fixture(scope="module")
 def stand_in_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, StandInRun]:
     """`make probe` on stand-ins twice at once (each spends most of its time waiting on its probe), sharing one
-    runs/ directory: a plain one and one with --keep-cluster. (tests/test_make_probe_parallel.py has the run
-    with --parallel 2, a unit of its own under pytest-xdist, so it runs beside these rather than after them.)"""
+    runs/ directory: a plain one and one with --keep-cluster, each one probe at a time (--parallel 1: auto is the
+    default; tests/test_make_probe_parallel.py has the run with --parallel 2, a unit of its own under pytest-xdist,
+    so it runs beside these rather than after them)."""
     from concurrent.futures import ThreadPoolExecutor
 
     base = tmp_path_factory.mktemp("stand-in-runs")
-    runs = {"plain": (base / "plain", []), "keep": (base / "keep", ["--keep-cluster"])}
+    one_at_a_time = ["--parallel", "1"]
+    runs = {"plain": (base / "plain", one_at_a_time), "keep": (base / "keep", [*one_at_a_time, "--keep-cluster"])}
     with ThreadPoolExecutor(max_workers=len(runs)) as pool:
         started = {
             name: pool.submit(probe_with_stand_ins, where, *args, run_dir=base / "shared-runs")
