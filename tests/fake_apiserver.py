@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -119,7 +120,12 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
             elif parts[-1] == "pods" and query.get("watch") == ["true"]:
                 lines = script.watch_streams.pop(0) if script.watch_streams else []
                 if lines and lines[0] == AFTER_DELETE:  # hold this stream until the pod is deleted
-                    script.deleted.wait(20)
+                    # until the probe deletes it, however late a loaded machine makes that (300 s: a hang guard),
+                    # or the stand-in stops
+                    held_until = time.monotonic() + 300
+                    while not script.deleted.wait(0.2) and not script.stopping.is_set():
+                        if time.monotonic() > held_until:
+                            break
                     lines = lines[1:]
                 # Nothing scripted: an idle watch. As the API server does, its headers go at once and its chunked
                 # body is held until the watch's timeout, the client leaving, or the stand-in going away.
