@@ -222,6 +222,7 @@ def test_prestop_overrunning_the_grace_period(probe: Probe) -> None:
     probe.conclude()
 
 
+@pytest.mark.alone("a loaded kubelet acts on the delete late: finished-after-delete")  # docs/parallel-load.md
 def test_sigterm_handled_after_prestop(probe: Probe) -> None:
     """The document's §2-a: preStop (2 s), then SIGTERM, which the container handles in 1 s and exits 0."""
     seen = delete_and_observe(probe, probe.manifest("pod-graceful-exit-after-prestop.prestop-2s.yaml"))
