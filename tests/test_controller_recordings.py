@@ -155,3 +155,16 @@ def test_a_job_that_replaces_a_terminating_pod_despite_podreplacementpolicy_fail
     assert moved == 1
     with pytest.raises(ClaimsFailed, match=r"failed\.before-old-pod-terminal: .* was True, expected False"):
         replay("job_replacement", replacement_probes, recording, tmp_path)
+
+
+def test_a_1_27_job_that_replaces_a_deleted_pod_at_once_fails_the_back_off_claim(tmp_path: Path) -> None:
+    """A synthetic alteration of the live local v1.26.6 run (its replacement came 0.24 s after the delete, before
+    k/k#114768), reported as v1.27.3, where the Job waits its 10 s pod-failure back-off first."""
+    name = "job_replacement/job_without_policies_replaces_a_deleted_pod--v1.26.6-live-local.json"
+    at_once = as_version(live(name), "v1.27.3")
+    with pytest.raises(ClaimsFailed) as failed:
+        replay("job_replacement", replacement_probes, at_once, tmp_path)
+    message = str(failed.value)
+    assert "1 of 3 claims failed on Kubernetes v1.27.3" in message
+    assert "default.replacement-after-delete" in message
+    assert "the v1.27.3 cluster behaved like <1.27.0-beta.0" in message

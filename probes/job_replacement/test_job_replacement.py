@@ -74,11 +74,12 @@ def max_terminating(jobs: Observer[JobView]) -> int | None:
 
 
 def delete_running_pod_and_watch(
-    probe: Probe, manifest_file: str, variant: str, without_field: str | None = None
+    probe: Probe, manifest_file: str, variant: str, without_field: str | None = None, timed: bool = False
 ) -> None:
     """Create the Job, delete its running pod, and check the `variant`'s claims (expectations/job_replacement.yaml).
 
-    `without_field`: the manifest to create instead where the server refuses podReplacementPolicy.
+    `without_field`: the manifest to create instead where the server refuses podReplacementPolicy; `timed`: the
+    variant also claims when the replacement came (`<variant>.replacement-after-delete`).
     """
     manifest = probe.manifest(manifest_file)
     name = manifest["metadata"]["name"]
@@ -108,14 +109,18 @@ def delete_running_pod_and_watch(
     else:  # both seen: ordered for certain unless a gap's stretch, where one was only re-listed, spans the other
         before, rests_on = order_of(new, old_done), Basis.order(new, old_done, pods)
     probe.check(f"{variant}.before-old-pod-terminal", before, rests_on, evidence=waited)
+    if timed:  # the Job's pod-failure back-off (k/k#114768): when the replacement came after the delete
+        after = None if new is None else round(new.t - deleted_at, 2)
+        probe.check(f"{variant}.replacement-after-delete", after, pods.sighted(new, deleted_at))
     # the largest status.terminating: every state of the Job since the delete
     probe.check(f"{variant}.terminating-reported", max_terminating(jobs), jobs.during(deleted_at, None, jobs.latest))
     probe.conclude()
 
 
 def test_job_without_policies_replaces_a_deleted_pod(probe: Probe) -> None:
-    """The document: without policies the Job controller counts a terminating pod as gone and replaces it."""
-    delete_running_pod_and_watch(probe, "job-pod-replaced-default.yaml", "default")
+    """The document: without policies the Job controller counts a terminating pod as gone and replaces it (from 1.27
+    after its pod-failure back-off, k/k#114768)."""
+    delete_running_pod_and_watch(probe, "job-pod-replaced-default.yaml", "default", timed=True)
 
 
 def test_job_with_pod_failure_policy_replaces_a_deleted_pod(probe: Probe) -> None:
