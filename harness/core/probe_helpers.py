@@ -44,6 +44,11 @@ def container_exit(pod: PodView, container: str = "main") -> JsonDict:
     return view.exit if view is not None else dict(NOT_ENDED)
 
 
+# The reason the kubelet writes into a container's terminated state when it lost the container's own end: its exit
+# code (137) and finishedAt are then the kubelet's placeholders, not what the container did.
+LOST_END_REASON = "ContainerStatusUnknown"
+
+
 def lost_exit_status(pod: PodView, container: str = "main") -> str | None:
     """Why the status of a container the probe saw running carries no end of its own, or None when it does.
 
@@ -54,7 +59,7 @@ def lost_exit_status(pod: PodView, container: str = "main") -> str | None:
     view = container_status(pod, container)
     if view is None:
         return None
-    if view.state == "terminated" and view.reason == "ContainerStatusUnknown":
+    if view.state == "terminated" and view.reason == LOST_END_REASON:
         return f"the kubelet reported {container} ContainerStatusUnknown, exit {view.exit_code}: its own end was lost"
     if view.state == "waiting" and pod.deletion_timestamp is not None:
         return f"the kubelet reported {container} waiting ({view.reason}) after it had run: its own end was lost"

@@ -2,7 +2,8 @@
 
 Times are relative to the probe's anchor action (the delete, the create for deadline probes, the eviction or
 the node shutdown). Marked: the probe's actions, phase changes, containers stopping (with exit code and the
-signal behind 137 / 143), objects gone, Job conditions, StatefulSet status writes, endpoint removal, node
+signal behind 137 / 143; where the kubelet lost a container's end, its placeholder exit is not drawn as one),
+objects gone, Job conditions, StatefulSet status writes, endpoint removal, node
 checks, watch gaps, waits that ended without what they awaited, and the instants the container logged itself
 (preStop start and end, SIGTERM). Drawn as bars: the grace period from the delete, and the preStop hook while
 it ran.
@@ -30,6 +31,8 @@ from html import escape
 from itertools import pairwise
 from typing import Any, NamedTuple
 
+from harness.core.probe_helpers import LOST_END_REASON
+
 JsonDict = dict[str, Any]
 
 # What each kind of mark is, and how it is drawn: (colour, shape, legend text).
@@ -38,6 +41,7 @@ KINDS: dict[str, tuple[str, str, str]] = {
     "phase": ("#2c6fbb", "circle", "pod phase"),
     "exit": ("#222222", "square", "container exit (137 = SIGKILL, 143 = SIGTERM): of a deleted pod at its finishedAt"),
     "seen": ("#9a9a9a", "square", "the API first showed that exit (later than finishedAt)"),
+    "lost": ("#9a9a9a", "cross", "the kubelet lost the container's end (ContainerStatusUnknown): no exit to draw"),
     "signal": ("#1e8449", "triangle", "what the container logged: preStop start/end, SIGTERM"),
     "endpoints": ("#8e5a2b", "circle", "endpoint change"),
     "gone": ("#7f8c8d", "cross", "object gone"),
@@ -203,6 +207,9 @@ def events(entries: list[JsonDict]) -> tuple[list[Mark], list[Span]]:
                 (c for c in before.get("containers") or [] if c.get("name") == container.get("name")), {}
             )
             if container.get("state") == "terminated" and was.get("state") != "terminated":
+                if container.get("reason") == LOST_END_REASON:  # a placeholder exit 137: the claims on it are
+                    out.append(Mark(t, f"{container['name']} end lost", "lost"))  # not observable, nor drawn
+                    continue
                 code = container.get("exitCode")
                 label = f"{container['name']} exit {code}{_signal(code)}"
                 finished = (
