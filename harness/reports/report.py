@@ -16,6 +16,8 @@ drawing and the templates are already apart.
 from __future__ import annotations
 
 import ast
+import base64
+import gzip
 import json
 import re
 from collections.abc import Callable, Iterable
@@ -80,7 +82,9 @@ PR_URL = "https://github.com/kubernetes/kubernetes/pull/"
 # what the window leaves (the page's script sizes them); a value is written once where its run of equal cells
 # starts and spans the run, so a column needs no room for a word: 41 versions fit a 1600 px window. Narrower, the
 # table is wider than the window and the page scrolls sideways under the sticky claim column.
-COLUMN_PX: dict[str, Any] = {"claim": 220, "version": (32, 120)}
+# The matrix's columns: the claim column, and the least and most width of a version column. At the least, 56
+# versions fit a 1,400 px window: a version's name is written upright, a value too wide for its run too.
+COLUMN_PX: dict[str, Any] = {"claim": 200, "version": (20, 120)}
 PALETTE = 6  # behaviours told apart by colour along a row (templates: .b0 ... .b5), the first one of a row first
 
 
@@ -709,6 +713,34 @@ def pr_links(text: str) -> Markup:
     return Markup(PR_REFERENCE.sub(link, str(escape(text))))
 
 
+def packed(text: str) -> str:
+    """`text` as the page carries what it unpacks in the browser (DecompressionStream): gzip, then base64. The
+    same text gives the same bytes (no time in the gzip header). The timelines are 2.5 MB as SVG, 0.4 MB so."""
+    return base64.b64encode(gzip.compress(text.encode(), compresslevel=9, mtime=0)).decode("ascii")
+
+
+def unpacked(text: str) -> str:
+    """What `packed` packed."""
+    return gzip.decompress(base64.b64decode(text)).decode()
+
+
+def drawing_size(svg: str) -> tuple[float, float]:
+    """A drawing's width and height (its viewBox), which the page keeps free until it unpacks the drawing."""
+    found = re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', svg)
+    return (float(found.group(1)), float(found.group(2))) if found else (float(timeline_svg.WIDTH), 200.0)
+
+
+# Where the matrix breaks a long token (a field path, a dotted claim id) rather than inside a word: after these.
+_BREAK_AFTER = re.compile(r"(?<=[./\[\]:_=])(?=[\w\[])")
+ZWSP = "\u200b"
+
+
+def breakable(text: str, longer_than: int = 16) -> str:
+    """`text` with a zero-width space after the dots, slashes, brackets, colons and underscores of its tokens longer
+    than `longer_than` characters: the only places a narrow cell may break a token; ordinary words never break."""
+    return " ".join(_BREAK_AFTER.sub(ZWSP, word) if len(word) > longer_than else word for word in text.split(" "))
+
+
 def _page_data(matrix: Matrix) -> JsonDict:
     """What the page's script needs to open a cell: rows, claims with every range and source, cells, columns."""
     claims = {
@@ -815,9 +847,9 @@ def _environment() -> Environment:
     )
     env.filters["anchor"] = lambda text: safe_name(str(text), 100)
     env.filters["wbr"] = lambda version: Markup(str(escape(version)).replace("-", "-<wbr>"))
-    env.filters["version_head"] = lambda version: Markup(
-        re.sub(r"^(\d+\.\d+\.)", r"\1<wbr>", str(escape(str(version).removeprefix("v")))).replace("-", "-<wbr>")
-    )
+    env.filters["version_head"] = lambda version: str(version).removeprefix("v")  # written upright, unbroken
+    env.filters["packed"] = packed
+    env.filters["breakable"] = breakable
     env.filters["md"] = lambda text: str(text).replace("|", "\\|").replace("\n", " ")
     env.globals.update(
         PR_URL=PR_URL,
@@ -858,13 +890,14 @@ def drawings(matrix: Matrix) -> dict[str, str]:
 def render_html(matrix: Matrix, svgs: dict[str, str] | None = None, upgrade: Upgrade | None = None) -> str:
     """report.html, one file: the same, with the timelines drawn in and each cell's sources a click away; with
     `upgrade`, what changes between its two releases on top."""
+    drawn = drawings(matrix) if svgs is None else svgs
     return _render(
         "report.html.j2",
         matrix=matrix,
         changes=matrix.changes(),
-        drawings=drawings(matrix) if svgs is None else svgs,
+        drawings={probe: (packed(svg), drawing_size(svg)) for probe, svg in drawn.items()},
         legend=timeline_svg.legend(),
-        data=_page_data(matrix),
+        data=packed(json.dumps(_page_data(matrix), ensure_ascii=False, separators=(",", ":"))),
         sections=page_sections(upgrade),
         upgrade=upgrade,
     )
