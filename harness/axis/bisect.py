@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,10 +52,20 @@ class Bisection:
         }
 
 
-def bisect(versions: list[str], run: Callable[[str], str], say: Callable[[str], None] = print) -> Bisection:
-    """Binary search for the first bad version; the first is taken as good and the last as bad, and checked."""
+def bisect(
+    versions: list[str],
+    run: Callable[[str], str],
+    say: Callable[[str], None] = print,
+    ahead: Callable[[Sequence[str]], None] = lambda releases: None,
+) -> Bisection:
+    """Binary search for the first bad version; the first is taken as good and the last as bad, and checked.
+
+    Before each run, `ahead` is told the version about to run and those the search may try right after it (a build
+    ahead: harness/axis/build_ahead.py), so that they are made runnable while this one runs."""
     state = Bisection(list(versions))
-    for end, expected in ((versions[0], GOOD), (versions[-1], BAD)):
+    first = first_candidates(versions)
+    for index, (end, expected) in enumerate(((versions[0], GOOD), (versions[-1], BAD))):
+        ahead(first[index:])
         state.results[end] = run(end)
         say(f"{end}: {state.results[end]}")
         if state.results[end] != expected:
@@ -66,6 +76,7 @@ def bisect(versions: list[str], run: Callable[[str], str], say: Callable[[str], 
         probe = _nearest_untried(state, versions, low, high, middle)
         if probe is None:
             break  # everything between is skipped: the change lies somewhere in that stretch
+        ahead([versions[probe], *next_candidates(state, versions, low, high, probe)])
         outcome = run(versions[probe])
         state.results[versions[probe]] = outcome
         say(f"{versions[probe]}: {outcome}")
@@ -77,9 +88,25 @@ def bisect(versions: list[str], run: Callable[[str], str], say: Callable[[str], 
     return state
 
 
-def _nearest_untried(state: Bisection, versions: list[str], low: int, high: int, middle: int) -> int | None:
-    inside = [i for i in range(low + 1, high) if versions[i] not in state.results]
+def _nearest_untried(
+    state: Bisection, versions: list[str], low: int, high: int, middle: int, also_tried: int | None = None
+) -> int | None:
+    inside = [i for i in range(low + 1, high) if versions[i] not in state.results and i != also_tried]
     return min(inside, key=lambda i: abs(i - middle)) if inside else None
+
+
+def first_candidates(versions: Sequence[str]) -> list[str]:
+    """What a bisection tries first, in order: GOOD, BAD, then the middle between them."""
+    middle = [versions[(len(versions) - 1) // 2]] if len(versions) > 2 else []
+    return list(dict.fromkeys([versions[0], versions[-1], *middle]))
+
+
+def next_candidates(state: Bisection, versions: list[str], low: int, high: int, probe: int) -> list[str]:
+    """The versions the search tries right after `probe`: the one it takes if `probe` is good and the one if it is
+    bad, the side with more candidates left first (more of the search may lie there)."""
+    sides = sorted(((probe, high), (low, probe)), key=lambda side: side[0] - side[1])
+    found = [_nearest_untried(state, versions, lo, hi, (lo + hi) // 2, also_tried=probe) for lo, hi in sides]
+    return list(dict.fromkeys(versions[i] for i in found if i is not None))
 
 
 class BisectError(RuntimeError):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from harness.axis import bisect as bisect_module
 from harness.axis import matrix
+from harness.axis.build_ahead import BuildAhead
 from harness.axis.release_axis import ReleaseAxis
 from harness.base import inputs, outputs
 from harness.base.errors import PrerequisiteMissing, stopping
@@ -171,11 +172,17 @@ def run_bisect_command(args: argparse.Namespace) -> int:
     return _bisect_on_pass_or_fail(args, axis, versions)
 
 
+def builds_ahead(axis: ReleaseAxis) -> BuildAhead:
+    """The releases a bisection may try next, made runnable one at a time while a candidate's probes run."""
+    return BuildAhead(lambda release, stop, quiet: axis.ready(release, stop, quiet), axis.is_ready, say=print)
+
+
 def _bisect_on_pass_or_fail(args: argparse.Namespace, axis: ReleaseAxis, versions: list[str]) -> int:
     directory = Path(args.run_dir) / f"bisect-{new_run_id()}"
+    builder = builds_ahead(axis)
 
     def run(version: str) -> str:
-        if axis.ready(version).why_not:
+        if builder.ready(version).why_not:
             return bisect_module.SKIP
         run_dir = directory / version
         command = [sys.executable, "-m", "harness", "probe", *axis.probe_args(version), "--probe", args.probe]
@@ -187,10 +194,12 @@ def _bisect_on_pass_or_fail(args: argparse.Namespace, axis: ReleaseAxis, version
 
     print(f"bisecting {args.probe!r} over {', '.join(versions)}")
     try:
-        found = bisect_module.bisect(versions, run)
+        found = bisect_module.bisect(versions, run, ahead=builder.want)
     except bisect_module.BisectError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    finally:
+        builder.close()
     outputs.own(directory)
     (directory / "bisect.json").write_text(json.dumps(found.to_json(), indent=1) + "\n")
     print(f"{found.conclusion}; record: {directory / 'bisect.json'}")
@@ -202,10 +211,11 @@ def _bisect_on_a_claim(args: argparse.Namespace, kind: ClusterKind, axis: Releas
     claim observed; the record goes to bisections/<name>.json."""
     name = safe_name(args.name or f"{args.claim}-{args.good}-{args.bad}")
     directory = Path(args.run_dir) / f"bisect-{new_run_id()}"
+    builder = builds_ahead(axis)
 
     def observe(version: str, attempt: int) -> bisect_module.ClaimObservation:
         seen = bisect_module.ClaimObservation(version, "")
-        readied = axis.ready(version)
+        readied = builder.ready(version)
         if readied.why_not:
             seen.why = readied.why_not
             return seen
@@ -241,11 +251,15 @@ def _bisect_on_a_claim(args: argparse.Namespace, kind: ClusterKind, axis: Releas
     print(f"bisecting {args.claim} ({args.probe}) over {', '.join(versions)}{runs}", flush=True)
     oracle = bisect_module.ClaimOracle(args.claim, observe, print, runs=args.runs)
     try:
+        good, bad, *middle = bisect_module.first_candidates(versions)
+        builder.want([bad, good, *middle])  # the oracle runs BAD first
         oracle.learn_ends(versions[0], versions[-1])
-        found = bisect_module.bisect(versions, oracle)
+        found = bisect_module.bisect(versions, oracle, ahead=builder.want)
     except bisect_module.BisectError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    finally:
+        builder.close()
     ran = {
         "provider": kind.name,
         "started": started,
