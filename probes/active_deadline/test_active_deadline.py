@@ -241,6 +241,9 @@ def test_pod_deadline(probe: Probe) -> None:
 # ---------------------------------------------------------------------------------------------- Job
 
 
+@pytest.mark.alone(
+    "a loaded kubelet ends the pod late, and the Job fails after it: failed-after-deadline"
+)  # docs/parallel-load.md
 def test_job_deadline(probe: Probe) -> None:
     """The document's job-01: the job controller fails the Job (DeadlineExceeded, its message) and deletes
     the active pod (SuccessfulDelete); the pod and, within a bound, its container are gone.

@@ -152,6 +152,7 @@ def test_always_pod_ignoring_sigterm(probe: Probe) -> None:
     probe.conclude()
 
 
+@pytest.mark.alone("a loaded kubelet acts on the delete late: killed-after-grace")  # docs/parallel-load.md
 def test_always_pod_ignoring_sigterm_default_grace(probe: Probe) -> None:
     """The same with no terminationGracePeriodSeconds, as in the document: the API's default of 30 s."""
     manifest = probe.manifest("pod-finalizer-ignores-sigterm.default-grace.yaml")

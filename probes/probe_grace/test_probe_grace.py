@@ -125,6 +125,9 @@ def test_a_failing_liveness_probe_kills_with_the_probes_grace(probe: Probe) -> N
     probe.conclude()
 
 
+@pytest.mark.alone(
+    "a loaded node starves the heartbeat loop, its last beat comes early: sigterm-to-last-beat"
+)  # docs/parallel-load.md
 def test_a_never_pod_killed_by_its_liveness_probe_gets_the_pods_grace(probe: Probe) -> None:
     """The same container in a pod with restartPolicy Never: nothing to restart, so the kubelet kills the pod
     (computePodActions' KillPod) without the probe's reason, and the pod's grace (15 s) applies on every release."""
