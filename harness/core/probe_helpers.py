@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from harness.core.basis import Basis
+from harness.core.observe import Observer, key_of
 from harness.core.probe import POD_START_BUDGET_S, Probe
 from harness.core.transport import JsonDict
-from harness.core.views import ContainerView, PodView
+from harness.core.views import ContainerView, EndpointsView, PodView
 
 __all__ = [
     "DEADLINE_SLACK_S",
@@ -21,6 +22,7 @@ __all__ = [
     "container_status",
     "exit_status_kept",
     "finished_at",
+    "first_absent",
     "written_instants",
 ]
 
@@ -98,3 +100,13 @@ def written_instants(text: str | None) -> list[tuple[str, float]]:
         except ValueError:
             continue
     return instants
+
+
+def first_absent(observer: Observer[EndpointsView], pod: str, since: float) -> float | None:
+    """When the pod was first absent from every Endpoints object seen, at or after `since` (None: never)."""
+    present: dict[str, bool] = {}  # Endpoints object -> holds the pod, rebuilt from the changes in order
+    for t, type_, view in observer.changes:
+        present[key_of(view)] = type_ not in ("DELETED", "GONE") and pod in view.pods
+        if t >= since and not any(present.values()):
+            return t
+    return None

@@ -17,9 +17,9 @@ from __future__ import annotations
 import pytest
 
 from harness.core.basis import Basis
-from harness.core.observe import Observer, PodObserver, key_of
+from harness.core.observe import Observer, PodObserver
 from harness.core.probe import Probe
-from harness.core.probe_helpers import STOP_SLACK_S, written_instants
+from harness.core.probe_helpers import STOP_SLACK_S, first_absent, written_instants
 from harness.core.transport import JsonDict, Rejected
 from harness.core.views import EndpointsView, PodView
 
@@ -129,16 +129,6 @@ def test_prestop_sleep_longer_than_the_grace(probe: Probe) -> None:
 def in_endpoints(observer: Observer[EndpointsView], pod: str) -> bool:
     """Whether any v1 Endpoints object seen now holds the pod, ready or not."""
     return any(pod in view.pods for uid, view in observer.states.items() if uid not in observer.deleted)
-
-
-def first_absent(observer: Observer[EndpointsView], pod: str, since: float) -> float | None:
-    """When the pod was first absent from every Endpoints object seen, at or after `since` (None: never)."""
-    present: dict[str, bool] = {}  # Endpoints object -> holds the pod, rebuilt from the changes in order
-    for t, type_, view in observer.changes:
-        present[key_of(view)] = type_ not in ("DELETED", "GONE") and pod in view.pods
-        if t >= since and not any(present.values()):
-            return t
-    return None
 
 
 def main_terminated(pod: PodView) -> bool:

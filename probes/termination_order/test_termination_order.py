@@ -30,6 +30,7 @@ from harness.core.probe_helpers import (
     container_exit,
     container_status,
     exit_status_kept,
+    first_absent,
     written_instants,
 )
 from harness.core.transport import JsonDict
@@ -379,13 +380,3 @@ def test_endpoint_removal_while_the_container_still_runs(probe: Probe) -> None:
         evidence=still_in or running,
     )
     probe.conclude()
-
-
-def first_absent(observer: Observer[EndpointsView], pod: str, since: float) -> float | None:
-    """When the pod was first absent from every Endpoints object seen, at or after `since` (None: never)."""
-    present: dict[str, bool] = {}  # Endpoints object -> holds the pod, rebuilt from the changes in order
-    for t, type_, view in observer.changes:
-        present[key_of(view)] = type_ not in ("DELETED", "GONE") and pod in view.pods
-        if t >= since and not any(present.values()):
-            return t
-    return None
