@@ -18,13 +18,15 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+ALWAYS_POD = "test_always_pod_ignoring_sigterm and not default"
 
 
 def probe_with_stand_ins(
-    tmp_path: Path, *cli_args: str, run_dir: Path | None = None
+    tmp_path: Path, *cli_args: str, run_dir: Path | None = None, probe: str = ALWAYS_POD
 ) -> tuple[subprocess.CompletedProcess[str], Path, Any]:
     """`python -m harness probe --version 1.27.3 …` with stand-ins for kind, docker (tests/fake_tools.py) and the
-    API server with its kubelet (tests/fake_apiserver.py), on the SIGTERM-ignoring finalizer pod."""
+    API server with its kubelet (tests/fake_apiserver.py), on a SIGTERM-ignoring finalizer pod (`probe` picks
+    which: the stand-in API server plays the same pod for each)."""
     import os
 
     from tests import fake_tools
@@ -58,7 +60,7 @@ def probe_with_stand_ins(
                 "1.27.3",
                 *cli_args,
                 "--probe",
-                "test_always_pod_ignoring_sigterm and not default",
+                probe,
                 "--run-dir",
                 str(run_dir or tmp_path / "runs"),
             ],

@@ -16,11 +16,15 @@ import pytest
 
 from tests.test_make_probe import StandInRun, probe_with_stand_ins
 
+ONFAILURE_POD = "test_onfailure_pod_ignoring_sigterm"
+
 
 @pytest.fixture(scope="module")
 def parallel_run(tmp_path_factory: pytest.TempPathFactory) -> StandInRun:
-    """`make probe` on stand-ins with --parallel 2, in a runs/ directory of its own."""
-    return StandInRun(*probe_with_stand_ins(tmp_path_factory.mktemp("parallel"), "--parallel", "2"))
+    """`make probe` on stand-ins with --parallel 2, in a runs/ directory of its own, on a probe its workers run
+    (one not marked alone)."""
+    where = tmp_path_factory.mktemp("parallel")
+    return StandInRun(*probe_with_stand_ins(where, "--parallel", "2", probe=ONFAILURE_POD))
 
 
 def test_parallel_probes_share_one_cluster_that_the_cli_creates_and_deletes(parallel_run: StandInRun) -> None:
@@ -47,7 +51,7 @@ def test_parallel_probes_share_one_cluster_that_the_cli_creates_and_deletes(para
     assert provenance["timing"]["workers"] == 2 and "as asked" in provenance["timing"]["workers_why"]
     # the pytest-xdist controller handed out the plan (harness/reports/schedule.py) and measured the probe whole
     assert list(json.loads((run_dir / "schedule.json").read_text())["measured_s"]) == [
-        "probes/phase_after_deletion/test_phase_after_deletion.py::test_always_pod_ignoring_sigterm"
+        "probes/phase_after_deletion/test_phase_after_deletion.py::test_onfailure_pod_ignoring_sigterm"
     ]
     assert provenance["status"] == "passed"
     # its workers were started with the gate, which the CLI opened once the cluster was ready

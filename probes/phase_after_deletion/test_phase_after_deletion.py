@@ -138,6 +138,7 @@ def check_stopped_on_node(probe: Probe, pod: PodObserver) -> None:
 # ----------------------------------------------------------------------------- restartPolicy Always
 
 
+@pytest.mark.alone("a loaded kubelet acts on the delete late: killed-after-grace")  # docs/parallel-load.md
 def test_always_pod_ignoring_sigterm(probe: Probe) -> None:
     """The document's first experiment: restartPolicy Always, finalizer, SIGTERM ignored, grace 5 s.
 
