@@ -111,6 +111,41 @@ def test_the_layer_check_sees_an_import_from_above(tmp_path: Path) -> None:
     assert upward({"core": [below]}, tmp_path) == {"harness/core/x.py": ["harness.reports", "harness.reports.report"]}
 
 
+def import_cycles(root: Path) -> list[list[str]]:
+    """The groups of modules under `root`/harness that import each other round (a local import counts too)."""
+    files = {}
+    for path in sorted((root / "harness").rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {
+        name: sorted(m for m in imported_modules(path) if m in files and m != name) for name, path in files.items()
+    }
+    reach: dict[str, set[str]] = {}
+    for start in graph:  # what each module reaches, however far
+        seen, todo = set(), list(graph[start])
+        while todo:
+            if (module := todo.pop()) not in seen:
+                seen.add(module)
+                todo.extend(graph[module])
+        reach[start] = seen
+    groups = {
+        tuple(sorted({m for m in reach[name] if name in reach[m]} | {name})) for name in graph if name in reach[name]
+    }
+    return [list(group) for group in sorted(groups)]
+
+
+def test_no_module_of_the_harness_imports_itself_back() -> None:
+    assert len(list((REPO / "harness").rglob("*.py"))) > 50 and import_cycles(REPO) == []
+
+
+def test_the_cycle_check_sees_two_modules_importing_each_other(tmp_path: Path) -> None:
+    (tmp_path / "harness" / "reports").mkdir(parents=True)
+    (tmp_path / "harness" / "reports" / "a.py").write_text("from harness.reports import b\n")
+    (tmp_path / "harness" / "reports" / "b.py").write_text("def f() -> None:\n    from harness.reports.a import f\n")
+    (tmp_path / "harness" / "reports" / "c.py").write_text("from harness.reports import a\n")
+    assert import_cycles(tmp_path) == [["harness.reports.a", "harness.reports.b"]]
+
+
 # The front doors and the version axis reach a kind of cluster through its interface and the registry only, never
 # one kind's package: a kind's name is said in its own package alone (`make node-image` is kind's own command).
 FRONT_DOORS: tuple[str, ...] = ("doors/cli.py", "doors/pytest_plugin.py", "doors/probe_fixtures.py")

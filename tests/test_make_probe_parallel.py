@@ -49,7 +49,7 @@ def test_parallel_probes_share_one_cluster_that_the_cli_creates_and_deletes(para
         "workers", "workers_why", "planned_makespan_s"
     }  # fmt: skip
     assert provenance["timing"]["workers"] == 2 and "as asked" in provenance["timing"]["workers_why"]
-    # the pytest-xdist controller handed out the plan (harness/reports/schedule.py) and measured the probe whole
+    # the pytest-xdist controller handed out the plan (harness/doors/schedule.py) and measured the probe whole
     assert list(json.loads((run_dir / "schedule.json").read_text())["measured_s"]) == [
         "probes/phase_after_deletion/test_phase_after_deletion.py::test_onfailure_pod_ignoring_sigterm"
     ]
@@ -73,8 +73,8 @@ def test_a_run_of_node_shutdown_probes_alone_makes_no_cluster_of_its_own(
     from harness.clusters.kind.clusters import KindClusters
     from harness.clusters.kind.images import known_images
     from harness.clusters.kinds import Runnable
+    from harness.doors import schedule
     from harness.doors.commands import probe as probe_command
-    from harness.reports import schedule
 
     def no_cluster(*args: object, **kwargs: object) -> None:
         raise AssertionError("a main cluster was made")
@@ -110,8 +110,8 @@ def test_the_probes_marked_alone_run_after_the_others_have_ended_one_at_a_time_o
     from harness.clusters.kind.clusters import KindClusters
     from harness.clusters.kind.images import known_images
     from harness.clusters.kinds import Runnable
+    from harness.doors import schedule
     from harness.doors.commands import probe as probe_command
-    from harness.reports import schedule
 
     @contextlib.contextmanager
     def cluster(*args: object, **kwargs: object) -> Iterator[None]:

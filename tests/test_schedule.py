@@ -1,4 +1,4 @@
-"""PARALLEL=auto (harness/reports/schedule.py): durations, longest-first order, packing, the worker count, the hand-out
+"""PARALLEL=auto (harness/doors/schedule.py): durations, longest-first order, packing, the worker count, the hand-out
 to pytest-xdist workers, and the PARALLEL values make probe takes and refuses."""
 
 from __future__ import annotations
@@ -14,11 +14,10 @@ from typing import Any
 import pytest
 
 from harness.clusters.registry import KINDS
-from harness.doors import cli, selection
+from harness.doors import cli, schedule, selection
 from harness.doors.commands import probe as probe_command
 from harness.doors.commands import refusal
-from harness.reports import schedule
-from harness.reports.schedule import choose_workers, known_durations, longest_first, pack, plan_for, probe_of
+from harness.doors.schedule import choose_workers, known_durations, longest_first, pack, plan_for, probe_of
 
 REPO = Path(__file__).resolve().parent.parent
 

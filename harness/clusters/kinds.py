@@ -92,7 +92,7 @@ class ClusterKind(ABC):
     name: ClassVar[str]  # CLUSTER's value, and the `cluster` of run.json and of the recordings' origins
     makes_clusters: ClassVar[bool] = True  # False: it reaches a cluster the user gives and never removes it
     restarts_apiserver: ClassVar[bool] = False  # RESTART_APISERVER_AFTER: the suite runs the control plane itself
-    default_parallel: ClassVar[int | str] = 1  # PARALLEL when none is given ("auto": harness/reports/schedule.py)
+    default_parallel: ClassVar[int | str] = 1  # PARALLEL when none is given ("auto": harness/doors/schedule.py)
     pytest_option: ClassVar[str]  # the pytest option that asks for this kind (--kind-version)
     described: ClassVar[str]  # what that option makes or reaches, in the plugin's messages ("a new kind cluster")
     has_release_axis: ClassVar[bool] = False  # it runs a given release: make matrix, bisect and radar (release_axis)

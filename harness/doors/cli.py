@@ -48,7 +48,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parallel_count(text: str) -> int | str:
-    """PARALLEL: a count of 1 or more, `auto` (workers chosen from durations, harness/reports/schedule.py), or empty for
+    """PARALLEL: a count of 1 or more, `auto` (workers chosen from durations, harness/doors/schedule.py), or empty for
     the cluster's default (auto for a cluster make probe makes, kind or local; 1 on an existing one)."""
     if text.strip().lower() in (AUTO, ""):
         return text.strip().lower()
@@ -99,7 +99,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         type=parallel_count,
         default="",
         help="run N probes at a time in one new cluster (pytest-xdist workers); auto: as many as the probes' known "
-        "durations say (harness/reports/schedule.py); default: auto (1 on an existing cluster)",
+        "durations say (harness/doors/schedule.py); default: auto (1 on an existing cluster)",
     )
     cluster_option(
         probe, "where a new cluster runs: kind (Docker) or local (built from Go modules, run as processes here; root)"

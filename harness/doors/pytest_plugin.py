@@ -46,7 +46,7 @@ from harness.clusters.kinds import ClusterKind, Option, Runnable
 from harness.clusters.registry import KINDS, asked_kinds, attached_kind, kind_for, kind_named, one_of, options_said
 from harness.core.probe import ClaimsUndecided, Probe
 from harness.core.transport import Recording
-from harness.reports.schedule import PlannedScheduling, longest_first, read_durations
+from harness.doors.schedule import PlannedScheduling, longest_first, read_durations
 from harness.reports.spread import render as render_spread
 from harness.reports.spread import spread_of_run
 
@@ -64,7 +64,7 @@ RUN = pytest.StashKey[Run]()
 SHARED_RUN_ID = pytest.StashKey[str]()
 CLUSTER = pytest.StashKey["ChosenCluster"]()  # the cluster the options chose, resolved
 RECORDINGS = pytest.StashKey[dict[str, list[Path]]]()  # --replay: recording files by the probe they are of
-DURATIONS = pytest.StashKey[dict[str, float]]()  # --schedule: seconds per probe id (harness/reports/schedule.py)
+DURATIONS = pytest.StashKey[dict[str, float]]()  # --schedule: seconds per probe id (harness/doors/schedule.py)
 INTERRUPTED_LINE = pytest.StashKey[str]()  # said last, after pytest's own summary
 REFUSED_LINE = pytest.StashKey[str]()  # pytest-xdist's controller: why its workers ran no probe (no cluster)
 REFUSED_KEY = "plp_refused"  # the same, in a worker's workeroutput
@@ -94,7 +94,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--schedule",
         metavar="FILE",
         help="run the probes longest first by the durations in FILE, and with -n hand each worker its share of the "
-        "longest-first packing (harness/reports/schedule.py; make probe PARALLEL writes it)",
+        "longest-first packing (harness/doors/schedule.py; make probe PARALLEL writes it)",
     )
 
 
@@ -269,7 +269,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """--schedule with -n: each worker gets its planned share at once (harness/reports/schedule.py says why)."""
+    """--schedule with -n: each worker gets its planned share at once (harness/doors/schedule.py says why)."""
     return PlannedScheduling(config, log, Path(config.getoption("--schedule"))) if DURATIONS in config.stash else None
 
 

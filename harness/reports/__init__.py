@@ -1,2 +1,3 @@
-"""What renders: report.py + templates/ + timeline_svg.py (the behaviour matrix), spread.py, schedule.py
-(PARALLEL=auto), coverage.py and upgrade.py (what the records say across versions), wording.py."""
+"""What renders: the behaviour matrix (report_model.py, its words report_words.py, its rendering report.py +
+templates/ + timeline_svg.py), spread.py, coverage.py and upgrade.py (what the records say across versions),
+wording.py."""

@@ -27,7 +27,7 @@ from harness.doors.commands.refusal import (
 )
 from harness.doors.commands.upgrade import Refusal, releases
 from harness.reports import report as report_module
-from harness.reports import upgrade
+from harness.reports import report_model, upgrade
 
 
 def run_clean_command(args: argparse.Namespace) -> int:
@@ -81,7 +81,7 @@ def run_report_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def report_records(runs: list[str]) -> list[report_module.JsonDict]:
+def report_records(runs: list[str]) -> list[report_model.JsonDict]:
     """The probe records under RUNS, or Refused saying why there are none to read."""
     missing = [p for p in runs if not Path(p).exists()]
     if missing and all(Path(p).resolve() == paths.RUNS for p in missing):  # make report before any run
@@ -110,8 +110,8 @@ def report_records(runs: list[str]) -> list[report_module.JsonDict]:
 
 
 def report_matrix(
-    records: list[report_module.JsonDict], from_version: str, to_version: str, where: str
-) -> tuple[report_module.Matrix, upgrade.Upgrade | None]:
+    records: list[report_model.JsonDict], from_version: str, to_version: str, where: str
+) -> tuple[report_model.Matrix, upgrade.Upgrade | None]:
     """The behaviour matrix of the records, with what changes between FROM and TO when either is given; Refused when
     FROM and TO cannot be used or no record reached a server (`where`: where the records were read)."""
     chosen = None
@@ -122,7 +122,7 @@ def report_matrix(
             raise Refused(BAD, str(err)) from err
         said = f"live: the {sum(records_module.origin_kind(r) == 'live' for r in records)} live records under RUNS"
         chosen = upgrade.compare(before, after, records, [said])
-    built = report_module.build_matrix(records)
+    built = report_model.build_matrix(records)
     if not built.versions:
         raise Refused(
             NOTHING_TO_REPORT,

@@ -37,7 +37,7 @@ from harness.doors.commands.refusal import (
 )
 
 if TYPE_CHECKING:
-    from harness.reports import schedule
+    from harness.doors import schedule
 
 AUTO = "auto"
 
@@ -266,8 +266,8 @@ def plan_workers(
     apart), planned longest first on
     PARALLEL workers or, with auto, on as few as finish about when the longest probe does; the durations and
     the plan go to <run>/schedule.json, which the pytest-xdist controller hands out from. `cluster` (kind,
-    local) and `version`: whose durations count first (harness/reports/schedule.py)."""
-    from harness.reports import schedule  # with pytest-xdist's scheduler, hence pytest: only for a parallel run
+    local) and `version`: whose durations count first (harness/doors/schedule.py)."""
+    from harness.doors import schedule  # with pytest-xdist's scheduler, hence pytest: only for a parallel run
 
     chosen = selection.select(args.probe, args.run_dir, extra=["--repeat", str(args.repeat)] if args.repeat > 1 else [])
     alone = [item for item in chosen.alone if item not in chosen.node_shutdown]
