@@ -378,4 +378,45 @@ def test_the_answer_is_one_screen_at_every_pair_of_recorded_releases(
         assert max(len(line) for line in lines) <= upgrade.SCREEN_WIDTH, (given_from, given_to)
         cited = {pr for change in found.changed if change.key_step for pr in change.key_step.prs}
         shown = {pr for line in lines for pr in re.findall(r"k/k#(\d+)\b", line)}
-        assert cited <= shown or any(line.startswith("  … and ") for line in lines), (given_from, given_to)
+        cut = any(line.startswith("  … and ") for line in lines)
+        assert cited <= shown or cut, (given_from, given_to)
+        # each behaviour is named: the release it changed in, and its family (or the claim, one a line)
+        verb = "undoes" if found.rollback else "in"
+        for change in found.changed:
+            step = change.key_step
+            named = (change.family.name, change.claim.id)
+            assert cut or any(
+                line.startswith(f"  {verb} {step.release if step else ''} (") and any(f" {n}:" in line for n in named)
+                for line in lines
+            ), (given_from, given_to, change.claim.id)
+
+
+def test_a_long_upgrade_says_each_behaviour_by_its_release_and_family_and_what_each_aspect_goes_from_and_to(
+    observed: upgrade.Observations,
+) -> None:
+    """1.23 -> 1.31 changes too many claims for a line each: a line per behaviour (a family's claims that change in
+    one release) with every PR, then what each aspect of it goes from and to, measured where it ran, on the lines
+    the screen has room for; what does not fit is counted, never dropped silently."""
+    found = upgrade.compare(upgrade.resolve("1.23", "FROM"), upgrade.resolve("1.31", "TO"), observed)
+    groups = upgrade.behaviours(found.changed)
+    assert len(found.changed) > 40 and 10 <= len(groups) < len(found.changed)
+    lines = upgrade.render_text(found).splitlines()
+    assert f"What changes ({len(found.changed)} claims, {len(groups)} behaviours: " in lines[5]
+    leads = [i for i, line in enumerate(lines) if line.startswith("  in ")]
+    assert len(leads) == len(groups)
+    for group, start in zip(groups, leads, strict=True):
+        assert lines[start].startswith(group.lead(rollback=False).rstrip())
+        end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith(upgrade.CONTINUED)), len(lines))
+        said = lines[start].removeprefix(group.lead(rollback=False).rstrip())
+        items = [i.strip() for line in [said, *lines[start + 1 : end]] for i in line.split("; ") if i.strip()]
+        more = int(items.pop()[1:].removesuffix(" more")) if items and items[-1].startswith("+") else 0
+        names = [re.split(r": | ×", item, maxsplit=1)[0] for item in items]
+        aspects = list(dict.fromkeys(upgrade.aspect(c.claim.id) for c in group.changes))
+        assert names == aspects[: len(names)] and len(names) + more == len(aspects), lines[start:end]
+    # the new Job back-off (k/k#114768) and the kubelet's preStop fix (k/k#115835) with the values measured live
+    screen = "\n".join(lines)
+    assert "in 1.27.0-beta.0 (k/k#114768) job_replacement: replacement-after-delete: " in screen
+    timings = [c for c in found.changed if c.claim.id.endswith(".killed-after-delete")]
+    assert timings and all(c.before.live and c.after.live for c in timings)
+    assert "killed-after-delete ×2: " + " / ".join(upgrade.change_words(c) for c in timings) in screen
+    assert " alike" not in screen

@@ -47,6 +47,7 @@ from harness.core.records import load_records, origin_kind, origin_of
 from harness.reports.wording import expected_words, words
 
 JsonDict = dict[str, Any]
+SHORTEST_VALUES = 20  # values cut shorter than this say too little: the aspect is counted among those not shown
 PRE_RELEASE_WORDS = {"a": "alpha", "b": "beta", "rc": "rc"}
 SCREEN_LINES = 40  # the default answer fits a terminal: at most this many lines ...
 SCREEN_WIDTH = 120  # ... of at most this many characters, at any two releases
@@ -596,28 +597,102 @@ def headline(upgrade: Upgrade) -> str:
 
 @dataclass(frozen=True)
 class Behaviour:
-    """Claims of one family that change in the same release for the same PRs: one line of the answer."""
+    """Claims of one family that change in the same release: one behaviour of the answer, named by its family and
+    told by what each of its aspects (the part of a claim id after its probe's) goes from and to."""
 
     family: families.Family
     release: str
     prs: tuple[str, ...]
     changes: tuple[ClaimChange, ...]
 
+    def lead(self, rollback: bool) -> str:
+        """'  in 1.27.0-rc.0 (k/k#115331) phase_after_deletion: ', every PR in full."""
+        prs = " ".join(f"k/k#{pr}" for pr in self.prs) or "no PR cited"
+        when = f"{'undoes' if rollback else 'in'} {self.release}" if self.release else "no release between"
+        return f"  {when} ({prs}) {self.family.name}: "
 
-def behaviours(changes: Iterable[ClaimChange], coarse: int = 2) -> list[Behaviour]:
-    """The changed claims grouped, in release order: coarse 0 one per claim, 1 those of a family that change in the
-    same release to the same values, 2 those of a family that change in the same release."""
+    def aspects(self) -> list[Aspect]:
+        """Each aspect that changes, once, with each distinct change of its claims."""
+        by_aspect: dict[str, list[ClaimChange]] = {}
+        for change in self.changes:
+            by_aspect.setdefault(aspect(change.claim.id), []).append(change)
+        return [
+            Aspect(name, len(found), tuple(dict.fromkeys(change_parts(c) for c in found)))
+            for name, found in by_aspect.items()
+        ]
+
+
+@dataclass(frozen=True)
+class Aspect:
+    """What one aspect of a behaviour goes from and to: 'phases ×5: Running → Running, then Failed [both live] / …'
+    (each distinct change of its claims once, the claims' count when several share it)."""
+
+    name: str
+    claims: int
+    changes: tuple[tuple[str, str, str], ...]  # change_parts of each distinct change
+
+    def text(self, room: int | None = None) -> str:
+        """In words, in at most `room` characters: cut inside the values (the release side kept whole where it
+        can be), never in the aspect's name."""
+        head = f"{self.name}{f' ×{self.claims}' if self.claims > 1 else ''}: "
+        whole = head + " / ".join(change_text(c) for c in self.changes)
+        if room is None or len(whole) <= room:
+            return whole
+        rest = " / …" if len(self.changes) > 1 else ""
+        left = room - len(head) - len(rest)
+        if left < SHORTEST_VALUES + len(self.changes[0][2]):
+            return ""  # too little room to say what it goes from and to
+        return head + change_text(self.changes[0], left) + rest
+
+
+def change_parts(change: ClaimChange) -> tuple[str, str, str]:
+    """A change's two sides in words and its mark: ('13.0 [live]', '11.0 [live ×3: 10.8–11.2]', ''), or one mark
+    for both sides where they are marked alike: ('none', '1', ' [both live]')."""
+    before, after = measured_words(change.before), measured_words(change.after)
+    for mark in ("live", "expected"):
+        if before.endswith(f" [{mark}]") and after.endswith(f" [{mark}]"):
+            return before.removesuffix(f" [{mark}]"), after.removesuffix(f" [{mark}]"), f" [both {mark}]"
+    return before, after, ""
+
+
+def change_text(parts: tuple[str, str, str], room: int | None = None) -> str:
+    """'before → after mark' in at most `room` characters: where it must be cut, the longer side is, so that what
+    it becomes is still said where it is short."""
+    before, after, mark = parts
+    text = f"{before} → {after}{mark}"
+    if room is None or len(text) <= room:
+        return text
+    spare = room - len(" → ") - len(mark)
+    half = spare // 2
+    if len(after) <= half:
+        before = _fit(before, spare - len(after))
+    elif len(before) <= half:
+        after = _fit(after, spare - len(before))
+    else:
+        before, after = _fit(before, half), _fit(after, spare - half)
+    return _fit(f"{before} → {after}{mark}", room)
+
+
+def change_words(change: ClaimChange) -> str:
+    """A change in words: '13.0 → 11.0 [both live]'."""
+    return change_text(change_parts(change))
+
+
+def aspect(claim_id: str) -> str:
+    """What a claim observes without the probe it observes it in: 'phases' of 'always.sigterm-ignored.phases'."""
+    return claim_id.rsplit(".", 1)[-1]
+
+
+def behaviours(changes: Iterable[ClaimChange], per_claim: bool = False) -> list[Behaviour]:
+    """The changed claims grouped, in release order: those of a family that change in the same release (per_claim:
+    one group per claim)."""
     grouped: dict[tuple[str, ...], list[ClaimChange]] = {}
     families_by_name: dict[str, families.Family] = {}
     for change in changes:
         step = change.key_step
         families_by_name[change.family.name] = change.family
         key: tuple[str, ...] = (change.family.name, step.release if step else "")
-        if coarse == 0:
-            key = (*key, change.claim.id)
-        elif coarse == 1:
-            key = (*key, measured_words(change.before), measured_words(change.after))
-        grouped.setdefault(key, []).append(change)
+        grouped.setdefault((*key, change.claim.id) if per_claim else key, []).append(change)
     out = []
     for (name, release, *_), found in grouped.items():
         prs = [pr for change in found if change.key_step for pr in change.key_step.prs]
@@ -635,20 +710,77 @@ def _fit(text: str, room: int) -> str:
     return cut.rstrip(" ,;") + "…"
 
 
-def behaviour_line(behaviour: Behaviour, rollback: bool, width: int = SCREEN_WIDTH) -> str:
-    """One behaviour in at most `width` characters: the release and every PR in full, then what it changes."""
-    first = min(behaviour.changes, key=lambda c: (not (c.before.live and c.after.live), c.claim.id))
-    prs = " ".join(f"k/k#{pr}" for pr in behaviour.prs) or "no PR cited"
-    when = f"{'undoes' if rollback else 'in'} {behaviour.release}" if behaviour.release else "no release between"
-    lead = f"  {when} ({prs}) "
-    others = len(behaviour.changes) - 1
-    subject = first.claim.id + (f" +{others} alike" if others else "")
-    values = f"{measured_words(first.before)} → {measured_words(first.after)}"
+def claim_lines(behaviour: Behaviour, rollback: bool, wrap: bool, width: int = SCREEN_WIDTH) -> list[str]:
+    """A behaviour of one claim in lines of at most `width` characters: the release and every PR in full, the
+    claim's id, its values on both sides; where they do not fit one line, on a second (wrap) or cut."""
+    change = behaviour.changes[0]
+    lead = behaviour.lead(rollback).removesuffix(f"{behaviour.family.name}: ")
+    subject = change.claim.id
+    values = change_parts(change)
     room = width - len(lead) - 2
-    if len(subject) + len(values) > room:
-        subject = _fit(subject, max(min(len(subject), room - 30), 16))
-        values = _fit(values, room - len(subject))
-    return f"{lead}{subject}: {values}"
+    if len(subject) + len(change_text(values)) <= room:
+        return [f"{lead}{subject}: {change_text(values)}"]
+    if wrap:
+        return [_fit(f"{lead}{subject}:", width), CONTINUED + change_text(values, width - len(CONTINUED))]
+    return [f"{lead}{subject}: {change_text(values, room - len(subject))}"]  # the values cut, never the id
+
+
+def overflow(behaviour: Behaviour, rollback: bool, width: int = SCREEN_WIDTH, values_cut_to: int = 0) -> int:
+    """How many characters a claim's line is too long by (0: it fits one line), its values cut to `values_cut_to`."""
+    change = behaviour.changes[0]
+    values = change_words(change)[: values_cut_to or None]
+    return max(
+        len(behaviour.lead(rollback).removesuffix(f"{behaviour.family.name}: "))
+        + len(change.claim.id)
+        + 2
+        + len(values)
+        - width,
+        0,
+    )
+
+
+CONTINUED = "      "  # a behaviour's further lines: its aspects, indented under its first
+
+
+def behaviour_lines(behaviour: Behaviour, rollback: bool, lines: int, width: int = SCREEN_WIDTH) -> list[str]:
+    """A behaviour in at most `lines` lines of at most `width` characters: its release, every PR and its family,
+    then its aspects packed after it (one that does not fit the line goes to the next), those left out counted."""
+    out: list[str] = []
+    current = behaviour.lead(rollback)
+    pending = behaviour.aspects()
+    while pending:
+        last = len(out) + 1 >= lines
+        joiner = "" if current.endswith(": ") or current == CONTINUED else "; "
+        tail = f"; +{len(pending) - 1} more" if last and len(pending) > 1 else ""
+        room = width - len(current) - len(joiner) - len(tail)
+        if len(pending[0].text()) <= room:
+            current += joiner + pending.pop(0).text()
+        elif not last and current != CONTINUED:
+            out.append(current)
+            current = CONTINUED
+        elif pending[0].text(room):
+            current += joiner + pending.pop(0).text(room)
+        else:
+            current += f"{joiner or ''}+{len(pending)} more"
+            break
+    return [line.rstrip() for line in (*out, current)]
+
+
+def fill(found: Sequence[Behaviour], rollback: bool, room: int, width: int = SCREEN_WIDTH) -> list[str]:
+    """The behaviours in at most `room` lines: one each, then the lines left shared out in rounds, one more line in
+    each round to every behaviour not yet said whole (those that need the fewest more first), so that a large one
+    does not take the room of the others."""
+    needed = [len(behaviour_lines(b, rollback, room, width)) for b in found]
+    given = [1] * len(found)
+    spare = room - len(found)
+    while spare > 0:
+        short = sorted((needed[i] - given[i], i) for i in range(len(found)) if given[i] < needed[i])
+        if not short:
+            break
+        for _, i in short[:spare]:
+            given[i] += 1
+        spare -= min(len(short), spare)
+    return [line for b, lines in zip(found, given, strict=True) for line in behaviour_lines(b, rollback, lines, width)]
 
 
 def _listed(ids: Sequence[str], room: int) -> str:
@@ -671,7 +803,6 @@ def render_text(upgrade: Upgrade, width: int = SCREEN_WIDTH, height: int = SCREE
     out.append(
         "  values: [live ×N: low–high] the median of the N live runs there and their spread; [expected] no run there"
     )
-    found = behaviours(upgrade.changed, 0)
     title = "Going back, what changes" if upgrade.rollback else "What changes"
     out.append(title)
     tail: list[str] = []
@@ -694,17 +825,29 @@ def render_text(upgrade: Upgrade, width: int = SCREEN_WIDTH, height: int = SCREE
     tail.append(f"The other {upgrade.unchanged} of the {len(upgrade.claims)} claims behave the same on both.")
     tail.append("DETAIL=1: every claim, its values on both sides and each release on the way, with its sources.")
     room = height - len(out) - len(tail)
-    for coarse in (1, 2):  # one line per claim where they fit, else the claims that change alike, else by release
-        if len(found) <= room:
-            break
-        found = behaviours(upgrade.changed, coarse)
-    out[-1] = f"{title} ({len(upgrade.changed)} claims in {len(found)} lines: the release it changed in, its PRs):"
-    lines = [behaviour_line(found_one, upgrade.rollback, width) for found_one in found]
+    rollback = upgrade.rollback
+    found = behaviours(upgrade.changed, per_claim=True)
+    must_wrap = [bool(overflow(one, rollback, width, SHORTEST_VALUES + 12)) for one in found]
+    if (
+        len(found) + sum(must_wrap) <= room
+    ):  # one line per claim where they fit, its values on a second where there is room
+        # a second line where the id leaves the values too little room, then to the most cut first
+        cut = sorted(((must_wrap[i], overflow(one, rollback, width), -i) for i, one in enumerate(found)), reverse=True)
+        wrapped = {-i for _, over, i in cut[: room - len(found)] if over}
+        lines = [line for i, one in enumerate(found) for line in claim_lines(one, rollback, i in wrapped, width)]
+        said = f"{len(upgrade.changed)} claims: the release each changed in, its PRs, its values on both sides"
+    else:  # else one behaviour (a family's claims that change in one release) a line, more where there is room
+        found = behaviours(upgrade.changed)
+        if len(found) > room:
+            kept = max(room - 1, 0)
+            lines = fill(found[:kept], rollback, kept, width)
+            lines.append(f"  … and {len(found) - kept} more behaviours (DETAIL=1 lists them)")
+        else:
+            lines = fill(found, rollback, room, width)
+        said = f"{len(upgrade.changed)} claims, {len(found)} behaviours: the release, its PRs, the family, what changes"
+    out[-1] = f"{title} ({said}):"
     if not lines:
         out[-1] = f"{title}: none of the {len(upgrade.claims)} claims"
-    if len(lines) > room:
-        kept = max(room - 1, 0)
-        lines = [*lines[:kept], f"  … and {len(lines) - kept} more behaviours (DETAIL=1 lists them)"]
     return "\n".join([*out, *lines, *tail]) + "\n"
 
 
