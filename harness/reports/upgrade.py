@@ -47,6 +47,7 @@ from harness.core.records import load_records, origin_kind, origin_of
 from harness.reports.wording import expected_words, words
 
 JsonDict = dict[str, Any]
+LEAST_ROOM = 12  # a behaviour's first line keeps this much room after its PRs, for what changes or a count
 SHORTEST_VALUES = 20  # values cut shorter than this say too little: the aspect is counted among those not shown
 PRE_RELEASE_WORDS = {"a": "alpha", "b": "beta", "rc": "rc"}
 SCREEN_LINES = 40  # the default answer fits a terminal: at most this many lines ...
@@ -605,9 +606,12 @@ class Behaviour:
     prs: tuple[str, ...]
     changes: tuple[ClaimChange, ...]
 
-    def lead(self, rollback: bool) -> str:
-        """'  in 1.27.0-rc.0 (k/k#115331) phase_after_deletion: ', every PR in full."""
+    def lead(self, rollback: bool, width: int = SCREEN_WIDTH) -> str:
+        """'  in 1.27.0-rc.0 (k/k#115331) phase_after_deletion: ', every PR in full ('k/k#121579 #129731 ...' where
+        so many leave the line too little room for what changes)."""
         prs = " ".join(f"k/k#{pr}" for pr in self.prs) or "no PR cited"
+        if width - len(prs) - len(self.family.name) - len(self.release) - 14 < LEAST_ROOM:
+            prs = " ".join(f"{'k/k' if i == 0 else ''}#{pr}" for i, pr in enumerate(self.prs))
         when = f"{'undoes' if rollback else 'in'} {self.release}" if self.release else "no release between"
         return f"  {when} ({prs}) {self.family.name}: "
 
@@ -746,7 +750,7 @@ def behaviour_lines(behaviour: Behaviour, rollback: bool, lines: int, width: int
     """A behaviour in at most `lines` lines of at most `width` characters: its release, every PR and its family,
     then its aspects packed after it (one that does not fit the line goes to the next), those left out counted."""
     out: list[str] = []
-    current = behaviour.lead(rollback)
+    current = behaviour.lead(rollback, width)
     pending = behaviour.aspects()
     while pending:
         last = len(out) + 1 >= lines
