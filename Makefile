@@ -33,7 +33,7 @@ ifneq ($(filter command line override environment,$(origin GO_BUILD_CACHE_GB)),)
 export PLP_GO_BUILD_CACHE_GB := $(value GO_BUILD_CACHE_GB)
 endif
 
-.PHONY: help atlas probe matrix clean report upgrade coverage radar test lint typecheck unit versions clean-venv node-image actionlint bisect engine engine-stop refuse-cluster
+.PHONY: help atlas probe matrix clean report upgrade coverage runtimes radar test lint typecheck unit versions clean-venv node-image actionlint bisect engine engine-stop refuse-cluster
 
 define HELP
 pod-lifecycle-probes: live-cluster probes of what Kubernetes does when a pod ends (manual: docs/)
@@ -48,6 +48,7 @@ pod-lifecycle-probes: live-cluster probes of what Kubernetes does when a pod end
   make bisect PROBE=… GOOD=1.27.3 BAD=1.27.16 [BUILD=1] [CLAIM=… PRE=1 NAME=…]
                                  the first release on which a probe (or a claim) changed
   make coverage [UNCOVERED=1] [PLAN=1]   each claim range with its live runs; PLAN=1: what to build next
+  make runtimes VERSION=1.27.16 [VALUES=1 MARKDOWN=1]  one release's kind recordings side by side by runtime
   make radar CLUSTER=local       the newest pre-release beside the newest release, claim by claim
   make versions                  every version with a pinned node image
   make node-image VERSION=1.27.0-rc.0 [SOURCE=release|modules]   a node image kind does not publish
@@ -168,6 +169,12 @@ bisect: $(STAMP)
 # or FRESH_BASELINE=1 (probed now): make radar CLUSTER=local [BASELINE=...|FRESH_BASELINE=1] [PROBE=...]
 radar: $(STAMP)
 	$(PY) -m harness make radar
+
+# One release's shipped kind recordings side by side by the container runtime they ran on (containerd 1.6 of the
+# suite's Debian image, kind's 1.7 or 2.x, a CONTAINERD= variant): the claims that differ; VALUES=1 every timing,
+# a column per runtime; MARKDOWN=1 docs/runtimes.md's table rows (harness/axis/runtimes.py).
+runtimes: refuse-cluster $(STAMP)
+	$(PY) -m harness make runtimes
 
 versions: refuse-cluster $(STAMP)
 	$(PY) -m harness make versions

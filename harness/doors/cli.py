@@ -32,6 +32,7 @@ from harness.doors.commands.refusal import (
     EXIT_CODES,
     refuse,
 )
+from harness.doors.commands.runtimes import run_runtimes_command
 from harness.doors.commands.upgrade import run_upgrade_command
 from harness.doors.commands.version_axis import run_bisect_command, run_matrix_command
 from harness.doors.make_variables import make_argv
@@ -192,6 +193,14 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         bisect_cmd, "--build", "BUILD", "also try patch releases without a pinned image (built by node-image; BUILD=1)"
     )
     bisect_cmd.add_argument("--run-dir", default=str(paths.RUNS), help="where the runs go (default: runs/)")
+    runtimes_cmd = command(
+        "runtimes", "one release's shipped kind recordings side by side by the container runtime they ran on"
+    )
+    runtimes_cmd.add_argument(
+        "--version", default="", help="a release with kind recordings (a minor: its pinned patch)"
+    )
+    yes_no_option(runtimes_cmd, "--values", "VALUES", "also every timing, a column per runtime (VALUES=1)")
+    yes_no_option(runtimes_cmd, "--markdown", "MARKDOWN", "a docs/runtimes.md table row per pair (MARKDOWN=1)")
     coverage_cmd = command(
         "coverage", "each claim version range with the live recordings inside it, or 'not seen live'"
     )
@@ -308,6 +317,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_radar_command(args)
     if args.command == "coverage":
         return run_coverage_command(args)
+    if args.command == "runtimes":
+        return run_runtimes_command(args)
     if args.command == "report":
         return run_report_command(args)
     if args.command == "atlas":

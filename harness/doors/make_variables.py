@@ -80,6 +80,11 @@ TARGETS: dict[str, tuple[Passed, ...]] = {
         Passed("DETAIL", "--detail", NONEMPTY),
     ),
     "coverage": (Passed("UNCOVERED", "--uncovered"), Passed("PLAN", "--plan")),
+    "runtimes": (
+        Passed("VERSION", "--version", ALWAYS),
+        Passed("VALUES", "--values"),
+        Passed("MARKDOWN", "--markdown"),
+    ),
     "node-image": (
         Passed("VERSION", "--version", ALWAYS),
         Passed("SOURCE", "--source"),
