@@ -22,8 +22,9 @@ import pytest
 
 from harness.axis import matrix
 from harness.axis.release_axis import PlannedVersion, Readied, ReleaseAxis
+from harness.base import inputs
 from harness.base.run import Run
-from harness.base.versions import KubeVersion
+from harness.base.versions import Release
 from harness.clusters import lifecycle, registry
 from harness.clusters.kinds import AddOption, ClusterKind, Leftovers, Option, Request, Runnable, Say
 from harness.clusters.lifecycle import ClusterProvider, Note, Removal
@@ -92,11 +93,11 @@ class StandInClusters(ClusterKind):
         return bool(option("--stand-in-version"))
 
     def request(self, option: Option) -> Request:
-        return Request(version=option("--stand-in-version") or "")
+        return Request(version=inputs.requested_release(option("--stand-in-version")))
 
     def resolve(self, request: Request, warn: Say) -> Runnable:
         asked.append(f"resolve {request.version}")
-        return Runnable(self.name, KubeVersion.requested(request.version).text, {"made_by": "the stand-in"})
+        return Runnable(self.name, request.version, {"made_by": "the stand-in"})
 
     def check_host(self, runnable: Runnable) -> None:
         asked.append("check_host")
@@ -200,7 +201,9 @@ def test_make_probe_resolves_and_readies_it_once_and_hands_it_to_pytest(
         )
     command: list[str] = started.value.code  # type: ignore[assignment]
     handed = Runnable.from_json(command[command.index("--cluster-spec") + 1])
-    assert handed == Runnable("stand-in", "1.27.3", {"made_by": "the stand-in", "ready": "yes"}, prepared=True)
+    assert handed == Runnable(
+        "stand-in", Release.parse("1.27.3"), {"made_by": "the stand-in", "ready": "yes"}, prepared=True
+    )
     assert asked == ["resolve 1.27.3", "prepare"]  # once each; pytest resolves nothing again
 
 
@@ -208,7 +211,7 @@ def test_pytest_chooses_it_from_its_own_option_and_from_make_probes_hand_off(fou
     options = {"--stand-in-version": "1.27.3"}
     chosen = _chosen_cluster(lambda flag: options.get(flag))
     assert chosen is not None and chosen.kind is fourth_kind and chosen.runnable is not None
-    assert chosen.runnable.version == "1.27.3" and not chosen.runnable.prepared
+    assert str(chosen.runnable.version) == "1.27.3" and not chosen.runnable.prepared
     handed = chosen.runnable.with_facts(ready="yes")
     again = _chosen_cluster(lambda flag: handed.to_json() if flag == "--cluster-spec" else None)
     assert again is not None and again.kind is fourth_kind and again.runnable == handed
@@ -227,7 +230,7 @@ def test_the_one_lifecycle_makes_and_removes_its_cluster(
 
     monkeypatch.setattr("kubernetes.config.new_client_from_config", lambda **kwargs: None)
     monkeypatch.setattr(lifecycle, "LiveTransport", Transport)
-    runnable = fourth_kind.prepare(fourth_kind.resolve(Request(version="1.27.3"), print), print, print)
+    runnable = fourth_kind.prepare(fourth_kind.resolve(Request(version=Release.parse("1.27.3")), print), print, print)
     notes: dict[str, Any] = {}
     provider = fourth_kind.provider(runnable, Run.start(tmp_path), notes.update)
     with lifecycle.cluster_life(provider, notes.update, keep=False, logs_dir=tmp_path) as target:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.base.versions import KubeVersion
+from harness.base.versions import KubeVersion, Release
 from harness.core.expectations import Claim, Expectation
 from harness.reports import coverage
 
@@ -216,9 +216,9 @@ def test_releases_not_built_here_come_from_bisection_skips_and_this_machines_fai
     (bisections / "b.json").write_text(json.dumps({"tried": tried, "ran": {"finished": "2026-11-26T10:00:00+00:00"}}))
     tools = tmp_path / "tools"
     failed = "building Kubernetes v1.28.0-alpha.3 failed (go build); last lines of build.log:\ngo: x\nno package y\n"
-    remember_not_built("1.28.0-alpha.3", failed, tools)
-    remember_not_built("1.28.0-alpha.2", "refused", tools)
-    remember_not_built("1.28.0-alpha.2", None, tools)  # built since
+    remember_not_built(Release.parse("1.28.0-alpha.3"), failed, tools)
+    remember_not_built(Release.parse("1.28.0-alpha.2"), "refused", tools)
+    remember_not_built(Release.parse("1.28.0-alpha.2"), None, tools)  # built since
     assert list(not_built_here(tools)) == ["1.28.0-alpha.3"]
     found = {str(v): why for v, why in coverage.not_buildable(bisections, tools, committed={}).items()}
     assert found["1.31.0a1"] == "2026-11-26: the proxy refused it"

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from harness.base.versions import VersionError
+from harness.base.versions import Release, VersionError
 from harness.gobuild import go as go_command
 from harness.gobuild import kubernetes as kube_build
 from harness.gobuild import modules, openapi, staging, standins
@@ -62,7 +62,7 @@ def test_the_main_module_takes_the_tags_go_and_godebug_lines() -> None:
 
 
 def test_the_version_is_stamped_into_both_version_packages() -> None:
-    flags = kube_build.ldflags("v1.27.3", "25b4e431", "2026-11-23T00:00:00Z")
+    flags = kube_build.ldflags(Release.parse("v1.27.3"), "25b4e431", "2026-11-23T00:00:00Z")
     for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
         assert f"-X {package}.gitVersion=v1.27.3" in flags
         assert f"-X {package}.gitMinor=27" in flags
@@ -75,12 +75,12 @@ def test_the_version_is_stamped_into_both_version_packages() -> None:
 )
 def test_a_build_needs_one_release(version: str, said: str) -> None:
     with pytest.raises(VersionError, match=said):
-        kube_build.release_text(version)
+        kube_build.release_text(Release.parse(version))
 
 
 def test_release_text_keeps_pre_releases() -> None:
-    assert kube_build.release_text("1.27.0-rc.0") == "v1.27.0-rc.0"
-    assert kube_build.release_text("v1.26.6") == "v1.26.6"
+    assert kube_build.release_text(Release.parse("1.27.0-rc.0")) == "v1.27.0-rc.0"
+    assert kube_build.release_text(Release.parse("v1.26.6")) == "v1.26.6"
 
 
 def test_the_upstream_go_release_comes_from_go_version_or_the_cross_image(tmp_path: Path) -> None:
@@ -161,8 +161,11 @@ def test_an_unknown_toolchain_policy_is_refused(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_an_exact_toolchain_build_has_its_own_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    assert kube_build.build_directory("1.24.1", tmp_path, "minor") == tmp_path / "kubernetes" / "v1.24.1"
-    assert kube_build.build_directory("1.24.1", tmp_path, "exact") == tmp_path / "kubernetes" / "v1.24.1+exact-go"
+    assert kube_build.build_directory(Release.parse("1.24.1"), tmp_path, "minor") == tmp_path / "kubernetes" / "v1.24.1"
+    assert (
+        kube_build.build_directory(Release.parse("1.24.1"), tmp_path, "exact")
+        == tmp_path / "kubernetes" / "v1.24.1+exact-go"
+    )
 
 
 def test_an_existing_build_is_reused_without_go(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -172,7 +175,7 @@ def test_an_existing_build_is_reused_without_go(monkeypatch: pytest.MonkeyPatch,
         (directory / "bin" / component).write_text("")
     (directory / "build.json").write_text(json.dumps({"version": "v1.27.3", "toolchain": "go1.20.14"}))
     monkeypatch.setattr(kube_build, "check_go", lambda: pytest.fail("go must not be asked"))
-    built = kube_build.build_kubernetes("1.27.3", tools=tmp_path)
+    built = kube_build.build_kubernetes(Release.parse("1.27.3"), tools=tmp_path)
     assert built.record["toolchain"] == "go1.20.14"
     assert built.binary("kubelet") == directory / "bin" / "kubelet"
 
@@ -407,22 +410,22 @@ def test_a_local_build_has_the_local_components_and_a_node_image_adds_its_own(
     source = _stand_in_tag(tmp_path / "mod", with_openapi=True)
     commands = _stand_in_build(monkeypatch, tmp_path, source)
     tools = tmp_path / "tools"
-    local = kube_build.build_kubernetes("1.24.17", tools=tools, log_progress=False)
+    local = kube_build.build_kubernetes(Release.parse("1.24.17"), tools=tools, log_progress=False)
     assert local.record["components"] == list(kube_build.LOCAL_COMPONENTS)
     assert [c.rsplit("/", 1)[1] for c in commands[-1][commands[-1].index("bin/") + 1 :]] == list(
         kube_build.LOCAL_COMPONENTS
     )
-    assert kube_build.existing_build("1.24.17", tools, kube_build.NODE_IMAGE_COMPONENTS) is None
+    assert kube_build.existing_build(Release.parse("1.24.17"), tools, kube_build.NODE_IMAGE_COMPONENTS) is None
     # a failed addition keeps the build it was added to
     monkeypatch.setenv("PLP_TEST_KUBEADM_FAILS", "1")
     with pytest.raises(go_command.BuildError):
-        kube_build.build_kubernetes("1.24.17", tools=tools, log_progress=False, components=("kubeadm",))
-    assert kube_build.existing_build("1.24.17", tools) is not None
+        kube_build.build_kubernetes(Release.parse("1.24.17"), tools=tools, log_progress=False, components=("kubeadm",))
+    assert kube_build.existing_build(Release.parse("1.24.17"), tools) is not None
     assert not (local.directory / "bin" / "kubeadm").exists()
     monkeypatch.delenv("PLP_TEST_KUBEADM_FAILS")
     commands.clear()
     node = kube_build.build_kubernetes(
-        "1.24.17", tools=tools, log_progress=False, components=kube_build.NODE_IMAGE_COMPONENTS
+        Release.parse("1.24.17"), tools=tools, log_progress=False, components=kube_build.NODE_IMAGE_COMPONENTS
     )
     built = [c for c in commands if c[:2] == ["go", "build"]]
     added = ["kubectl", "kubeadm", "kube-proxy"]
@@ -430,7 +433,7 @@ def test_a_local_build_has_the_local_components_and_a_node_image_adds_its_own(
     assert node.record["components"] == list(kube_build.NODE_IMAGE_COMPONENTS)
     assert node.record["built_at"] == local.record["built_at"]  # the first build's record, with the addition said
     assert [a["components"] for a in node.record["added"]] == [added]
-    assert kube_build.existing_build("1.24.17", tools, kube_build.NODE_IMAGE_COMPONENTS) is not None
+    assert kube_build.existing_build(Release.parse("1.24.17"), tools, kube_build.NODE_IMAGE_COMPONENTS) is not None
 
 
 def test_a_tag_without_the_file_is_built_from_a_copy_with_it_and_says_so(
@@ -438,7 +441,7 @@ def test_a_tag_without_the_file_is_built_from_a_copy_with_it_and_says_so(
 ) -> None:
     source = _stand_in_tag(tmp_path / "mod", with_openapi=False)
     commands = _stand_in_build(monkeypatch, tmp_path, source)
-    built = kube_build.build_kubernetes("1.21.14", tools=tmp_path / "tools", log_progress=False)
+    built = kube_build.build_kubernetes(Release.parse("1.21.14"), tools=tmp_path / "tools", log_progress=False)
     src = built.directory / "src"
     assert (src / "pkg/generated/openapi/zz_generated.openapi.go").read_text() == "package openapi\n"
     assert (src / "pkg/apis/abac/v1beta1/types.go").read_text() == (
@@ -475,7 +478,7 @@ def test_a_tag_without_the_file_is_built_from_a_copy_with_it_and_says_so(
 def test_a_tag_with_the_file_is_built_as_it_is(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     source = _stand_in_tag(tmp_path / "mod", with_openapi=True)
     commands = _stand_in_build(monkeypatch, tmp_path, source)
-    built = kube_build.build_kubernetes("1.24.17", tools=tmp_path / "tools", log_progress=False)
+    built = kube_build.build_kubernetes(Release.parse("1.24.17"), tools=tmp_path / "tools", log_progress=False)
     assert built.record["generated"] == {}
     assert not (built.directory / "src").exists()
     assert not any("k8s.io/kubernetes=./src" in " ".join(c) for c in commands)
@@ -574,7 +577,7 @@ def test_a_release_the_proxy_refuses_is_remembered_as_not_built_here(
 
     monkeypatch.setattr(kubernetes, "download_module", refused)
     with pytest.raises(go_command.BuildError):
-        kubernetes.resolve_module("1.24.0-alpha.1", tmp_path)
+        kubernetes.resolve_module(Release.parse("1.24.0-alpha.1"), tmp_path)
     (why,) = kubernetes.not_built_here(tmp_path).values()
     assert list(kubernetes.not_built_here(tmp_path)) == ["1.24.0-alpha.1"]
     assert why.endswith(": the Go module proxy does not serve k8s.io/kubernetes@v1.24.0-alpha.1: 403 Forbidden")
@@ -744,7 +747,7 @@ def test_a_build_of_a_tag_whose_module_is_refused_replaces_it_with_the_stand_in_
     (source / "go.mod").write_text((source / "go.mod").read_text() + _REQUIRES_IPTABLES_WRAPPERS.split("go 1.27.0")[1])
     commands = _stand_in_build(monkeypatch, tmp_path, source)
     monkeypatch.setattr(kube_build, "download_errors", lambda pairs, env, cwd: {p: _REFUSED_ZIP for p in pairs})
-    built = kube_build.build_kubernetes("1.24.17", tools=tmp_path / "tools", log_progress=False)
+    built = kube_build.build_kubernetes(Release.parse("1.24.17"), tools=tmp_path / "tools", log_progress=False)
     replace = ["go", "mod", "edit", "-replace=sigs.k8s.io/iptables-wrappers=./standins/iptables-wrappers"]
     assert replace in commands and commands.index(replace) < len(commands) - 1  # before the build
     placed = built.directory / "standins" / "iptables-wrappers"

@@ -19,6 +19,7 @@ import pytest
 
 from harness.base.errors import INTERRUPTED
 from harness.base.process import Completed
+from harness.base.versions import Release
 from harness.clusters.kind import engine
 from harness.clusters.kind import node_images as kind_node_images
 from harness.clusters.local import cluster as local
@@ -63,10 +64,10 @@ def test_an_interrupted_build_leaves_no_binaries_and_is_not_reused(
     monkeypatch.setattr(build_module, "run_step", go)
     tools = tmp_path / "tools"
     with pytest.raises(KeyboardInterrupt):
-        build_module.build_kubernetes("1.27.3", tools=tools, log_progress=False)
+        build_module.build_kubernetes(Release.parse("1.27.3"), tools=tools, log_progress=False)
     directory = tools / "kubernetes" / "v1.27.3"
     assert not (directory / "bin").exists() and not (directory / "build.json").exists()
-    assert build_module.existing_build("1.27.3", tools) is None
+    assert build_module.existing_build(Release.parse("1.27.3"), tools) is None
 
 
 def test_a_background_build_step_ends_when_its_command_is_stopped(tmp_path: Path) -> None:
@@ -104,9 +105,9 @@ def test_binaries_without_build_json_are_not_a_build(tmp_path: Path) -> None:
     directory.mkdir(parents=True)
     for component in build_module.NODE_IMAGE_COMPONENTS:
         (directory / component).write_bytes(b"\x7fELF")
-    assert build_module.existing_build("1.27.3", tmp_path) is None
+    assert build_module.existing_build(Release.parse("1.27.3"), tmp_path) is None
     (directory.parent / "build.json.partial").write_text("{}")
-    assert build_module.existing_build("1.27.3", tmp_path) is None
+    assert build_module.existing_build(Release.parse("1.27.3"), tmp_path) is None
 
 
 SIGINT_BUILD = textwrap.dedent(

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from harness.base.run import Run
-from harness.base.versions import KubeVersion
+from harness.base.versions import KubeVersion, Release
 from harness.clusters.kind.clusters import KindClusters
 from harness.clusters.kind.config import cluster_config, engine_cgroup_version
 from harness.clusters.kind.node_shutdown import cluster_config as shutdown_cluster_config
@@ -62,7 +62,9 @@ def test_the_shutdown_cluster_keeps_its_grace_period_beside_the_hosts_setting() 
 
 def test_a_kind_cluster_on_a_cgroup_v1_engine_gets_the_config_and_its_origin_says_so(tmp_path: Path) -> None:
     image = "plp-node:v1.35.8"
-    runnable = Runnable("kind", "1.35.8", {"image": image, "kind_release": "v0.20.0", "kind_bin": "kind"})
+    runnable = Runnable(
+        "kind", Release.parse("1.35.8"), {"image": image, "kind_release": "v0.20.0", "kind_bin": "kind"}
+    )
     notes: dict[str, Any] = {}
     facts = {"kind_line": "kind v0.20.0 go1.20.4 linux/amd64", "engine_cgroup": "1"}
     provider = KindClusters().provider(runnable.with_facts(**facts), Run.start(tmp_path), notes.update)

@@ -180,7 +180,7 @@ def test_an_existing_cluster_is_reached_through_the_same_life_and_never_removed(
             module, "wait_nodes_ready", lambda core, timeout_s=0: pytest.fail("not the suite's to wait")
         )
     notes: dict[str, Any] = {}
-    given = Runnable("existing", "", {"kubeconfig": str(tmp_path / "kubeconfig"), "context": "theirs"})
+    given = Runnable("existing", None, {"kubeconfig": str(tmp_path / "kubeconfig"), "context": "theirs"})
     existing = ExistingClusters().provider(given, Run.start(tmp_path / "runs"), notes.update)
     with lifecycle.cluster_life(existing, notes.update, keep=False, logs_dir=tmp_path) as target:
         assert target.origin == {"cluster": "existing", "context": "theirs"}

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from harness.base.versions import Release
 from tests.test_make_probe import StandInRun, probe_with_stand_ins
 
 ONFAILURE_POD = "test_onfailure_pod_ignoring_sigterm"
@@ -89,7 +90,9 @@ def test_a_run_of_node_shutdown_probes_alone_makes_no_cluster_of_its_own(
     args = argparse.Namespace(run_dir=str(tmp_path / "runs"), parallel="auto", kind_bin="kind", keep_cluster=False)
     image = known_images()[-1]
     facts = {"image": image.reference, "kind_release": image.kind_release or "", "kind_bin": "kind"}
-    runnable = Runnable("kind", image.kubernetes.text, facts).with_facts(kind_line="kind v0.20.0 go1.20.4 linux/amd64")
+    runnable = Runnable("kind", Release(image.kubernetes), facts).with_facts(
+        kind_line="kind v0.20.0 go1.20.4 linux/amd64"
+    )
     assert probe_command.run_parallel(args, KindClusters(), runnable) == 0
 
 
@@ -141,7 +144,9 @@ def test_the_probes_marked_alone_run_after_the_others_have_ended_one_at_a_time_o
     args.restart_apiserver_after, args.pytest_args = None, []
     image = known_images()[-1]
     facts = {"image": image.reference, "kind_release": image.kind_release or "", "kind_bin": "kind"}
-    runnable = Runnable("kind", image.kubernetes.text, facts).with_facts(kind_line="kind v0.20.0 go1.20.4 linux/amd64")
+    runnable = Runnable("kind", Release(image.kubernetes), facts).with_facts(
+        kind_line="kind v0.20.0 go1.20.4 linux/amd64"
+    )
     assert probe_command.run_parallel(args, KindClusters(), runnable) == run_exit
     (together, before_together), (by_itself, before_alone) = started
     assert "not node_shutdown and not alone" in together and "-n" in together

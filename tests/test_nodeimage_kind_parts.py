@@ -14,7 +14,7 @@ import yaml
 from harness.base import paths
 from harness.base.errors import PrerequisiteMissing
 from harness.base.process import Completed
-from harness.base.versions import KubeVersion
+from harness.base.versions import KubeVersion, Release
 from harness.clusters.kind import clusters as kind_clusters
 from harness.clusters.kind import node_images
 from harness.clusters.kind.images import known_images
@@ -229,7 +229,7 @@ PINNED = "kindest/node:v1.27.16@sha256:2d21a61643eafc439905e18705b8186f329638475
 
 
 def _runnable() -> Runnable:
-    return Runnable("kind", "v1.27.16", {"image": PINNED, "kind_release": "v0.25.0", "kind_bin": "kind"})
+    return Runnable("kind", Release.parse("v1.27.16"), {"image": PINNED, "kind_release": "v0.25.0", "kind_bin": "kind"})
 
 
 NO_REGISTRY = "Error response from daemon: Get https://registry-1.docker.io/v2/: dial tcp: no such host"
@@ -269,8 +269,8 @@ def test_an_image_that_cannot_be_pulled_is_built_from_modules_said_in_one_line(
     monkeypatch.setattr(kind_clusters, "equal_build_minutes", lambda version, plan: (17, "this machine's builds"))
     built: list[tuple[str, str, str]] = []
 
-    def make(version: str, source: str, say: Callable[[str], None], parts: str, kind: str) -> str:
-        built.append((version, source, kind))
+    def make(release: Release, source: str, say: Callable[[str], None], parts: str, kind: str) -> str:
+        built.append((str(release), source, kind))
         return "plp-node:v1.27.16-kind.v0.25.0"
 
     monkeypatch.setattr(kind_clusters, "make_node_image", make)
@@ -325,7 +325,9 @@ def test_when_neither_pull_nor_build_can_work_one_line_says_why(monkeypatch: pyt
 def test_an_image_of_ones_own_is_never_pulled(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
     monkeypatch.setattr(kind_clusters, "run_command", _docker({"inspect": 1, "pull": 1}, calls))
-    own = Runnable("kind", "v1.27.16", {"image": "plp-node:v1.27.16-kind.v0.25.0", "kind_release": "v0.25.0"})
+    own = Runnable(
+        "kind", Release.parse("v1.27.16"), {"image": "plp-node:v1.27.16-kind.v0.25.0", "kind_release": "v0.25.0"}
+    )
     assert kind_clusters.pinned_image_or_equal(own, print) == "" and calls == []
 
 
@@ -355,7 +357,7 @@ def test_the_build_estimate_rests_on_this_machines_own_builds_and_says_when_it_g
     planned = kind_parts.plan(
         "v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=FakeProxy(tmp_path, SERVED, LISTED)
     )
-    guessed = node_images.equal_build_minutes("1.27.16", planned, tools=tmp_path)
+    guessed = node_images.equal_build_minutes(Release.parse("1.27.16"), planned, tools=tmp_path)
     first = node_images.FIRST_GUESS_S
     assert guessed == (round(sum(first.values()) / 60), "a first guess for kubernetes, addons, assembly, "
                        "containerd, runc, crictl, cni_plugins")  # fmt: skip
@@ -364,11 +366,11 @@ def test_the_build_estimate_rests_on_this_machines_own_builds_and_says_when_it_g
     _recorded(tmp_path, "addons/etcd-v3.5.12", 60.0)
     for component in ("containerd", "runc", "crictl", "cni_plugins"):
         _recorded(tmp_path, f"kind-parts/{component}-v0.0.1", 30.0)
-    minutes, basis = node_images.equal_build_minutes("1.27.16", planned, tools=tmp_path)
+    minutes, basis = node_images.equal_build_minutes(Release.parse("1.27.16"), planned, tools=tmp_path)
     assert (minutes, basis) == (round((200 + 60 + 4 * 30 + first["assembly"]) / 60), "a first guess for assembly")
     (tmp_path / "node-images").mkdir()
     (tmp_path / "node-images" / "plp-node-v1.30.0.json").write_text(json.dumps({"built_s": 50.0}))
-    assert node_images.equal_build_minutes("1.27.16", planned, tools=tmp_path) == (
+    assert node_images.equal_build_minutes(Release.parse("1.27.16"), planned, tools=tmp_path) == (
         round((200 + 60 + 4 * 30 + 100) / 60),
         "this machine's earlier builds",
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.base.versions import VersionError
+from harness.base.versions import Release, VersionError
 from harness.clusters.kind import images as kind_images
 from harness.clusters.kind import node_images as kind_node_images
 from harness.clusters.kind.images import known_images, resolve_image
@@ -24,10 +24,10 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def test_the_tag_names_the_full_release_and_a_minor_alone_is_refused() -> None:
-    assert local_tag("1.27.0-rc.0") == "plp-node:v1.27.0-rc.0"
-    assert local_tag("v1.30.1") == "plp-node:v1.30.1"
+    assert local_tag(Release.parse("1.27.0-rc.0")) == "plp-node:v1.27.0-rc.0"
+    assert local_tag(Release.parse("v1.30.1")) == "plp-node:v1.30.1"
     with pytest.raises(VersionError, match="full release version"):
-        local_tag("1.27")
+        local_tag(Release.parse("1.27"))
 
 
 def test_the_newest_kind_release_in_the_table_builds_release_images() -> None:
@@ -37,7 +37,7 @@ def test_the_newest_kind_release_in_the_table_builds_release_images() -> None:
 
 def test_a_build_runs_kind_once_records_the_kind_release_and_is_reused(tmp_path: Path) -> None:
     runner = FakeRunner({"docker image inspect": failed("No such image")})
-    tag, said = build_node_image("1.27.0-rc.0", "/tools/kind-v0.33.0", "v0.33.0", runner, tmp_path)
+    tag, said = build_node_image(Release.parse("1.27.0-rc.0"), "/tools/kind-v0.33.0", "v0.33.0", runner, tmp_path)
     assert tag == "plp-node:v1.27.0-rc.0" and "built" in said
     assert runner.calls[-1] == [
         "/tools/kind-v0.33.0",
@@ -51,14 +51,14 @@ def test_a_build_runs_kind_once_records_the_kind_release_and_is_reused(tmp_path:
     ]
     assert node_image_release.built_by(tag, tmp_path) == "v0.33.0"
     again = FakeRunner({"docker image inspect": ok("[{}]")})
-    assert "reused" in build_node_image("1.27.0-rc.0", "kind", "v0.33.0", again, tmp_path)[1]
+    assert "reused" in build_node_image(Release.parse("1.27.0-rc.0"), "kind", "v0.33.0", again, tmp_path)[1]
     assert not again.ran("kind")
 
 
 def test_a_failed_build_shows_kinds_output(tmp_path: Path) -> None:
     runner = FakeRunner({"docker image inspect": failed("No such image"), "kind build node-image": failed("404")})
     with pytest.raises(NodeImageBuildFailed, match=r"(?s)could not build plp-node:v1.27.0-rc.9.*404.*dl.k8s.io"):
-        build_node_image("1.27.0-rc.9", "kind", "v0.33.0", runner, tmp_path)
+        build_node_image(Release.parse("1.27.0-rc.9"), "kind", "v0.33.0", runner, tmp_path)
 
 
 def test_make_probe_image_finds_the_kind_release_that_built_a_local_image(
@@ -99,14 +99,14 @@ def test_from_modules_an_unserved_version_is_refused_before_anything_is_built(
     planned = Plan(kind_release("v0.20.0"), {}, "", "")  # kind v0.20.0's components, nothing to resolve
     monkeypatch.setattr(kind_node_images, "plan_parts", lambda version, kind, containerd: planned)
 
-    def build(version: str, say: object, parts_plan: Plan | None) -> list[str]:
-        built.append(version)
-        return [f"plp-node:v{version}{parts_plan.suffix if parts_plan else ''}"]
+    def build(release: Release, say: object, parts_plan: Plan | None) -> list[str]:
+        built.append(str(release))
+        return [f"plp-node:{release.tag}{parts_plan.suffix if parts_plan else ''}"]
 
     monkeypatch.setattr(kind_node_images, "build_node_images", build)
 
-    def unserved(version: str) -> None:
-        raise BuildError(f"the Go module proxy does not serve k8s.io/kubernetes@v{version}: 404")
+    def unserved(release: Release) -> None:
+        raise BuildError(f"the Go module proxy does not serve k8s.io/kubernetes@{release.tag}: 404")
 
     monkeypatch.setattr(kind_node_images, "resolve_module", unserved)
     assert cli.main(["node-image", "--version", "1.27.99", "--source", "modules"]) == 2

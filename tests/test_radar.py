@@ -19,6 +19,7 @@ import pytest
 from harness.axis import radar
 from harness.axis.releases import published_releases
 from harness.base.errors import NotRunnable
+from harness.base.versions import Release
 from harness.clusters.kind import clusters as kind_clusters
 from harness.clusters.local import clusters as local_clusters
 from harness.core.expectations import Claim, Expectation
@@ -219,12 +220,15 @@ def test_the_path_up_to_the_build_asks_the_proxy_and_builds_only_pre_releases_ne
     compared the two. Now no pre-release older than the newest release is tried: one line says so, exit 6."""
     tools = tmp_path / "tools"
     assert go_modules.listed_kubernetes_versions(tools) == ["v1.36.1", "v1.37.2"]
-    assert kube_build.twins_served_nowhere("1.38.0-alpha.0", tools) == ["k8s.io/cri-streaming", "k8s.io/kube-proxy"]
-    assert kube_build.twins_served_nowhere("1.38.0-alpha.1", tools) == []
+    assert kube_build.twins_served_nowhere(Release.parse("1.38.0-alpha.0"), tools) == [
+        "k8s.io/cri-streaming",
+        "k8s.io/kube-proxy",
+    ]
+    assert kube_build.twins_served_nowhere(Release.parse("1.38.0-alpha.1"), tools) == []
     built: list[str] = []
 
-    def stand_in_build(version: str, tools_dir: Path, *args: Any, **kwargs: Any) -> None:
-        built.append(version)
+    def stand_in_build(release: Release, tools_dir: Path, *args: Any, **kwargs: Any) -> None:
+        built.append(release.tag)
         assert tools_dir == tools
         raise go_command.BuildError("stand-in: nothing is built in the tests\nlast line of the build log")
 
@@ -340,8 +344,8 @@ def test_the_probe_runs_it_starts_name_the_release_as_make_probe_takes_it(
         started.append(command)
         return 0
 
-    def make_node_image(version: str, source: str, say: object) -> str:
-        node_images.append((version, source))
+    def make_node_image(release: Release, source: str, say: object) -> str:
+        node_images.append((release.tag, source))
         raise NotRunnable("kind build node-image failed (stand-in)")
 
     monkeypatch.setattr(radar_command, "run_through_interrupt", run_through_interrupt)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.base.errors import PrerequisiteMissing, host_refusal
+from harness.base.versions import Release
 from harness.clusters.kind import clusters as kind_clusters
 from harness.clusters.kind import engine
 from harness.clusters.kind import node_images as kind_node_images
@@ -99,9 +100,9 @@ def test_a_release_older_than_the_suite_supports_is_refused_as_such_before_any_d
 
 
 def test_the_oldest_supported_release_itself_passes_the_check() -> None:
-    assert node_image_release.local_tag("1.19.0-rc.0") == "plp-node:v1.19.0-rc.0"
-    assert resolve_image("1.19").kubernetes.minor == "1.19"
-    assert release_text("1.21.0-alpha.1") == "v1.21.0-alpha.1"
+    assert node_image_release.local_tag(Release.parse("1.19.0-rc.0")) == "plp-node:v1.19.0-rc.0"
+    assert resolve_image(Release.parse("1.19")).kubernetes.minor == "1.19"
+    assert release_text(Release.parse("1.21.0-alpha.1")) == "v1.21.0-alpha.1"
 
 
 def test_a_release_older_than_a_build_here_can_make_is_refused_naming_the_kind_way(

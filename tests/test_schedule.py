@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from harness.base.versions import Release
 from harness.clusters.registry import KINDS
 from harness.doors import cli, schedule, selection
 from harness.doors.commands import probe as probe_command
@@ -358,7 +359,9 @@ def test_the_cli_plans_from_the_selected_probes_and_writes_the_schedule(
 
     monkeypatch.setattr(schedule, "known_durations", known)
     args = argparse.Namespace(probe="x", run_dir=str(tmp_path), repeat=2, parallel="auto")
-    plan, written, with_shutdown_probes, alone = probe_command.plan_workers(args, tmp_path, "local", "1.37.0")
+    plan, written, with_shutdown_probes, alone = probe_command.plan_workers(
+        args, tmp_path, "local", Release.parse("1.37.0")
+    )
     assert clusters == ["local 1.37"]  # durations measured on local clusters of that minor count first
     assert asked == [("x", ["--repeat", "2"])]  # one collection: the node-shutdown and alone probes are said apart
     assert plan.workers == 2 and written == tmp_path / "schedule.json" and with_shutdown_probes

@@ -8,7 +8,7 @@ import pytest
 
 from harness.axis.pinned import known_versions, pinned_minors, pinned_release, pinned_releases
 from harness.base.manifests import load_manifest, manifest_files
-from harness.base.versions import OLDEST_SUPPORTED_MINOR, KubeVersion, VersionError, version_range
+from harness.base.versions import OLDEST_SUPPORTED_MINOR, KubeVersion, Release, VersionError, version_range
 from harness.clusters.kind.images import NodeImage, known_images, resolve_image
 
 
@@ -57,34 +57,34 @@ def test_the_oldest_supported_minor_is_the_oldest_pinned_images_and_the_pinned_r
     assert min((i.kubernetes for i in images), key=lambda v: v.version).minor == OLDEST_SUPPORTED_MINOR
     assert [v.version for v in pinned_releases()] == sorted({i.kubernetes.version for i in images})
     for minor in pinned_minors():
-        assert pinned_release(minor) == resolve_image(minor).kubernetes
+        assert pinned_release(Release.parse(minor)) == resolve_image(Release.parse(minor)).kubernetes
 
 
 def test_the_documents_images_resolve_by_patch() -> None:
     # Document pod-phase-on-stop-1.27 ran kind v0.20.0 with these two images.
-    assert resolve_image("1.26.6").reference == (
+    assert resolve_image(Release.parse("1.26.6")).reference == (
         "kindest/node:v1.26.6@sha256:6e2d8b28a5b601defe327b98bd1c2d1930b49e5d8c512e1895099e4504007adb"
     )
-    image = resolve_image("v1.27.3")
+    image = resolve_image(Release.parse("v1.27.3"))
     assert image.reference.endswith("@sha256:3966ac761ae0136263ffdb6cfd4db23ef8a83cba8a463690e98317add2c9ba72")
     assert image.kind_release == "v0.20.0"
 
 
 def test_a_minor_resolves_to_its_newest_patch_from_the_newest_kind_release() -> None:
-    image = resolve_image("1.27")
+    image = resolve_image(Release.parse("1.27"))
     assert str(image.kubernetes.version) == "1.27.16"
     assert image.kind_release == "v0.25.0"  # v0.24.0 built a different 1.27.16 image
-    assert str(resolve_image("1.33").kubernetes.version) == "1.33.12"
+    assert str(resolve_image(Release.parse("1.33")).kubernetes.version) == "1.33.12"
 
 
 def test_an_image_built_for_a_release_wins_over_one_listed_as_compatible() -> None:
     # 1.28.0 exists only as an "additional" image (kind v0.19.0 and v0.20.0): the newer release's is chosen.
-    assert resolve_image("1.28.0").kind_release == "v0.20.0"
+    assert resolve_image(Release.parse("1.28.0")).kind_release == "v0.20.0"
 
 
 def test_unknown_version_lists_the_known_ones() -> None:
     with pytest.raises(VersionError) as err:
-        resolve_image("9.99")
+        resolve_image(Release.parse("9.99"))
     message = str(err.value)
     assert "no pinned node image for Kubernetes 9.99" in message
     assert "1.26 (" in message and "1.27.3" in message and "1.37" in message
@@ -97,7 +97,7 @@ def test_missing_version_lists_the_known_ones() -> None:
 
 def test_image_override_keeps_its_reference_and_finds_its_kind_release() -> None:
     pinned = "kindest/node:v1.27.3@sha256:3966ac761ae0136263ffdb6cfd4db23ef8a83cba8a463690e98317add2c9ba72"
-    assert resolve_image("1.19", pinned).kind_release == "v0.20.0"
+    assert resolve_image(Release.parse("1.19"), pinned).kind_release == "v0.20.0"
     local = resolve_image(None, "kindest/node:v1.27.0-rc.0")
     assert local.digest is None
     assert local.kind_release is None

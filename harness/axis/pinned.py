@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 from packaging.version import Version
 
-from harness.base.versions import KubeVersion, VersionError, check_supported
+from harness.base.versions import KubeVersion, Release, VersionError
 
 NODE_IMAGES_FILE = Path(__file__).resolve().parents[1] / "node_images.yaml"
 
@@ -34,25 +34,24 @@ def pinned_minors() -> list[str]:
     return list(dict.fromkeys(v.minor for v in pinned_releases()))
 
 
-def pinned_release(requested: str) -> KubeVersion:
+def pinned_release(wanted: Release) -> KubeVersion:
     """The release a minor names (its newest pinned patch), or a pinned patch itself; raises VersionError for a
-    version not asked as Kubernetes spells it, older than the suite supports, or with no pinned image."""
-    wanted = KubeVersion.requested(requested)
-    check_supported(wanted)
-    exact_patch = wanted.text.lstrip("v").count(".") >= 2
+    release with no pinned image."""
     candidates = [
-        v for v in pinned_releases() if (v.version == wanted.version if exact_patch else v.minor == wanted.minor)
+        v
+        for v in pinned_releases()
+        if (v.version == wanted.version if wanted.names_a_patch else v.minor == wanted.minor)
     ]
     if not candidates:
         raise VersionError(
-            f"no pinned node image for Kubernetes {requested}; known versions: " + "; ".join(known_versions())
+            f"no pinned node image for Kubernetes {wanted}; known versions: " + "; ".join(known_versions())
         )
     return max(candidates, key=lambda v: v.version)
 
 
-def pinned_patch(requested: str) -> str:
-    """A minor's pinned node image patch (the newest in the table), or the patch itself."""
-    return str(pinned_release(requested).version) if requested.count(".") == 1 else requested
+def pinned_patch(wanted: Release) -> str:
+    """A minor's pinned node image patch (the newest in the table), or the patch itself ('1.27.16')."""
+    return wanted.bare if wanted.names_a_patch else str(pinned_release(wanted).version)
 
 
 def known_versions() -> list[str]:

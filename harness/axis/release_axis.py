@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from harness.axis.pinned import pinned_patch
-from harness.base.versions import KubeVersion
+from harness.base.versions import KubeVersion, Release
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,8 @@ def plan_versions(requested: Sequence[str], served: Callable[[str], bool]) -> li
     minor without any pinned image."""
     plan = []
     for text in requested:
-        parsed = KubeVersion.requested(text)
-        release = pinned_patch(text.lstrip("v"))
+        parsed = Release.parse(text)  # the one reading of this requested version
+        release = pinned_patch(parsed)
         if served(release):
             plan.append(PlannedVersion(text, release))
             continue

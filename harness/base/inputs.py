@@ -19,7 +19,7 @@ from harness.base.errors import PrerequisiteMissing
 from harness.base.kubeconfig import kubeconfig_problem
 from harness.base.manifest_check import check_manifests
 from harness.base.paths import RUNS
-from harness.base.versions import KubeVersion, VersionError
+from harness.base.versions import KubeVersion, Release, VersionError
 
 N = TypeVar("N", int, float)
 
@@ -109,6 +109,17 @@ SHARED_OPTIONS = (
         {"metavar": "SECONDS", "type": seconds("RESTART_APISERVER_AFTER")},
     ),
 )
+
+
+def requested_release(text: str | None) -> Release | None:
+    """VERSION as both front doors read it, once: the typed release everything below takes (None when not given);
+    BadInput for text that names none."""
+    if not text:
+        return None
+    try:
+        return Release.parse(text)
+    except VersionError as err:
+        raise BadInput(str(err)) from err
 
 
 def check_apiserver_restart(after_s: float | None, local_cluster: bool) -> None:

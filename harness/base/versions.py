@@ -96,3 +96,53 @@ def check_supported(version: KubeVersion) -> None:
             f"Kubernetes {version} is older than the suite supports: the oldest is {minor} (its oldest pinned "
             f"node image; no expectation covers earlier releases), so give VERSION={minor} or later"
         )
+
+
+@dataclass(frozen=True)
+class Release:
+    """A Kubernetes release (or a minor) a user asked for, read once where it came in (VERSION at make probe,
+    --kind-version at pytest, a release of the version axis) and handed down as it is: spelled as Kubernetes
+    tags spell it (REQUESTED_FORMS) and no older than the suite supports. Nothing below reads the text again."""
+
+    kube: KubeVersion
+
+    @classmethod
+    def parse(cls, text: str) -> Release:
+        """The one reading of a requested version; VersionError, saying what would work, for anything else."""
+        kube = KubeVersion.requested(text)
+        check_supported(kube)
+        return cls(kube)
+
+    @property
+    def version(self) -> Version:
+        return self.kube.version
+
+    @property
+    def minor(self) -> str:
+        return self.kube.minor
+
+    @property
+    def bare(self) -> str:
+        """'1.27.0-rc.0', as given without its 'v'."""
+        return self.kube.text.removeprefix("v")
+
+    @property
+    def tag(self) -> str:
+        """'v1.27.0-rc.0': the tag Kubernetes gives the release."""
+        return f"v{self.bare}"
+
+    @property
+    def names_a_patch(self) -> bool:
+        """1.27.3 or 1.27.0-rc.0 rather than the minor 1.27."""
+        return self.bare.count(".") >= 2
+
+    def whole(self, to: str) -> Release:
+        """This release, refused (VersionError) where it is a minor alone: `to` says what needs one release."""
+        if not self.names_a_patch:
+            raise VersionError(
+                f"give a full Kubernetes release to {to} (e.g. 1.27.3 or 1.27.0-rc.0), not {self.kube.text!r}"
+            )
+        return self
+
+    def __str__(self) -> str:
+        return self.bare

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from harness.axis.release_axis import ReleaseAxis
+from harness.base.versions import Release
 
 if TYPE_CHECKING:
     from harness.base.run import Run
@@ -39,7 +40,7 @@ AddOption = Callable[..., object]  # declares one option (pytest's parser.addopt
 class Request:
     """What a front door was asked for, in the same fields for every kind (empty when not given)."""
 
-    version: str = ""  # VERSION
+    version: Release | None = None  # VERSION, read once by the front door that was given it
     image: str = ""  # IMAGE
     kubeconfig: str = ""  # KUBECONFIG_FILE
     context: str = ""  # CONTEXT
@@ -54,7 +55,7 @@ class Runnable:
     a build's directory, a kubeconfig). `prepared` says the host was checked and the runnable made ready."""
 
     kind: str
-    version: str
+    version: Release | None
     facts: Mapping[str, str] = field(default_factory=dict)
     prepared: bool = False
 
@@ -64,7 +65,12 @@ class Runnable:
 
     def to_json(self) -> str:
         return json.dumps(
-            {"kind": self.kind, "version": self.version, "facts": dict(self.facts), "prepared": self.prepared},
+            {
+                "kind": self.kind,
+                "version": str(self.version or ""),
+                "facts": dict(self.facts),
+                "prepared": self.prepared,
+            },
             sort_keys=True,
             separators=(",", ":"),
         )
@@ -72,7 +78,8 @@ class Runnable:
     @classmethod
     def from_json(cls, text: str) -> Runnable:
         data = json.loads(text)
-        return cls(str(data["kind"]), str(data["version"]), dict(data["facts"]), bool(data.get("prepared")))
+        version = Release.parse(str(data["version"])) if data["version"] else None  # its process's one reading
+        return cls(str(data["kind"]), version, dict(data["facts"]), bool(data.get("prepared")))
 
 
 @dataclass

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.base.paths import TOOLS
-from harness.base.versions import KubeVersion, VersionError, check_supported
+from harness.base.versions import KubeVersion, Release, VersionError
 from harness.gobuild import openapi, progress
 from harness.gobuild.go import (
     BuildError,
@@ -91,20 +91,17 @@ class Build:
         return self.directory / "bin" / component
 
 
-def release_text(version: str) -> str:
-    """'1.27.3' -> 'v1.27.3'; a minor alone is refused (a build needs one release)."""
-    parsed = KubeVersion.requested(version)
-    text = parsed.text if parsed.text.startswith("v") else f"v{parsed.text}"
-    if text.count(".") < 2:
-        raise VersionError(f"give a full Kubernetes release to build (e.g. 1.27.3 or 1.27.0-rc.0), not {version!r}")
-    check_supported(parsed)
-    if parsed.version < OLDEST_BUILT_HERE.version:
+def release_text(release: Release) -> str:
+    """1.27.3 -> 'v1.27.3', the tag a build takes; a minor alone (a build needs one release) or a release older than
+    this host builds is refused (VersionError)."""
+    release.whole("build")
+    if release.version < OLDEST_BUILT_HERE.version:
         raise VersionError(
-            f"Kubernetes {version} cannot be built here: the oldest release built from Go modules is "
+            f"Kubernetes {release} cannot be built here: the oldest release built from Go modules is "
             f"{OLDEST_BUILT_HERE.minor} (the build reads the tag's Go release from build/build-image/cross/VERSION, "
             "which names it from 1.21 on; 1.19.16's does not); 1.19 and 1.20 run on their pinned kind images"
         )
-    return text
+    return release.tag
 
 
 def packages_of_minor(tools: Path, minor: str) -> int | None:
@@ -118,12 +115,12 @@ def packages_of_minor(tools: Path, minor: str) -> int | None:
     return max(counts)[1] if counts else None
 
 
-def twins_served_nowhere(version: str, tools: Path = TOOLS) -> list[str]:
+def twins_served_nowhere(release: Release, tools: Path = TOOLS) -> list[str]:
     """The staging modules a release requires that the proxy serves neither at the tag's twin version nor at any
     version the build would substitute (substitute_refused_twins): the release cannot be built here. Seen at
     v1.38.0-alpha.0: k8s.io/kube-proxy and k8s.io/cri-streaming (a new minor has no v0.38 release to take).
     Asks the proxy for the tag's go.mod and the twins' .info, downloading no source."""
-    text = release_text(version)
+    text = release_text(release)
     (answer,) = listed_module_answers([("k8s.io/kubernetes", text)], tools) or [{"Error": {"Err": "no answer"}}]
     if answer.get("Error") or not answer.get("GoMod"):
         error = answer.get("Error")
@@ -143,13 +140,12 @@ def twins_served_nowhere(version: str, tools: Path = TOOLS) -> list[str]:
     return sorted(m for m in modules if m not in substitutions and (m, staged) not in served)
 
 
-def ldflags(version: str, commit: str, built_at: str) -> str:
-    parsed = KubeVersion.parse(version)
-    minor = str(parsed.version.minor)
+def ldflags(release: Release, commit: str, built_at: str) -> str:
+    minor = str(release.version.minor)
     flags = ["-s", "-w"]
     for package in _STAMPED_PACKAGES:
         for key, value in (
-            ("gitVersion", version),
+            ("gitVersion", release.tag),
             ("gitMajor", "1"),
             ("gitMinor", minor),
             ("gitCommit", commit),
@@ -217,19 +213,19 @@ def _generate_openapi_steps(
     }
 
 
-def build_directory(version: str, tools: Path = TOOLS, policy: str | None = None) -> Path:
+def build_directory(release: Release, tools: Path = TOOLS, policy: str | None = None) -> Path:
     """`.tools/kubernetes/vX.Y.Z/` (the default toolchain policy) or `vX.Y.Z+exact-go/` (GO_TOOLCHAIN=exact)."""
-    text = release_text(version)
+    text = release_text(release)
     return tools / "kubernetes" / (text if (policy or toolchain_policy()) == "minor" else f"{text}+exact-go")
 
 
-def existing_build(version: str, tools: Path = TOOLS, components: Sequence[str] = LOCAL_COMPONENTS) -> Build | None:
+def existing_build(release: Release, tools: Path = TOOLS, components: Sequence[str] = LOCAL_COMPONENTS) -> Build | None:
     """The finished build of a release with these components, or None (build.json is written last, by rename)."""
-    directory = build_directory(version, tools)
+    directory = build_directory(release, tools)
     record = directory / "build.json"
     if not record.is_file() or not all((directory / "bin" / c).is_file() for c in components):
         return None
-    return Build(release_text(version), directory, json.loads(record.read_text()))
+    return Build(release_text(release), directory, json.loads(record.read_text()))
 
 
 def build_failure(err: Exception) -> str:
@@ -255,19 +251,19 @@ def build_summary(record: Mapping[str, Any]) -> str:
     return said
 
 
-def resolve_module(version: str, tools: Path = TOOLS) -> dict[str, Any]:
-    """Ask the proxy for k8s.io/kubernetes@version (seconds, cached after): a version it lacks is refused here."""
-    text = release_text(version)
+def resolve_module(release: Release, tools: Path = TOOLS) -> dict[str, Any]:
+    """Ask the proxy for k8s.io/kubernetes@release (seconds, cached after): a release it lacks is refused here."""
+    text = release_text(release)
     (tools / "go").mkdir(parents=True, exist_ok=True)
     try:
         return download_module("k8s.io/kubernetes", text, go_environment(tools), tools / "go")
     except BuildError as err:  # refused (403) or unknown: remembered for `make coverage PLAN=1`, as a failed build is
-        remember_not_built(version, str(err), tools)
+        remember_not_built(release, str(err), tools)
         raise
 
 
 def build_kubernetes(
-    version: str,
+    release: Release,
     tools: Path = TOOLS,
     log_progress: bool = True,
     stop: threading.Event | None = None,
@@ -281,19 +277,19 @@ def build_kubernetes(
     run takes it for a finished one (a build being added to keeps its own binaries and record); the module and
     build caches stay (Go's own, safe to reuse).
     """
-    found = existing_build(version, tools, components)
+    found = existing_build(release, tools, components)
     if found is not None:
         return found
-    directory = build_directory(version, tools)
-    before = existing_build(version, tools, ())
+    directory = build_directory(release, tools)
+    before = existing_build(release, tools, ())
     missing = [c for c in components if before is None or not before.binary(c).is_file()]
     try:
-        built = _build(version, tools, log_progress, stop, missing, before.record if before else None)
-        remember_not_built(version, None, tools)
+        built = _build(release, tools, log_progress, stop, missing, before.record if before else None)
+        remember_not_built(release, None, tools)
         return built
     except BaseException as err:
         if isinstance(err, BuildError) and not isinstance(err, BuildStopped):
-            remember_not_built(version, str(err), tools)
+            remember_not_built(release, str(err), tools)
         if before is None:
             shutil.rmtree(directory / "bin", ignore_errors=True)
             (directory / "build.json").unlink(missing_ok=True)
@@ -319,19 +315,19 @@ def not_built_here(tools: Path = TOOLS) -> dict[str, str]:
     return {str(k): str(v) for k, v in answer.items()} if isinstance(answer, dict) else {}
 
 
-def remember_not_built(version: str, why: str | None, tools: Path = TOOLS) -> None:
+def remember_not_built(release: Release, why: str | None, tools: Path = TOOLS) -> None:
     """Note that this release's build failed here (why), or forget it (None: it built)."""
-    release = release_text(version).removeprefix("v")
+    name = release_text(release).removeprefix("v")
     known = not_built_here(tools)
-    if why is None and release not in known:
+    if why is None and name not in known:
         return
     if why is None:
-        del known[release]
+        del known[name]
     else:
         lines = [line.strip() for line in why.splitlines() if line.strip()] or ["the build failed"]
         first = lines[0].split("; last lines of ")[0]  # what failed (the log's path is this machine's)
         said = first if len(lines) == 1 else f"{first}: {lines[-1]}"  # and its last error line (failure_lines)
-        known[release] = f"{datetime.now(UTC).date().isoformat()}: {said}"
+        known[name] = f"{datetime.now(UTC).date().isoformat()}: {said}"
     path = tools / "kubernetes" / NOT_BUILT_RECORD
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n")
@@ -396,7 +392,7 @@ def trim_build_caches(tools: Path, name: str, others: int = OTHER_CACHES_KEPT) -
 
 
 def _build(
-    version: str,
+    release: Release,
     tools: Path,
     log_progress: bool,
     stop: threading.Event | None,
@@ -404,12 +400,12 @@ def _build(
     before: dict[str, Any] | None,
 ) -> Build:
     check_go()
-    text = release_text(version)
+    text = release_text(release)
     env = go_environment(tools)
     policy = toolchain_policy()
-    directory = build_directory(version, tools, policy)
+    directory = build_directory(release, tools, policy)
     directory.mkdir(parents=True, exist_ok=True)
-    module = resolve_module(version, tools)
+    module = resolve_module(release, tools)
     source = Path(module["Dir"])
     commit = str((module.get("Origin") or {}).get("Hash") or "unknown")
     upstream_go = upstream_go_version(source)
@@ -420,7 +416,7 @@ def _build(
     trimmed, cache_bytes = trim_cache_to(go_build_cache(tools, cache), int(budget_gb * 1e9))
     gc = compiler_gc(toolchain)
     env = {**env, "GOTOOLCHAIN": toolchain, "GOCACHE": str(go_build_cache(tools, cache)), **gc}
-    parsed = KubeVersion.parse(text)
+    parsed = release.kube
     staged = twin_version(text)
     kubernetes_go_mod = (source / "go.mod").read_text()
     # The go line (and godebug lines) of k8s.io/kubernetes's own go.mod: a main module's go line sets the
@@ -493,7 +489,7 @@ def _build(
             else contextlib.nullcontext()
         )
         with watch:
-            flags = ["-v", f"-debug-trace={trace}", "-trimpath", "-ldflags", ldflags(text, commit, built_at)]
+            flags = ["-v", f"-debug-trace={trace}", "-trimpath", "-ldflags", ldflags(release, commit, built_at)]
             run(["go", "build", *flags, "-o", "bin/", *packages])
         with log.open(errors="replace") as read_back:
             read_back.seek(build_started_at)

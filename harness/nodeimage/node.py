@@ -36,7 +36,7 @@ from typing import Any
 from packaging.version import Version
 
 from harness.base import paths
-from harness.base.versions import KubeVersion
+from harness.base.versions import KubeVersion, Release
 from harness.gobuild.kubernetes import Build
 from harness.nodeimage.images import ImageArchive, NodeImageError, kubeadm_images, node_images
 from harness.nodeimage.kind_parts import KINDNETD_NOT_SERVED, Part, Plan, build_plan, runtime_origin
@@ -434,20 +434,20 @@ def built_tag(version: str, suffix: str = "") -> str:
 
 
 def build_node_images(
-    version: str,
+    release: Release,
     say: Callable[[str], None] = print,
     work: Path = WORK,
     records: Path = RECORDS,
     run_step: Run = run,
     parts_plan: Plan | None = None,
 ) -> list[str]:
-    """Build the node image of <version> and its shutdown-capable sibling from Go modules (each reused if present):
+    """Build the node image of a release and its shutdown-capable sibling from Go modules (each reused if present):
     with kind's components when `parts_plan` is given (planned first by kind_parts.plan), else the named fallback
     (Debian's containerd and runc, the suite's crictl)."""
     from harness.gobuild.kubernetes import NODE_IMAGE_COMPONENTS, build_kubernetes
     from harness.nodeimage.crictl import build_crictl, crictl_record
 
-    build = build_kubernetes(version, components=NODE_IMAGE_COMPONENTS)
+    build = build_kubernetes(release, components=NODE_IMAGE_COMPONENTS)
     tag = built_tag(build.version, parts_plan.suffix if parts_plan else "")
     tags = [tag, paths.shutdown_image_tag(tag)]
     missing = [t for t in tags if subprocess.run(["docker", "image", "inspect", t], capture_output=True).returncode]
@@ -455,7 +455,7 @@ def build_node_images(
         say(f"{' and '.join(tags)} exist already; reused")
         return tags
     started = time.monotonic()
-    parsed = KubeVersion.parse(build.version)
+    parsed = release.kube
     names = kubeadm_images(build)
     say(f"images kubeadm {build.version} deploys: {', '.join(names)}")
     archives = node_images(build, names)

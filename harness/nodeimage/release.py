@@ -18,7 +18,7 @@ from pathlib import Path
 
 from harness.base import paths
 from harness.base.process import Runner, run_command
-from harness.base.versions import KubeVersion, VersionError, check_supported
+from harness.base.versions import Release, VersionError
 
 BUILDS_DIR = paths.NODE_IMAGES  # which kind release built each image made here
 # --type release exists from kind v0.24.0; v0.26.0 fixed release builds of Kubernetes < 1.31.
@@ -38,14 +38,12 @@ def build_kind_release(kind_releases: Iterable[str]) -> str:
     return newest
 
 
-def local_tag(version: str) -> str:
-    """plp-node:v1.27.0-rc.0 for '1.27.0-rc.0' (a full release version, patch and pre-release included)."""
-    parsed = KubeVersion.requested(version)
-    text = parsed.text if parsed.text.startswith("v") else f"v{parsed.text}"
-    if text.lstrip("v").count(".") < 2:
-        raise VersionError(f"give a full release version to build (e.g. 1.27.0-rc.0), not {version!r}")
-    check_supported(parsed)
-    return paths.node_image_tag(text)
+def local_tag(release: Release) -> str:
+    """plp-node:v1.27.0-rc.0 for 1.27.0-rc.0 (a whole release, patch and pre-release included; VersionError for a
+    minor alone)."""
+    if not release.names_a_patch:
+        raise VersionError(f"give a full release version to build (e.g. 1.27.0-rc.0), not {release.kube.text!r}")
+    return paths.node_image_tag(release.tag)
 
 
 def built_by(tag: str, builds_dir: Path = BUILDS_DIR) -> str | None:
@@ -55,14 +53,13 @@ def built_by(tag: str, builds_dir: Path = BUILDS_DIR) -> str | None:
 
 
 def build_node_image(
-    version: str, kind_bin: str, kind_release: str, runner: Runner = run_command, builds_dir: Path = BUILDS_DIR
+    release: Release, kind_bin: str, kind_release: str, runner: Runner = run_command, builds_dir: Path = BUILDS_DIR
 ) -> tuple[str, str]:
     """Build (or reuse) the node image for a Kubernetes release: (tag, what was done)."""
-    tag = local_tag(version)
+    tag = local_tag(release)
     if runner(["docker", "image", "inspect", tag], 60).returncode == 0:
         return tag, f"{tag} exists already (built by kind {built_by(tag, builds_dir) or 'unknown'}); reused"
-    release = tag.split(":", 1)[1]
-    built = runner([kind_bin, "build", "node-image", "--type", "release", release, "--image", tag], 3600)
+    built = runner([kind_bin, "build", "node-image", "--type", "release", release.tag, "--image", tag], 3600)
     if built.returncode != 0:
         raise NodeImageBuildFailed(
             f"kind could not build {tag}:\n{built.output}\n"
@@ -71,7 +68,7 @@ def build_node_image(
         )
     builds_dir.mkdir(parents=True, exist_ok=True)
     paths.node_image_record(tag, builds_dir).write_text(
-        json.dumps({"image": tag, "kubernetes": release, "kind_release": kind_release}, indent=1) + "\n"
+        json.dumps({"image": tag, "kubernetes": release.tag, "kind_release": kind_release}, indent=1) + "\n"
     )
     return tag, f"built {tag} with kind {kind_release}"
 

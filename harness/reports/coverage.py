@@ -36,7 +36,7 @@ from harness.axis.pinned import pinned_releases
 from harness.axis.releases import first_catalogued, is_published, published_releases
 from harness.axis.replay import replay
 from harness.base import families, paths
-from harness.base.versions import KubeVersion, range_parts, version_range
+from harness.base.versions import KubeVersion, Release, range_parts, version_range
 from harness.clusters.kind.node_images import modules_tag
 from harness.core.expectations import NOT_OBSERVABLE, PASS, Claim, load_claims
 from harness.core.records import PROVIDER_ORDER, provider_of
@@ -364,7 +364,7 @@ class PlannedBuild:
             if self.pinned:
                 out.append(f'make probe VERSION={version} PROBE="{selection}"')
             else:
-                tag = modules_tag(version)
+                tag = modules_tag(Release(self.release))
                 out.append(f'make node-image VERSION={version} && make probe IMAGE={tag} PROBE="{selection}"')
         return out
 

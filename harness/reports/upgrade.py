@@ -31,7 +31,7 @@ from packaging.version import Version
 from harness.axis.pinned import pinned_minors, pinned_release
 from harness.axis.releases import is_published
 from harness.axis.replay import replay
-from harness.base import families, paths
+from harness.base import families, paths, versions
 from harness.base.versions import REQUESTED_FORMS, KubeVersion, VersionError, check_supported, version_range
 from harness.core.expectations import (
     FAIL,
@@ -259,7 +259,7 @@ def resolve(text: str, what: str) -> Release:
     if wanted.text.lstrip("v").count(".") >= 2:
         version, how = wanted, "as given"
     else:
-        version = pinned_release(wanted.text)
+        version = pinned_release(versions.Release(wanted))  # checked above: read once
         how = f"the newest pinned node image of {wanted.minor}"
     return Release(text.strip(), version, how)
 

@@ -49,7 +49,7 @@ class ExistingClusters(ClusterKind):
                 "new one: give one or the other",
             )
         inputs.check_existing_cluster(request.kubeconfig, request.context)
-        return Runnable(self.name, "", {"kubeconfig": request.kubeconfig, "context": request.context})
+        return Runnable(self.name, None, {"kubeconfig": request.kubeconfig, "context": request.context})
 
     def check_host(self, runnable: Runnable) -> None:
         inputs.check_api_server(runnable.facts["kubeconfig"], runnable.facts["context"])

@@ -18,11 +18,12 @@ from typing import Any
 from harness.axis.pinned import pinned_minors
 from harness.axis.release_axis import PlannedVersion, Readied, ReleaseAxis, plan_versions
 from harness.axis.releases import bisect_patches
-from harness.base import paths
+from harness.base import inputs, paths
 from harness.base.errors import ClusterFailed, NotRunnable, PrerequisiteMissing, one_line
 from harness.base.inputs import BadInput
 from harness.base.process import run_command
 from harness.base.run import Run
+from harness.base.versions import Release, VersionError
 from harness.clusters.kind.cluster import INSTALL_KIND, check_docker, check_prerequisites, list_node_containers
 from harness.clusters.kind.config import cluster_config, engine_cgroup_version
 from harness.clusters.kind.engine import check_engine
@@ -67,9 +68,8 @@ class KindClusters(ClusterKind):
         return bool(option("--kind-version") or option("--kind-image"))
 
     def request(self, option: Option) -> Request:
-        return Request(
-            version=option("--kind-version") or "", image=option("--kind-image") or "", kind_bin=option("--kind-bin")
-        )
+        version, image = inputs.requested_release(option("--kind-version")), option("--kind-image") or ""
+        return Request(version=version, image=image, kind_bin=option("--kind-bin"))
 
     def resolve(self, request: Request, warn: Say) -> Runnable:
         if request.version and request.image:
@@ -77,14 +77,14 @@ class KindClusters(ClusterKind):
                 f"VERSION ({request.version}) and IMAGE ({request.image}) both name the node image: give one (IMAGE "
                 "runs an image of your own, VERSION the pinned one)"
             )
-        image = kind_image(request.version or None, request.image or None)
+        image = kind_image(request.version, request.image or None)
         if image.digest is None and not image.reference.startswith(f"{paths.NODE_IMAGE_REPOSITORY}:"):
             warn(
                 f"warning: {image.reference} is not pinned by digest; kind asks for @sha256 digests because tags "
                 "are rebuilt (kind#3853), so what runs may not be what this name meant before"
             )
         facts = {"image": image.reference, "kind_release": image.kind_release or "", "kind_bin": request.kind_bin}
-        return Runnable(self.name, image.kubernetes.text, facts)
+        return Runnable(self.name, Release(image.kubernetes), facts)
 
     def check_host(self, runnable: Runnable) -> None:
         check_prerequisites(kind_bin=runnable.facts["kind_bin"])
@@ -177,8 +177,8 @@ def pinned_image_or_equal(runnable: Runnable, say: Say) -> str:
     """'' when the pinned kindest/node image is here or pulls (checked once, before any cluster); else the tag of
     its equal built here with kind's components from Go modules (said in one line, with about how long), or
     PrerequisiteMissing in one line saying why neither can be had."""
-    reference, release = runnable.facts["image"], runnable.facts["kind_release"]
-    if not reference.startswith("kindest/node:") or not release:
+    reference, release, kubernetes = runnable.facts["image"], runnable.facts["kind_release"], runnable.version
+    if not reference.startswith("kindest/node:") or not release or kubernetes is None:
         return ""
     if run_command(["docker", "image", "inspect", reference], 60).returncode == 0:
         return ""
@@ -186,10 +186,9 @@ def pinned_image_or_equal(runnable: Runnable, say: Say) -> str:
     if pulled.returncode == 0:
         return ""
     why = one_line(pulled.output.strip().splitlines()[-1] if pulled.output.strip() else "no answer")
-    version = reference.split(":", 1)[1].split("@", 1)[0].lstrip("v")
     try:
-        parts_plan = plan_parts(version, release)
-        equal = modules_tag(version)
+        parts_plan = plan_parts(kubernetes, release)
+        equal = modules_tag(kubernetes)
         if (
             paths.node_image_record(equal).is_file()
             and run_command(["docker", "image", "inspect", equal], 60).returncode == 0
@@ -199,12 +198,12 @@ def pinned_image_or_equal(runnable: Runnable, say: Say) -> str:
                 f"components, {equal}, built here earlier"
             )
         else:
-            minutes, basis = equal_build_minutes(version, parts_plan)
+            minutes, basis = equal_build_minutes(kubernetes, parts_plan)
             say(
                 f"{reference.split('@', 1)[0]} cannot be pulled ({why}): building its equal with kind {release}'s "
                 f"components from Go modules (about {minutes} min, from {basis}), then running it"
             )
-        return make_node_image(version, "modules", say, parts="kind", kind=release)
+        return make_node_image(kubernetes, "modules", say, parts="kind", kind=release)
     except (BadInput, PrerequisiteMissing, NotRunnable) as err:
         raise PrerequisiteMissing(
             f"{reference.split('@', 1)[0]} cannot be pulled ({why}), and its equal cannot be built here: "
@@ -242,7 +241,7 @@ class KindAxis(ReleaseAxis):
         return None
 
     def releases(self, requested: list[str]) -> list[str]:
-        return [str(kind_image(version, None).kubernetes.version) for version in requested]
+        return [str(kind_image(inputs.requested_release(version), None).kubernetes.version) for version in requested]
 
     def plan(self, requested: list[str]) -> list[PlannedVersion]:
         return plan_versions(requested, served=lambda release: True)
@@ -270,8 +269,8 @@ class KindAxis(ReleaseAxis):
         if self.is_ready(release):
             return Readied(release)  # kind runs its pinned image as it is
         try:
-            make_node_image(release, self.source, print)
-        except (BadInput, PrerequisiteMissing, NotRunnable) as err:
+            make_node_image(Release.parse(release), self.source, print)  # a release of the axis, read as it is made
+        except (BadInput, PrerequisiteMissing, NotRunnable, VersionError) as err:
             said = f"could not be built as a node image (SOURCE={self.source}): {err}"
             return Readied(release, why_not=said, error=str(err))
         return Readied(release)
@@ -281,7 +280,7 @@ class KindAxis(ReleaseAxis):
 
     def probe_args(self, release: str) -> list[str]:
         bare = release.lstrip("v")
-        return ["--version", bare] if bare in self.pinned else ["--image", runnable_tag(bare)]
+        return ["--version", bare] if bare in self.pinned else ["--image", runnable_tag(Release.parse(bare))]
 
     def ran_on(self, run_record: Mapping[str, Any]) -> dict[str, Any]:
         return {key: run_record.get(key) for key in ("node_image", "kind_version")}

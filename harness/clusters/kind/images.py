@@ -13,7 +13,7 @@ from packaging.version import Version
 from harness.axis.pinned import NODE_IMAGES_FILE, known_versions
 from harness.base import paths
 from harness.base.inputs import BadInput
-from harness.base.versions import KubeVersion, VersionError, check_supported
+from harness.base.versions import KubeVersion, Release, VersionError, check_supported
 
 _NODE_IMAGE = re.compile(
     r"^(?P<repo>(?:[\w.-]+/)*[\w.-]+):(?P<tag>v\d+\.\d+\.\d+[\w.+-]*)(?:@(?P<digest>sha256:[0-9a-f]{64}))?$"
@@ -55,7 +55,7 @@ def known_images() -> tuple[NodeImage, ...]:
     return tuple(sorted(images, key=lambda i: Version(i.kind_release or "0"), reverse=True))
 
 
-def resolve_image(version: str | None, image: str | None = None) -> NodeImage:
+def resolve_image(release: Release | None, image: str | None = None) -> NodeImage:
     """The node image for VERSION (a minor maps to its newest patch) or the explicit IMAGE override.
 
     Among images of the same patch, the one built by the newest kind release wins, and an image built
@@ -65,19 +65,16 @@ def resolve_image(version: str | None, image: str | None = None) -> NodeImage:
         node_image = NodeImage.parse(image, kind_release=_kind_release_of(image))
         check_supported(node_image.kubernetes)
         return node_image
-    if not version:
+    if release is None:
         raise VersionError("no VERSION given; known versions: " + "; ".join(known_versions()))
-    wanted = KubeVersion.requested(version)
-    check_supported(wanted)
-    exact_patch = wanted.text.lstrip("v").count(".") >= 2
     candidates = [
         i
         for i in known_images()
-        if (i.kubernetes.version == wanted.version if exact_patch else i.kubernetes.minor == wanted.minor)
+        if (i.kubernetes.version == release.version if release.names_a_patch else i.kubernetes.minor == release.minor)
     ]
     if not candidates:
         raise VersionError(
-            f"no pinned node image for Kubernetes {version}; known versions: " + "; ".join(known_versions())
+            f"no pinned node image for Kubernetes {release}; known versions: " + "; ".join(known_versions())
         )
     # known_images() is ordered newest kind release first; max() keeps the first of equal keys.
     return max(candidates, key=lambda i: (i.kubernetes.version, not i.extra))
@@ -92,9 +89,9 @@ def _kind_release_of(reference: str) -> str | None:
     return str(yaml.safe_load(record.read_text())["kind_release"]) if record.is_file() else None
 
 
-def kind_image(version: str | None, image: str | None) -> NodeImage:
-    """The kind node image for a version (its pinned image) or an image reference; BadInput for one it cannot be."""
+def kind_image(release: Release | None, image: str | None) -> NodeImage:
+    """The kind node image for a release (its pinned image) or an image reference; BadInput for one it cannot be."""
     try:
-        return resolve_image(version, image)
+        return resolve_image(release, image)
     except VersionError as err:
         raise BadInput(str(err)) from err

@@ -11,7 +11,7 @@ from pathlib import Path
 from harness.base import paths
 from harness.base.errors import NotRunnable, PrerequisiteMissing, host_refusal, stopping
 from harness.base.inputs import BadInput
-from harness.base.versions import KubeVersion, VersionError
+from harness.base.versions import Release, VersionError
 from harness.clusters.kind.cluster import check_docker
 from harness.clusters.kind.engine import check_engine
 from harness.clusters.kind.images import known_images
@@ -29,35 +29,33 @@ SOURCES = ("auto", "release", "modules")
 PARTS = ("kind", "debian")  # kind's components from Go modules, or the named fallback (Debian's runtime)
 
 
-def parts_kind_release(version: str, kind: str = "") -> str:
-    """Whose components a node image of `version` gets: KIND when given, else the kind release that built the
+def parts_kind_release(release: Release, kind: str = "") -> str:
+    """Whose components a node image of `release` gets: KIND when given, else the kind release that built the
     pinned image of that patch (the one make probe would pull), else the kind that runs the suite's images of it."""
     if kind:
         return kind if kind.startswith("v") else f"v{kind}"
-    parsed = KubeVersion.requested(version)
-    pinned = [i for i in known_images() if i.kubernetes.version == parsed.version and i.kind_release]
+    pinned = [i for i in known_images() if i.kubernetes.version == release.version and i.kind_release]
     if pinned:
         return str(max(pinned, key=lambda i: not i.extra).kind_release)
-    return kind_release_for(parsed)
+    return kind_release_for(release.kube)
 
 
-def modules_tag(version: str) -> str:
-    """The tag `make node-image VERSION=<version>` gives an image built from modules with kind's components."""
-    return built_tag(KubeVersion.requested(version).text.lstrip("v"), f"-kind.{parts_kind_release(version)}")
+def modules_tag(release: Release) -> str:
+    """The tag `make node-image VERSION=<release>` gives an image built from modules with kind's components."""
+    return built_tag(release.bare, f"-kind.{parts_kind_release(release)}")
 
 
-def runnable_tag(version: str) -> str:
+def runnable_tag(release: Release) -> str:
     """The image of an unpinned release that was built here: with kind's components when such a build is recorded,
     else the tag of kind's release builder or of the fallback (plp-node:vX.Y.Z)."""
-    tag = modules_tag(version)
-    return tag if paths.node_image_record(tag).is_file() else node_image_release.local_tag(version)
+    tag = modules_tag(release)
+    return tag if paths.node_image_record(tag).is_file() else node_image_release.local_tag(release)
 
 
-def plan_parts(version: str, kind: str = "", containerd: str = "") -> Plan:
+def plan_parts(release: Release, kind: str = "", containerd: str = "") -> Plan:
     """The components of a node image with kind's components, every refusal said before any build (BadInput)."""
     try:
-        release = parts_kind_release(version, kind)
-        return plan(release, KubeVersion.requested(version), containerd)
+        return plan(parts_kind_release(release, kind), release.kube, containerd)
     except (PartsError, VersionError) as err:
         raise BadInput(str(err)) from err
     except BuildError as err:
@@ -91,11 +89,11 @@ def _measured(piece: str, tools: Path) -> float | None:
     return recorded_seconds(pattern or f"kind-parts/{piece}-*/build.json", tools)
 
 
-def equal_build_minutes(version: str, parts_plan: Plan, tools: Path = paths.TOOLS) -> tuple[int, str]:
+def equal_build_minutes(release: Release, parts_plan: Plan, tools: Path = paths.TOOLS) -> tuple[int, str]:
     """About how many minutes a node image with kind's components takes here, given what is cached already, and
     what the figure rests on: this machine's own earlier builds of each missing piece, or the first guess."""
     pieces = (
-        ["assembly"] if existing_build(version, tools, NODE_IMAGE_COMPONENTS) else ["kubernetes", "addons", "assembly"]
+        ["assembly"] if existing_build(release, tools, NODE_IMAGE_COMPONENTS) else ["kubernetes", "addons", "assembly"]
     )
     pieces += [name for name, r in parts_plan.resolved.items() if existing_part(name, r.version, tools) is None]
     seconds, guessed = 0.0, []
@@ -109,7 +107,7 @@ def equal_build_minutes(version: str, parts_plan: Plan, tools: Path = paths.TOOL
 
 
 def make_node_image(
-    version: str, source: str, say: Say, parts: str = "kind", containerd: str = "", kind: str = ""
+    release: Release, source: str, say: Say, parts: str = "kind", containerd: str = "", kind: str = ""
 ) -> str:
     """Build (or reuse) plp-node:vX.Y.Z from `source` (auto: release when dl.k8s.io answers, else modules); its tag.
 
@@ -124,8 +122,8 @@ def make_node_image(
     if (containerd or kind) and source == "release":
         raise BadInput("CONTAINERD and KIND apply to images built here from Go modules (SOURCE=modules)")
     try:
-        tag = node_image_release.local_tag(version)
-        release = node_image_release.build_kind_release(i.kind_release for i in known_images() if i.kind_release)
+        tag = node_image_release.local_tag(release)
+        builder = node_image_release.build_kind_release(i.kind_release for i in known_images() if i.kind_release)
     except VersionError as err:
         raise BadInput(str(err)) from err
     parts_plan: Plan | None = None
@@ -141,8 +139,8 @@ def make_node_image(
             if problems := node_image_host_problems():
                 raise PrerequisiteMissing(host_refusal("building a node image from Go modules needs", problems))
             check_go()
-            resolve_module(version)
-            parts_plan = plan_parts(version, kind, containerd) if parts == "kind" else None
+            resolve_module(release)
+            parts_plan = plan_parts(release, kind, containerd) if parts == "kind" else None
             if parts_plan is not None:
                 tag = built_tag(tag.split(":", 1)[1].lstrip("v"), parts_plan.suffix)
                 say(
@@ -150,7 +148,7 @@ def make_node_image(
                     + ", ".join(f"{name} {r.version}" for name, r in parts_plan.resolved.items())
                 )
         else:
-            kind_bin = ensure_kind(release)
+            kind_bin = ensure_kind(builder)
     except KindInstallError as err:
         raise PrerequisiteMissing(str(err)) from err
     except BuildError as err:
@@ -158,8 +156,8 @@ def make_node_image(
     try:
         with stopping(f"building node image {tag}: its unfinished work was removed, nothing of it is reused"):
             if source == "modules":
-                return build_node_images(version, say, parts_plan=parts_plan)[0]
-            tag, said = node_image_release.build_node_image(version, kind_bin, release)
+                return build_node_images(release, say, parts_plan=parts_plan)[0]
+            tag, said = node_image_release.build_node_image(release, kind_bin, builder)
             say(said)
             return tag
     except (node_image_release.NodeImageBuildFailed, NodeImageError, BuildError) as err:

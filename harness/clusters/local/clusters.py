@@ -20,11 +20,11 @@ from typing import Any
 from harness.axis.pinned import pinned_minors, pinned_patch
 from harness.axis.release_axis import PlannedVersion, Readied, ReleaseAxis, plan_versions
 from harness.axis.releases import bisect_releases
-from harness.base import paths
+from harness.base import inputs, paths
 from harness.base.errors import NotRunnable, PrerequisiteMissing, host_refusal, stopping
 from harness.base.inputs import BadInput
 from harness.base.run import Run
-from harness.base.versions import KubeVersion, VersionError
+from harness.base.versions import KubeVersion, Release, VersionError
 from harness.clusters.kinds import AddOption, ClusterKind, Leftovers, Option, Request, Runnable, Say
 from harness.clusters.lifecycle import ClusterProvider, Note, Reached
 from harness.clusters.local import host, teardown
@@ -74,15 +74,16 @@ class LocalClusters(ClusterKind):
         return bool(option("--local-version"))
 
     def request(self, option: Option) -> Request:
-        return Request(version=option("--local-version") or "")
+        return Request(version=inputs.requested_release(option("--local-version")))
 
     def resolve(self, request: Request, warn: Say) -> Runnable:
         if request.image:
             raise BadInput("IMAGE is a kind node image; a local cluster (CLUSTER=local) takes VERSION only")
-        if not request.version:
+        if request.version is None:
             raise BadInput("no VERSION given: a local cluster is built from one release (VERSION=1.27.3)")
         try:
-            return Runnable(self.name, release_text(request.version))
+            release_text(request.version)  # a whole release, built here: refused now, not after the host checks
+            return Runnable(self.name, request.version)
         except VersionError as err:
             raise BadInput(str(err)) from err
 
@@ -92,7 +93,7 @@ class LocalClusters(ClusterKind):
     def prepare(self, runnable: Runnable, say: Say, warn: Say) -> Runnable:
         """Check the host for a local cluster in seconds, then build (or reuse) the release."""
         check_host(one_at_a_time=True)
-        release = runnable.version
+        release = _release_of(runnable)
         if existing_build(release) is None:
             try:
                 say(check_go())
@@ -101,7 +102,7 @@ class LocalClusters(ClusterKind):
                 raise (BadInput if "does not serve" in str(err) else PrerequisiteMissing)(str(err)) from err
         try:
             stopped = "its go processes were stopped and its unfinished binaries removed (the Go caches stay)"
-            with stopping(f"the Kubernetes {release} build: {stopped}"):
+            with stopping(f"the Kubernetes {release.tag} build: {stopped}"):
                 build = build_kubernetes(release)
         except BuildError as err:
             raise NotRunnable(str(err)) from err
@@ -109,12 +110,12 @@ class LocalClusters(ClusterKind):
         return runnable.with_facts(build=str(build.directory))
 
     def provider(self, runnable: Runnable, run: Run, note: Note, role: str = "") -> ClusterProvider:
-        release = runnable.version
+        release = _release_of(runnable)
         try:
             build = existing_build(release) or build_kubernetes(release)
         except (BuildError, VersionError) as err:
-            raise NotRunnable(f"cannot build Kubernetes {release} for a local cluster: {err}") from err
-        name = paths.cluster_name(KubeVersion.parse(release).minor, run.run_id, role)
+            raise NotRunnable(f"cannot build Kubernetes {release.tag} for a local cluster: {err}") from err
+        name = paths.cluster_name(release.minor, run.run_id, role)
         return LocalProvider.for_build(name, build, run.directory / "local-logs")
 
     def attach_options(self, provider: ClusterProvider) -> list[str]:
@@ -171,6 +172,13 @@ def check_host(one_at_a_time: bool) -> None:
         )
 
 
+def _release_of(runnable: Runnable) -> Release:
+    """The release a local runnable builds (its resolve always names one)."""
+    if runnable.version is None:
+        raise NotRunnable("a local cluster is built from one release, and none was given (VERSION=1.27.3)")
+    return runnable.version
+
+
 class LocalAxis(ReleaseAxis):
     """Releases built here into `tools`, one local cluster at a time; a bisection on them asks what a claim
     observed (CLAIM), as every release passes its own expectations."""
@@ -191,12 +199,13 @@ class LocalAxis(ReleaseAxis):
 
     def releases(self, requested: list[str]) -> list[str]:
         try:
-            return [pinned_patch(KubeVersion.requested(version).text.strip().lstrip("v")) for version in requested]
+            return [pinned_patch(Release.parse(version)) for version in requested]
         except VersionError as err:
             raise BadInput(str(err)) from err
 
     def plan(self, requested: list[str]) -> list[PlannedVersion]:
-        def served(release: str) -> bool:
+        def served(text: str) -> bool:
+            release = Release.parse(text)
             if existing_build(release, self.tools) is not None:
                 return True
             try:
@@ -220,7 +229,7 @@ class LocalAxis(ReleaseAxis):
 
     def unbuildable(self, release: str) -> str:
         try:
-            nowhere = twins_served_nowhere(release, self.tools)
+            nowhere = twins_served_nowhere(Release.parse(release), self.tools)
         except (BuildError, VersionError) as err:
             return build_failure(err)
         if nowhere:
@@ -231,18 +240,19 @@ class LocalAxis(ReleaseAxis):
         return ""
 
     def ready(self, release: str, stop: threading.Event | None = None, quiet: bool = False) -> Readied:
-        found = existing_build(release, self.tools)
+        wanted = Release.parse(release)  # a release of the axis, read as it is made
+        found = existing_build(wanted, self.tools)
         if found is not None:
             return Readied(release, {**found.record, "reused": True})
         try:
             with stopping(f"building Kubernetes {release}: its unfinished binaries were removed"):
-                built = build_kubernetes(release, self.tools, log_progress=not quiet, stop=stop)
+                built = build_kubernetes(wanted, self.tools, log_progress=not quiet, stop=stop)
         except (BuildError, VersionError) as err:
             return Readied(release, why_not=build_failure(err), error=str(err))
         return Readied(release, dict(built.record))
 
     def is_ready(self, release: str) -> bool:
-        return existing_build(release, self.tools) is not None
+        return existing_build(Release.parse(release), self.tools) is not None
 
     def probe_args(self, release: str) -> list[str]:
         return ["--version", release.lstrip("v"), "--cluster", "local"]

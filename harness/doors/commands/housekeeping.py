@@ -137,8 +137,10 @@ def run_node_image_command(args: argparse.Namespace) -> int:
     if problem := missing_arguments(args, {"version": "VERSION"}):
         return refuse(BAD, f"{problem}: the release to build, e.g. make node-image VERSION=1.27.0-rc.0")
     try:
+        release = inputs.requested_release(args.version)  # VERSION read here, once
+        assert release is not None  # an empty VERSION was refused above
         tag = make_node_image(
-            args.version,
+            release,
             getattr(args, "source", "auto"),
             print,
             parts=getattr(args, "parts", "kind"),

@@ -23,7 +23,7 @@ from harness.base.families import families
 from harness.base.inputs import BadInput
 from harness.base.process import wait_through_interrupt
 from harness.base.run import Run
-from harness.base.versions import KubeVersion
+from harness.base.versions import Release
 from harness.clusters.kinds import ClusterKind, Request, Runnable
 from harness.clusters.registry import DEFAULT_CLUSTER, kind_for
 from harness.doors import selection
@@ -81,7 +81,7 @@ def check_probe_input(args: argparse.Namespace) -> tuple[ClusterKind, Runnable]:
     inputs.check_run_dir(args.run_dir)
     inputs.check_apiserver_restart(args.restart_apiserver_after, kind.restarts_apiserver)
     asked = Request(
-        version=args.version,
+        version=inputs.requested_release(args.version),  # VERSION read here, once, for the whole run
         image=args.image,
         kubeconfig=args.kubeconfig,
         context=args.context,
@@ -91,8 +91,8 @@ def check_probe_input(args: argparse.Namespace) -> tuple[ClusterKind, Runnable]:
     if not kind.makes_clusters and args.parallel not in ("", 1):
         raise BadInput("PARALLEL runs the probes on a cluster make probe creates itself, not on an existing one")
     runnable = kind.resolve(asked, warn=_warn)
-    if runnable.version:
-        print(inputs.check_manifests_for(KubeVersion.parse(runnable.version)))
+    if runnable.version is not None:
+        print(inputs.check_manifests_for(runnable.version.kube))
     if args.probe and (refused := selection_problem(args.probe, args.run_dir)):
         raise Refused(*refused)
     return kind, runnable
@@ -259,14 +259,14 @@ def _shutdown_probes_ended(shutdown: tuple[subprocess.Popen[bytes], Path], code:
 
 
 def plan_workers(
-    args: argparse.Namespace, directory: Path, cluster: str, version: str = ""
+    args: argparse.Namespace, directory: Path, cluster: str, release: Release | None = None
 ) -> tuple[schedule.Plan, Path, bool, list[str]]:
     """The probes this run selects (collected in a child pytest, about a second; the node-shutdown ones, which
     run on their own cluster, and those marked alone, which run after all others, are left out and returned
     apart), planned longest first on
     PARALLEL workers or, with auto, on as few as finish about when the longest probe does; the durations and
     the plan go to <run>/schedule.json, which the pytest-xdist controller hands out from. `cluster` (kind,
-    local) and `version`: whose durations count first (harness/doors/schedule.py)."""
+    local) and `release`: whose durations count first (harness/doors/schedule.py)."""
     from harness.doors import schedule  # with pytest-xdist's scheduler, hence pytest: only for a parallel run
 
     chosen = selection.select(args.probe, args.run_dir, extra=["--repeat", str(args.repeat)] if args.repeat > 1 else [])
@@ -274,7 +274,7 @@ def plan_workers(
     # the node-shutdown probes run on their own cluster; those marked alone after these, one at a time
     items = [item for item in chosen.selected if item not in chosen.node_shutdown and item not in alone]
     recordings = [path for family in families() for path in family.recordings.glob("*.json")]
-    minor = KubeVersion.parse(version).minor if version else ""
+    minor = release.minor if release is not None else ""
     known = schedule.known_durations(recordings, Path(args.run_dir), cluster, minor)
     if args.parallel == AUTO:
         plan = schedule.choose_workers(items, known)

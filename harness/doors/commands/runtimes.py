@@ -10,16 +10,16 @@ import sys
 from harness.axis import runtimes
 from harness.axis.pinned import pinned_release
 from harness.axis.releases import check_published, release_name
-from harness.base.versions import KubeVersion, VersionError
+from harness.base.versions import Release, VersionError
 
 
 def release_of(given: str) -> str:
     """A minor's pinned patch or a published release, as '1.27.16'; VersionError otherwise."""
     if not given.strip():
         raise VersionError("no VERSION given: name a release with kind recordings, e.g. make runtimes VERSION=1.27.16")
-    wanted = KubeVersion.requested(given)
-    check_published(wanted)
-    chosen = pinned_release(given) if given.strip().lstrip("v").count(".") == 1 else wanted
+    wanted = Release.parse(given)  # VERSION read here, once
+    check_published(wanted.kube)
+    chosen = wanted.kube if wanted.names_a_patch else pinned_release(wanted)
     return release_name(chosen.version)
 
 
