@@ -1,178 +1,52 @@
-"""A fourth kind of cluster is its own package and one registration (harness/clusters/registry.py): a stand-in kind,
-written here as a kind's package would be, registered once, is driven by every front door without a line of theirs
-changing: make probe resolves and readies it and hands it to pytest, the plugin chooses it from its own option,
-the one lifecycle makes and removes its cluster, make clean finds its leftovers, and make matrix and make bisect run
-its releases.
+"""A fourth kind of cluster is its own package and one registration (harness/clusters/registry.py): the stand-in of
+tests/stand_in_kind.py, written as a kind's package would be and registered once, is driven by every front door
+without a line of theirs changing: make probe resolves it once and hands it to pytest, the plugin chooses it from
+its own option, the one lifecycle makes and removes its cluster, make probe PARALLEL makes one for its workers
+(which re-attach to it) and starts the node-shutdown probes on a second one (an ability it has), make clean finds
+its leftovers, make matrix, bisect and radar run its releases, and the reports read its recordings.
 
-Nothing here starts a cluster, pytest or a build: the stand-in's provider only says what it was asked, and the
-version axis's probe runs are stood in where they would start `python -m harness probe`.
+Nothing here starts a cluster, pytest or a build: the stand-in's clusters only say what they were asked, and the
+processes the front doors would start are stood in where they would start them.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from harness.axis import matrix
-from harness.axis.release_axis import PlannedVersion, Readied, ReleaseAxis
-from harness.base import inputs
 from harness.base.run import Run
 from harness.base.versions import Release
 from harness.clusters import lifecycle, registry
-from harness.clusters.kinds import AddOption, ClusterKind, Leftovers, Option, Request, Runnable, Say
-from harness.clusters.lifecycle import ClusterProvider, Note, Removal
-from harness.doors import cli
-from harness.doors.pytest_plugin import _chosen_cluster
+from harness.clusters.kinds import (
+    LeavesLeftovers,
+    Reattaches,
+    Request,
+    Runnable,
+    RunsReleases,
+    ShutsNodesDown,
+    reattached,
+)
+from harness.core.records import provider_of
+from harness.doors import cli, probe_fixtures, schedule
+from harness.doors.commands import probe as probe_command
+from harness.doors.commands import radar as radar_command
+from harness.doors.pytest_plugin import CLUSTER, ChosenCluster, _chosen_cluster
+from harness.reports import coverage, upgrade
+from tests import stand_in_kind
+from tests.stand_in_kind import StandInClusters, asked
 
-asked: list[str] = []  # what the stand-in kind and its provider were asked, in order
-
-
-@dataclass
-class StandInProvider:
-    """A cluster the stand-in kind makes: it only says what it was asked to do."""
-
-    name: str
-    kubeconfig: Path
-    kind: str = "stand-in"
-    created: bool = False
-    context: str | None = "stand-in"
-    node_shutdown: None = None
-    node_lister: None = None
-    apiserver_restart: None = None
-    goes_with_the_run: bool = True
-
-    def facts(self) -> dict[str, Any]:
-        return {"cluster": self.kind, "cluster_name": self.name}
-
-    def create(self, logs_dir: Path) -> None:
-        asked.append("create")
-        self.created = True
-
-    def wait_ready(self, core: object, logs_dir: Path) -> list[str]:
-        asked.append("wait_ready")
-        return ["stand-in-node"]
-
-    def prepare(self, nodes: list[str]) -> dict[str, Any]:
-        return {}
-
-    def delete(self) -> Removal:
-        asked.append("delete")
-        self.created = False
-        return Removal()
-
-    def kept(self) -> str:
-        return "kept"
-
-    def keep_logs(self, directory: Path) -> str:
-        return str(directory)
-
-    def origin(self) -> dict[str, Any]:
-        return {"cluster": self.kind, "cluster_name": self.name}
-
-
-class StandInClusters(ClusterKind):
-    """The fourth kind: clusters of one release each, from its own option, with leftovers of its own."""
-
-    name = "stand-in"
-    has_release_axis = True
-    pytest_option = "--stand-in-version"
-    described = "a stand-in one"
-    no_node_shutdown = "live probe: the stand-in kind has no graceful node shutdown"
-
-    def declare_options(self, add: AddOption) -> None:
-        add("--stand-in-version", metavar="VERSION", help="a stand-in cluster of this release")
-
-    def asked(self, option: Option) -> bool:
-        return bool(option("--stand-in-version"))
-
-    def request(self, option: Option) -> Request:
-        return Request(version=inputs.requested_release(option("--stand-in-version")))
-
-    def resolve(self, request: Request, warn: Say) -> Runnable:
-        asked.append(f"resolve {request.version}")
-        return Runnable(self.name, request.version, {"made_by": "the stand-in"})
-
-    def check_host(self, runnable: Runnable) -> None:
-        asked.append("check_host")
-
-    def prepare(self, runnable: Runnable, say: Say, warn: Say) -> Runnable:
-        asked.append("prepare")
-        return runnable.with_facts(ready="yes")
-
-    def provider(self, runnable: Runnable, run: Run, note: Note, role: str = "") -> ClusterProvider:
-        asked.append(f"provider {runnable.version} {runnable.facts['ready']}")
-        return StandInProvider(f"plp-stand-in-{run.run_id[-4:]}", run.path("kubeconfig"))
-
-    def attach_options(self, provider: ClusterProvider) -> list[str]:
-        return ["--stand-in-nodes"]
-
-    def attached(self, option: Option) -> bool:
-        return False
-
-    def attach(self, kubeconfig: Path, context: str, option: Option, run_record: Path) -> ClusterProvider:
-        raise AssertionError("not re-attached to here")
-
-    def leftovers(self, request: Request) -> Leftovers:
-        return Leftovers(["stand-in clusters removed: plp-stand-in-abcd"])
-
-    def release_axis(self, args: argparse.Namespace, tools: Path) -> ReleaseAxis:
-        return StandInAxis()
-
-
-@dataclass
-class StandInAxis(ReleaseAxis):
-    """Its releases: each readied once (a record says so), probed with its own option."""
-
-    one_at_a_time: ClassVar[bool] = True
-    readied: list[str] = field(default_factory=list)
-
-    def default_versions(self) -> list[str]:
-        return ["1.27"]
-
-    def matrix_refusal(self) -> str | None:
-        return None
-
-    def releases(self, requested: list[str]) -> list[str]:
-        return [f"{version}.3" if version.count(".") == 1 else version for version in requested]
-
-    def plan(self, requested: list[str]) -> list[PlannedVersion]:
-        releases = self.releases(requested)
-        return [PlannedVersion(version, release) for version, release in zip(requested, releases, strict=True)]
-
-    def check_host(self, one_at_a_time: bool) -> None:
-        asked.append(f"axis check_host one_at_a_time={one_at_a_time}")
-
-    def candidates(self, good: str, bad: str) -> list[str]:
-        return [good, bad]
-
-    def bisect_refusal(self) -> str | None:
-        return None
-
-    def unbuildable(self, release: str) -> str:
-        return ""
-
-    def ready(self, release: str, stop: Any = None, quiet: bool = False) -> Readied:
-        asked.append(f"ready {release}")
-        return Readied(release, {"duration_s": 1.0})
-
-    def is_ready(self, release: str) -> bool:
-        return False
-
-    def probe_args(self, release: str) -> list[str]:
-        return ["--version", release, "--cluster", "stand-in"]
-
-    def ran_on(self, run_record: Mapping[str, Any]) -> dict[str, Any]:
-        return {}
-
-    def newest_baseline(self, newest_release: str) -> str:
-        return newest_release
+REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -185,6 +59,33 @@ def fourth_kind() -> Iterator[StandInClusters]:
         yield kind
     finally:
         registry.KINDS.remove(kind)
+
+
+class Transport:
+    """The live transport of a stand-in cluster: its server's version, and what it was given."""
+
+    def __init__(self, api: object, node_lister: object, node_shutdown: Any) -> None:
+        self.node_shutdown = node_shutdown
+
+    def server_version(self) -> dict[str, str]:
+        return {"gitVersion": "v1.27.3"}
+
+
+@pytest.fixture
+def no_api_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lifecycle's client, nodes and transport stood in: the stand-in's clusters have no API server."""
+    monkeypatch.setattr("kubernetes.config.new_client_from_config", lambda **kwargs: None)
+    monkeypatch.setattr(lifecycle, "LiveTransport", Transport)
+    monkeypatch.setattr(lifecycle, "wait_nodes_ready", lambda core, timeout_s=180: ["stand-in-node"])
+
+
+def test_it_writes_three_members_and_has_its_abilities_by_what_it_writes(fourth_kind: StandInClusters) -> None:
+    assert fourth_kind.pytest_option == "--stand-in-version" and fourth_kind.described == "a new stand-in cluster"
+    assert isinstance(fourth_kind, ShutsNodesDown | LeavesLeftovers | RunsReleases)
+    assert not isinstance(fourth_kind, Reattaches)
+    assert [kind.name for kind in registry.KINDS if isinstance(kind, ShutsNodesDown)] == ["kind", "stand-in"]
+    assert registry.cluster_choices(version_axis=True) == ["kind", "local", "stand-in"]
+    assert len(stand_in_kind.__loader__.get_source("tests.stand_in_kind").splitlines()) <= 60  # type: ignore[union-attr]
 
 
 @pytest.mark.usefixtures("fourth_kind")
@@ -201,10 +102,8 @@ def test_make_probe_resolves_and_readies_it_once_and_hands_it_to_pytest(
         )
     command: list[str] = started.value.code  # type: ignore[assignment]
     handed = Runnable.from_json(command[command.index("--cluster-spec") + 1])
-    assert handed == Runnable(
-        "stand-in", Release.parse("1.27.3"), {"made_by": "the stand-in", "ready": "yes"}, prepared=True
-    )
-    assert asked == ["resolve 1.27.3", "prepare"]  # once each; pytest resolves nothing again
+    assert handed == Runnable("stand-in", Release.parse("1.27.3"), {"made_by": "the stand-in"}, prepared=True)
+    assert asked == ["resolve 1.27.3"]  # once; pytest resolves nothing again
 
 
 def test_pytest_chooses_it_from_its_own_option_and_from_make_probes_hand_off(fourth_kind: StandInClusters) -> None:
@@ -216,32 +115,96 @@ def test_pytest_chooses_it_from_its_own_option_and_from_make_probes_hand_off(fou
     again = _chosen_cluster(lambda flag: handed.to_json() if flag == "--cluster-spec" else None)
     assert again is not None and again.kind is fourth_kind and again.runnable == handed
     assert asked == ["resolve 1.27.3"]  # the hand-off is loaded, not resolved
-    assert "--stand-in-version (a stand-in one)" in registry.options_said(parenthesised=False)
+    assert "--stand-in-version (a new stand-in cluster)" in registry.options_said(parenthesised=False)
 
 
-def test_the_one_lifecycle_makes_and_removes_its_cluster(
-    fourth_kind: StandInClusters, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    class Transport:
-        def __init__(self, api: object, node_lister: object, node_shutdown: object) -> None: ...
-
-        def server_version(self) -> dict[str, str]:
-            return {"gitVersion": "v1.27.3"}
-
-    monkeypatch.setattr("kubernetes.config.new_client_from_config", lambda **kwargs: None)
-    monkeypatch.setattr(lifecycle, "LiveTransport", Transport)
+@pytest.mark.usefixtures("no_api_server")
+def test_the_one_lifecycle_makes_and_removes_its_cluster(fourth_kind: StandInClusters, tmp_path: Path) -> None:
     runnable = fourth_kind.prepare(fourth_kind.resolve(Request(version=Release.parse("1.27.3")), print), print, print)
     notes: dict[str, Any] = {}
     provider = fourth_kind.provider(runnable, Run.start(tmp_path), notes.update)
     with lifecycle.cluster_life(provider, notes.update, keep=False, logs_dir=tmp_path) as target:
-        assert target.origin["cluster"] == "stand-in"
-    assert asked[-3:] == ["create", "wait_ready", "delete"] and notes["cluster_deleted"] is True
+        assert target.origin == {"cluster": "stand-in", "cluster_name": provider.name}
+        assert target.goes_with_the_run and target.apiserver_restart is None
+    assert asked[-2:] == [f"create {provider.name}", f"delete {provider.name}"] and notes["cluster_deleted"] is True
+    assert notes["nodes"] == ["stand-in-node"] and notes["cluster"] == "stand-in"
+
+
+@pytest.mark.usefixtures("no_api_server")
+def test_make_probe_parallel_makes_its_cluster_for_two_workers_which_reattach_to_it_by_its_kubeconfig(
+    fourth_kind: StandInClusters, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Its workers, the probes marked alone after them, and the node-shutdown probes' pytest on a second cluster of
+    its own: each started with what re-attaches to the stand-in's cluster (or makes its own)."""
+    started: list[list[str]] = []
+    real_popen = subprocess.Popen
+
+    def popen(command: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+        if "pytest" not in command:  # (not a probes' pytest: run as it is)
+            return real_popen(command, **kwargs)
+        started.append(command)
+        return real_popen([sys.executable, "-c", "raise SystemExit(0)"])
+
+    items = ["probes/t.py::test_one", "probes/t.py::test_two"]
+    plan = schedule.plan_for(items, {"t.py::test_one": 10.0, "t.py::test_two": 10.0}, 2)
+    alone = ["probes/t.py::test_alone"]
+    monkeypatch.setattr(probe_command, "plan_workers", lambda *a: (plan, tmp_path / "schedule.json", True, alone))
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    args = argparse.Namespace(run_dir=str(tmp_path / "runs"), parallel=2, kind_bin="kind", keep_cluster=False)
+    args.repeat, args.probe, args.restart_apiserver_after, args.pytest_args = 1, "", None, []
+    runnable = fourth_kind.resolve(Request(version=Release.parse("1.27.3")), print).with_facts()
+    assert probe_command.run_parallel(args, fourth_kind, runnable) == 0
+
+    shutdown, together, by_itself = started
+    assert "node_shutdown" in shutdown and "--cluster-gate" not in shutdown  # its own cluster, made by its pytest
+    assert Runnable.from_json(shutdown[shutdown.index("--cluster-spec") + 1]) == runnable
+    assert together[together.index("-n") + 1] == "2" and "alone and not node_shutdown" in by_itself
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    provenance = json.loads((run_dir / "run.json").read_text())
+    name = provenance["cluster_name"]
+    assert asked[-2:] == [f"create {name}", f"delete {name}"] and provenance["status"] == "passed"
+
+    def option(flag: str) -> str | None:  # a worker's pytest options
+        return together[together.index(flag) + 1] if flag in together else None
+
+    chosen = _chosen_cluster(option)
+    assert chosen == ChosenCluster(fourth_kind, None)  # re-attached to, never made again
+    worker = reattached(fourth_kind, Path(str(option("--kubeconfig"))), name, option, run_dir / "run.json")
+    assert worker.origin() == {"cluster": "stand-in", "cluster_name": name, "context": name}
+    assert worker.goes_with_the_run and not worker.created
+
+
+@pytest.mark.usefixtures("no_api_server")
+def test_the_node_shutdown_probes_get_a_second_cluster_whose_node_shuts_down(
+    fourth_kind: StandInClusters, tmp_path: Path
+) -> None:
+    runnable = fourth_kind.resolve(Request(version=Release.parse("1.27.3")), print)
+    config = SimpleNamespace(stash=pytest.Stash(), getoption={"--keep-cluster": False}.get)
+    config.stash[CLUSTER] = ChosenCluster(fourth_kind, runnable)
+    run = Run.start(tmp_path)
+    with probe_fixtures._cluster(config, run, shutdown=True, failed=lambda: False) as target:  # type: ignore[arg-type]
+        assert target.transport.node_shutdown("stand-in-node", True) == {"node": "stand-in-node"}
+    shutdown_cluster = json.loads(run.path("run.json").read_text())["shutdown_cluster"]
+    assert shutdown_cluster["cluster_name"].endswith("-gns") and shutdown_cluster["cluster_deleted"] is True
 
 
 @pytest.mark.usefixtures("fourth_kind")
 def test_make_clean_finds_its_leftovers(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     assert cli.main(["clean", "--cluster", "stand-in"]) == 0
     assert capsys.readouterr().out.splitlines() == ["stand-in clusters removed: plp-stand-in-abcd"]
+
+
+def stand_in_record(version: str, observed: str) -> dict[str, Any]:
+    """A probe record of a recording made on a stand-in cluster, as the reports read it."""
+    verdict = {"claim": "pod-deadline.status", "status": "pass", "observed": observed, "server_version": version}
+    return {
+        "probe": "test_active_deadline.py::test_pod_deadline",
+        "family": "active_deadline",
+        "server_version": version,
+        "transport": "replay",
+        "recording_origin": {"kind": "live", "cluster": "stand-in", "cluster_name": "plp-stand-in-abcd", "file": "f"},
+        "verdicts": [verdict],
+    }
 
 
 @pytest.mark.usefixtures("fourth_kind")
@@ -259,9 +222,8 @@ def test_make_matrix_and_make_bisect_run_its_releases(
 
     monkeypatch.setattr(matrix, "run_through_interrupt", probe_run)
     monkeypatch.setattr("harness.doors.commands.housekeeping.run_report_command", lambda args: 0)
-    assert cli.main(["matrix", "--cluster", "stand-in", "--versions", "1.27", "--run-dir", str(tmp_path)]) == 0
+    assert cli.main(["matrix", "--cluster", "stand-in", "--versions", "1.27.3", "--run-dir", str(tmp_path)]) == 0
     assert started[0][3:] == ["probe", "--version", "1.27.3", "--cluster", "stand-in", "--run-dir", started[0][-1]]
-    assert "axis check_host one_at_a_time=True" in asked and "ready 1.27.3" in asked
     (record,) = tmp_path.glob("matrix-*/matrix.json")
     assert json.loads(record.read_text())["cluster"] == "stand-in"
 
@@ -272,3 +234,47 @@ def test_make_matrix_and_make_bisect_run_its_releases(
     bisect = ["bisect", "--cluster", "stand-in", "--probe", "x", "--good", "1.27.3", "--bad", "1.27.4"]
     assert cli.main([*bisect, "--run-dir", str(tmp_path)]) == 0
     assert "first bad: 1.27.4 (last good: 1.27.3)" in capsys.readouterr().out
+
+
+@pytest.mark.usefixtures("fourth_kind")
+def test_make_radar_probes_its_pre_release_beside_its_own_newest_release(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def probe_run(command: list[str], log: object) -> int:
+        assert command[3:7] == ["probe", "--version", "1.38.0-alpha.0", "--cluster"] and "stand-in" in command
+        records = Path(command[command.index("--run-dir") + 1]) / "20260101-000000-abcd" / "probes"
+        records.mkdir(parents=True)
+        (records / "p.json").write_text(json.dumps(stand_in_record("v1.38.0-alpha.0", "Failed")))
+        return 0
+
+    monkeypatch.setattr(radar_command, "run_through_interrupt", probe_run)
+    args = argparse.Namespace(cluster="stand-in", source="auto", baseline="", fresh_baseline=False, tries=3)
+    args.probe, args.run_dir = "", str(tmp_path / "runs")
+    own, other = stand_in_record("v1.37.1", "DeadlineExceeded"), stand_in_record("v1.37.2", "Failed")
+    other["recording_origin"]["cluster"] = "local"
+    steps = dataclasses.replace(
+        radar_command.release_steps(args, tmp_path / "tools"),
+        listed=lambda: ["v1.37.2"],
+        served=lambda asked: {"v1.38.0-alpha.0"} & set(asked),
+        shipped=lambda: [own, other],
+    )
+    assert radar_command.run_radar(args, steps) == 1
+    out = capsys.readouterr().out
+    assert "v1.38.0-alpha.0 beside v1.37.1" in out  # its own newest release, not the other kind's newer one
+    assert 'pod-deadline.status (test_active_deadline.py::test_pod_deadline): pass "DeadlineExceeded" -> pass' in out
+
+
+def test_the_reports_read_its_recordings_origin_as_they_read_any(tmp_path: Path) -> None:
+    record = stand_in_record("v1.27.3", "Failed")
+    assert provider_of(record) == "stand-in"
+    observed = coverage.observed_in([record])
+    (run,) = observed.runs[("active_deadline", "pod-deadline.status")]
+    assert coverage.runs_text([run]) == "stand-in 1.27.3"
+    seen = upgrade.live_observations([record])
+    assert [s.status for s in seen[("pod-deadline.status", "1.27.3")]] == ["fail"]  # judged as any record is
+    assert list(upgrade.live_runtimes([record])) == ["1.27.3"]
+    records = tmp_path / "runs" / "20260101-000000-abcd" / "probes"
+    records.mkdir(parents=True)
+    (records / "p.json").write_text(json.dumps(record))
+    assert cli.main(["report", str(tmp_path / "runs"), "--out", str(tmp_path / "report")]) == 0
+    assert "v1.27.3" in (tmp_path / "report" / "report.md").read_text()

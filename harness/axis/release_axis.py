@@ -9,8 +9,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from harness.axis.pinned import pinned_patch
-from harness.base.versions import KubeVersion, Release
+from harness.axis.pinned import pinned_minors, pinned_patch
+from harness.axis.releases import bisect_releases
+from harness.base.errors import BadInput
+from harness.base.versions import KubeVersion, Release, VersionError
 
 
 @dataclass(frozen=True)
@@ -60,62 +62,67 @@ class Readied:
 class ReleaseAxis(ABC):
     """What a kind whose clusters run one Kubernetes release gives the version axis (make matrix, bisect, radar),
     for one command's options: which releases, how one is made runnable, and how `python -m harness probe` runs
-    it. `ClusterKind.release_axis` makes it; a kind without one (existing) has no version axis."""
+    it. `RunsReleases.release_axis` makes it (harness/clusters/kinds.py); a kind without one (existing) has no
+    version axis. It writes `probe_args`; every other member has a default: the pinned minors and their pinned
+    patches, every published release between two, each runnable as it is, taking every option."""
 
     one_at_a_time: ClassVar[bool] = False  # two of its clusters cannot share a host (a matrix then ignores JOBS)
     builds_here: ClassVar[bool] = False  # its releases are built on this host (Go; the matrix builds ahead)
 
     @abstractmethod
-    def default_versions(self) -> list[str]:
-        """The versions a matrix runs when none are given."""
-
-    @abstractmethod
-    def matrix_refusal(self) -> str | None:
-        """Why this kind's matrix does not take the command's options (one sentence), or None."""
-
-    @abstractmethod
-    def releases(self, requested: list[str]) -> list[str]:
-        """Each requested version as the release it names on this kind, in seconds (nothing is asked of the Go
-        module proxy); raises BadInput for one it cannot run."""
-
-    @abstractmethod
-    def plan(self, requested: list[str]) -> list[PlannedVersion]:
-        """Each requested version as the release that runs (may ask the Go module proxy which it serves)."""
-
-    @abstractmethod
-    def check_host(self, one_at_a_time: bool) -> None:
-        """What this host must give every release's run, checked once before the first, in seconds; raises
-        PrerequisiteMissing."""
-
-    @abstractmethod
-    def candidates(self, good: str, bad: str) -> list[str]:
-        """The releases a bisection tries from GOOD to BAD, both included; raises VersionError."""
-
-    @abstractmethod
-    def bisect_refusal(self) -> str | None:
-        """Why this kind does not bisect with the command's options (one sentence), or None."""
-
-    @abstractmethod
-    def unbuildable(self, release: str) -> str:
-        """Why a release cannot be made runnable here, known in seconds before any build ("" when it may be)."""
-
-    @abstractmethod
-    def ready(self, release: str, stop: threading.Event | None = None, quiet: bool = False) -> Readied:
-        """Make one release runnable (built or its node image made, once; reused after). `stop` ends a build on a
-        background thread; `quiet`: no progress lines. Raises Interrupted on Ctrl-C."""
-
-    @abstractmethod
-    def is_ready(self, release: str) -> bool:
-        """The release runs without anything being built."""
-
-    @abstractmethod
     def probe_args(self, release: str) -> list[str]:
         """`python -m harness probe`'s options that run this release on this kind."""
 
-    @abstractmethod
+    def default_versions(self) -> list[str]:
+        """The versions a matrix runs when none are given."""
+        return pinned_minors()
+
+    def matrix_refusal(self) -> str | None:
+        """Why this kind's matrix does not take the command's options (one sentence), or None."""
+        return None
+
+    def releases(self, requested: list[str]) -> list[str]:
+        """Each requested version as the release it names on this kind, in seconds (nothing is asked of the Go
+        module proxy); raises BadInput for one it cannot run."""
+        try:
+            return [pinned_patch(Release.parse(version)) for version in requested]
+        except VersionError as err:
+            raise BadInput(str(err)) from err
+
+    def plan(self, requested: list[str]) -> list[PlannedVersion]:
+        """Each requested version as the release that runs (may ask the Go module proxy which it serves)."""
+        return plan_versions(requested, served=lambda release: True)
+
+    def check_host(self, one_at_a_time: bool) -> None:
+        """What this host must give every release's run, checked once before the first, in seconds; raises
+        PrerequisiteMissing."""
+        return None  # nothing to check
+
+    def candidates(self, good: str, bad: str) -> list[str]:
+        """The releases a bisection tries from GOOD to BAD, both included; raises VersionError."""
+        return bisect_releases(good, bad)
+
+    def bisect_refusal(self) -> str | None:
+        """Why this kind does not bisect with the command's options (one sentence), or None."""
+        return None
+
+    def unbuildable(self, release: str) -> str:
+        """Why a release cannot be made runnable here, known in seconds before any build ("" when it may be)."""
+        return ""
+
+    def ready(self, release: str, stop: threading.Event | None = None, quiet: bool = False) -> Readied:
+        """Make one release runnable (built or its node image made, once; reused after). `stop` ends a build on a
+        background thread; `quiet`: no progress lines. Raises Interrupted on Ctrl-C."""
+        return Readied(release)
+
+    def is_ready(self, release: str) -> bool:
+        """The release runs without anything being built."""
+        return True
+
     def ran_on(self, run_record: Mapping[str, Any]) -> dict[str, Any]:
         """What a run's record (run.json) says its cluster ran, for a bisection's record."""
+        return {}
 
-    @abstractmethod
     def newest_baseline(self, newest_release: str) -> str:
         """The release the radar probes as its fresh baseline, given the newest one the proxy lists."""
+        return newest_release

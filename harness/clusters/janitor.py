@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from harness.clusters.kinds import ClusterKind, Leftovers, Request
+from harness.clusters.kinds import ClusterKind, LeavesLeftovers, Leftovers, Request
 
 
 @dataclass
@@ -28,5 +28,6 @@ class JanitorReport:
 
 
 def clean(kinds: Sequence[ClusterKind], request: Request) -> JanitorReport:
-    """Each kind's leftovers found and removed; a kind that cannot look says why on the notes."""
-    return JanitorReport([kind.leftovers(request) for kind in kinds])
+    """Each kind's leftovers found and removed (of the kinds whose runs can leave any); a kind that cannot look says
+    why on the notes."""
+    return JanitorReport([kind.leftovers(request) for kind in kinds if isinstance(kind, LeavesLeftovers)])

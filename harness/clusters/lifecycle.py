@@ -167,7 +167,54 @@ class MadeCluster(Protocol):
     def node_containers(self, node: str) -> list[JsonDict]: ...
 
 
-class MadeHere:
+class ProviderDefaults:
+    """What a provider of a cluster this run makes need not write: it writes `kind`, `name`, `kubeconfig`,
+    `created`, `create` and `delete`; its nodes are waited for until Ready, nothing is done once they are, the
+    suite sees neither its nodes nor its control plane, and its recordings say its kind and name."""
+
+    @property
+    def context(self) -> str | None:
+        return None  # the kubeconfig's current context
+
+    @property
+    def node_shutdown(self) -> NodeShutdown | None:
+        return None
+
+    @property
+    def node_lister(self) -> NodeLister | None:
+        return None
+
+    @property
+    def apiserver_restart(self) -> ApiserverRestart | None:
+        return None
+
+    @property
+    def goes_with_the_run(self) -> bool:
+        return True
+
+    def facts(self: ClusterProvider) -> dict[str, Any]:
+        return {"cluster": self.kind, "cluster_name": self.name, "kubeconfig": str(self.kubeconfig)}
+
+    def wait_ready(self, core: KubeApi, logs_dir: Path) -> list[str]:
+        try:
+            return wait_nodes_ready(core)
+        except NodesNotReady as err:
+            raise ClusterFailed(str(err)) from err
+
+    def prepare(self, nodes: list[str]) -> dict[str, Any]:
+        return {}
+
+    def kept(self: ClusterProvider) -> str:
+        return f"kept {self.kind} cluster {self.name}; kubeconfig: {self.kubeconfig} (make clean removes it)"
+
+    def keep_logs(self, directory: Path) -> str:
+        return "(its kind keeps no component logs)"
+
+    def origin(self: ClusterProvider) -> dict[str, Any]:
+        return {"cluster": self.kind, "cluster_name": self.name}
+
+
+class MadeHere(ProviderDefaults):
     """A provider whose cluster this run makes, and removes when the run ends (unless kept): kind and local."""
 
     cluster: MadeCluster
@@ -183,10 +230,6 @@ class MadeHere:
     @property
     def node_lister(self) -> NodeLister:
         return self.cluster.node_containers
-
-    @property
-    def goes_with_the_run(self) -> bool:
-        return True
 
 
 @dataclass

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from harness.clusters.existing.clusters import ExistingClusters
 from harness.clusters.kind.clusters import KindClusters
-from harness.clusters.kinds import ClusterKind, Option
+from harness.clusters.kinds import ClusterKind, Option, Reattaches, RunsReleases
 from harness.clusters.local.clusters import LocalClusters
 
 KINDS: list[ClusterKind] = [KindClusters(), LocalClusters(), ExistingClusters()]
@@ -26,7 +26,7 @@ def kind_named(name: str) -> ClusterKind:
 def cluster_choices(version_axis: bool = False) -> list[str]:
     """What CLUSTER may name: every kind that makes its clusters (an existing one is given by KUBECONFIG_FILE); for
     the version axis (make matrix, bisect, radar), those of them that run a given release."""
-    return [kind.name for kind in KINDS if kind.makes_clusters and (kind.has_release_axis or not version_axis)]
+    return [kind.name for kind in KINDS if kind.makes_clusters and (isinstance(kind, RunsReleases) or not version_axis)]
 
 
 def kind_for(cluster: str, kubeconfig: str) -> ClusterKind:
@@ -38,7 +38,7 @@ def kind_for(cluster: str, kubeconfig: str) -> ClusterKind:
 
 def attached_kind(option: Option) -> ClusterKind | None:
     """The kind whose pytest options re-attach to a cluster another process made (make probe PARALLEL's workers)."""
-    return next((kind for kind in KINDS if kind.attached(option)), None)
+    return next((kind for kind in KINDS if isinstance(kind, Reattaches) and kind.attached(option)), None)
 
 
 def asked_kinds(option: Option) -> list[ClusterKind]:

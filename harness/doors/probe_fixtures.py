@@ -21,7 +21,7 @@ from harness.base.families import Family, FamilyError, family, family_of
 from harness.base.inputs import BadInput
 from harness.base.run import Run, safe_name
 from harness.base.versions import KubeVersion
-from harness.clusters.kinds import NODE_SHUTDOWN_ROLE
+from harness.clusters.kinds import NODE_SHUTDOWN_ROLE, ShutsNodesDown, reattached
 from harness.clusters.lifecycle import ClusterProvider, LiveTarget, Note, ScheduledRestart, cluster_life
 from harness.clusters.registry import options_said
 from harness.core.namespaces import cleanup_probe_namespace, create_probe_namespace
@@ -90,7 +90,7 @@ def shutdown_cluster(request: pytest.FixtureRequest, pytestconfig: pytest.Config
     """A second cluster for graceful node shutdown, of the kind the options chose (kind: a derived node image, a
     worker, kubelet shutdown grace); skipped, with the kind's reason, on a kind that cannot have one."""
     chosen = pytestconfig.stash.get(CLUSTER, None)
-    if chosen is not None and chosen.kind.no_node_shutdown is not None:
+    if chosen is not None and not isinstance(chosen.kind, ShutsNodesDown):
         pytest.skip(chosen.kind.no_node_shutdown)
     with _cluster(pytestconfig, run, shutdown=True, failed=lambda: request.session.testsfailed > 0) as target:
         yield target
@@ -146,9 +146,13 @@ def _provider(pytestconfig: pytest.Config, run: Run, shutdown: bool, note: Note)
         except BadInput as err:
             pytest.fail(str(err), pytrace=False)
     if chosen.runnable is None:  # another process made it: reached, never made or removed here
-        return chosen.kind.attach(Path(option("--kubeconfig")), option("--context"), option, run.directory / "run.json")
+        kubeconfig, context = Path(option("--kubeconfig")), option("--context")
+        return reattached(chosen.kind, kubeconfig, context, option, run.directory / "run.json")
     try:
-        return chosen.kind.provider(chosen.runnable, run, note, NODE_SHUTDOWN_ROLE if shutdown else "")
+        if shutdown:  # (the fixture skipped a kind without the ability)
+            assert isinstance(chosen.kind, ShutsNodesDown)
+            return chosen.kind.shutdown_provider(chosen.runnable, run, note)
+        return chosen.kind.provider(chosen.runnable, run, note)
     except PrerequisiteMissing as err:
         pytest.skip(f"live probe: {err}")
     except NotRunnable as err:

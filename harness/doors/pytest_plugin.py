@@ -179,12 +179,15 @@ class ChosenCluster:
 
 
 def _chosen_cluster(option: Option) -> ChosenCluster | None:
-    """From make probe's resolved cluster (--cluster-spec), the options re-attaching to one another process made,
-    or the one kind the options ask for (resolved here); None when none is asked for."""
+    """From make probe's resolved cluster (--cluster-spec; with --cluster-gate, or a kind's option re-attaching,
+    the one make probe made), the options re-attaching to one another process made, or the one kind the options ask
+    for (resolved here); None when none is asked for."""
+    attached = attached_kind(option)
+    made_elsewhere = attached is not None or bool(option("--cluster-gate"))
     if spec := option("--cluster-spec"):
         runnable = Runnable.from_json(spec)
-        return ChosenCluster(kind_named(runnable.kind), runnable)
-    if (attached := attached_kind(option)) is not None or option("--cluster-gate"):
+        return ChosenCluster(kind_named(runnable.kind), None if made_elsewhere else runnable)
+    if made_elsewhere:
         # made by another process, which opens the gate once it is ready (its kubeconfig may not be written yet)
         return ChosenCluster(attached or kind_for("", option("--kubeconfig")), None)
     asked = asked_kinds(option)

@@ -61,21 +61,10 @@ class ExistingClusters(ClusterKind):
         say(f"API server of context {context}: {inputs.check_api_server(runnable.facts['kubeconfig'], context)}")
         return runnable.with_facts()
 
-    def provider(self, runnable: Runnable, run: Run, note: Note, role: str = "") -> ClusterProvider:
-        return self._reached(Path(runnable.facts["kubeconfig"]), runnable.facts["context"])
-
-    def attach_options(self, provider: ClusterProvider) -> list[str]:
-        return []  # never made here, so never re-attached to
-
-    def attached(self, option: Option) -> bool:
-        return False
-
-    def attach(self, kubeconfig: Path, context: str, option: Option, run_record: Path) -> ClusterProvider:
-        return self._reached(kubeconfig, context)
-
-    def _reached(self, kubeconfig: Path, context: str) -> Reached:
-        """The cluster of `context`: its kubeconfig only read, its nodes not seen, nothing of it ever removed."""
-        return Reached(kubeconfig, context, self.name, {"cluster": self.name, "context": context}, kind=self.name)
+    def provider(self, runnable: Runnable, run: Run, note: Note) -> ClusterProvider:
+        """The cluster of the context: its kubeconfig only read, its nodes not seen, nothing of it ever removed."""
+        kubeconfig, context = runnable.facts["kubeconfig"], runnable.facts["context"]
+        return Reached(Path(kubeconfig), context, self.name, {"cluster": self.name, "context": context}, kind=self.name)
 
     def leftovers(self, request: Request) -> Leftovers:
         """On the cluster of KUBECONFIG_FILE and CONTEXT: the namespaces of the suite's probes (clean_namespaces)."""

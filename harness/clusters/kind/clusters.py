@@ -51,7 +51,6 @@ class KindClusters(ClusterKind):
 
     name = "kind"
     default_parallel = "auto"  # probes share one cluster; those whose timing claims load moves run alone, after
-    has_release_axis = True
     pytest_option = "--kind-version"
     described = "a new kind cluster"
 
@@ -114,7 +113,15 @@ class KindClusters(ClusterKind):
             )
         return runnable.with_facts(kind_bin=kind_bin, kind_line=kind_line, engine_cgroup=str(engine_cgroup_version()))
 
-    def provider(self, runnable: Runnable, run: Run, note: Note, role: str = "") -> ClusterProvider:
+    def provider(self, runnable: Runnable, run: Run, note: Note) -> ClusterProvider:
+        return self._provider(runnable, run, note, role="")
+
+    def shutdown_provider(self, runnable: Runnable, run: Run, note: Note) -> ClusterProvider:
+        """A second cluster from the image's shutdown-capable sibling, with a worker whose kubelet has a shutdown
+        grace (node_shutdown.py)."""
+        return self._provider(runnable, run, note, role=NODE_SHUTDOWN_ROLE)
+
+    def _provider(self, runnable: Runnable, run: Run, note: Note, role: str) -> KindProvider:
         image = NodeImage.parse(runnable.facts["image"], runnable.facts["kind_release"] or None)
         kind_bin = runnable.facts["kind_bin"]
         kind_line = runnable.facts.get("kind_line") or check_prerequisites(kind_bin=kind_bin)
@@ -261,9 +268,6 @@ class KindAxis(ReleaseAxis):
         if self.args.claim or self.args.pre_releases or self.args.runs > 1:
             return "CLAIM, PRE=1 and REPEAT bisect releases built here: give CLUSTER=local with them"
         return None
-
-    def unbuildable(self, release: str) -> str:
-        return ""
 
     def ready(self, release: str, stop: threading.Event | None = None, quiet: bool = False) -> Readied:
         if self.is_ready(release):

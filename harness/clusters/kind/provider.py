@@ -74,10 +74,6 @@ class KindProvider(MadeHere):
     def prepare(self, nodes: list[str]) -> dict[str, Any]:
         return {"preloaded": self.cluster.preload(self.preload_images, nodes)}
 
-    @property
-    def apiserver_restart(self) -> None:
-        return None  # the kind node's control plane is kubeadm's static pods, not the suite's processes
-
     def delete(self) -> Removal:
         try:
             deleted = self.cluster.delete()

@@ -17,10 +17,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from harness.axis.pinned import pinned_minors, pinned_patch
+from harness.axis.pinned import pinned_minors
 from harness.axis.release_axis import PlannedVersion, Readied, ReleaseAxis, plan_versions
 from harness.axis.releases import bisect_releases
-from harness.base import inputs, paths
+from harness.base import paths
 from harness.base.errors import NotRunnable, PrerequisiteMissing, host_refusal, stopping
 from harness.base.inputs import BadInput
 from harness.base.run import Run
@@ -50,8 +50,6 @@ class LocalClusters(ClusterKind):
     name = "local"
     restarts_apiserver = True
     default_parallel = "auto"
-    has_release_axis = True
-    pytest_option = "--local-version"
     described = "a local one"
     no_node_shutdown = (
         "live probe: graceful node shutdown needs systemd-logind on the node, which the local cluster (processes "
@@ -70,12 +68,6 @@ class LocalClusters(ClusterKind):
             help="the --kubeconfig cluster is a local cluster of the suite: read its node with the containerd in DIR",
         )
 
-    def asked(self, option: Option) -> bool:
-        return bool(option("--local-version"))
-
-    def request(self, option: Option) -> Request:
-        return Request(version=inputs.requested_release(option("--local-version")))
-
     def resolve(self, request: Request, warn: Say) -> Runnable:
         if request.image:
             raise BadInput("IMAGE is a kind node image; a local cluster (CLUSTER=local) takes VERSION only")
@@ -86,9 +78,6 @@ class LocalClusters(ClusterKind):
             return Runnable(self.name, request.version)
         except VersionError as err:
             raise BadInput(str(err)) from err
-
-    def check_host(self, runnable: Runnable) -> None:
-        """Nothing before the probes: the cluster's fixture builds the release, and says so if it cannot."""
 
     def prepare(self, runnable: Runnable, say: Say, warn: Say) -> Runnable:
         """Check the host for a local cluster in seconds, then build (or reuse) the release."""
@@ -109,13 +98,14 @@ class LocalClusters(ClusterKind):
         say(f"Kubernetes {build.version}: {build_summary(build.record)} ({build.directory})")
         return runnable.with_facts(build=str(build.directory))
 
-    def provider(self, runnable: Runnable, run: Run, note: Note, role: str = "") -> ClusterProvider:
+    def provider(self, runnable: Runnable, run: Run, note: Note) -> ClusterProvider:
+        """(Nothing is checked before the probes on plain pytest: the release is built here, or said why not.)"""
         release = _release_of(runnable)
         try:
             build = existing_build(release) or build_kubernetes(release)
         except (BuildError, VersionError) as err:
             raise NotRunnable(f"cannot build Kubernetes {release.tag} for a local cluster: {err}") from err
-        name = paths.cluster_name(release.minor, run.run_id, role)
+        name = paths.cluster_name(release.minor, run.run_id)
         return LocalProvider.for_build(name, build, run.directory / "local-logs")
 
     def attach_options(self, provider: ClusterProvider) -> list[str]:
@@ -194,15 +184,6 @@ class LocalAxis(ReleaseAxis):
         oldest = KubeVersion.parse(OLDEST_BUILT_HERE.minor).version  # older minors run on their pinned kind images
         return [minor for minor in pinned_minors() if KubeVersion.parse(minor).version >= oldest]
 
-    def matrix_refusal(self) -> str | None:
-        return None
-
-    def releases(self, requested: list[str]) -> list[str]:
-        try:
-            return [pinned_patch(Release.parse(version)) for version in requested]
-        except VersionError as err:
-            raise BadInput(str(err)) from err
-
     def plan(self, requested: list[str]) -> list[PlannedVersion]:
         def served(text: str) -> bool:
             release = Release.parse(text)
@@ -260,6 +241,3 @@ class LocalAxis(ReleaseAxis):
     def ran_on(self, run_record: Mapping[str, Any]) -> dict[str, Any]:
         local = run_record.get("local") or {}
         return {key: local.get(key) for key in ("containerd_version", "runc_version", "etcd_version")}
-
-    def newest_baseline(self, newest_release: str) -> str:
-        return newest_release

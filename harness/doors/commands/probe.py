@@ -24,7 +24,7 @@ from harness.base.inputs import BadInput
 from harness.base.process import wait_through_interrupt
 from harness.base.run import Run
 from harness.base.versions import Release
-from harness.clusters.kinds import ClusterKind, Request, Runnable
+from harness.clusters.kinds import ClusterKind, Reattaches, Request, Runnable, ShutsNodesDown
 from harness.clusters.registry import DEFAULT_CLUSTER, kind_for
 from harness.doors import selection
 from harness.doors.cluster_gate import READY, ClusterGate
@@ -130,12 +130,14 @@ def run_parallel(args: argparse.Namespace, kind: ClusterKind, runnable: Runnable
     if alone:
         print(f"then {len(alone)} alone, one at a time, once the others have ended: {_names(alone)}", flush=True)
     provider = kind.provider(runnable, run, run.write_provenance)
-    context, node_access = provider.context or provider.name, kind.attach_options(provider)
+    context = provider.context or provider.name
+    # The workers re-attach to it as its kind: by what the kind reads of it beyond its kubeconfig, where it can
+    node_access = kind.attach_options(provider) if isinstance(kind, Reattaches) else []
     started = time.monotonic()
-    # The node-shutdown probes need their own cluster (on kinds that have one: ClusterKind.no_node_shutdown), which
+    # The node-shutdown probes need their own cluster (on kinds that have one: harness/clusters/kinds.py), which
     # their own pytest makes: started first, so that it comes up beside this one and its probes run while the others
     # do; their output goes to a log, whose end is printed after.
-    with_shutdown_probes = with_shutdown_probes and kind.no_node_shutdown is None
+    with_shutdown_probes = with_shutdown_probes and isinstance(kind, ShutsNodesDown)
     shutdown = _start_shutdown_probes(args, run, runnable) if with_shutdown_probes else None
     code = 1
     if shutdown is not None and not any(plan.shares) and not alone:  # only node-shutdown probes: no cluster here
@@ -150,7 +152,8 @@ def run_parallel(args: argparse.Namespace, kind: ClusterKind, runnable: Runnable
     # reaches it through this process (wait_through_interrupt, _stop_probes) and never a worker still starting up,
     # which would print a traceback (seen live: Ctrl-C 5 s into a local start-up).
     gate = ClusterGate(run.directory / "cluster-gate")
-    target = ["--kubeconfig", str(provider.kubeconfig), "--context", context, *node_access]
+    target = ["--cluster-spec", runnable.to_json(), "--kubeconfig", str(provider.kubeconfig), "--context", context]
+    target += node_access
     target += ["--cluster-gate", str(gate.path)]
     planned = ["-n", str(plan.workers), "--schedule", str(schedule_file)]
     command = pytest_argv(args, [*target, "--run-id", run.run_id, *planned, "-m", "not node_shutdown and not alone"])
@@ -176,6 +179,8 @@ def run_parallel(args: argparse.Namespace, kind: ClusterKind, runnable: Runnable
                 provider, run.write_provenance, args.keep_cluster, run.directory / "kind-logs", lambda: code != 0
             ),
         ):
+            if not node_access:  # what the workers' recordings say ran, for those that reach it by kubeconfig alone
+                run.write_provenance(origin=run.provenance.get("origin") or provider.origin())
             gate.open(READY)
             startup = time.monotonic() - started
             if "preloaded" in run.provenance:

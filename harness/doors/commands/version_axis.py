@@ -27,7 +27,7 @@ from harness.base.paths import TOOLS, in_checkout
 from harness.base.process import run_through_interrupt
 from harness.base.run import new_run_id, safe_name, suite_version
 from harness.base.versions import VersionError
-from harness.clusters.kinds import ClusterKind
+from harness.clusters.kinds import ClusterKind, RunsReleases
 from harness.clusters.registry import kind_named
 from harness.core.expectations import all_claim_ids
 from harness.doors.commands.housekeeping import run_report_command
@@ -44,9 +44,8 @@ from harness.gobuild.go import BuildError, check_go
 def release_axis(args: argparse.Namespace, tools: Path = TOOLS) -> tuple[ClusterKind, ReleaseAxis]:
     """The kind CLUSTER names and its version axis for this command's options."""
     kind = kind_named(args.cluster)
-    axis = kind.release_axis(args, tools)
-    assert axis is not None, f"CLUSTER={kind.name} has no version axis"  # (CLUSTER offers only kinds that have one)
-    return kind, axis
+    assert isinstance(kind, RunsReleases), f"CLUSTER={kind.name} has no version axis"  # (CLUSTER offers only those)
+    return kind, kind.release_axis(args, tools)
 
 
 def axis_host_refusal(axis: ReleaseAxis, one_at_a_time: bool, go: bool, host: bool = True) -> int | None:
