@@ -38,10 +38,12 @@ from harness.clusters.kinds import (
     reattached,
 )
 from harness.core.records import provider_of
-from harness.doors import cli, probe_fixtures, schedule
+from harness.doors import cli, schedule
 from harness.doors.commands import probe as probe_command
 from harness.doors.commands import radar as radar_command
-from harness.doors.pytest_plugin import CLUSTER, ChosenCluster, _chosen_cluster
+from harness.doors.plugin.choice import ChosenCluster, chosen_cluster
+from harness.doors.plugin.clusters import _cluster
+from harness.doors.plugin.keys import CLUSTER
 from harness.reports import coverage, upgrade
 from tests import stand_in_kind
 from tests.stand_in_kind import StandInClusters, asked
@@ -108,11 +110,11 @@ def test_make_probe_resolves_and_readies_it_once_and_hands_it_to_pytest(
 
 def test_pytest_chooses_it_from_its_own_option_and_from_make_probes_hand_off(fourth_kind: StandInClusters) -> None:
     options = {"--stand-in-version": "1.27.3"}
-    chosen = _chosen_cluster(lambda flag: options.get(flag))
+    chosen = chosen_cluster(lambda flag: options.get(flag))
     assert chosen is not None and chosen.kind is fourth_kind and chosen.runnable is not None
     assert str(chosen.runnable.version) == "1.27.3" and not chosen.runnable.prepared
     handed = chosen.runnable.with_facts(ready="yes")
-    again = _chosen_cluster(lambda flag: handed.to_json() if flag == "--cluster-spec" else None)
+    again = chosen_cluster(lambda flag: handed.to_json() if flag == "--cluster-spec" else None)
     assert again is not None and again.kind is fourth_kind and again.runnable == handed
     assert asked == ["resolve 1.27.3"]  # the hand-off is loaded, not resolved
     assert "--stand-in-version (a new stand-in cluster)" in registry.options_said(parenthesised=False)
@@ -167,7 +169,7 @@ def test_make_probe_parallel_makes_its_cluster_for_two_workers_which_reattach_to
     def option(flag: str) -> str | None:  # a worker's pytest options
         return together[together.index(flag) + 1] if flag in together else None
 
-    chosen = _chosen_cluster(option)
+    chosen = chosen_cluster(option)
     assert chosen == ChosenCluster(fourth_kind, None)  # re-attached to, never made again
     worker = reattached(fourth_kind, Path(str(option("--kubeconfig"))), name, option, run_dir / "run.json")
     assert worker.origin() == {"cluster": "stand-in", "cluster_name": name, "context": name}
@@ -182,7 +184,7 @@ def test_the_node_shutdown_probes_get_a_second_cluster_whose_node_shuts_down(
     config = SimpleNamespace(stash=pytest.Stash(), getoption={"--keep-cluster": False}.get)
     config.stash[CLUSTER] = ChosenCluster(fourth_kind, runnable)
     run = Run.start(tmp_path)
-    with probe_fixtures._cluster(config, run, shutdown=True, failed=lambda: False) as target:  # type: ignore[arg-type]
+    with _cluster(config, run, shutdown=True, failed=lambda: False) as target:  # type: ignore[arg-type]
         assert target.transport.node_shutdown("stand-in-node", True) == {"node": "stand-in-node"}
     shutdown_cluster = json.loads(run.path("run.json").read_text())["shutdown_cluster"]
     assert shutdown_cluster["cluster_name"].endswith("-gns") and shutdown_cluster["cluster_deleted"] is True

@@ -44,7 +44,8 @@ def test_probes_and_the_probe_core_import_no_cluster_provider() -> None:
 
 
 def test_the_pytest_plugin_does_not_import_the_make_front_door() -> None:
-    plugin = [REPO / "harness" / "doors" / "pytest_plugin.py", REPO / "harness" / "doors" / "probe_fixtures.py"]
+    plugin = [REPO / "harness" / "doors" / "pytest_plugin.py", *sorted((REPO / "harness/doors/plugin").glob("*.py"))]
+    assert len(plugin) > 5
     assert reaching(plugin, ("harness.doors.cli", "harness.doors.commands")) == {}
 
 
@@ -148,7 +149,8 @@ def test_the_cycle_check_sees_two_modules_importing_each_other(tmp_path: Path) -
 
 # The front doors and the version axis reach a kind of cluster through its interface and the registry only, never
 # one kind's package: a kind's name is said in its own package alone (`make node-image` is kind's own command).
-FRONT_DOORS: tuple[str, ...] = ("doors/cli.py", "doors/pytest_plugin.py", "doors/probe_fixtures.py")
+FRONT_DOORS: tuple[str, ...] = ("doors/cli.py", "doors/pytest_plugin.py")
+FRONT_DOORS += tuple(f"doors/plugin/{p.name}" for p in sorted((REPO / "harness/doors/plugin").glob("*.py")))
 FRONT_DOORS += ("axis/matrix.py", "axis/bisect.py", "axis/radar.py", "clusters/janitor.py")
 ONE_KIND = ("harness.clusters.kind", "harness.clusters.local", "harness.clusters.existing")
 KINDS_OWN_COMMAND = {"housekeeping.py": ["harness.clusters.kind.node_images"]}

@@ -113,15 +113,15 @@ def pytest_argv(args: argparse.Namespace, target: Sequence[str] = ()) -> list[st
 
 
 def run_parallel(args: argparse.Namespace, kind: ClusterKind, runnable: Runnable) -> int:
-    """One cluster of the kind, created here through the one life of harness/clusters/lifecycle.py; the probes
-    on it `--parallel` at a time as pytest-xdist workers, which re-attach to it as the kind says.
+    """One cluster of the kind, created here through the one owner of a run's clusters (harness/clusters/owner.py);
+    the probes on it `--parallel` at a time as pytest-xdist workers, which re-attach to it as the kind says.
 
     The cluster is this process's: it is removed after pytest ends (also after Ctrl-C or SIGTERM, which
     pytest receives too and answers with its own cleanup first), unless --keep-cluster.
     """
-    # The Kubernetes client comes with the lifecycle (a few tenths of a second): imported here, so that a refusal
-    # of bad input before this point does not wait for it.
-    from harness.clusters.lifecycle import cluster_life
+    # The Kubernetes client comes with the clusters' life (a few tenths of a second): imported here, so that a
+    # refusal of bad input before this point does not wait for it.
+    from harness.clusters.owner import RunClusters
 
     run = Run.start(Path(args.run_dir))
     run.write_provenance(parallel=args.parallel)
@@ -129,7 +129,8 @@ def run_parallel(args: argparse.Namespace, kind: ClusterKind, runnable: Runnable
     print(f"PARALLEL={args.parallel}: {plan.why()}", flush=True)
     if alone:
         print(f"then {len(alone)} alone, one at a time, once the others have ended: {_names(alone)}", flush=True)
-    provider = kind.provider(runnable, run, run.write_provenance)
+    clusters = RunClusters(run, args.keep_cluster)
+    provider = clusters.made(kind, runnable)
     context = provider.context or provider.name
     # The workers re-attach to it as its kind: by what the kind reads of it beyond its kubeconfig, where it can
     node_access = kind.attach_options(provider) if isinstance(kind, Reattaches) else []
@@ -160,24 +161,9 @@ def run_parallel(args: argparse.Namespace, kind: ClusterKind, runnable: Runnable
     print("+ " + " ".join(command), flush=True)
     probes = subprocess.Popen(command, start_new_session=True)
     try:
-
-        def stopped() -> str:
-            facts = run.provenance
-            if facts.get("cluster_kept"):
-                outcome = "the cluster was left running (KEEP)"
-            elif error := facts.get("cluster_delete_error"):
-                outcome = f"the cluster could not be removed ({str(error)[:200]}); make clean removes it"
-            elif facts.get("cluster_deleted") or "cluster_ready_after_s" not in facts:
-                outcome = "the cluster was stopped and removed"  # (or, stopped while it was made, removed then)
-            else:
-                outcome = "the cluster may be left: its removal did not finish; make clean removes it"
-            return f"the run on {provider.kind} cluster {provider.name}: {outcome}"
-
         with (
-            stopping(stopped),
-            cluster_life(
-                provider, run.write_provenance, args.keep_cluster, run.directory / "kind-logs", lambda: code != 0
-            ),
+            stopping(lambda: clusters.stopped(provider)),
+            clusters.life(provider, failed=lambda: code != 0),
         ):
             if not node_access:  # what the workers' recordings say ran, for those that reach it by kubeconfig alone
                 run.write_provenance(origin=run.provenance.get("origin") or provider.origin())

@@ -1,44 +1,24 @@
-"""The suite's fixtures (registered by harness/doors/pytest_plugin.py): the run, the cluster a live probe runs on
-(through harness/clusters/lifecycle.py), and the `probe` handle: live, in its own namespace, or replayed from a
-recording.
-"""
+"""The `probe` fixture: a probe's handle on its cluster, in a namespace of its own, or on a recording it replays;
+its record, recording and evidence written as it ends, and its namespace cleaned up."""
 
 from __future__ import annotations
 
 import hashlib
-import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from harness.base import inputs
-from harness.base.errors import ClusterFailed, NotRunnable, PrerequisiteMissing
 from harness.base.families import Family, FamilyError, family, family_of
-from harness.base.inputs import BadInput
 from harness.base.run import Run, safe_name
-from harness.base.versions import KubeVersion
-from harness.clusters.kinds import NODE_SHUTDOWN_ROLE, ShutsNodesDown, reattached
-from harness.clusters.lifecycle import ClusterProvider, LiveTarget, Note, ScheduledRestart, cluster_life
-from harness.clusters.registry import options_said
+from harness.clusters.lifecycle import LiveTarget, ScheduledRestart
 from harness.core.namespaces import cleanup_probe_namespace, create_probe_namespace
 from harness.core.probe import Probe
 from harness.core.transport import Recording, RecordingMismatch, RecordingTransport, ReplayTransport
-from harness.doors.cluster_gate import READY, wait_at_gate
-from harness.doors.pytest_plugin import (
-    CLUSTER,
-    REPORTS,
-    RUN,
-    UNDECIDED_OUTCOME,
-    is_undecided,
-    probe_id,
-)
-
-# How long a worker waits for make probe PARALLEL's cluster: a kind cluster and its image preload took 40-60 s here.
-GATE_TIMEOUT_S = 600.0
+from harness.doors.plugin.collection import probe_id
+from harness.doors.plugin.keys import REPORTS, UNDECIDED_OUTCOME
+from harness.doors.plugin.outcomes import is_undecided
 
 
 def _junit_properties(request: pytest.FixtureRequest, probe: Probe) -> None:
@@ -58,115 +38,6 @@ def _outcome(request: pytest.FixtureRequest) -> str:
     if call is None:
         return "not run"
     return UNDECIDED_OUTCOME if is_undecided(call) else call.outcome
-
-
-@pytest.fixture(scope="session")
-def run(pytestconfig: pytest.Config) -> Run:
-    # A pytest-xdist worker knows itself from what its controller sent (pytest_configure_node), not from the
-    # PYTEST_XDIST_WORKER it also has in its environment, which the processes it starts would inherit. The
-    # variable still names a lone worker (make probe PARALLEL's node-shutdown run sets it to "shutdown").
-    workerinput: dict[str, Any] = getattr(pytestconfig, "workerinput", {})
-    try:
-        started = Run.start(
-            Path(pytestconfig.getoption("--run-dir")),
-            run_id=pytestconfig.getoption("--run-id") or workerinput.get("plp_run_id"),
-            worker=workerinput.get("workerid") or os.environ.get("PYTEST_XDIST_WORKER"),
-        )
-    except OSError as err:
-        raise pytest.UsageError(str(err)) from err
-    pytestconfig.stash[RUN] = started
-    return started
-
-
-@pytest.fixture(scope="session")
-def live_cluster(request: pytest.FixtureRequest, pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
-    """The cluster live probes run on: a new kind or local cluster, or an existing one from --kubeconfig."""
-    with _cluster(pytestconfig, run, shutdown=False, failed=lambda: request.session.testsfailed > 0) as target:
-        yield target
-
-
-@pytest.fixture(scope="session")
-def shutdown_cluster(request: pytest.FixtureRequest, pytestconfig: pytest.Config, run: Run) -> Iterator[LiveTarget]:
-    """A second cluster for graceful node shutdown, of the kind the options chose (kind: a derived node image, a
-    worker, kubelet shutdown grace); skipped, with the kind's reason, on a kind that cannot have one."""
-    chosen = pytestconfig.stash.get(CLUSTER, None)
-    if chosen is not None and not isinstance(chosen.kind, ShutsNodesDown):
-        pytest.skip(chosen.kind.no_node_shutdown)
-    with _cluster(pytestconfig, run, shutdown=True, failed=lambda: request.session.testsfailed > 0) as target:
-        yield target
-
-
-def _refuse_invalid_manifests(server_version: dict[str, Any]) -> None:
-    """Stop the run before any probe applies a manifest the server's version's schema says is invalid."""
-    try:
-        inputs.check_manifests_for(KubeVersion.parse(str(server_version["gitVersion"])))
-    except BadInput as err:
-        pytest.exit(str(err), returncode=2)
-
-
-@contextmanager
-def _cluster(pytestconfig: pytest.Config, run: Run, shutdown: bool, failed: Callable[[], bool]) -> Iterator[LiveTarget]:
-    """The cluster the options chose (of any kind), through the one life of harness/clusters/lifecycle.py.
-
-    `shutdown`: the graceful-node-shutdown cluster (its kind's NODE_SHUTDOWN_ROLE); its provenance is kept
-    under `shutdown_cluster` in run.json, the other cluster's at the top level.
-    """
-    suffix = f"-{NODE_SHUTDOWN_ROLE}" if shutdown else ""
-    facts: dict[str, Any] = {}
-
-    def note(**values: Any) -> None:
-        facts.update(values)
-        if shutdown:
-            run.write_provenance(shutdown_cluster=dict(facts))
-        else:
-            run.write_provenance(**values)
-
-    try:
-        provider = _provider(pytestconfig, run, shutdown, note)
-        with cluster_life(
-            provider, note, pytestconfig.getoption("--keep-cluster"), run.directory / f"kind-logs{suffix}", failed
-        ) as target:
-            _refuse_invalid_manifests(target.transport.server_version())
-            yield target
-    except ClusterFailed as err:
-        pytest.fail(str(err), pytrace=False)
-
-
-def _provider(pytestconfig: pytest.Config, run: Run, shutdown: bool, note: Note) -> ClusterProvider:
-    """The provider of the cluster the options chose: re-attached to (make probe PARALLEL's workers, once its gate
-    opened), or made by its kind for this run; skips (with the reason) when none was chosen or none can run."""
-    chosen = pytestconfig.stash.get(CLUSTER, None)
-    if chosen is None:
-        pytest.skip(f"live probe: give {', '.join(options_said(parenthesised=False))} or --replay DIR")
-    option = pytestconfig.getoption
-    if gate := option("--cluster-gate"):
-        _wait_for_the_cluster(Path(gate))
-        try:
-            inputs.check_existing_cluster(option("--kubeconfig"), option("--context"))
-        except BadInput as err:
-            pytest.fail(str(err), pytrace=False)
-    if chosen.runnable is None:  # another process made it: reached, never made or removed here
-        kubeconfig, context = Path(option("--kubeconfig")), option("--context")
-        return reattached(chosen.kind, kubeconfig, context, option, run.directory / "run.json")
-    try:
-        if shutdown:  # (the fixture skipped a kind without the ability)
-            assert isinstance(chosen.kind, ShutsNodesDown)
-            return chosen.kind.shutdown_provider(chosen.runnable, run, note)
-        return chosen.kind.provider(chosen.runnable, run, note)
-    except PrerequisiteMissing as err:
-        pytest.skip(f"live probe: {err}")
-    except NotRunnable as err:
-        pytest.fail(f"live probe: {err}", pytrace=False)
-
-
-def _wait_for_the_cluster(gate: Path) -> None:
-    """make probe PARALLEL started this worker while it made the cluster: wait until it says it is ready."""
-    try:
-        outcome = wait_at_gate(gate, GATE_TIMEOUT_S)
-    except TimeoutError as err:
-        pytest.fail(str(err), pytrace=False)
-    if outcome != READY:
-        pytest.fail(f"no cluster to run on: {outcome or 'make probe stopped before it was ready'}", pytrace=False)
 
 
 @pytest.fixture

@@ -1,0 +1,93 @@
+"""What the plugin collects: each probe once per recording under --replay (one without any skipped by name), or
+REPEAT times live; probes with no cluster to run on refused; with --schedule, longest first, and pytest-xdist's
+workers handed their planned shares (harness/doors/schedule.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.base.errors import BAD_INPUT_CLASS
+from harness.clusters.registry import options_said
+from harness.core.transport import Recording
+from harness.doors.plugin.keys import CLUSTER, DURATIONS, PROBE_FIXTURE, RECORDINGS, REFUSED_KEY
+from harness.doors.schedule import PlannedScheduling, longest_first
+
+
+def probe_id(function: Any) -> str:
+    return f"{Path(function.__code__.co_filename).name}::{function.__name__}"
+
+
+def recordings_under(root: Path) -> dict[str, list[Path]]:
+    """The recordings under --replay by probe id; a path that is missing or holds a non-recording is refused."""
+    if not root.exists():
+        raise pytest.UsageError(f"--replay {root}: no such file or directory")
+    files = [root] if root.is_file() else sorted(root.rglob("*.json"))
+    if not files:
+        raise pytest.UsageError(f"--replay {root}: no recordings (*.json) there")
+    index: dict[str, list[Path]] = {}
+    for path in files:
+        try:
+            recording = Recording.load(path)
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise pytest.UsageError(f"--replay: {path} is not a recording: not JSON") from err
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+            raise pytest.UsageError(f"--replay: {path} is not a recording: {err}") from err
+        index.setdefault(recording.probe, []).append(path)
+    return index
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "probe" not in metafunc.fixturenames:
+        return
+    if not metafunc.config.getoption("--replay"):
+        repeat = metafunc.config.getoption("--repeat")
+        if repeat > 1:  # live: the same probe N times, each in its own namespace
+            metafunc.parametrize("probe", range(repeat), indirect=True, ids=[f"repeat{i + 1}" for i in range(repeat)])
+        return
+    name = probe_id(metafunc.function)
+    paths = metafunc.config.stash[RECORDINGS].get(name, [])
+    if paths:
+        metafunc.parametrize("probe", paths, indirect=True, ids=[p.stem for p in paths])
+    else:  # as a version no cluster ran: nothing to replay, said by name (-ra lists it), never a pass
+        unrecorded = pytest.param(None, marks=pytest.mark.skip(reason=not_recorded(name, metafunc.config)))
+        metafunc.parametrize("probe", [unrecorded], indirect=True, ids=["no-recording"])
+
+
+def not_recorded(name: str, config: pytest.Config) -> str:
+    """Why a probe without a recording under --replay is skipped: its claims rest on the expectations alone."""
+    return (
+        f"{name}: no live recording under {config.getoption('--replay')}, nothing replayed; its claims rest on "
+        "their expectations alone (make coverage lists their ranges)"
+    )
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected what they drop
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Probes selected with no cluster and no recordings to run them on are refused, not skipped into a green run;
+    --schedule: the probes longest first (each pytest-xdist worker collects, so each sees this order)."""
+    probes = [item for item in items if PROBE_FIXTURE in getattr(item, "fixturenames", ())]
+    if probes and CLUSTER not in config.stash and not config.getoption("--replay") and not config.option.collectonly:
+        refused = (
+            f"{BAD_INPUT_CLASS}: {len(probes)} probes selected and no cluster to run them on: give "
+            f"{', '.join(options_said(parenthesised=False))}, or --replay probes (the shipped recordings)"
+        )
+        if not hasattr(config, "workerinput"):
+            raise pytest.UsageError(refused)
+        # a pytest-xdist worker: an error here would crash it; its controller says the line and exits 4
+        config.workeroutput[REFUSED_KEY] = refused  # type: ignore[attr-defined]
+        config.hook.pytest_deselected(items=probes)
+        items[:] = [item for item in items if item not in probes]
+    durations = config.stash.get(DURATIONS, None)
+    if durations is not None:
+        by_id = {item.nodeid: item for item in items}
+        items[:] = [by_id[nodeid] for nodeid in longest_first(list(by_id), durations)]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """--schedule with -n: each worker gets its planned share at once (harness/doors/schedule.py says why)."""
+    return PlannedScheduling(config, log, Path(config.getoption("--schedule"))) if DURATIONS in config.stash else None
