@@ -76,6 +76,9 @@ def delete_and_read_the_delay(probe: Probe, pods: PodObserver, grace: int | None
     return delay, pods.final_state(last)
 
 
+@pytest.mark.alone(
+    "a loaded kubelet starts main's sleep late beside the witness's stop: sleep.sigterm-delay"
+)  # docs/parallel-load.md
 def test_prestop_sleep_delays_sigterm(probe: Probe) -> None:
     """KEP-3960: a preStop sleep of 3 s (grace 10 s) delays the container's SIGTERM by 3 s, with no exec in it."""
     pods, answer = create_pod(probe, probe.manifest("pod-prestop-sleep.3s.yaml"))

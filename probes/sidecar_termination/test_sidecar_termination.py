@@ -246,6 +246,9 @@ def test_a_job_completes_when_its_main_container_exits(probe: Probe) -> None:
     run_the_job(probe, "job-sidecars-main-exits-0.yaml", "job")
 
 
+@pytest.mark.alone(
+    "a loaded kubelet sees main's exit late: job-fail.sidecar-b-sigterm-after-main-exit"
+)  # docs/parallel-load.md
 def test_a_job_fails_through_its_pod_failure_policy_when_its_main_container_exits_1(probe: Probe) -> None:
     """KEP-753 with a pod failure policy: main exits 1, the sidecars are stopped after it as when it exits 0, the
     pod ends Failed, and the rule FailJob on main's exit code 1 fails the Job (reason PodFailurePolicy) although
