@@ -9,7 +9,9 @@ import json
 import re
 import subprocess
 import sys
+from collections import Counter
 from functools import cache
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +24,7 @@ from harness.core import probe_helpers
 from harness.core.expectations import Claim, Expectation, load_claims, pull_requests
 from harness.core.records import load_records, origin_kind
 from harness.core.transport import Recording
-from harness.reports import report, report_model, timeline_svg
+from harness.reports import findings, report, report_model, timeline_svg
 from harness.reports.report import render_html, render_markdown, write_report
 from harness.reports.report_model import Matrix, Side, _behaviour, build_matrix, expected_value
 from harness.reports.report_words import side_text
@@ -305,7 +307,7 @@ def test_columns_say_what_they_ran_on_and_every_value_shown_was_observed(
     assert "derived" not in shown.lower() and "📄" not in markdown
     assert "No version has been observed on a live cluster yet" not in html
     observed = f"{len(matrix.versions)} of the versions ({', '.join(recorded_versions())})"
-    assert f"{observed}\nwere observed on a cluster" in html
+    assert f"all {len(matrix.versions)} versions\nwere observed on a cluster" in html  # every column: not listed
     assert f"{observed} were observed on a live cluster" in markdown
 
 
@@ -538,6 +540,46 @@ def test_a_corrected_expectation_re_evaluates_old_recordings_and_says_what_chang
     assert len(failed) == len(from_1_27) + len(both_rows)  # the claim's two rows
 
 
+def ids_on(page: str) -> Counter[str]:
+    """Every id attribute of a page's elements, counted."""
+    found: Counter[str] = Counter()
+
+    class Ids(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            found.update(value for name, value in attrs if name == "id" and value is not None)
+
+    Ids().feed(page)
+    return found
+
+
+def test_no_id_is_on_the_page_twice(written_report: tuple[Matrix, Path]) -> None:
+    ids = ids_on((written_report[1] / "report.html").read_text())
+    assert len(ids) > 250 and [i for i, n in ids.items() if n > 1] == []
+
+
+def test_a_probe_checking_claims_of_two_documents_shows_under_each_and_keeps_one_anchor(replayed_runs: Path) -> None:
+    """A synthetic case: one claim of the SIGTERM-ignoring pod's probe said to come from another document (the
+    safe-termination write-up). Its probe heads a group under each document; the first keeps #probe-..., where
+    the page's links go, the other's id is its own."""
+    moved = "sigterm-ignored.killed-after-grace"
+
+    def two_documents(family: str) -> dict[str, Claim]:
+        claims = dict(load_claims(family))
+        if moved in claims:
+            claims[moved] = dataclasses.replace(claims[moved], document="safe-pod-termination")
+        return claims
+
+    matrix = build_matrix(load_records([replayed_runs]), claims_loader=two_documents)
+    probe = next(row.probe for row in matrix.rows if row.claim == moved)
+    page = render_html(matrix, svgs={})
+    headings = re.findall(r'<tr class="scenario" id="([^"]+)">', page)
+    anchor = f"probe-{safe_name(probe, 100)}"
+    own = [i for i in headings if i == anchor or i.startswith(f"{anchor}--")]
+    assert own == [anchor, f"{anchor}--safe-pod-termination"]
+    ids = ids_on(page)
+    assert [i for i, n in ids.items() if n > 1] == []
+
+
 # ------------------------------------------------------------------------------------------ timelines
 
 
@@ -731,6 +773,15 @@ CHECK_SCRIPT = """
   await window.drawTimelines();
   const out = {};
   const rect = (el) => el.getBoundingClientRect();
+  // the first screen, before anything scrolls: what the suite found, and the links from it into the page
+  const found = document.getElementById("findings");
+  out.firstSection = document.querySelector("body > section").id;
+  out.innerHeight = window.innerHeight;
+  out.findingsTop = rect(found).top;
+  out.findingsBottom = rect(found).bottom;
+  out.findingsRows = found.querySelectorAll("tbody tr").length;
+  out.findingsTargets = [...found.querySelectorAll('a[href^="#"]')].map((a) => a.getAttribute("href").slice(1));
+  out.findingsMissing = out.findingsTargets.filter((id) => !document.getElementById(id));
   const corner = document.querySelector("#matrix thead th.corner");
   const heads = document.querySelectorAll("#matrix thead th.ver");
   out.innerWidth = window.innerWidth;
@@ -891,6 +942,12 @@ def test_the_html_report_renders_in_a_browser_sticky_parts_stay_and_a_cell_opens
     started_narrow = checked_in_browser(browser, page, 900, 400, CELL_OPEN, framed=True)
     wide, narrow = measured(started_wide), measured(started_narrow)
     dom = wide["dom"]  # the page as Chromium built it
+    # The first screen (1,400 × 900) answers what the suite found, whole, and where to look for each finding: its
+    # probe's rows, its timeline and its claims, every link landing on this page
+    assert wide["firstSection"] == "findings"
+    assert 0 < wide["findingsTop"] < wide["findingsBottom"] <= wide["innerHeight"] <= 900
+    assert wide["findingsRows"] == len(findings.findings())
+    assert len(wide["findingsTargets"]) > 3 * wide["findingsRows"] and wide["findingsMissing"] == []
     assert 'data-claim="always.sigterm-ignored.phases"' in dom
     assert dom.count("<td class=") > 1000
     assert dom.count('<figure class="timeline"') >= 19 and "<svg" in dom

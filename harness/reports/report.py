@@ -21,7 +21,7 @@ from harness.base import families
 from harness.base.run import safe_name
 from harness.core.expectations import FAIL, NOT_OBSERVABLE, PASS, UNDECIDED, load_claims, outcome_json
 from harness.core.records import load_records
-from harness.reports import timeline_svg
+from harness.reports import findings, timeline_svg
 from harness.reports.report_model import ClaimsLoader, JsonDict, Matrix, build_matrix, document_label
 from harness.reports.report_words import PR_URL, breakable, pr_links, side_text, side_words
 from harness.reports.upgrade import Upgrade
@@ -117,6 +117,7 @@ class Section:
 
 # The page's parts in order; a new part is a template under templates/sections/ and a line here.
 SECTIONS = (
+    Section("findings", "What the suite found", "sections/findings.html.j2"),
     Section("changes", "What changed", "sections/changes.html.j2"),
     Section("matrix-section", "Behaviour matrix", "sections/matrix.html.j2"),
     Section("timelines", "Timelines", "sections/timelines.html.j2"),
@@ -168,6 +169,9 @@ def _environment() -> Environment:
     env.filters["packed"] = packed
     env.filters["breakable"] = breakable
     env.filters["md"] = lambda text: str(text).replace("|", "\\|").replace("\n", " ")
+    env.filters["inline_markdown"] = findings.inline_markdown
+    env.filters["seen_in"] = findings.seen_in
+    env.filters["scenario_of"] = findings.scenario_of
     env.globals.update(
         PR_URL=PR_URL,
         column_px=COLUMN_PX,
@@ -217,6 +221,7 @@ def render_html(matrix: Matrix, svgs: dict[str, str] | None = None, upgrade: Upg
         data=packed(json.dumps(_page_data(matrix), ensure_ascii=False, separators=(",", ":"))),
         sections=page_sections(upgrade),
         upgrade=upgrade,
+        findings=findings.findings(),
     )
 
 
