@@ -215,6 +215,10 @@ def test_values_are_said_in_words() -> None:
         (["--from", "one", "--to", "1.28"], "not a Kubernetes version: 'one'"),
         (["--from", "1.18", "--to", "1.28"], "older than the suite supports: the oldest is 1.19, so give FROM=1.19"),
         (["--from", "1.26", "--to", "1.28", "--runs", "/no/such/runs"], "RUNS names /no/such/runs"),
+        (  # older than the release catalog and not a pinned image's: not called unpublished, the minor offered
+            ["--from", "1.20.3", "--to", "1.28"],
+            "whether 1.20.3 was published is not known here; FROM=1.20 answers for v1.20.15",
+        ),
     ],
 )
 def test_bad_input_is_refused_in_one_line_before_the_replay(
@@ -275,6 +279,12 @@ def test_any_published_release_is_answered_at_that_release_with_the_nearest_live
     pre = between(atlas, "1.26.2", "1.27.0-rc.1")
     assert pre.after.name == "v1.27.0-rc.1" and PHASES in by_id(pre.changed)
     assert by_id(pre.changed)[PHASES].key_step == by_id(pre.changed)[PHASES].steps[-1]
+
+
+def test_a_release_older_than_the_catalog_is_answered_where_a_pinned_image_runs_it() -> None:
+    """v1.20.15 is no release of the catalog (it starts at 1.21) but a pinned node image runs it: it is a published
+    release, answered as given like any other (it was refused as never published)."""
+    assert upgrade.resolve("1.20.15", "FROM").name == upgrade.resolve("1.20", "FROM").name == "v1.20.15"
 
 
 def test_a_rollback_says_what_going_back_undoes(atlas: list[dict[str, Any]]) -> None:

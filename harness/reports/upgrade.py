@@ -28,8 +28,8 @@ from typing import Any
 
 from packaging.version import Version
 
-from harness.axis.pinned import pinned_minors, pinned_release
-from harness.axis.releases import is_published
+from harness.axis.pinned import pinned_minors, pinned_release, pinned_releases
+from harness.axis.releases import first_catalogued, is_published
 from harness.axis.replay import replay
 from harness.base import families, paths, versions
 from harness.base.versions import REQUESTED_FORMS, KubeVersion, VersionError, check_supported, version_range
@@ -235,7 +235,15 @@ def check_published(text: str, what: str) -> KubeVersion:
         raise ReleaseError(str(err).replace("VERSION=", f"{what}=")) from None
     oldest, newest = known_minor_range()
     if wanted.text.lstrip("v").count(".") >= 2:
-        if not is_published(wanted.version):
+        if wanted.version < first_catalogued():  # older than the catalog: known published where a pinned image runs it
+            if wanted.version not in {v.version for v in pinned_releases()}:
+                newest_pinned = max((v for v in pinned_releases() if v.minor == wanted.minor), key=lambda v: v.version)
+                raise ReleaseError(
+                    f"{what}={given}: the release catalog (harness/releases.json) starts at "
+                    f"{kubernetes_spelling(first_catalogued())}, so whether {given} was published is not known here; "
+                    f"{what}={wanted.minor} answers for {newest_pinned.text} (its pinned node image)"
+                )
+        elif not is_published(wanted.version):
             raise ReleaseError(
                 f"{what}={given}: no such Kubernetes release was published (harness/releases.json, read from the "
                 f"CHANGELOGs, lists every release from 1.21 on)"
