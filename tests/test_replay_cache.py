@@ -59,12 +59,3 @@ def test_without_the_variable_or_when_shown_every_replay_runs(tmp_path: Path, mo
     monkeypatch.setenv(replay_module.CACHE_VARIABLE, str(tmp_path / "cache"))
     replay_module.replay(tmp_path / "b", shown=True)
     assert ran == [tmp_path / "a", tmp_path / "b"] and not (tmp_path / "cache").exists()
-
-
-def test_the_key_does_not_depend_on_the_callers_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """pytest's workers have the checkout on sys.path (its egg-info names the suite a second time), python -m harness
-    has it first: both must find the same replay, or each would throw the other's away."""
-    key = replay_module._inputs_key(paths.REPO / "probes", ["", ""])
-    monkeypatch.syspath_prepend(str(paths.REPO))
-    monkeypatch.syspath_prepend(str(paths.REPO / "tests"))
-    assert replay_module._inputs_key(paths.REPO / "probes", ["", ""]) == key

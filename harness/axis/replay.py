@@ -132,8 +132,7 @@ def _inputs_key(recordings: Path, options: list[str]) -> str:
     with, and its options."""
     suite = suite_version()  # the commit the records name
     digest = hashlib.sha256(json.dumps([sys.version, options, str(recordings.resolve()), suite]).encode())
-    # each distribution once: a caller whose sys.path holds the checkout finds the suite's own twice
-    installed = sorted({f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions()})
+    installed = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions())
     digest.update("\n".join(installed).encode())
     roots = [paths.REPO / "harness", families.FAMILIES_ROOT, recordings]
     files = [paths.REPO / "conftest.py", paths.REPO / "pyproject.toml"]
