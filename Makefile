@@ -220,10 +220,6 @@ export TEST_WORKERS
 # for a worker's collection, measured: 4.8 s, warm 3.0 s). The tree's own __pycache__ folders stay as they are.
 unit: export PYTHONDONTWRITEBYTECODE :=
 unit: export PYTHONPYCACHEPREFIX := $(CURDIR)/$(VENV)/pycache
-# The tests replay every shipped recording in several child processes (make upgrade, make coverage, the shared
-# replay of tests/conftest.py): a replay whose inputs did not change since the last is answered from
-# .venv/replay-cache (harness/axis/replay.py says what its key holds); the workers replay every recording anyway.
-unit: export PLP_REPLAY_CACHE := $(CURDIR)/$(VENV)/replay-cache
 # Each run leaves its replay records in runs/offline/<run-id>/ (about 10 MB): the last 3 runs' are kept (only
 # folders the suite marked as its own are deleted: harness/base/outputs.py).
 unit: refuse-cluster $(STAMP)

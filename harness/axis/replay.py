@@ -5,40 +5,26 @@ The child is `python -m harness.axis.replay ANSWER PYTEST-ARGS...`: pytest with 
 collected (with its family) and those that run only on the graceful-node-shutdown kind cluster, written as JSON to
 ANSWER with pytest's exit code. Under pytest-xdist (`workers`) the controller collects nothing, so only the exit
 code and the records are read then.
-
-Where PLP_REPLAY_CACHE names a folder (make test sets it: its tests replay every shipped recording in several
-child processes), a replay whose inputs are unchanged is answered from the last one kept there: its records copied
-into the run directory, its answer and output as they were. Its key is every byte the replay reads (harness/,
-probes/, the recordings replayed, conftest.py, pyproject.toml), the Python and every installed distribution's
-version, and the replay's options, so any change replays again; the workers of make test replay every recording
-in every run regardless.
 """
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
-import os
-import shutil
 import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.base import families, paths
-from harness.base.run import suite_version
 
 if TYPE_CHECKING:
     import pytest
 
 JsonDict = dict[str, Any]
 KIND_ONLY_MARKER = "node_shutdown"  # probes that run only on the suite's graceful-node-shutdown kind cluster
-CACHE_VARIABLE = "PLP_REPLAY_CACHE"  # a folder keeping the last replay of unchanged inputs (see above)
 
 
 @dataclass(frozen=True)
@@ -67,42 +53,11 @@ def replay(
     """Every probe on the recordings under `recordings` (default: all the shipped ones), its run records left under
     `run_dir`. `select`: pytest's -k; `workers`: pytest-xdist's -n (else one process); `shown`: pytest's output goes
     to this terminal instead of being kept; `timeout`: a guard against a hang, in seconds."""
-
-    def argv(into: Path) -> list[str]:
-        said = [str(families.FAMILIES_ROOT), "--replay", str(recordings), "--run-dir", str(into)]
-        said += ["-n", workers] if workers else ["-p", "no:xdist"]
-        said += ["-q", "--disable-warnings", "-p", "no:cacheprovider"] if shown else ["-q", "-p", "no:cacheprovider"]
-        return said + (["-k", select] if select else [])
-
-    cache = os.environ.get(CACHE_VARIABLE)
-    if not cache or shown:  # (what a replay shows goes to the terminal as it happens: nothing to keep)
-        return _replayed(run_dir, argv(run_dir), shown, timeout)
-    folder = Path(cache)
-    folder.mkdir(parents=True, exist_ok=True)
-    kept = folder / _inputs_key(recordings, [select, workers or ""])
-    with (folder / "lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one process replays; the others wait, then copy what it kept
-        if not (kept / "answer.json").is_file():
-            for other in (entry for entry in folder.iterdir() if entry.is_dir()):  # the last replay only: 25 MB
-                shutil.rmtree(other)
-            with tempfile.TemporaryDirectory(prefix="plp-replay-", dir=folder) as scratch:
-                made = Path(scratch) / "runs"
-                replayed = _replayed(made, argv(made), shown, timeout)
-                if replayed.exit_code not in (0, 1) or not replayed.records:  # did not run: said, never kept
-                    if made.is_dir():
-                        shutil.copytree(made, run_dir, dirs_exist_ok=True)
-                    return replayed
-                shutil.copytree(made, kept / "runs")
-                answer = {name: value for name, value in vars(replayed).items() if name != "records"}
-                (kept / "answer.json").write_text(json.dumps(answer))
-        shutil.copytree(kept / "runs", run_dir, dirs_exist_ok=True)
-        answer = json.loads((kept / "answer.json").read_text())
-    records = [json.loads(path.read_text()) for path in sorted(run_dir.glob("*/probes/*.json"))]
-    return Replayed(**{**answer, "records": records})
-
-
-def _replayed(run_dir: Path, argv: list[str], shown: bool, timeout: float | None) -> Replayed:
-    """The child pytest of `argv`, run now."""
+    argv = [str(families.FAMILIES_ROOT), "--replay", str(recordings), "--run-dir", str(run_dir)]
+    argv += ["-n", workers] if workers else ["-p", "no:xdist"]
+    argv += ["-q", "--disable-warnings", "-p", "no:cacheprovider"] if shown else ["-q", "-p", "no:cacheprovider"]
+    if select:
+        argv += ["-k", select]
     with tempfile.TemporaryDirectory(prefix="plp-replay-") as scratch:
         out = Path(scratch) / "answer.json"
         proc = subprocess.run(
@@ -125,23 +80,6 @@ def _replayed(run_dir: Path, argv: list[str], shown: bool, timeout: float | None
         proc.stdout or "",
         proc.stderr or "",
     )
-
-
-def _inputs_key(recordings: Path, options: list[str]) -> str:
-    """A digest of everything a replay's outcome rests on: the files it reads, the Python and packages it runs
-    with, and its options."""
-    suite = suite_version()  # the commit the records name
-    digest = hashlib.sha256(json.dumps([sys.version, options, str(recordings.resolve()), suite]).encode())
-    installed = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions())
-    digest.update("\n".join(installed).encode())
-    roots = [paths.REPO / "harness", families.FAMILIES_ROOT, recordings]
-    files = [paths.REPO / "conftest.py", paths.REPO / "pyproject.toml"]
-    files += sorted(p for root in roots for p in (root.rglob("*") if root.is_dir() else [root]))
-    for path in files:
-        if path.is_file() and "__pycache__" not in path.parts:
-            digest.update(f"\0{path}\0".encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()[:32]
 
 
 def probe_id(module: str, function: str) -> str:
