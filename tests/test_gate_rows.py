@@ -4,9 +4,20 @@ pkg/features); a change inside a range means the row is split wrongly or rests o
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
+from typing import Any
 
-from harness.axis.gates import default_changes, effective_default, known_gates, release_status, stretches
+import pytest
+import yaml
+
+from harness.axis.gates import (
+    default_changes,
+    effective_default,
+    known_gates,
+    patch_default_changes,
+    release_status,
+    stretches,
+)
 from harness.base import families
 from harness.base.versions import range_parts
 from harness.core.expectations import load_claims
@@ -60,3 +71,47 @@ def test_a_release_the_proxy_refused_has_no_state() -> None:
     assert release_status("1.21.0-alpha.1").startswith("refused")
     _, unread = stretches(("JobReadyPods",), ">=1.21.0-alpha.0,<1.21.0-beta.1")
     assert "1.21.0-alpha.1" in unread
+
+
+PATCH_CHANGES_FILE = Path(__file__).resolve().parents[1] / "harness" / "gate_patch_changes.yaml"
+
+
+def assessed_patch_changes() -> list[dict[str, Any]]:
+    changes: list[dict[str, Any]] = yaml.safe_load(PATCH_CHANGES_FILE.read_text())["changes"]
+    return changes
+
+
+def gates_named_by(claim_ids: set[str] | None = None) -> set[str]:
+    """The gates rows name (only the rows of those claims, when given)."""
+    return {gate for _, claim, _, gates in GATED if claim_ids is None or claim in claim_ids for gate in gates}
+
+
+def test_every_patch_level_default_change_is_assessed() -> None:
+    """A regenerated ledger that finds a gate whose default a patch release changed fails here until someone reads
+    what it does to the claims and says so in harness/gate_patch_changes.yaml."""
+    found = {(c.gate, c.at, c.default) for c in patch_default_changes()}
+    assessed = {(str(c["gate"]), str(c["at"]), bool(c["default"])) for c in assessed_patch_changes()}
+    assert found, "the ledger shows patch releases that changed a default (MaxUnavailableStatefulSet at 1.35.4)"
+    assert not found - assessed, f"not assessed in {PATCH_CHANGES_FILE.name}: {sorted(found - assessed)}"
+    assert not assessed - found, f"assessed but not in the ledger: {sorted(assessed - found)}"
+
+
+@pytest.mark.parametrize("change", assessed_patch_changes(), ids=lambda c: f"{c['gate']} {c['at']}")
+def test_an_assessed_patch_change_says_what_it_does_to_the_claims(change: dict[str, Any]) -> None:
+    gate, verdict = str(change["gate"]), change["verdict"]
+    assert str(change.get("source", "")).strip() and str(change.get("why", "")).strip(), f"{gate}: source and why"
+    if verdict == "named":
+        rows = set(change["rows"])
+        assert rows and gate in gates_named_by(rows), f"{gate}: the rows {sorted(rows)} do not name it"
+    else:
+        assert verdict == "no_claim", f"{gate}: verdict is named or no_claim, not {verdict!r}"
+        assert gate not in gates_named_by(), f"{gate} is called no_claim, but a row names it: say which (named)"
+
+
+def test_a_gate_backported_to_an_older_line_is_absent_not_removed_on_the_newer_one() -> None:
+    """SeparateCacheWatchRPC came, on, in the patches 1.28.8 and 1.29.3 (k/k#123694, k/k#123693) before 1.30 had it:
+    1.29.0-1.29.2 never had the gate nor its code, so they are off, and 1.29.3 is a patch-level change."""
+    assert effective_default("SeparateCacheWatchRPC", "1.28.8") is True
+    assert effective_default("SeparateCacheWatchRPC", "1.29.2") is False
+    assert effective_default("SeparateCacheWatchRPC", "1.29.3") is True
+    assert ("SeparateCacheWatchRPC", "1.29.3") in {(c.gate, c.at) for c in patch_default_changes()}

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from packaging.version import Version
+
 from harness.axis.releases import published_releases, release_name, sort_key
 from harness.base.versions import KubeVersion
 
@@ -111,9 +113,19 @@ def effective_default(gate: str, version: str | KubeVersion) -> bool:
     if state is not None:
         return state.default
     at = sort_key(_release(version))
-    before = [GateState.parse(text) for release, text in _changes(gate) if sort_key(release) <= at]
+    before = [GateState.parse(text) for release, text in _changes(gate) if _upstream_of(sort_key(release), at)]
     present = [s for s in before if s is not None]
     return bool(present) and present[-1].default
+
+
+def _upstream_of(release: Version, at: Version) -> bool:
+    """Whether what `release` holds can have come down to `at`: an earlier release of its own minor, or any earlier
+    one but a patch of an older minor. A patch is a cherry-pick onto a release branch: a gate added in 1.28.8
+    (SeparateCacheWatchRPC, on) is not in 1.29.0-1.29.2, which the ledger reads absent, not removed."""
+    if release > at:
+        return False
+    same_minor = (release.major, release.minor) == (at.major, at.minor)
+    return same_minor or release.is_prerelease or release.micro == 0
 
 
 def behaviour_state(gate: str, version: str | KubeVersion) -> str:
@@ -182,3 +194,36 @@ def default_changes(gate: str, specifier: str) -> list[str]:
             said.append(f"{'on' if previous[1] else 'off'} at {previous[0]}, {'on' if on else 'off'} at {release}")
         previous = (release, on)
     return said
+
+
+@dataclass(frozen=True)
+class PatchChange:
+    """A gate whose default a patch release (x.y.z, z >= 1) changed: `before` is the last read release of the same
+    minor line before `at` (releases between them were refused by the proxy, so the change lies in (before, at])."""
+
+    gate: str
+    before: str
+    at: str
+    default: bool  # the default from `at` on
+
+    @property
+    def label(self) -> str:
+        now, was = ("on", "off") if self.default else ("off", "on")
+        return f"{self.gate} {now} at {self.at} (was {was} at {self.before})"
+
+
+def patch_default_changes() -> list[PatchChange]:
+    """Every change of a gate's effective default inside a patch line, as the ledger's read releases show it."""
+    read = [r for r in published_releases() if release_status(r) == "read"]
+    out: list[PatchChange] = []
+    for gate in known_gates():
+        last_of_minor: dict[tuple[int, int], tuple[str, bool]] = {}
+        for release in read:
+            version = sort_key(release)
+            minor = (version.major, version.minor)
+            on = effective_default(gate, release)
+            previous = last_of_minor.get(minor)
+            if previous is not None and previous[1] != on and not version.is_prerelease and version.micro >= 1:
+                out.append(PatchChange(gate, previous[0], release, on))
+            last_of_minor[minor] = (release, on)
+    return out
