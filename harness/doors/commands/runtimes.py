@@ -8,8 +8,8 @@ import argparse
 import sys
 
 from harness.axis import runtimes
-from harness.axis.pinned import pinned_release
-from harness.axis.releases import check_published, release_name
+from harness.axis.pinned import pinned_patch
+from harness.axis.releases import check_published
 from harness.base.versions import Release, VersionError
 
 
@@ -19,8 +19,7 @@ def release_of(given: str) -> str:
         raise VersionError("no VERSION given: name a release with kind recordings, e.g. make runtimes VERSION=1.27.16")
     wanted = Release.parse(given)  # VERSION read here, once
     check_published(wanted.kube)
-    chosen = wanted.kube if wanted.names_a_patch else pinned_release(wanted)
-    return release_name(chosen.version)
+    return pinned_patch(wanted)
 
 
 def run_runtimes_command(args: argparse.Namespace) -> int:
