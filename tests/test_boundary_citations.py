@@ -1,0 +1,157 @@
+"""The PR each version boundary of the sidecar, preStop sleep and probe-grace families (and of a Job's back-off
+before replacing a deleted pod) rests on, as read at the tags: the CHANGELOG pre-release section that lists it
+and, where a feature gate decides, the gate's state on both sides (harness/gate_ledger.json, from each tag's
+pkg/features). make upgrade and the report name the PRs a row cites as what changed where the row starts, so the
+row in force from a boundary cites that boundary's PR first, and a stage that changes nothing the probes see (GA,
+a gate's removal) is cited by no row."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from packaging.version import Version
+
+from harness.axis.gates import gate_state, release_status
+from harness.axis.releases import first_catalogued, published_releases, release_name, sort_key
+from harness.base.versions import KubeVersion, version_range
+from harness.core.expectations import Claim, Expectation, load_claims, pull_requests
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """A release where rows start, the PR there (its CHANGELOG section), and the gate states around it."""
+
+    pr: str
+    changelog: str
+    gate: str | None = None
+    before: str = ""  # the gate's state at the last release read before the boundary ("absent", "alpha:off", ...)
+    after: str = ""  # and at the first read from it on
+
+
+SERVER_SIDE_FIELD_VALIDATION = {
+    "1.24.0-beta.0": Boundary(
+        "108889", "CHANGELOG-1.24 v1.24.0-beta.0", "ServerSideFieldValidation", "alpha:off", "beta:on"
+    ),
+    "1.24.0-rc.0": Boundary(
+        "109271", "CHANGELOG-1.24 v1.24.0-rc.0", "ServerSideFieldValidation", "beta:on", "alpha:off"
+    ),
+    "1.25.0-alpha.3": Boundary(
+        "110178", "CHANGELOG-1.25 v1.25.0-alpha.3", "ServerSideFieldValidation", "alpha:off", "beta:on"
+    ),
+}
+
+BOUNDARIES: dict[str, dict[str, Boundary]] = {
+    "sidecar_termination": {
+        **SERVER_SIDE_FIELD_VALIDATION,
+        "1.27.0-rc.0": Boundary("115331", "CHANGELOG-1.27 v1.27.0-rc.0"),
+        "1.28.0-beta.0": Boundary(
+            "116429", "CHANGELOG-1.28 v1.28.0-beta.0", "SidecarContainers", "absent", "alpha:off"
+        ),
+        "1.29.0-alpha.3": Boundary(
+            "121579", "CHANGELOG-1.29 v1.29.0-alpha.3", "SidecarContainers", "alpha:off", "beta:on"
+        ),
+    },
+    "prestop_sleep": {
+        **SERVER_SIDE_FIELD_VALIDATION,
+        "1.29.0-alpha.3": Boundary(
+            "119026", "CHANGELOG-1.29 v1.29.0-alpha.3", "PodLifecycleSleepAction", "absent", "alpha:off"
+        ),
+        "1.30.0-alpha.3": Boundary(
+            "122456", "CHANGELOG-1.30 v1.30.0-alpha.3", "PodLifecycleSleepAction", "alpha:off", "beta:on"
+        ),
+        "1.32.0-beta.0": Boundary(
+            "127094", "CHANGELOG-1.32 v1.32.0-beta.0", "PodLifecycleSleepActionAllowZero", "absent", "alpha:off"
+        ),
+        "1.33.0-rc.0": Boundary(
+            "130621", "CHANGELOG-1.33 v1.33.0-rc.0", "PodLifecycleSleepActionAllowZero", "alpha:off", "beta:on"
+        ),
+    },
+    "probe_grace": {
+        "1.25.0-beta.0": Boundary(
+            "108541", "CHANGELOG-1.25 v1.25.0-beta.0", "ProbeTerminationGracePeriod", "beta:off", "beta:on"
+        ),
+    },
+    "job_replacement": {
+        "1.27.0-beta.0": Boundary("114768", "CHANGELOG-1.27 v1.27.0-beta.0"),
+    },
+}
+ONLY_CLAIMS = {"job_replacement": {"default.replacement-after-delete"}}
+
+# Stages that change nothing these probes see: SidecarContainers GA (1.33), ProbeTerminationGracePeriod GA (1.28)
+# and its removal (1.29), PodLifecycleSleepAction GA (announced in 1.32, again in 1.34).
+NOT_A_BOUNDARY = {"129731", "114307", "121257", "128046", "132595"}
+
+
+def claims_of(family: str) -> list[Claim]:
+    only = ONLY_CLAIMS.get(family)
+    return [claim for claim in load_claims(family).values() if only is None or claim.id in only]
+
+
+def boundaries_of(claim: Claim) -> set[str]:
+    """Every release a range of the claim starts or ends at."""
+    return {
+        release_name(Version(specifier.version))
+        for expectation in claim.expectations
+        for specifiers in version_range(expectation.versions)
+        for specifier in specifiers
+    }
+
+
+def row_on(claim: Claim, release: str) -> Expectation:
+    rows = [e for e in claim.expectations if KubeVersion.parse(release).satisfies(e.versions)]
+    assert len(rows) == 1, f"{claim.id}: {len(rows)} rows cover {release}, not one"
+    return rows[0]
+
+
+CASES = [
+    (family, claim, release)
+    for family in BOUNDARIES
+    for claim in claims_of(family)
+    for release in sorted(boundaries_of(claim), key=sort_key)
+    if sort_key(release) >= first_catalogued()  # ">=1.19": the oldest the suite runs, not a change
+]
+
+
+@pytest.mark.parametrize(("family", "claim", "release"), CASES, ids=[f"{c[1].id} {c[2]}" for c in CASES])
+def test_the_row_from_a_boundary_cites_its_pr_first(family: str, claim: Claim, release: str) -> None:
+    known = BOUNDARIES[family]
+    assert release in known, f"{family} {claim.id}: a range starts or ends at {release}, which no PR here is read for"
+    cited = pull_requests(row_on(claim, release).sources)
+    assert cited and cited[0] == known[release].pr, (
+        f"{family} {claim.id} from {release}: cites {cited}, the change there is k/k#{known[release].pr} "
+        f"({known[release].changelog})"
+    )
+
+
+def test_no_row_cites_a_stage_that_changes_nothing_here() -> None:
+    for family in BOUNDARIES:
+        for claim in claims_of(family):
+            for row in claim.expectations:
+                wrong = NOT_A_BOUNDARY & set(pull_requests(row.sources))
+                assert not wrong, f"{family} {claim.id} {row.versions} cites {sorted(wrong)}"
+
+
+def read_releases() -> list[str]:
+    return [release for release in published_releases() if release_status(release) == "read"]
+
+
+def state_text(gate: str, release: str) -> str:
+    state = gate_state(gate, release)
+    return "absent" if state is None else state.text()
+
+
+GATED = sorted(
+    {(release, b) for family in BOUNDARIES.values() for release, b in family.items() if b.gate},
+    key=lambda x: (sort_key(x[0]), x[1].gate or ""),  # two gates change at 1.29.0-alpha.3: one order for every worker
+)
+
+
+@pytest.mark.parametrize(("release", "boundary"), GATED, ids=[f"{b.gate} {r}" for r, b in GATED])
+def test_the_gate_changes_at_the_boundary(release: str, boundary: Boundary) -> None:
+    assert boundary.gate is not None
+    read = read_releases()
+    last_before = [r for r in read if sort_key(r) < sort_key(release)][-1]
+    first_from = next(r for r in read if sort_key(r) >= sort_key(release))
+    assert state_text(boundary.gate, last_before) == boundary.before, (boundary.gate, last_before)
+    assert state_text(boundary.gate, first_from) == boundary.after, (boundary.gate, first_from)
