@@ -61,6 +61,30 @@ def test_a_contradicting_recording_fails_the_probe_and_leaves_evidence(tmp_path:
     assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
 
 
+def test_collection_reads_a_recordings_head_and_its_replay_the_whole_file(tmp_path: Path) -> None:
+    """--replay's collection knows a recording's probe from the head Recording.write gives it (a file that begins
+    otherwise is read whole, as before); the probe's replay reads the rest, and a file whose head is a recording's
+    but whose body is not, or whose body names another probe, fails that probe in one line, never passes."""
+    recording = live("phase_after_deletion/always_pod_trapping_sigterm--v1.27.3-live-local.json")
+    folder = tmp_path / "recordings"
+    recording.write(folder / "as-written.json")
+    (folder / "compact.json").write_text(json.dumps(recording.to_json()))  # no head to read: read whole
+    assert Recording.probe_of(folder / "as-written.json") == Recording.probe_of(folder / "compact.json")
+    assert Recording.probe_of(folder / "as-written.json") == recording.probe
+    text = (folder / "as-written.json").read_text()
+    (folder / "cut-short.json").write_text(text[: len(text) // 2])
+    (folder / "two-probes.json").write_text(
+        text.replace('\n "origin": ', '\n "probe": "test_phase_after_deletion.py::test_other",\n "origin": ', 1)
+    )
+    proc = pytest_run("probes", "--replay", str(folder), "--run-dir", str(tmp_path / "runs"))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert re.search(r"\b2 passed, \d+ skipped, 2 errors\b", proc.stdout), proc.stdout
+    assert "During handling" not in proc.stdout, proc.stdout
+    assert f"{folder / 'cut-short.json'} is not a recording: not JSON" in proc.stdout, proc.stdout
+    said = f"{folder / 'two-probes.json'} is a recording of test_phase_after_deletion.py::test_other, not of "
+    assert said in proc.stdout, proc.stdout
+
+
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist"])
 def test_without_a_cluster_probes_are_refused_in_one_line_never_green(tmp_path: Path, workers: list[str]) -> None:
     """No cluster option, no existing cluster, no replay: not 29 skipped and exit 0 (a CI job calling pytest would go

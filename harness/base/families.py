@@ -14,9 +14,11 @@ overlay may name a base in another family's folder by its file name (tests/test_
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -28,6 +30,17 @@ DOCUMENT_FIELDS = ("title", "title_en", "site", "author", "date", "address", "ab
 # The suite's own YAML files (family.yaml, manifests) through libyaml when PyYAML has it: the same safe loading,
 # several times faster (a replay of every probe reads family.yaml and the manifests about 1,300 times).
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load_yaml(path: Path) -> Any:
+    """A YAML file of the suite, safely loaded; each text is parsed once per process (a replay of every recording
+    reads the same family.yaml, expectations and manifests about 3,700 times). The caller gets its own copy."""
+    return copy.deepcopy(_parsed_yaml(path.read_text()))
+
+
+@lru_cache(maxsize=1024)
+def _parsed_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=SAFE_LOADER)
 
 
 class FamilyError(ValueError):
@@ -61,7 +74,7 @@ class Family:
     @classmethod
     def load(cls, directory: Path) -> Family:
         path = directory / METADATA
-        data = yaml.load(path.read_text(), Loader=SAFE_LOADER) or {}
+        data = load_yaml(path) or {}
         if not isinstance(data, dict) or not {"title", "order", "document"} <= set(data) or not set(data) <= FIELDS:
             raise FamilyError(f"{path}: needs title, order and document (an id in {DOCUMENTS}), and nothing else")
         return cls(

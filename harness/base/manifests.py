@@ -20,9 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from harness.base.families import SAFE_LOADER, families, manifest_path
+from harness.base.families import families, load_yaml, manifest_path
 
 OVERLAY_FIELDS = frozenset({"base", "placeholders", "patch"})
 
@@ -35,7 +33,7 @@ def load_manifest(filename: str, directory: Path | None = None) -> JsonDict:
     `directory`: one folder holding the file and its base; by default the suite's family folders.
     """
     path = directory / filename if directory is not None else manifest_path(filename)
-    data: JsonDict = yaml.load(path.read_text(), Loader=SAFE_LOADER)
+    data: JsonDict = load_yaml(path)
     overlay = data.get("overlay")
     if overlay is None:
         return data
@@ -56,7 +54,7 @@ def templates(directory: Path | None = None) -> set[str]:
     found = set()
     for name in manifest_files(directory):
         path = directory / name if directory is not None else manifest_path(name)
-        overlay = (yaml.load(path.read_text(), Loader=SAFE_LOADER) or {}).get("overlay") or {}
+        overlay = (load_yaml(path) or {}).get("overlay") or {}
         if overlay.get("placeholders"):
             found.add(str(overlay["base"]))
     return found

@@ -14,8 +14,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from harness.base import families
 from harness.base.versions import KubeVersion, version_range
 from harness.core.basis import Doubt
@@ -197,7 +195,7 @@ def not_observable(claim: Claim, version: KubeVersion, why: str) -> Verdict:
 def load_claims(family: str, root: Path | None = None) -> dict[str, Claim]:
     """The claims of probes/<family>/expectations.yaml, by id."""
     path = families.family(family, root).expectations
-    data = yaml.safe_load(path.read_text())
+    data = families.load_yaml(path)
     claims: dict[str, Claim] = {}
     for claim_id, body in data["claims"].items():
         expectations = []

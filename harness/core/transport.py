@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import queue
+import re
 import socket
 import threading
 import time
@@ -38,6 +39,9 @@ if TYPE_CHECKING:
 
 JsonDict = dict[str, Any]
 RECORDING_FORMAT = "pod-lifecycle-probes/recording/v1"
+# How Recording.write begins a file: its format, then the probe it is of (all --replay's collection needs of it).
+RECORDING_HEAD = re.compile(r'\{\s*"format": "(?P<format>[^"\\]*)",\s*"probe": (?P<probe>"(?:[^"\\]|\\.)*"),')
+RECORDING_HEAD_BYTES = 4096
 # Calls that act on the cluster: their start is the instant the action happened (also when replayed).
 ACTIONS = frozenset({"create", "delete", "patch", "evict", "node_shutdown"})
 
@@ -569,6 +573,18 @@ class Recording:
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.to_json(), indent=1, sort_keys=False) + "\n")
+
+    @classmethod
+    def probe_of(cls, path: Path) -> str:
+        """The probe a recording is of, from the head of the file where Recording.write puts it (the file is read
+        whole when the probe replays it: a recording is about 120 KB, its head is all collection needs); a file that
+        does not begin so is read whole here, refused as Recording.load refuses it."""
+        with path.open("rb") as file:
+            head = file.read(RECORDING_HEAD_BYTES).decode("utf-8", errors="replace")
+        found = RECORDING_HEAD.match(head)
+        if found is None or found["format"] != RECORDING_FORMAT:
+            return cls.load(path).probe
+        return str(json.loads(found["probe"]))
 
     @classmethod
     def load(cls, path: Path) -> Recording:

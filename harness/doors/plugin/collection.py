@@ -22,7 +22,8 @@ def probe_id(function: Any) -> str:
 
 
 def recordings_under(root: Path) -> dict[str, list[Path]]:
-    """The recordings under --replay by probe id; a path that is missing or holds a non-recording is refused."""
+    """The recordings under --replay by probe id, each known from its head (harness/core/transport.py
+    Recording.probe_of); a path that is missing or holds a non-recording is refused."""
     if not root.exists():
         raise pytest.UsageError(f"--replay {root}: no such file or directory")
     files = [root] if root.is_file() else sorted(root.rglob("*.json"))
@@ -31,12 +32,12 @@ def recordings_under(root: Path) -> dict[str, list[Path]]:
     index: dict[str, list[Path]] = {}
     for path in files:
         try:
-            recording = Recording.load(path)
+            probe = Recording.probe_of(path)
         except (UnicodeDecodeError, json.JSONDecodeError) as err:
             raise pytest.UsageError(f"--replay: {path} is not a recording: not JSON") from err
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
             raise pytest.UsageError(f"--replay: {path} is not a recording: {err}") from err
-        index.setdefault(recording.probe, []).append(path)
+        index.setdefault(probe, []).append(path)
     return index
 
 

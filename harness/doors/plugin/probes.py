@@ -4,6 +4,7 @@ its record, recording and evidence written as it ends, and its namespace cleaned
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,7 +57,7 @@ def probe(request: pytest.FixtureRequest, run: Run) -> Iterator[Probe]:
         )
     name = probe_id(request.function)
     if request.config.getoption("--replay"):
-        yield from _replayed_probe(request, run, family)
+        yield from _replayed_probe(request, run, family, name)
     else:
         yield from _live_probe(request, run, family, name)
 
@@ -68,9 +69,9 @@ def _family(module: Path, named: str) -> Family:
         return family(named)
 
 
-def _replayed_probe(request: pytest.FixtureRequest, run: Run, family: Family) -> Iterator[Probe]:
+def _replayed_probe(request: pytest.FixtureRequest, run: Run, family: Family, name: str) -> Iterator[Probe]:
     path = request.param  # a probe without a recording is skipped before it gets here (pytest_generate_tests)
-    recording = Recording.load(path)
+    recording = _whole_recording(path, name)
     probe = Probe.replaying(
         recording, family.name, run, record_name=request.node.name, families_root=family.directory.parent
     )
@@ -88,6 +89,22 @@ def _replayed_probe(request: pytest.FixtureRequest, run: Run, family: Family) ->
     probe.write_record(outcome, "replay", {"file": str(path), **recording.origin})
     if unmade:
         raise RecordingMismatch(f"the probe finished without making these recorded calls: {unmade}")
+
+
+def _whole_recording(path: Path, name: str) -> Recording:
+    """The recording collection knew by its head (harness/doors/plugin/collection.py), read whole: one that is not
+    a recording after all, or is of another probe than its head said, fails the probe in one line."""
+    try:
+        recording = Recording.load(path)
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        problem = f"not JSON ({err})"
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        problem = str(err)
+    else:
+        if recording.probe == name:
+            return recording
+        pytest.fail(f"{path} is a recording of {recording.probe}, not of {name} as its head says", pytrace=False)
+    pytest.fail(f"{path} is not a recording: {problem}", pytrace=False)
 
 
 def _scheduled_restart(config: pytest.Config, target: LiveTarget) -> ScheduledRestart | None:
