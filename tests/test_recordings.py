@@ -12,7 +12,6 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +35,14 @@ class Recorded:
     server_version: str | None  # None: the probe never asked the server for its version
 
 
-@cache
+@pytest.fixture(scope="module")
 def recorded() -> tuple[Recorded, ...]:
-    """Every checked-in recording, read once for the tests below (about 50 MB of JSON; they only read it)."""
+    """Every checked-in recording, read once for the tests below (about 190 MB of JSON; they only read it): module
+    scoped, so they run on one pytest-xdist worker together (tests/conftest.py) and only it reads them."""
     found = []
     for path in all_recordings():
         recording = Recording.load(path)  # refuses a file that is not a recording
+        assert Recording.probe_of(path) == recording.probe, f"{path}: --replay's collection reads another probe"
         try:
             version: str | None = recording.server_git_version()
         except ValueError:
@@ -50,11 +51,11 @@ def recorded() -> tuple[Recorded, ...]:
     return tuple(found)
 
 
-def test_every_recording_is_live_and_says_what_ran() -> None:
+def test_every_recording_is_live_and_says_what_ran(recorded: tuple[Recorded, ...]) -> None:
     """Every recording under recordings/ is live, kept as recorded; its origin names the cluster and, for a local
     one, the build. Nothing derived from the documents is replayed as if a cluster had shown it."""
-    assert recorded()
-    for recording in recorded():
+    assert recorded
+    for recording in recorded:
         path, origin = recording.path, recording.origin
         assert "-live-" in path.name, f"{path.name}: only live recordings belong under recordings/"
         assert origin["kind"] == "live", path
@@ -68,10 +69,10 @@ def test_every_recording_is_live_and_says_what_ran() -> None:
 NOT_RECORDED_YET: set[str] = set()
 
 
-def test_every_probe_has_recordings_but_those_named_as_not_recorded_yet() -> None:
+def test_every_probe_has_recordings_but_those_named_as_not_recorded_yet(recorded: tuple[Recorded, ...]) -> None:
     """A probe that loses its recordings, or a new one without any, fails here until it is named above; a named one
     that got recordings fails here too, so the set says what the replay skips."""
-    probes = {recording.probe for recording in recorded()}
+    probes = {recording.probe for recording in recorded}
     modules = [module for f in families() for module in f.modules]
     assert len(modules) >= len(families())
     unrecorded = set()
@@ -82,10 +83,10 @@ def test_every_probe_has_recordings_but_those_named_as_not_recorded_yet() -> Non
     assert unrecorded == NOT_RECORDED_YET
 
 
-def test_every_probe_has_recordings_for_both_sides_of_the_1_27_boundary() -> None:
+def test_every_probe_has_recordings_for_both_sides_of_the_1_27_boundary(recorded: tuple[Recorded, ...]) -> None:
     probes = {n for n in dir(phase_probes) if n.startswith("test_")}
     versions: dict[str, set[str | None]] = {}
-    for recording in recorded():
+    for recording in recorded:
         versions.setdefault(recording.probe.split("::")[1], set()).add(recording.server_version)
     for probe in probes:
         assert versions.get(probe, set()) >= {"v1.26.6", "v1.27.3"}, probe

@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -234,7 +233,11 @@ def test_bad_input_is_refused_in_one_line_before_the_replay(
     assert says in err.replace(" (its oldest pinned node image; no expectation covers earlier releases)", "")
 
 
-def test_make_upgrade_prints_the_answer_from_the_shipped_recordings_with_no_cluster() -> None:
+def test_make_upgrade_prints_the_answer_from_the_shipped_recordings_with_no_cluster(
+    shipped_replay: ShippedReplay, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """make upgrade end to end (its own replay of every recording, in a child); then the rollback with DETAIL=1
+    through the same command in this process, its replay the session's (tests/conftest.py) instead of a second one."""
     started = time.monotonic()
     done = subprocess.run(
         ["make", "--no-print-directory", "upgrade", "FROM=1.26", "TO=1.27"],
@@ -249,20 +252,16 @@ def test_make_upgrade_prints_the_answer_from_the_shipped_recordings_with_no_clus
     assert phases_line("in", "Running", "Running, then Failed") in out
     assert len(out.splitlines()) <= upgrade.SCREEN_LINES
     print(f"make upgrade took {time.monotonic() - started:.1f} s")  # a figure, not a bound a loaded machine moves
-    detail = subprocess.run(
-        [sys.executable, "-m", "harness", "upgrade", "--from", "1.27", "--to", "1.26", "--detail", "1"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert detail.returncode == 0, detail.stderr
-    assert detail.stdout.startswith("Rolling back Kubernetes 1.27 → 1.26: v1.27.16 → v1.26.15\n")
+    monkeypatch.setattr(upgrade, "replay_atlas", lambda _: shipped_replay.runs)
+    capsys.readouterr()
+    assert cli.main(["upgrade", "--from", "1.27", "--to", "1.26", "--detail", "1"]) == 0
+    detail = capsys.readouterr().out
+    assert detail.startswith("Rolling back Kubernetes 1.27 → 1.26: v1.27.16 → v1.26.15\n")
     assert (
         f"{PHASES} — phases of the pod from the delete until 5 s after its container stopped: "
-        "Running, then Failed → Running; undoes what changed in 1.27.0-rc.0 (k/k#115331); live on both" in detail.stdout
+        "Running, then Failed → Running; undoes what changed in 1.27.0-rc.0 (k/k#115331); live on both" in detail
     )
-    assert "shipped recordings (probes/*/recordings/), replayed offline" in detail.stdout
+    assert f"live: {len(shipped_replay.records)} shipped recordings (probes/*/recordings/), replayed offline" in detail
 
 
 def test_any_published_release_is_answered_at_that_release_with_the_nearest_live_runs_named(
