@@ -74,8 +74,10 @@ def test_the_cluster_config_has_a_labelled_worker_and_a_kubelet_shutdown_grace_f
         "shutdownGracePeriod": "30s",
         "shutdownGracePeriodCriticalPods": "10s",
     }
-    old = yaml.safe_load(cluster_config(KubeVersion.parse("v1.20.15")))
-    assert "kubeadmConfigPatches" not in old  # the 1.20 kubelet refuses a grace period with the gate off
+    for without_gate in ("v1.20.15", "v1.21.0-beta.0"):  # the gate off: its kubelet refuses a grace period
+        assert "kubeadmConfigPatches" not in yaml.safe_load(cluster_config(KubeVersion.parse(without_gate)))
+    first_on = yaml.safe_load(cluster_config(KubeVersion.parse("v1.21.0-beta.1")))
+    assert yaml.safe_load(first_on["kubeadmConfigPatches"][0]) == kubelet
 
 
 def test_kind_gets_the_config_file(tmp_path: Path) -> None:

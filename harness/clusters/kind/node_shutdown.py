@@ -37,8 +37,10 @@ SHUTDOWN_NODE_LABEL = "pod-lifecycle-probes.test/shutdown-target"
 # leave the regular pods 20 s for their 5 s grace).
 SHUTDOWN_GRACE = "30s"
 CRITICAL_PODS_GRACE = "10s"
-# GracefulNodeShutdown: alpha (off) in 1.20, beta (on) from 1.21 (kubernetes.io feature-gates table; k/k#99735).
-GRACEFUL_NODE_SHUTDOWN_ON = ">=1.21.0-alpha.0"
+# GracefulNodeShutdown: alpha (off) in 1.20, beta (on) from v1.21.0-beta.1 (k/k#99735, CHANGELOG-1.21 v1.21.0-beta.1,
+# Changelog since v1.21.0-beta.0; the first tag the module proxy serves, beta.1, has it on): the 1.21 pre-releases
+# before it run the gate off, whose kubelet refuses a grace period as 1.20's does.
+GRACEFUL_NODE_SHUTDOWN_ON = ">=1.21.0-beta.1"
 # How long a restarted kubelet may take to hold its inhibitor lock again.
 LOCK_WAIT_S = 60.0
 LOCK_POLL_S = 1.0  # and how often it is asked meanwhile
@@ -48,7 +50,7 @@ def cluster_config(version: KubeVersion, host_kubelet: JsonDict | None = None) -
     """kind config: a control-plane and a labelled worker; from 1.21 every kubelet has a shutdown grace period,
     beside what the host asks of every kubelet (harness/clusters/kubelet_host.py).
 
-    shutdownGracePeriod needs the GracefulNodeShutdown gate, beta and on by default from 1.21
+    shutdownGracePeriod needs the GracefulNodeShutdown gate, beta and on by default from 1.21.0-beta.1
     (kubernetes/kubernetes#99735); before, the kubelet's config validation refuses a grace period while the gate
     is off, so older clusters get none and show the default: a kubelet that does not listen for shutdowns.
     """
