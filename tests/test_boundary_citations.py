@@ -1,9 +1,8 @@
-"""The PR each version boundary of the sidecar, preStop sleep and probe-grace families (and of a Job's back-off
-before replacing a deleted pod) rests on, as read at the tags: the CHANGELOG pre-release section that lists it
-and, where a feature gate decides, the gate's state on both sides (harness/gate_ledger.json, from each tag's
-pkg/features). make upgrade and the report name the PRs a row cites as what changed where the row starts, so the
-row in force from a boundary cites that boundary's PR first, and a stage that changes nothing the probes see (GA,
-a gate's removal) is cited by no row."""
+"""The PR each version boundary of the sidecar, preStop sleep, probe-grace and Job replacement families rests on,
+as read at the tags: the CHANGELOG pre-release section that lists it and, where a feature gate decides, the gate's
+state on both sides (harness/gate_ledger.json, from each tag's pkg/features). make upgrade and the report name the
+PRs a row cites as what changed where the row starts, so the row in force from a boundary cites that boundary's PR
+first, and a stage that changes nothing the probes see (GA, a gate's removal) is cited by no row."""
 
 from __future__ import annotations
 
@@ -44,6 +43,10 @@ SERVER_SIDE_FIELD_VALIDATION = {
 BOUNDARIES: dict[str, dict[str, Boundary]] = {
     "sidecar_termination": {
         **SERVER_SIDE_FIELD_VALIDATION,
+        "1.25.0-rc.0": Boundary("111113", "CHANGELOG-1.25 v1.25.0-rc.0", "JobPodFailurePolicy", "absent", "alpha:off"),
+        "1.26.0-beta.0": Boundary(
+            "113360", "CHANGELOG-1.26 v1.26.0-beta.0", "JobPodFailurePolicy", "alpha:off", "beta:on"
+        ),
         "1.27.0-rc.0": Boundary("115331", "CHANGELOG-1.27 v1.27.0-rc.0"),
         "1.28.0-beta.0": Boundary(
             "116429", "CHANGELOG-1.28 v1.28.0-beta.0", "SidecarContainers", "absent", "alpha:off"
@@ -73,10 +76,17 @@ BOUNDARIES: dict[str, dict[str, Boundary]] = {
         ),
     },
     "job_replacement": {
+        **SERVER_SIDE_FIELD_VALIDATION,
         "1.27.0-beta.0": Boundary("114768", "CHANGELOG-1.27 v1.27.0-beta.0"),
+        "1.28.0-beta.0": Boundary(
+            "119301", "CHANGELOG-1.28 v1.28.0-beta.0", "JobPodReplacementPolicy", "absent", "alpha:off"
+        ),
+        "1.28.0-rc.0": Boundary("117015", "CHANGELOG-1.28 v1.28.0-rc.0"),
+        "1.29.0-alpha.3": Boundary(
+            "121491", "CHANGELOG-1.29 v1.29.0-alpha.3", "JobPodReplacementPolicy", "alpha:off", "beta:on"
+        ),
     },
 }
-ONLY_CLAIMS = {"job_replacement": {"default.replacement-after-delete"}}
 
 # Stages that change nothing these probes see: SidecarContainers GA (1.33), ProbeTerminationGracePeriod GA (1.28)
 # and its removal (1.29), PodLifecycleSleepAction GA (announced in 1.32, again in 1.34).
@@ -84,8 +94,7 @@ NOT_A_BOUNDARY = {"129731", "114307", "121257", "128046", "132595"}
 
 
 def claims_of(family: str) -> list[Claim]:
-    only = ONLY_CLAIMS.get(family)
-    return [claim for claim in load_claims(family).values() if only is None or claim.id in only]
+    return list(load_claims(family).values())
 
 
 def boundaries_of(claim: Claim) -> set[str]:
