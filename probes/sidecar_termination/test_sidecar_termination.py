@@ -46,6 +46,8 @@ JOB_CLAIMS_ON_MAINS_END = (
     "job.exits",
 )
 CREATE = "the API server's answer to the create"
+# The Job claims a refused Job leaves without anything to observe (each with 'job-fail.' for the failing main).
+JOB_CLAIMS_OF_A_RUN = ("job.outcome", *JOB_CLAIMS_ON_MAINS_END)
 
 
 def pod_spec(manifest: JsonDict) -> JsonDict:
@@ -73,6 +75,22 @@ def create_with_sidecars(probe: Probe, manifest: JsonDict, anchor: bool = False)
         return probe.create(without_restart_policy(manifest), anchor=anchor), "rejected"
     kept = sorted({str(c.get("restartPolicy")) for c in pod_spec(created)["initContainers"]})
     return created, ",".join(kept)
+
+
+def refusal(rejected: Rejected) -> str:
+    """What the server said, without the object's name: what follows 'strict decoding error: ' (unknown fields),
+    else the whole message."""
+    message = rejected.message
+    marker = "strict decoding error: "
+    return f"{rejected.status} {message.split(marker, 1)[1] if marker in message else message}"
+
+
+def failure_policy_kept(created: JsonDict) -> str:
+    """The actions of the created Job's podFailurePolicy rules ('FailJob'), or 'None' where the server dropped it."""
+    policy = created["spec"].get("podFailurePolicy")
+    if policy is None:
+        return "None"
+    return ",".join(str(rule.get("action")) for rule in policy.get("rules") or [])
 
 
 def status_of(pod: PodView, name: str) -> ContainerView | None:
@@ -206,9 +224,23 @@ def run_the_job(probe: Probe, manifest_file: str, claims: str) -> None:
     name = manifest["metadata"]["name"]
     jobs = probe.watch_all("Job", focus=name)
     pods = probe.watch_pods()
-    _, kept = create_with_sidecars(probe, manifest, anchor=True)
+    with_policy = "podFailurePolicy" in manifest["spec"]
+    try:
+        created, kept = create_with_sidecars(probe, manifest, anchor=True)
+    except Rejected as rejected:
+        # Strict validation where the field is still unknown (1.24.0-beta.0, 1.25.0-alpha.3 to beta.0): no Job
+        if not with_policy or "podFailurePolicy" not in rejected.message:
+            raise
+        probe.check(f"{claims}.failure-policy-kept", "rejected", Basis.direct(CREATE))
+        why = f"the API server refused the Job: {refusal(rejected)}"
+        for claim in JOB_CLAIMS_OF_A_RUN:
+            probe.check_not_observable(claim.replace("job.", f"{claims}.", 1), why)
+        probe.conclude()
+        return
     if claims == "job":  # the same answer for the Job with a failing main: checked once
         probe.check("job.restart-policy-kept", kept, Basis.direct(CREATE))
+    if with_policy:
+        probe.check(f"{claims}.failure-policy-kept", failure_policy_kept(created), Basis.direct(CREATE))
     unfinished = jobs.await_outcome(
         f"Job {name} to complete or fail",
         lambda o: o.named(name) is not None and o.latest.finished,
@@ -253,6 +285,7 @@ def test_a_job_fails_through_its_pod_failure_policy_when_its_main_container_exit
     """KEP-753 with a pod failure policy: main exits 1, the sidecars are stopped after it as when it exits 0, the
     pod ends Failed, and the rule FailJob on main's exit code 1 fails the Job (reason PodFailurePolicy) although
     its backoffLimit would retry. Where the sidecar field is refused or dropped, main never runs and the Job's
-    deadline fails it, whatever its policy.
+    deadline fails it, whatever its policy. Where Strict validation refuses podFailurePolicy itself, still unknown
+    (1.24.0-beta.0, 1.25.0-alpha.3 to 1.25.0-beta.0), there is no Job: its claims are not observable.
     """
     run_the_job(probe, "job-sidecars-main-exits-0.main-exits-1.yaml", "job-fail")
