@@ -171,6 +171,46 @@ HARNESS: dict[str, Bad] = {
     "matrix-jobs-zero": Bad(("matrix", "--jobs", "0"), 2, "JOBS must be a whole number of 1 or more, not '0'"),
     "matrix-jobs-word": Bad(("matrix", "--jobs", "two"), 2, "not 'two'"),
     "matrix-unknown-version": Bad(("matrix", "--versions", "1.26 9.9"), 2, "no pinned node image for Kubernetes 9.9"),
+    # matrix: a runtime after a version (VERSIONS="1.27.16:debian"), read as make node-image's PARTS, CONTAINERD, KIND
+    "matrix-runtime-empty": Bad(
+        ("matrix", "--versions", "1.27.16:"), 2, "'1.27.16:' is not VERSION or VERSION:RUNTIME"
+    ),
+    "matrix-runtime-no-version": Bad(("matrix", "--versions", ":debian"), 2, "':debian' is not VERSION or VERSION:"),
+    "matrix-runtime-two-colons": Bad(("matrix", "--versions", "1.27.16:debian:kind"), 2, "is not VERSION or VERSION:"),
+    "matrix-runtime-unknown-word": Bad(
+        ("matrix", "--versions", "1.27.16 1.27.16:gentoo"), 2, "entry 1.27.16:gentoo: 'gentoo' is not a runtime: give"
+    ),
+    "matrix-runtime-unknown-setting": Bad(
+        ("matrix", "--versions", "1.27.16:runc=1.1.12"), 2, "'runc=1.1.12' is not a runtime: give debian, kind"
+    ),
+    "matrix-runtime-unknown-part": Bad(("matrix", "--versions", "1.27.16:parts=gentoo"), 2, "PARTS=gentoo: give kind"),
+    "matrix-runtime-empty-containerd": Bad(
+        ("matrix", "--versions", "1.27.16:containerd="), 2, "'containerd=' is not a runtime"
+    ),
+    "matrix-runtime-named-twice": Bad(
+        ("matrix", "--versions", "1.27.16:containerd=2.3.4,containerd=2.1.4"), 2, "containerd is named twice"
+    ),
+    "matrix-runtime-debian-with-containerd": Bad(
+        ("matrix", "--versions", "1.27.16:debian,containerd=2.3.4"), 2, "they do not apply with PARTS=debian"
+    ),
+    "matrix-runtime-containerd-not-a-version": Bad(
+        ("matrix", "--versions", "1.27.16:containerd=latest"), 2, "CONTAINERD=latest is not a version"
+    ),
+    "matrix-runtime-containerd-too-old": Bad(
+        ("matrix", "--versions", "1.27.16:containerd=1.5.18"), 2, "containerd v1.5.18 is too old for Kubernetes 1.27.16"
+    ),
+    "matrix-runtime-kind-not-read": Bad(
+        ("matrix", "--versions", "1.27.16:kind=v0.9.0"), 2, "kind v0.9.0: its base image definition was not read"
+    ),
+    "matrix-runtime-unpublished": Bad(("matrix", "--versions", "1.27.99:debian"), 2, "1.27.99 is not a published"),
+    "matrix-runtime-twice": Bad(
+        ("matrix", "--versions", "1.27:containerd=2.3.4 1.27.16:containerd=v2.3.4"),
+        2,
+        "names Kubernetes 1.27.16:containerd=v2.3.4 twice",
+    ),
+    "matrix-runtime-on-local": Bad(
+        ("matrix", "--cluster", "local", "--versions", "1.27.3:debian"), 2, "CLUSTER=local runs each release on its own"
+    ),
     # report
     "report-path-missing": Bad(("report", "/nonexistent"), 2, "nothing to report from /nonexistent"),
     "report-nothing-there": Bad(("report", "{tmp}/runs"), 5, "no run records: looked for probe records"),
@@ -285,6 +325,12 @@ MAKE: dict[str, Bad] = {
     "make-matrix-versions-empty": Bad(("matrix", "VERSIONS="), 2, "error: bad input: VERSIONS (--versions) is empty"),
     "make-matrix-duplicate": Bad(("matrix", "VERSIONS=1.27 1.27"), 2, "error: bad input: VERSIONS names Kubernetes"),
     "make-matrix-parallel-word": Bad(("matrix", "PARALLEL=banana"), 2, "error: bad input: argument --parallel"),
+    "make-matrix-unknown-runtime": Bad(
+        ("matrix", "VERSIONS=1.27.16 1.27.16:gentoo"), 2, "error: bad input: VERSIONS entry 1.27.16:gentoo: 'gentoo'"
+    ),
+    "make-runtimes-runs-missing": Bad(
+        ("runtimes", "RUNS={tmp}/no-such-run"), 2, "error: RUNS names no run directory: "
+    ),
     "make-bisect-build-word": Bad(
         ("bisect", "PROBE=x", "GOOD=1.27.3", "BAD=1.27.16", "BUILD=maybe"), 2, "error: bad input: argument --build"
     ),

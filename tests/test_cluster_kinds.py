@@ -239,6 +239,21 @@ def test_make_matrix_and_make_bisect_run_its_releases(
 
 
 @pytest.mark.usefixtures("fourth_kind")
+def test_a_runtime_after_a_version_is_refused_by_a_kind_that_runs_each_release_on_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(matrix, "run_through_interrupt", lambda command, log=None: pytest.fail("a probe run started"))
+    versions = "1.27.3 1.27.3:containerd=2.3.4"
+    assert cli.main(["matrix", "--cluster", "stand-in", "--versions", versions, "--run-dir", str(tmp_path)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == (
+        "error: bad input: VERSIONS entry 1.27.3:containerd=2.3.4: CLUSTER=stand-in runs each release on its own "
+        "runtime; give the version alone"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.usefixtures("fourth_kind")
 def test_make_radar_probes_its_pre_release_beside_its_own_newest_release(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

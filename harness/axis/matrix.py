@@ -47,6 +47,13 @@ class VersionResult:
     substitutions: dict[str, str] = field(default_factory=dict)
     build_during_probes: str = ""  # the version that was building while these probes ran, if any
     disk_tools_gb: float | None = None
+    runtime: str = ""  # the runtime its entry named after the version ("" the kind's own)
+
+    @property
+    def name(self) -> str:
+        """As its entry named it: 'v1.27.16', 'v1.27.16:containerd=v2.3.4'."""
+        release = self.release or self.version
+        return f"v{release}:{self.runtime}" if self.runtime else f"v{release}"
 
 
 def summarize_run(run_dir: Path) -> tuple[dict[str, int], str]:
@@ -161,7 +168,7 @@ def progress_line(index: int, total: int, result: VersionResult, elapsed: float)
     ran = sum(result.probes.values())
     build = "build reused" if result.build_reused else f"build {_fmt_s(result.build_s)}"
     return (
-        f"[{index + 1}/{total}] v{result.release:<12} {result.status:<24} probes {passed}/{ran} passed; {build}, "
+        f"[{index + 1}/{total}] {result.name:<13} {result.status:<24} probes {passed}/{ran} passed; {build}, "
         f"start-up {_fmt_s(result.startup_s)}, probes {_fmt_s(result.probes_s)}; elapsed {_fmt_s(elapsed)}, "
         f"left ~{_fmt_s(estimate) if left else '0s'}"
         + (f"; disk .tools {result.disk_tools_gb} GB" if result.disk_tools_gb is not None else "")
@@ -173,13 +180,15 @@ def run_version(
     planned: PlannedVersion, builder: Builder, base: Path, probe_argv: Callable[[str, Path], list[str]]
 ) -> VersionResult:
     """Make one release runnable (or take the background build of it), then its probes as one `harness probe`
-    process, its output in base/<release>.log."""
+    process, its output in base/<folder>.log (the builder and `probe_argv` know an entry by its name)."""
     started = time.monotonic()
-    run_dir = base / planned.release
+    run_dir = base / planned.folder
     run_dir.mkdir(parents=True, exist_ok=True)
-    result = VersionResult(planned.release, "", None, str(run_dir), 0.0, release=planned.release, note=planned.note)
+    result = VersionResult(
+        planned.name, "", None, str(run_dir), 0.0, release=planned.release, note=planned.note, runtime=planned.runtime
+    )
     try:
-        readied = builder.result(planned.release)
+        readied = builder.result(planned.name)
     except Exception as err:  # one version's failed build is that version's result
         readied = Readied(planned.release, error=str(err) or repr(err))
     if readied.error:
@@ -191,8 +200,8 @@ def run_version(
     result.build_s = None if result.build_reused else record.get("duration_s")
     result.substitutions = dict(record.get("staging_substitutions") or {})
     overlapping = builder.building
-    with (base / f"{planned.release}.log").open("w") as log:
-        code = run_through_interrupt(probe_argv(planned.release, run_dir), log)
+    with (base / f"{planned.folder}.log").open("w") as log:
+        code = run_through_interrupt(probe_argv(planned.name, run_dir), log)
     result.build_during_probes = overlapping or builder.building
     result.exit_code = code
     result.probes, cluster_error = summarize_run(run_dir)
@@ -221,9 +230,10 @@ def run_versions(
 ) -> list[VersionResult]:
     """Every planned version, `jobs` at a time; a version that fails to build or start is reported and the others
     go on. With overlap_builds the next version is made runnable while the current one's probes run; with `tools`,
-    the disk it uses is said after each version (measured again only once a build changed it)."""
+    the disk it uses is said after each version (measured again only once a build changed it). An entry is known
+    by its name (a release, and the runtime its entry named)."""
     started = time.monotonic()
-    index = {planned.release: position for position, planned in enumerate(plan)}
+    index = {planned.name: position for position, planned in enumerate(plan)}
     done = 0
     measured: tuple[int, float] | None = None  # (builds done, GB) when `tools` was last measured
     lock = threading.Lock()
@@ -233,7 +243,7 @@ def run_versions(
         position = index[release]
         builder.submit(release)
         if overlap_builds and position + 1 < len(plan):
-            builder.submit(plan[position + 1].release)
+            builder.submit(plan[position + 1].name)
         result = run_version(plan[position], builder, base, probe_argv)
         with lock:
             # du over .tools (46 GB, millions of module files) took 5-20 s and 7 s of system CPU here: measured again
@@ -246,7 +256,7 @@ def run_versions(
             done += 1
         return result
 
-    return run_matrix([planned.release for planned in plan], jobs, one)
+    return run_matrix([planned.name for planned in plan], jobs, one)
 
 
 def stopped_line(base: Path, building: Sequence[str]) -> str:
@@ -261,7 +271,8 @@ def stopped_line(base: Path, building: Sequence[str]) -> str:
 
 def render(results: Sequence[VersionResult], wall_s: float) -> str:
     """The matrix's figures: per version build / start-up / probes, and the total."""
-    lines = [f"{'release':<14} {'status':<24} {'build':>8} {'start-up':>9} {'probes':>8}  passed  note"]
+    width = max([14, *(len(r.name) + 1 for r in results)])
+    lines = [f"{'release':<{width}} {'status':<24} {'build':>8} {'start-up':>9} {'probes':>8}  passed  note"]
     for r in results:
         build = "reused" if r.build_reused else _fmt_s(r.build_s)
         passed = f"{r.probes.get('passed', 0)}/{sum(r.probes.values())}"
@@ -278,7 +289,7 @@ def render(results: Sequence[VersionResult], wall_s: float) -> str:
             )
         )
         lines.append(
-            f"v{r.release or r.version:<13} {r.status:<24} {build:>8} {_fmt_s(r.startup_s):>9} "
+            f"{r.name:<{width}} {r.status:<24} {build:>8} {_fmt_s(r.startup_s):>9} "
             f"{_fmt_s(r.probes_s):>8}  {passed:>6}  {note}"
         )
     builds = sum(r.build_s or 0 for r in results)

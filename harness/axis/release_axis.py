@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 from harness.axis.pinned import pinned_minors, pinned_patch
 from harness.axis.releases import bisect_releases
 from harness.base.errors import BadInput
+from harness.base.run import safe_name
 from harness.base.versions import KubeVersion, Release, VersionError
 
 
@@ -22,6 +23,28 @@ class PlannedVersion:
     requested: str  # "1.27" or "1.27.3"
     release: str  # "1.27.16": what runs (a minor's pinned patch, or the nearest one that can be built)
     note: str = ""  # said when the release is not the one the request names
+    runtime: str = ""  # the runtime it runs on, as a matrix entry names it after the version; "" the kind's own
+
+    @property
+    def name(self) -> str:
+        """The release, and its runtime when one was named: '1.27.16', '1.27.16:containerd=v2.3.4'."""
+        return f"{self.release}:{self.runtime}" if self.runtime else self.release
+
+    @property
+    def folder(self) -> str:
+        """The name of its run directory and log: '1.27.16', '1.27.16-containerd-v2-3-4'."""
+        return f"{self.release}-{safe_name(self.runtime)}" if self.runtime else self.release
+
+
+def matrix_entry(entry: str) -> tuple[str, str]:
+    """A make matrix entry as (version, runtime): '1.27.16' -> ('1.27.16', ''), '1.27.16:containerd=2.3.4' ->
+    ('1.27.16', 'containerd=2.3.4'); BadInput in one line for one that is neither."""
+    version, colon, runtime = entry.partition(":")
+    if colon and (not version or not runtime or ":" in runtime):
+        raise BadInput(
+            f"VERSIONS entry {entry!r} is not VERSION or VERSION:RUNTIME (e.g. 1.27.16 or 1.27.16:containerd=2.3.4)"
+        )
+    return version, runtime
 
 
 def plan_versions(requested: Sequence[str], served: Callable[[str], bool]) -> list[PlannedVersion]:
@@ -68,6 +91,7 @@ class ReleaseAxis(ABC):
 
     one_at_a_time: ClassVar[bool] = False  # two of its clusters cannot share a host (a matrix then ignores JOBS)
     builds_here: ClassVar[bool] = False  # its releases are built on this host (Go; the matrix builds ahead)
+    runtime: str = ""  # the runtime its releases run on, as a matrix entry names it ("" the kind's own)
 
     @abstractmethod
     def probe_args(self, release: str) -> list[str]:
@@ -122,6 +146,12 @@ class ReleaseAxis(ABC):
     def ran_on(self, run_record: Mapping[str, Any]) -> dict[str, Any]:
         """What a run's record (run.json) says its cluster ran, for a bisection's record."""
         return {}
+
+    def on_runtime(self, runtime: str) -> ReleaseAxis | None:
+        """This axis with its releases on another runtime, as a make matrix entry names it after its version
+        (VERSIONS="1.27.16:debian"; "" is this axis); BadInput in one line for a runtime the kind does not know,
+        None when the kind runs each release on one runtime only."""
+        return None if runtime else self
 
     def newest_baseline(self, newest_release: str) -> str:
         """The release the radar probes as its fresh baseline, given the newest one the proxy lists."""

@@ -1,5 +1,6 @@
 """The container runtime as an axis: one Kubernetes release's shipped kind recordings set side by side by the runtime
-their origin names (make runtimes VERSION=1.27.16).
+their origin names (make runtimes VERSION=1.27.16), or the recordings live runs wrote (make runtimes RUNS=<run
+directories>: a make matrix of one release on several runtimes, VERSIONS="1.27.16:debian 1.27.16:kind").
 
 Each runtime's recordings are replayed offline against today's expectations (a child pytest, no cluster) and every
 claim two or more runtimes observed is compared (harness/axis/compare.py: the verdict, and the value unless both
@@ -12,7 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
@@ -58,12 +59,25 @@ def grouped(version: str, probes: Path = paths.REPO / "probes") -> dict[str, lis
     return groups
 
 
+def run_recordings(runs: Sequence[Path]) -> dict[str, dict[str, list[Path]]]:
+    """release -> runtime -> the recordings the runs under `runs` wrote: each run's recordings/ beside its run.json,
+    of the release its server said (a run whose cluster never answered wrote none)."""
+    found: dict[str, dict[str, list[Path]]] = {}
+    for root in runs:
+        for run_json in sorted(root.rglob("run.json")):
+            server = (json.loads(run_json.read_text()).get("server_version") or {}).get("gitVersion")
+            for path in sorted((run_json.parent / "recordings").glob("*.json")) if server else []:
+                origin = json.loads(path.read_text()).get("origin") or {}
+                found.setdefault(str(server).lstrip("v"), {}).setdefault(runtime_of(origin), []).append(path)
+    return found
+
+
 def judged(recordings: list[Path], scratch: Path) -> Verdicts:
     """probe -> claim -> verdict of the probes replayed on these recordings (a child pytest, no cluster)."""
     source = scratch / "recordings"
     source.mkdir(parents=True)
-    for path in recordings:
-        shutil.copy(path, source / path.name)
+    for number, path in enumerate(recordings):
+        shutil.copy(path, source / f"{number}-{path.name}")  # two runs' recordings of one probe share a name
     replayed = replay(scratch / "runs", source)
     if replayed.exit_code not in (0, 1) or not replayed.records:
         raise RuntimeAxisError(f"replaying {len(recordings)} recordings failed: {replayed.stdout.splitlines()[-1:]}")
@@ -110,13 +124,18 @@ class SideBySide:
 
 
 def side_by_side(
-    version: str, probes: Path = paths.REPO / "probes", judge: Callable[[list[Path], Path], Verdicts] = judged
+    version: str,
+    probes: Path = paths.REPO / "probes",
+    judge: Callable[[list[Path], Path], Verdicts] = judged,
+    groups: Mapping[str, list[Path]] | None = None,
+    where: str = "shipped kind recordings",
 ) -> SideBySide:
-    """The release's shipped kind recordings replayed per runtime and set side by side, or RuntimeAxisError."""
-    groups = grouped(version, probes)
+    """The release's recordings replayed per runtime and set side by side, or RuntimeAxisError: its shipped kind
+    recordings, or `groups` (runtime -> recordings, of runs), which `where` names."""
+    groups = grouped(version, probes) if groups is None else groups
     if len(groups) < 2:
         said = ", ".join(f"{k} ({len(v)})" for k, v in groups.items()) or "none"
-        raise RuntimeAxisError(f"v{version} has shipped kind recordings on fewer than two runtimes: {said}")
+        raise RuntimeAxisError(f"v{version} has {where} on fewer than two runtimes: {said}")
     runtimes = tuple(sorted(groups))
     with tempfile.TemporaryDirectory(prefix="plp-runtimes-") as scratch:
         seen = [judge(groups[name], Path(scratch) / str(i)) for i, name in enumerate(runtimes)]
@@ -144,11 +163,11 @@ def _line(first: str, cells: list[str], widths: list[int]) -> str:
     return first + " | " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True))
 
 
-def render(found: SideBySide, values: bool) -> str:
+def render(found: SideBySide, values: bool, where: str = "kind recordings") -> str:
     """The claims that differ between runtimes (with `values`, every claim measured as one number too: seconds or
     counts, as its row says), a column per runtime, and a line per pair of runtimes."""
     heads = [column_head(r) for r in found.runtimes]
-    lines = [f"v{found.version} on {len(found.runtimes)} runtimes (kind recordings, replayed against today's rows):"]
+    lines = [f"v{found.version} on {len(found.runtimes)} runtimes ({where}, replayed against today's rows):"]
     lines += [
         f"  {short_runtime(r)}: {r} ({n} recordings)" for r, n in zip(found.runtimes, found.recordings, strict=True)
     ]

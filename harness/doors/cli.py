@@ -194,10 +194,16 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     )
     bisect_cmd.add_argument("--run-dir", default=str(paths.RUNS), help="where the runs go (default: runs/)")
     runtimes_cmd = command(
-        "runtimes", "one release's shipped kind recordings side by side by the container runtime they ran on"
+        "runtimes", "one release's kind recordings (shipped, or of RUNS) side by side by the runtime they ran on"
     )
     runtimes_cmd.add_argument(
         "--version", default="", help="a release with kind recordings (a minor: its pinned patch)"
+    )
+    runtimes_cmd.add_argument(
+        "--runs",
+        nargs="*",
+        default=[],
+        help="run directories (a make matrix's) whose recordings to set side by side instead of the shipped ones",
     )
     yes_no_option(runtimes_cmd, "--values", "VALUES", "also every timing, a column per runtime (VALUES=1)")
     yes_no_option(runtimes_cmd, "--markdown", "MARKDOWN", "a docs/runtimes.md table row per pair (MARKDOWN=1)")

@@ -84,6 +84,7 @@ TARGETS: dict[str, tuple[Passed, ...]] = {
         Passed("VERSION", "--version", ALWAYS),
         Passed("VALUES", "--values"),
         Passed("MARKDOWN", "--markdown"),
+        Passed("RUNS", "--runs", WORDS),
     ),
     "node-image": (
         Passed("VERSION", "--version", ALWAYS),

@@ -405,8 +405,13 @@ class Plan:
     @property
     def suffix(self) -> str:
         """The image tag's suffix: '-kind.v0.25.0', plus '-containerd.v2.1.4' on another containerd."""
-        asked = f"-containerd.{self.resolved['containerd'].version}" if self.containerd_asked else ""
-        return f"-kind.{self.release.kind}{asked}"
+        return tag_suffix(self.release.kind, self.resolved["containerd"].version if self.containerd_asked else "")
+
+
+def tag_suffix(kind: str, containerd: str = "") -> str:
+    """The tag suffix of a node image with kind `kind`'s components ('-kind.v0.25.0'), on another containerd when
+    given ('-kind.v0.25.0-containerd.v2.1.4'): the one naming of such images, planned or built."""
+    return f"-kind.{kind}" + (f"-containerd.{normal(containerd)}" if containerd else "")
 
 
 def kind_containerd_config(release: str, tools: Path = TOOLS, go: Go = _go) -> str:
@@ -438,17 +443,23 @@ def runtime_too_old(kubernetes: Any, containerd: str) -> str:
     return ""
 
 
+def check_containerd(kubernetes: Any, containerd: str) -> None:
+    """Refuse (PartsError) a CONTAINERD that is not a version or is too old for `kubernetes`, offline, in no time."""
+    if not containerd:
+        return
+    if _version_key(normal(containerd)) is None:
+        raise PartsError(f"CONTAINERD={containerd} is not a version (give e.g. 1.7.18 or 2.1.4)")
+    if why := runtime_too_old(kubernetes, normal(containerd)):
+        raise PartsError(why)
+
+
 def plan(release: str, kubernetes: Any, containerd: str = "", tools: Path = TOOLS, go: Go = _go) -> Plan:
     """Every component's version for a node image of kind `release` (CONTAINERD: another containerd), in seconds.
 
     Raises PartsError, before anything is built, for an unknown release, a refused CONTAINERD, or a runtime too
     old for `kubernetes`."""
     kind = kind_release(release)
-    if containerd:
-        if _version_key(normal(containerd)) is None:
-            raise PartsError(f"CONTAINERD={containerd} is not a version (give e.g. 1.7.18 or 2.1.4)")
-        if why := runtime_too_old(kubernetes, normal(containerd)):
-            raise PartsError(why)
+    check_containerd(kubernetes, containerd)
     resolved = {}
     for component in COMPONENTS:
         wanted = normal(containerd) if component == "containerd" and containerd else kind.wanted(component)

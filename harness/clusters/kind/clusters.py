@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.axis.pinned import pinned_minors
+from harness.axis.pinned import pinned_minors, pinned_patch
 from harness.axis.release_axis import PlannedVersion, Readied, ReleaseAxis, plan_versions
-from harness.axis.releases import bisect_patches
+from harness.axis.releases import bisect_patches, check_published
 from harness.base import inputs, paths
 from harness.base.errors import ClusterFailed, NotRunnable, PrerequisiteMissing, one_line
 from harness.base.inputs import BadInput
@@ -31,7 +31,9 @@ from harness.clusters.kind.images import NodeImage, kind_image, known_images
 from harness.clusters.kind.install import KindInstallError, ensure_kind
 from harness.clusters.kind.leftovers import clean_kind_clusters, installed_kind
 from harness.clusters.kind.node_images import (
+    ImageRuntime,
     equal_build_minutes,
+    image_runtime,
     make_node_image,
     modules_tag,
     plan_parts,
@@ -291,3 +293,66 @@ class KindAxis(ReleaseAxis):
 
     def newest_baseline(self, newest_release: str) -> str:
         return max((i.kubernetes for i in known_images()), key=lambda v: v.version).text
+
+    def on_runtime(self, runtime: str) -> ReleaseAxis | None:
+        return KindRuntimeAxis(self.args, image_runtime(runtime)) if runtime else self
+
+
+class KindRuntimeAxis(KindAxis):
+    """Releases on kind on another runtime than the pinned image's, as a make matrix entry names it after its version
+    (VERSIONS="1.27.16:debian 1.27.16:containerd=2.3.4"): each runs the node image make node-image builds with those
+    PARTS, CONTAINERD and KIND (node_images.py ImageRuntime), built from Go modules when missing."""
+
+    builds_here = True  # node images from Go modules: Go, and the matrix builds the next one ahead
+
+    def __init__(self, args: argparse.Namespace, chosen: ImageRuntime) -> None:
+        super().__init__(args)
+        self.chosen = chosen
+        self.runtime = chosen.spelled
+
+    def releases(self, requested: list[str]) -> list[str]:
+        """A minor's pinned patch or a published release, and what make node-image refuses of it in seconds."""
+        found = []
+        for version in requested:
+            try:
+                release = Release.parse(pinned_patch(Release.parse(version)))
+                check_published(release.kube)
+            except VersionError as err:
+                raise BadInput(str(err)) from err
+            self.chosen.check(release)
+            found.append(release.bare)
+        return found
+
+    def plan(self, requested: list[str]) -> list[PlannedVersion]:
+        """Each release as it is; kind's components planned now, so that a CONTAINERD the Go module proxy refuses is
+        said before any build (BadInput; PrerequisiteMissing without Go)."""
+        planned = []
+        for version, release in zip(requested, self.releases(requested), strict=True):
+            if self.chosen.parts == "kind" and not self.is_ready(release):
+                plan_parts(Release.parse(release), self.chosen.kind, self.chosen.containerd)
+            planned.append(PlannedVersion(version, release, runtime=self.runtime))
+        return planned
+
+    def ready(self, release: str, stop: threading.Event | None = None, quiet: bool = False) -> Readied:
+        if self.is_ready(release):
+            return Readied(release, {"reused": True})
+        chosen = self.chosen
+        try:
+            make_node_image(
+                Release.parse(release),
+                "modules",
+                (lambda line: None) if quiet else print,
+                parts=chosen.parts,
+                containerd=chosen.containerd,
+                kind=chosen.kind,
+            )
+        except (BadInput, PrerequisiteMissing, NotRunnable, VersionError) as err:
+            said = f"could not be built as a node image ({self.runtime}): {err}"
+            return Readied(release, why_not=said, error=str(err))
+        return Readied(release)
+
+    def is_ready(self, release: str) -> bool:
+        return paths.node_image_record(self.chosen.tag(Release.parse(release))).is_file()
+
+    def probe_args(self, release: str) -> list[str]:
+        return ["--image", self.chosen.tag(Release.parse(release))]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.base import paths
@@ -21,7 +22,16 @@ from harness.gobuild.go import BuildError, check_go
 from harness.gobuild.kubernetes import NODE_IMAGE_COMPONENTS, existing_build, resolve_module
 from harness.nodeimage import release as node_image_release
 from harness.nodeimage.images import NodeImageError
-from harness.nodeimage.kind_parts import PartsError, Plan, existing_part, plan
+from harness.nodeimage.kind_parts import (
+    PartsError,
+    Plan,
+    check_containerd,
+    existing_part,
+    kind_release,
+    normal,
+    plan,
+    tag_suffix,
+)
 from harness.nodeimage.node import build_node_images, built_tag, kind_release_for
 from harness.nodeimage.node import host_problems as node_image_host_problems
 
@@ -40,9 +50,10 @@ def parts_kind_release(release: Release, kind: str = "") -> str:
     return kind_release_for(release.kube)
 
 
-def modules_tag(release: Release) -> str:
-    """The tag `make node-image VERSION=<release>` gives an image built from modules with kind's components."""
-    return built_tag(release.bare, f"-kind.{parts_kind_release(release)}")
+def modules_tag(release: Release, kind: str = "", containerd: str = "") -> str:
+    """The tag `make node-image VERSION=<release> [KIND=…] [CONTAINERD=…]` gives an image built from modules with
+    kind's components."""
+    return built_tag(release.bare, tag_suffix(parts_kind_release(release, kind), containerd))
 
 
 def runnable_tag(release: Release) -> str:
@@ -50,6 +61,72 @@ def runnable_tag(release: Release) -> str:
     else the tag of kind's release builder or of the fallback (plp-node:vX.Y.Z)."""
     tag = modules_tag(release)
     return tag if paths.node_image_record(tag).is_file() else node_image_release.local_tag(release)
+
+
+def check_parts(parts: str, containerd: str = "", kind: str = "", source: str = "modules") -> None:
+    """Refuse (BadInput) a choice of PARTS, CONTAINERD and KIND that make node-image does not build, in no time."""
+    if parts not in PARTS:
+        raise BadInput(f"PARTS={parts}: give kind (kind's components from Go modules) or debian (the fallback)")
+    if (containerd or kind) and parts != "kind":
+        raise BadInput("CONTAINERD and KIND choose kind's components: they do not apply with PARTS=debian")
+    if (containerd or kind) and source == "release":
+        raise BadInput("CONTAINERD and KIND apply to images built here from Go modules (SOURCE=modules)")
+
+
+@dataclass(frozen=True)
+class ImageRuntime:
+    """Whose runtime a node image built here from Go modules carries: make node-image's PARTS, CONTAINERD and KIND,
+    as a make matrix entry names them after its version (VERSIONS="1.27.16:debian 1.27.16:containerd=2.3.4")."""
+
+    parts: str = "kind"
+    containerd: str = ""
+    kind: str = ""
+
+    @property
+    def spelled(self) -> str:
+        """As an entry names it, one way for each image: 'debian', 'kind', 'kind=v0.25.0,containerd=v2.3.4'."""
+        settings = [f"kind={self.kind}"] if self.kind else []
+        settings += [f"containerd={normal(self.containerd)}"] if self.containerd else []
+        return ",".join(settings) or self.parts
+
+    def check(self, release: Release) -> None:
+        """Refuse (BadInput) what make node-image would refuse for this release before asking the Go module proxy:
+        a kind release whose components were not read, a CONTAINERD that is not a version or is too old."""
+        try:
+            if self.parts == "kind":
+                kind_release(parts_kind_release(release, self.kind))
+                check_containerd(release.kube, self.containerd)
+        except PartsError as err:
+            raise BadInput(str(err)) from err
+
+    def tag(self, release: Release) -> str:
+        """The image make node-image builds for this release with these PARTS, CONTAINERD and KIND."""
+        if self.parts == "kind":
+            return modules_tag(release, self.kind, self.containerd)
+        return node_image_release.local_tag(release)
+
+
+RUNTIME_WORDS = "debian, kind, containerd=<version>, kind=<release>, or both settings joined by a comma"
+
+
+def image_runtime(text: str) -> ImageRuntime:
+    """A runtime as a make matrix entry names it after its version ('debian', 'kind', 'containerd=2.3.4',
+    'kind=v0.25.0,containerd=2.3.4': make node-image's PARTS, KIND and CONTAINERD); BadInput in one line for a word
+    it does not know, a setting given twice or a choice make node-image refuses."""
+    settings: dict[str, str] = {}
+    for word in text.split(","):
+        key, equals, value = (part.strip() for part in word.partition("="))
+        if not equals and key in PARTS:
+            key, value = "parts", key
+        if key not in ("parts", "containerd", "kind") or not value:
+            raise BadInput(f"{word.strip()!r} is not a runtime: give {RUNTIME_WORDS}")
+        if key in settings:
+            raise BadInput(f"{key} is named twice")
+        settings[key] = value
+    containerd, kind = (settings.get(key, "") for key in ("containerd", "kind"))
+    chosen = ImageRuntime(settings.get("parts", "kind"), containerd, kind and normal(kind))
+    check_parts(chosen.parts, chosen.containerd, chosen.kind)
+    return chosen
 
 
 def plan_parts(release: Release, kind: str = "", containerd: str = "") -> Plan:
@@ -115,12 +192,7 @@ def make_node_image(
     that built the pinned image; CONTAINERD: another containerd) or the named fallback (PARTS=debian).
     Checks in seconds first (raises BadInput or PrerequisiteMissing), then builds (raises NotRunnable, and
     Interrupted on Ctrl-C, saying that its unfinished work was removed)."""
-    if parts not in PARTS:
-        raise BadInput(f"PARTS={parts}: give kind (kind's components from Go modules) or debian (the fallback)")
-    if (containerd or kind) and parts != "kind":
-        raise BadInput("CONTAINERD and KIND choose kind's components: they do not apply with PARTS=debian")
-    if (containerd or kind) and source == "release":
-        raise BadInput("CONTAINERD and KIND apply to images built here from Go modules (SOURCE=modules)")
+    check_parts(parts, containerd, kind, source)
     try:
         tag = node_image_release.local_tag(release)
         builder = node_image_release.build_kind_release(i.kind_release for i in known_images() if i.kind_release)

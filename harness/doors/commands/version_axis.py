@@ -19,7 +19,7 @@ from pathlib import Path
 from harness.axis import bisect as bisect_module
 from harness.axis import matrix
 from harness.axis.build_ahead import BuildAhead
-from harness.axis.release_axis import ReleaseAxis
+from harness.axis.release_axis import PlannedVersion, ReleaseAxis, matrix_entry
 from harness.base import inputs, outputs
 from harness.base.errors import PrerequisiteMissing, stopping
 from harness.base.inputs import BadInput
@@ -38,6 +38,7 @@ from harness.doors.commands.refusal import (
     refuse,
     selection_problem,
 )
+from harness.doors.commands.runtimes import runtimes_of_runs
 from harness.gobuild.go import BuildError, check_go
 
 
@@ -87,42 +88,79 @@ def refuse_duplicates(requested: list[str], resolved: list[str]) -> None:
         seen[release] = asked
 
 
+def runtime_axes(kind: ClusterKind, axis: ReleaseAxis, entries: list[tuple[str, str]]) -> dict[str, ReleaseAxis]:
+    """The kind's axis for each runtime the entries name after their version ("" its own); BadInput in one line for
+    a runtime the kind does not know or has none of."""
+    axes: dict[str, ReleaseAxis] = {}
+    for version, runtime in entries:
+        if runtime in axes:
+            continue
+        try:
+            on_runtime = axis.on_runtime(runtime)
+        except BadInput as err:
+            raise BadInput(f"VERSIONS entry {version}:{runtime}: {err}") from err
+        if on_runtime is None:
+            raise BadInput(
+                f"VERSIONS entry {version}:{runtime}: CLUSTER={kind.name} runs each release on its own runtime; give "
+                "the version alone"
+            )
+        axes[runtime] = on_runtime
+    return axes
+
+
 def run_matrix_command(args: argparse.Namespace) -> int:
     """make matrix: every version planned and checked in seconds, then run JOBS at a time (one at a time on a kind
-    whose clusters cannot share a host), the next release made runnable meanwhile; the record and the report."""
+    whose clusters cannot share a host), the next release made runnable meanwhile; the record and the report. An
+    entry may name a runtime after its version (VERSIONS="1.27.16 1.27.16:debian"), which the kind reads
+    (ReleaseAxis.on_runtime); one release on several runtimes is then set side by side, claim by claim."""
     kind, axis = release_axis(args)
     if refusal := axis.matrix_refusal():
         raise BadInput(refusal)
     requested = requested_versions(args, axis.default_versions())
-    refuse_duplicates(requested, axis.releases(requested))
+    entries = [matrix_entry(entry) for entry in requested]
+    axes = runtime_axes(kind, axis, entries)
+    names = [
+        ":".join(filter(None, (axes[runtime].releases([version])[0], axes[runtime].runtime)))
+        for version, runtime in entries
+    ]
+    refuse_duplicates(requested, names)
     inputs.check_run_dir(args.run_dir)
-    if refused := axis_host_refusal(axis, one_at_a_time=True, go=axis.builds_here):
+    builds_here = any(each.builds_here for each in axes.values())
+    if refused := axis_host_refusal(axis, one_at_a_time=True, go=builds_here):
         return refused
-    plan = axis.plan(requested)
+    try:
+        plan = [axes[runtime].plan([version])[0] for version, runtime in entries]
+    except PrerequisiteMissing as err:
+        return refuse(MISSING, str(err))
+    on = {planned.name: axes[runtime] for planned, (_, runtime) in zip(plan, entries, strict=True)}
+    release_of = {planned.name: planned.release for planned in plan}
     base = Path(args.run_dir) / f"matrix-{new_run_id()}"
     outputs.own(base)
     for planned in plan:
         said = f" ({planned.note})" if planned.note else ""
-        print(f"  {planned.requested} -> v{planned.release}{said}")
+        print(f"  {planned.requested}{':' + planned.runtime if planned.runtime else ''} -> v{planned.name}{said}")
     jobs = 1 if axis.one_at_a_time else args.jobs
     how = [f"{len(plan)} versions on {kind.name} clusters, {'one' if jobs == 1 else jobs} at a time"]
     how += [f"PARALLEL={args.parallel}"] if args.parallel else []
-    if axis.builds_here:
+    if builds_here:
         how.append(f"builds {'after each version' if args.no_overlap else 'ahead, while probes run'}")
     print(f"{', '.join(how)}; records under {base}", flush=True)
 
     stop_builds = threading.Event()
 
-    def probe_argv(release: str, run_dir: Path) -> list[str]:
-        argv = [sys.executable, "-m", "harness", "probe", *axis.probe_args(release)]
+    def probe_argv(name: str, run_dir: Path) -> list[str]:
+        argv = [sys.executable, "-m", "harness", "probe", *on[name].probe_args(release_of[name])]
         argv += ["--parallel", str(args.parallel)] if args.parallel else []
         argv += ["--run-dir", str(run_dir)]
         return argv + (["--probe", args.probe] if args.probe else [])
 
     started = time.monotonic()
-    builder = matrix.Builder(lambda release: axis.ready(release, stop=stop_builds, quiet=True), is_built=axis.is_ready)
+    builder = matrix.Builder(
+        lambda name: on[name].ready(release_of[name], stop=stop_builds, quiet=True),
+        is_built=lambda name: on[name].is_ready(release_of[name]),
+    )
     stopped_build: list[str] = []
-    tools = TOOLS if axis.builds_here else None
+    tools = TOOLS if builds_here else None
     try:
         with stopping(lambda: matrix.stopped_line(base, stopped_build)):
             try:
@@ -143,7 +181,17 @@ def run_matrix_command(args: argparse.Namespace) -> int:
         run_report_command(
             argparse.Namespace(runs=[str(base)], out=str(base / "report"), from_version="", to_version="")
         )
+    if on_several_runtimes(plan):
+        runtimes_of_runs([base])
     return 0 if all(r.status == "passed" for r in results) else 1
+
+
+def on_several_runtimes(plan: list[PlannedVersion]) -> bool:
+    """Whether the matrix runs one release on two runtimes or more (then set side by side after it)."""
+    seen: dict[str, set[str]] = {}
+    for planned in plan:
+        seen.setdefault(planned.release, set()).add(planned.runtime)
+    return any(len(runtimes) > 1 for runtimes in seen.values())
 
 
 def run_bisect_command(args: argparse.Namespace) -> int:
