@@ -44,14 +44,11 @@ pod-lifecycle-probes: live-cluster probes of what Kubernetes does when a pod end
   make report [RUNS="a b"]       the behaviour matrix of run records (default runs/)
   make upgrade FROM=1.26 TO=1.28 [RUNS=…] [DETAIL=1]  what changes between two releases, one screen, from the
                                  shipped recordings (no cluster); FROM/TO also put it atop report and atlas
-  make matrix VERSIONS="1.26 1.27" [JOBS=2]       several versions, one cluster each; VERSION:RUNTIME runs a
-                                 release on another runtime (kind): VERSIONS="1.27.16 1.27.16:debian
-                                 1.27.16:containerd=2.3.4", then sets its runs side by side by runtime
+  make matrix VERSIONS="1.26 1.27 1.27:debian 1.27:containerd=2.3.4" [JOBS=2]   one cluster each
   make bisect PROBE=… GOOD=1.27.3 BAD=1.27.16 [BUILD=1] [CLAIM=… PRE=1 NAME=…]
                                  the first release on which a probe (or a claim) changed
   make coverage [UNCOVERED=1] [PLAN=1]   each claim range with its live runs; PLAN=1: what to build next
-  make runtimes VERSION=1.27.16 [VALUES=1 MARKDOWN=1]  one release's kind recordings side by side by runtime
-                                 [RUNS="<run dirs>"]: those runs' recordings instead (a make matrix's)
+  make runtimes VERSION=1.27.16 [VALUES=1 MARKDOWN=1 RUNS=…]  a release's recordings side by side by runtime
   make radar CLUSTER=local       the newest pre-release beside the newest release, claim by claim
   make versions                  every version with a pinned node image
   make node-image VERSION=1.27.0-rc.0 [SOURCE=release|modules]   a node image kind does not publish
@@ -70,9 +67,7 @@ Variables (each passed to the harness as given, never run by a shell; probe, mat
   PARALLEL=N | auto              N probes at a time in one cluster (auto: the default on kind and local)
   KUBECONFIG_FILE=F CONTEXT=C    an existing cluster instead of a new one
   RESTART_APISERVER_AFTER=S      (local) a real watch gap S seconds into each probe
-  VERSIONS, JOBS=2, OVERLAP=0    matrix: the versions, kind clusters at a time, build ahead or not
-  VERSIONS="1.27.16:RUNTIME"     matrix on kind: the image make node-image builds with RUNTIME's PARTS, CONTAINERD,
-                                 KIND: debian | kind | containerd=2.3.4 | kind=v0.25.0 | kind=…,containerd=…
+  VERSIONS, JOBS=2, OVERLAP=0    matrix: V[:debian|kind|containerd=…|kind=…], clusters at once, build ahead
   GO_TOOLCHAIN=minor | exact     (local) a build's Go: the newest patch of the tag's Go minor, or its own
   GO_BUILD_CACHE_GB=6            the Go build cache's size bound; least recently used entries go first
   RUNS=runs, ATLAS=runs/atlas    report: the run directories read; atlas: the folder it writes (replaced
