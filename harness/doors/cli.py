@@ -245,7 +245,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     radar_cmd.add_argument("--run-dir", default=str(paths.RUNS), help="where the radar's runs go (default: runs/)")
     matrix = command("matrix", "run the probes on several versions, one cluster each")
     matrix.add_argument(
-        "--versions", default=None, help="space-separated versions (not given: every minor in the table; empty refused)"
+        "--versions",
+        default=None,
+        help="space-separated versions (not given: every minor in the table; empty refused); on kind VERSION:RUNTIME "
+        "runs the node image make node-image builds with that runtime (1.27.16:debian, 1.27.16:containerd=2.3.4)",
     )
     matrix.add_argument("--jobs", type=count("JOBS"), default=2, help="how many kind clusters at a time")
     matrix.add_argument("--run-dir", default=str(paths.RUNS), help="where the matrix's run directories go")
