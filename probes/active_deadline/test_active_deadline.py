@@ -345,6 +345,9 @@ def check_containers_left(probe: Probe, pods: PodObserver, first: PodView, retri
         probe.check("job-retry.containers-left-on-node", left, Basis.direct("the node's container list"))
 
 
+@pytest.mark.alone(
+    "from 1.31 the Job fails once its pod has terminated: a loaded kubelet adds in (failed-after-deadline)"
+)  # docs/parallel-load.md
 def test_job_deadline_during_retry(probe: Probe) -> None:
     """The document's job-04: the first pod fails on its own deadline and stays; the retry is active when the
     Job's deadline passes and is deleted; one of the Job's containers remains on the node.

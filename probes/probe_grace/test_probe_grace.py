@@ -105,6 +105,9 @@ def read_the_kill(probe: Probe, pods: PodObserver, restarted: bool) -> tuple[Jso
     return terminated, running, pods.reading(last)
 
 
+@pytest.mark.alone(
+    "a starved heartbeat loop beats its last before the kill early: sigterm-to-last-beat"
+)  # docs/parallel-load.md
 def test_a_failing_liveness_probe_kills_with_the_probes_grace(probe: Probe) -> None:
     """KEP-2238: a container whose liveness probe (grace 3 s) fails in a pod of grace 15 s is killed with the
     probe's grace where the server keeps the field (1.25 on), with the pod's where it drops it."""
