@@ -40,13 +40,16 @@ SERVER_SIDE_FIELD_VALIDATION = {
     ),
 }
 
+# Where spec.podFailurePolicy became known (its gate off) and where its gate turned on.
+JOB_POD_FAILURE_POLICY = {
+    "1.25.0-rc.0": Boundary("111113", "CHANGELOG-1.25 v1.25.0-rc.0", "JobPodFailurePolicy", "absent", "alpha:off"),
+    "1.26.0-beta.0": Boundary("113360", "CHANGELOG-1.26 v1.26.0-beta.0", "JobPodFailurePolicy", "alpha:off", "beta:on"),
+}
+
 BOUNDARIES: dict[str, dict[str, Boundary]] = {
     "sidecar_termination": {
         **SERVER_SIDE_FIELD_VALIDATION,
-        "1.25.0-rc.0": Boundary("111113", "CHANGELOG-1.25 v1.25.0-rc.0", "JobPodFailurePolicy", "absent", "alpha:off"),
-        "1.26.0-beta.0": Boundary(
-            "113360", "CHANGELOG-1.26 v1.26.0-beta.0", "JobPodFailurePolicy", "alpha:off", "beta:on"
-        ),
+        **JOB_POD_FAILURE_POLICY,
         "1.27.0-rc.0": Boundary("115331", "CHANGELOG-1.27 v1.27.0-rc.0"),
         "1.28.0-beta.0": Boundary(
             "116429", "CHANGELOG-1.28 v1.28.0-beta.0", "SidecarContainers", "absent", "alpha:off"
@@ -77,6 +80,7 @@ BOUNDARIES: dict[str, dict[str, Boundary]] = {
     },
     "job_replacement": {
         **SERVER_SIDE_FIELD_VALIDATION,
+        **JOB_POD_FAILURE_POLICY,
         "1.27.0-beta.0": Boundary("114768", "CHANGELOG-1.27 v1.27.0-beta.0"),
         "1.28.0-beta.0": Boundary(
             "119301", "CHANGELOG-1.28 v1.28.0-beta.0", "JobPodReplacementPolicy", "absent", "alpha:off"

@@ -32,6 +32,14 @@ def test_the_catalog_reaches_back_to_the_first_minor_and_holds_pre_releases() ->
     assert len(CLAIMS) > 100
 
 
+def test_claim_ids_are_the_suites_own() -> None:
+    """The report, make upgrade and CLAIM= know a claim by its id alone: two families' claims never share one."""
+    families_of: dict[str, list[str]] = {}
+    for family, claim in CLAIMS:
+        families_of.setdefault(claim.id, []).append(family)
+    assert {claim: found for claim, found in families_of.items() if len(found) > 1} == {}
+
+
 @pytest.mark.parametrize(("family", "claim"), CLAIMS, ids=[f"{family}:{claim.id}" for family, claim in CLAIMS])
 def test_one_row_covers_every_published_release(family: str, claim: Claim) -> None:
     uncovered, doubly = [], []

@@ -23,6 +23,7 @@ __all__ = [
     "exit_status_kept",
     "finished_at",
     "first_absent",
+    "pod_failure_policy_kept",
     "written_instants",
 ]
 
@@ -87,6 +88,15 @@ def finished_at(pod: PodView, container: str = "main") -> str | None:
     """When the container finished (None while it runs, or before it has a status)."""
     view = container_status(pod, container)
     return view.finished_at if view is not None else None
+
+
+def pod_failure_policy_kept(created: JsonDict) -> str:
+    """What the API server kept of a created Job's podFailurePolicy: its rules' actions in order ('FailJob,Ignore'),
+    or 'None' where it dropped the field (unknown without Strict validation, or its gate off)."""
+    policy = created["spec"].get("podFailurePolicy")
+    if policy is None:
+        return "None"
+    return ",".join(str(rule.get("action")) for rule in policy.get("rules") or [])
 
 
 def written_instants(text: str | None) -> list[tuple[str, float]]:

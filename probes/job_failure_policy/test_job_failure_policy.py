@@ -6,6 +6,11 @@ the policy exists and is on (JobPodFailurePolicy beta from 1.26), the first pod'
 reason PodFailurePolicy and no retry; where it does not (before 1.26: alpha and off in 1.25, absent before), the
 field is dropped, the Job retries up to its backoffLimit (1 here) and fails with BackoffLimitExceeded.
 
+Where Strict validation refuses the field as unknown (1.24.0-beta.0, 1.25.0-alpha.3 to 1.25.0-beta.0: it came
+with k/k#111113 in 1.25.0-rc.0), each probe records the refusal as `<probe>.policy-kept` and creates the same Job
+without the field (manifests/*.without-policy-field.yaml), as a client with the default field validation (Warn:
+unknown fields dropped) would have it, so the other claims show the Job without a policy there too.
+
 The second probe evicts the Job's running pod through the Eviction API. Where pod disruption conditions
 are on (PodDisruptionConditions beta from 1.26) the API server first gives the pod the DisruptionTarget
 condition, and the policy's Ignore rule then keeps its failure from counting against backoffLimit (0 here):
@@ -17,11 +22,12 @@ from __future__ import annotations
 
 import pytest
 
+from harness.core.basis import Basis
 from harness.core.identity import running_ready
 from harness.core.observe import Observer, ProbeTimeout, conditions_before_failed, key_of
 from harness.core.probe import Probe
-from harness.core.probe_helpers import POD_START_BUDGET_S, container_exit
-from harness.core.transport import JsonDict
+from harness.core.probe_helpers import POD_START_BUDGET_S, container_exit, pod_failure_policy_kept
+from harness.core.transport import JsonDict, Rejected
 from harness.core.views import JobView, PodView
 
 pytestmark = pytest.mark.probe("job_failure_policy")
@@ -30,6 +36,20 @@ pytestmark = pytest.mark.probe("job_failure_policy")
 BUDGET_S = 120.0
 # Pod start-up, then the evicted pod's stop (5 s grace at most) and a replacement's 12 s of work.
 EVICTION_BUDGET_S = 120.0
+CREATE = "the API server's answer to the create"
+
+
+def create_with_policy(probe: Probe, manifest_file: str, anchor: bool = False) -> str:
+    """Create the Job; return what the server kept of its podFailurePolicy (pod_failure_policy_kept), or
+    'rejected': refused as an unknown field, the same Job is then created from its .without-policy-field overlay."""
+    try:
+        created = probe.create(probe.manifest(manifest_file), anchor=anchor)
+    except Rejected as rejected:
+        if "podFailurePolicy" not in rejected.message:
+            raise
+        probe.create(probe.manifest(manifest_file.replace(".yaml", ".without-policy-field.yaml")), anchor=anchor)
+        return "rejected"
+    return pod_failure_policy_kept(created)
 
 
 def failure(job: JobView, namespace: str, pods: list[str]) -> JsonDict | None:
@@ -49,7 +69,8 @@ def test_exit_code_42_fails_the_job_through_its_pod_failure_policy(probe: Probe)
     name = manifest["metadata"]["name"]
     jobs = probe.watch_all("Job", focus=name)
     pods = probe.watch_pods()
-    probe.create(manifest, anchor=True)
+    kept = create_with_policy(probe, "job-pod-failure-policy-exit-42.yaml", anchor=True)
+    probe.check("failure-policy.policy-kept", kept, Basis.direct(CREATE))
     not_failed = jobs.await_outcome(
         f"Job {name} to fail",
         lambda o: o.named(name) is not None and o.latest.condition("Failed") is not None,
@@ -84,7 +105,8 @@ def test_evicted_pod_is_ignored_through_the_disruption_target_rule(probe: Probe)
     name = manifest["metadata"]["name"]
     jobs: Observer[JobView] = probe.watch_all("Job", focus=name)
     pods = probe.watch_pods()
-    probe.create(manifest)
+    kept = create_with_policy(probe, "job-evicted-pod-ignored.yaml")
+    probe.check("eviction.policy-kept", kept, Basis.direct(CREATE))
     pods.wait_for(f"Job {name}'s first pod to run", lambda o: running_ready(o) is not None, within=POD_START_BUDGET_S)
     first = running_ready(pods)
     assert first is not None

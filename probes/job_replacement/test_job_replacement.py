@@ -13,10 +13,11 @@ v1.27.3; absent at v1.26.6). The first live run on 1.27.3 had the pod stop 8 s a
 replacement 0.2 s after the old pod was Failed: a race between the back-off and the pod's exit, not the
 controller's rule about terminating pods, which is what the claims are about.
 
-Where the server does not know podReplacementPolicy, the Strict create (harness/core/transport.py) is refused as
-an unknown field; the probe records that as the claim `<variant>.policy-field` and then creates the Job
-without the field (manifests/*.without-policy-field.yaml), as a client with the default field validation
-(Warn: unknown fields dropped) would have it, so the remaining claims show the default behaviour there.
+Where the server does not know podReplacementPolicy (or podFailurePolicy: 1.24.0-beta.0 and 1.25.0-alpha.3 to
+1.25.0-beta.0, before k/k#111113), the Strict create (harness/core/transport.py) is refused as an unknown field;
+the probe records that as the claim `<variant>.policy-field` and then creates the Job without the field
+(manifests/*.without-policy-field.yaml), as a client with the default field validation (Warn: unknown fields
+dropped) would have it, so the remaining claims show the default behaviour there.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from harness.core.basis import Basis, Moment
 from harness.core.identity import controller_uid, running_ready, successor
 from harness.core.observe import Observer, ProbeTimeout, Sighting, order_of
 from harness.core.probe import Probe
-from harness.core.probe_helpers import POD_START_BUDGET_S
+from harness.core.probe_helpers import POD_START_BUDGET_S, pod_failure_policy_kept
 from harness.core.transport import JsonDict, Rejected
 from harness.core.views import JobView, PodView
 
@@ -37,21 +38,25 @@ pytestmark = pytest.mark.probe("job_replacement")
 # back-off) or after the old pod is terminal.
 REPLACEMENT_BUDGET_S = 60.0
 TERMINAL = ("Failed", "Succeeded")
+POLICY_FIELDS = ("podReplacementPolicy", "podFailurePolicy")  # a variant's manifest sets one at most
 
 
-def create_job(probe: Probe, manifest: JsonDict, without_field: str | None) -> str:
-    """Create the Job; return what the server kept of spec.podReplacementPolicy ('rejected' if refused).
+def create_job(probe: Probe, manifest: JsonDict, without_field: str | None, field: str | None) -> str:
+    """Create the Job; return what the server kept of its policy `field` ('rejected' if refused): the
+    podReplacementPolicy, or the podFailurePolicy's rule actions (pod_failure_policy_kept); 'None' when dropped.
 
     Refused, the Job is created from `without_field`: the same manifest without the field.
     """
     try:
         created = probe.create(manifest, anchor=False)
     except Rejected as rejected:
-        if "podReplacementPolicy" not in rejected.message or without_field is None:
+        if field is None or field not in rejected.message or without_field is None:
             raise
         probe.create(probe.manifest(without_field))
         return "rejected"
-    return str(created["spec"].get("podReplacementPolicy"))
+    if field == "podFailurePolicy":
+        return pod_failure_policy_kept(created)
+    return str(created["spec"].get(field))
 
 
 def terminal_or_gone(pods: Observer[PodView], pod: PodView) -> Sighting[PodView] | None:
@@ -78,15 +83,16 @@ def delete_running_pod_and_watch(
 ) -> None:
     """Create the Job, delete its running pod, and check the `variant`'s claims (expectations/job_replacement.yaml).
 
-    `without_field`: the manifest to create instead where the server refuses podReplacementPolicy; `timed`: the
+    `without_field`: the manifest to create instead where the server refuses its policy field; `timed`: the
     variant also claims when the replacement came (`<variant>.replacement-after-delete`).
     """
     manifest = probe.manifest(manifest_file)
     name = manifest["metadata"]["name"]
     jobs: Observer[JobView] = probe.watch_all("Job", focus=name)
     pods = probe.watch_pods()
-    kept = create_job(probe, manifest, without_field)
-    if "podReplacementPolicy" in manifest["spec"]:
+    field = next((field for field in POLICY_FIELDS if field in manifest["spec"]), None)
+    kept = create_job(probe, manifest, without_field, field)
+    if field is not None:
         probe.check(f"{variant}.policy-field", kept, Basis.direct("the API server's answer to the create"))
     pods.wait_for(f"Job {name}'s pod to run", lambda o: running_ready(o) is not None, within=POD_START_BUDGET_S)
     old = running_ready(pods)
@@ -125,7 +131,12 @@ def test_job_without_policies_replaces_a_deleted_pod(probe: Probe) -> None:
 
 def test_job_with_pod_failure_policy_replaces_a_deleted_pod(probe: Probe) -> None:
     """The document / KEP-3329: with a podFailurePolicy the replacement waits for the old pod (on some versions)."""
-    delete_running_pod_and_watch(probe, "job-pod-replaced-with-failure-policy.yaml", "failure-policy")
+    delete_running_pod_and_watch(
+        probe,
+        "job-pod-replaced-with-failure-policy.yaml",
+        "failure-policy",
+        without_field="job-pod-replaced-with-failure-policy.without-policy-field.yaml",
+    )
 
 
 def test_job_replacing_terminating_or_failed_pods(probe: Probe) -> None:

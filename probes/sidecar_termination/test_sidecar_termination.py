@@ -23,7 +23,13 @@ import pytest
 from harness.core.basis import Basis
 from harness.core.observe import ProbeTimeout, cannot_start
 from harness.core.probe import Probe
-from harness.core.probe_helpers import DEADLINE_SLACK_S, POD_START_BUDGET_S, STOP_SLACK_S, written_instants
+from harness.core.probe_helpers import (
+    DEADLINE_SLACK_S,
+    POD_START_BUDGET_S,
+    STOP_SLACK_S,
+    pod_failure_policy_kept,
+    written_instants,
+)
 from harness.core.transport import JsonDict, Rejected
 from harness.core.views import ContainerView, JobView, PodView
 
@@ -83,14 +89,6 @@ def refusal(rejected: Rejected) -> str:
     message = rejected.message
     marker = "strict decoding error: "
     return f"{rejected.status} {message.split(marker, 1)[1] if marker in message else message}"
-
-
-def failure_policy_kept(created: JsonDict) -> str:
-    """The actions of the created Job's podFailurePolicy rules ('FailJob'), or 'None' where the server dropped it."""
-    policy = created["spec"].get("podFailurePolicy")
-    if policy is None:
-        return "None"
-    return ",".join(str(rule.get("action")) for rule in policy.get("rules") or [])
 
 
 def status_of(pod: PodView, name: str) -> ContainerView | None:
@@ -240,7 +238,7 @@ def run_the_job(probe: Probe, manifest_file: str, claims: str) -> None:
     if claims == "job":  # the same answer for the Job with a failing main: checked once
         probe.check("job.restart-policy-kept", kept, Basis.direct(CREATE))
     if with_policy:
-        probe.check(f"{claims}.failure-policy-kept", failure_policy_kept(created), Basis.direct(CREATE))
+        probe.check(f"{claims}.failure-policy-kept", pod_failure_policy_kept(created), Basis.direct(CREATE))
     unfinished = jobs.await_outcome(
         f"Job {name} to complete or fail",
         lambda o: o.named(name) is not None and o.latest.finished,
