@@ -198,12 +198,26 @@ def test_one_module_starts_a_replay() -> None:
     assert starting == ["harness/axis/replay.py"]
 
 
+# kind's node images and what is kind's own on this host, however spelled: the pinned table and kindest/node, node
+# images (their tags plp-node:..., their records and work under .tools/), kind's engine, kind's packages
+KINDS_OWN = re.compile(
+    r"node_images\.yaml|kindest|NodeImage|[Nn]ode[ _-]images?|NODE_IMAGE|plp-node|engine/|\bENGINE\b|engine\.py"
+    r"|harness\.(?:clusters|nodeimage)"
+)
+
+
 def test_nothing_the_harness_stands_on_speaks_of_kinds_node_images() -> None:
-    """kind's pinned images (harness/node_images.yaml, kindest/node) are read in kind's package; base/ names only the
-    oldest supported minor, and axis/pinned.py only the releases they run."""
+    """kind's pinned images (harness/node_images.yaml, kindest/node) are read in kind's package, the node images the
+    suite builds are named by harness/nodeimage/tags.py, kind's engine by its package; base/ names none of them (in
+    code or in words), and axis/pinned.py only the releases they run."""
     base = sorted((REPO / "harness" / "base").glob("*.py"))
-    said = {p.name: re.findall(r"node_images\.yaml|kindest|NodeImage", p.read_text()) for p in base}
+    said = {p.name: KINDS_OWN.findall(p.read_text()) for p in base}
     assert len(base) > 5 and {name: found for name, found in said.items() if found} == {}
+
+
+def test_the_check_sees_a_node_image_said_in_base() -> None:
+    said = 'NODE_IMAGES = TOOLS / "node-images"  # records of Node images\nfrom harness.clusters.kind import engine\n'
+    assert KINDS_OWN.findall(said) == ["NODE_IMAGE", "node-images", "Node images", "harness.clusters"]
 
 
 # `cluster.startswith("local")`, `p != "kind"` and the like: what a record ran on is read once, in core/records.py.

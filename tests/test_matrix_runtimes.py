@@ -26,7 +26,7 @@ from harness.clusters.kind import node_images
 from harness.doors import cli
 from harness.doors.commands import runtimes as runtimes_command
 from harness.doors.commands import version_axis
-from harness.nodeimage import kind_parts
+from harness.nodeimage import kind_parts, tags
 from harness.nodeimage.node import built_tag
 from tests.test_nodeimage_kind_parts import LISTED, SERVED, FakeProxy
 
@@ -82,7 +82,7 @@ def stood_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Stood:
     stood = Stood()
     records = tmp_path / "node-images"
     records.mkdir()
-    monkeypatch.setattr(paths, "node_image_record", lambda tag: records / f"{tag.replace(':', '-')}.json")
+    monkeypatch.setattr(tags, "node_image_record", lambda tag: records / f"{tag.replace(':', '-')}.json")
     (records / "plp-node-v1.27.16.json").write_text("{}")
     for name in ("check_docker", "check_engine"):
         monkeypatch.setattr(kind_clusters, name, lambda: None)
@@ -96,7 +96,7 @@ def stood_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Stood:
     def make_node_image(release: Release, source: str, say: Callable[[str], None], **chosen: str) -> str:
         stood.asked.append(("build", release.bare, source, chosen))
         tag = node_images.ImageRuntime(**chosen).tag(release)
-        paths.node_image_record(tag).write_text("{}")
+        tags.node_image_record(tag).write_text("{}")
         return tag
 
     def probe_run(command: list[str], log: object = None) -> int:

@@ -17,7 +17,6 @@ import pytest
 import yaml
 
 from harness.base.errors import ClusterFailed
-from harness.base.paths import shutdown_image_tag as derived_image_tag
 from harness.base.process import Completed
 from harness.base.versions import KubeVersion
 from harness.clusters.kind import node_shutdown
@@ -33,6 +32,7 @@ from harness.core.observe import ProbeTimeout, Timeline
 from harness.core.probe import Probe
 from harness.core.transport import Transport
 from harness.nodeimage.shutdown import ensure_derived_image
+from harness.nodeimage.tags import shutdown_image_tag as derived_image_tag
 from tests.doubles import FakeRunner, failed, ok
 
 BASE = "kindest/node:v1.29.14@sha256:8703bd94ee24e51b778d5556ae310c6c0fa67d761add3d1f1a4c1b0c8f3cf4a6"

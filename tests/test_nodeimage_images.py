@@ -515,12 +515,12 @@ def test_etcds_siblings_are_read_from_its_server_go_mod_as_35_and_36_on_lay_them
 def test_a_recording_on_a_node_image_built_here_names_the_toolchain_inside_it(tmp_path: Path) -> None:
     """A kind recording's origin names its node image; for one built here from modules it also says how its
     Kubernetes was built (the minor toolchain, upstream's Go, substitutions), as a local recording does."""
-    from harness.base import paths
     from harness.clusters.kind.provider import node_image_built_here
+    from harness.nodeimage import tags
 
     build = {"version": "v1.23.8", "toolchain": "go1.17.13", "toolchain_policy": "minor", "upstream_go": "go1.17.11"}
     record = {"how": "from Go modules", "kind_release": "v0.20.0", "kubernetes_build": {**build, "work": {"x": 1}}}
-    paths.node_image_record("plp-node-shutdown:v1.23.8-90f2108192a1", tmp_path).write_text(json.dumps(record))
+    tags.node_image_record("plp-node-shutdown:v1.23.8-90f2108192a1", tmp_path).write_text(json.dumps(record))
     said = node_image_built_here("plp-node-shutdown:v1.23.8-90f2108192a1", tmp_path)
     assert said == {"how": "from Go modules", "kind_release": "v0.20.0", "kubernetes_build": build}
     assert node_image_built_here("kindest/node:v1.27.3@sha256:3966ac", tmp_path) is None  # pinned: none here

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.base import paths
 from harness.base.errors import PrerequisiteMissing
 from harness.base.process import Completed
 from harness.base.versions import KubeVersion, Release
@@ -21,7 +20,7 @@ from harness.clusters.kind.images import known_images
 from harness.clusters.kind.provider import node_runtime
 from harness.clusters.kinds import Runnable
 from harness.gobuild.kubernetes import Build
-from harness.nodeimage import kind_parts, node
+from harness.nodeimage import kind_parts, node, tags
 from harness.nodeimage.images import NodeImageError
 from harness.nodeimage.kind_parts import Part, PartsError
 
@@ -261,7 +260,7 @@ def test_an_image_that_cannot_be_pulled_is_built_from_modules_said_in_one_line(
 ) -> None:
     calls: list[list[str]] = []
     monkeypatch.setattr(kind_clusters, "run_command", _docker({"inspect": 1, "pull": 1}, calls))
-    monkeypatch.setattr(paths, "node_image_record", lambda tag: tmp_path / "never-built.json")
+    monkeypatch.setattr(tags, "node_image_record", lambda tag: tmp_path / "never-built.json")
     planned = kind_parts.plan(
         "v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=FakeProxy(tmp_path, SERVED, LISTED)
     )
@@ -292,7 +291,7 @@ def test_an_equal_built_earlier_is_said_to_be_run_not_built(monkeypatch: pytest.
     record = tmp_path / "plp-node-v1.27.16-kind.v0.25.0.json"
     record.write_text("{}")
     monkeypatch.setattr(kind_clusters, "run_command", docker)
-    monkeypatch.setattr(paths, "node_image_record", lambda tag: tmp_path / f"{tag.replace(':', '-')}.json")
+    monkeypatch.setattr(tags, "node_image_record", lambda tag: tmp_path / f"{tag.replace(':', '-')}.json")
     planned = kind_parts.plan(
         "v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=FakeProxy(tmp_path, SERVED, LISTED)
     )

@@ -230,7 +230,7 @@ def test_bad_input_is_refused_in_one_line_before_the_replay(
     assert cli.main(["upgrade", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: bad input: ") and err.count("\n") == 1, err
-    assert says in err.replace(" (its oldest pinned node image; no expectation covers earlier releases)", "")
+    assert says in err.replace(" (the oldest release it runs; no expectation covers earlier releases)", "")
 
 
 def test_make_upgrade_prints_the_answer_from_the_shipped_recordings_with_no_cluster(

@@ -33,6 +33,7 @@ sys.path.insert(0, str(REPO))
 
 from harness.base import paths  # noqa: E402
 from harness.clusters.local.host import DEFAULT_ROOT  # noqa: E402
+from harness.nodeimage import tags  # noqa: E402
 
 
 def _lines(command: list[str]) -> list[str]:
@@ -66,7 +67,7 @@ def snapshot() -> dict[str, Any]:
         }
         if kubernetes.is_dir()
         else set(),
-        "node_image_records": {p.name for p in paths.NODE_IMAGES.glob("*.json")},
+        "node_image_records": {p.name for p in tags.NODE_IMAGES.glob("*.json")},
         "images": set(_lines(["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"])),
     }
 

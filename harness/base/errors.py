@@ -6,7 +6,7 @@ import contextlib
 import re
 from collections.abc import Callable, Iterator, Sequence
 
-# The exit code of every front door (make's commands, the engine, pytest through the suite's plugin) that Ctrl-C
+# The exit code of every front door (make's commands, pytest through the suite's plugin) that Ctrl-C
 # or SIGTERM stopped: 128 + SIGINT, as a shell reports a process Ctrl-C ended.
 INTERRUPTED = 130
 
@@ -30,7 +30,7 @@ class PrerequisiteMissing(RuntimeError):
 
 
 class ClusterFailed(RuntimeError):
-    """A cluster (or the node image it needs) did not come up: what went wrong, and a hint."""
+    """A cluster (or what it needs made first) did not come up: what went wrong, and a hint."""
 
 
 class LocalClusterError(RuntimeError):
@@ -38,7 +38,7 @@ class LocalClusterError(RuntimeError):
 
 
 class NotRunnable(RuntimeError):
-    """A version could not be made runnable (its build or node image failed): the run fails, saying why."""
+    """A version could not be made runnable (what its kind builds for it failed): the run fails, saying why."""
 
 
 class Interrupted(Exception):

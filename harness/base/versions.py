@@ -23,8 +23,8 @@ _REQUESTED_VERSION = re.compile(r"v?[0-9]+\.[0-9]+(?:\.[0-9]+(?:-(?:alpha|beta|r
 REQUESTED_FORMS = "1.27, 1.27.3, v1.27.3, 1.27.0-rc.0, 1.27.0-alpha.3 or 1.27.0-beta.0"
 
 
-# The oldest Kubernetes minor the suite runs: its oldest pinned node image's, where the expectations start too (every
-# range begins at >=1.19); tests/test_versions.py holds it to the image table.
+# The oldest Kubernetes minor the suite runs, where the expectations start too (every range begins at >=1.19);
+# tests/test_versions.py holds it to the oldest release a kind of cluster pins.
 OLDEST_SUPPORTED_MINOR = "1.19"
 
 
@@ -93,8 +93,8 @@ def check_supported(version: KubeVersion) -> None:
     minor = OLDEST_SUPPORTED_MINOR
     if version.version < Version(f"{minor}.0a0"):
         raise VersionError(
-            f"Kubernetes {version} is older than the suite supports: the oldest is {minor} (its oldest pinned "
-            f"node image; no expectation covers earlier releases), so give VERSION={minor} or later"
+            f"Kubernetes {version} is older than the suite supports: the oldest is {minor} (the oldest release it "
+            f"runs; no expectation covers earlier releases), so give VERSION={minor} or later"
         )
 
 

@@ -13,9 +13,8 @@ pkg/build/nodeimage; kind v0.33.0, which runs the images from 1.37, asks nothing
 - containerd with `restrict_oom_score_adj` (hosts whose root lacks CAP_SYS_RESOURCE refuse negative OOM
   scores) and `SystemdCgroup` from 1.24 on, the driver kind gives the kubelet (SYSTEMD_CGROUP).
 A second image, the same plus D-Bus and systemd-logind, is what the graceful-node-shutdown probes run on
-(harness/nodeimage/shutdown.py finds it under the tag harness/base/paths.py gives it). Each image records what went into
-it in
-`/kind/plp-node.json` and `.tools/node-images/<tag>.json` (kind_release: the kind that runs it).
+(harness/nodeimage/shutdown.py finds it under the tag harness/nodeimage/tags.py gives it). Each image records what
+went into it in `/kind/plp-node.json` and `.tools/node-images/<tag>.json` (kind_release: the kind that runs it).
 """
 
 from __future__ import annotations
@@ -41,10 +40,11 @@ from harness.gobuild.kubernetes import Build
 from harness.nodeimage.images import ImageArchive, NodeImageError, kubeadm_images, node_images
 from harness.nodeimage.kind_parts import KINDNETD_NOT_SERVED, Part, Plan, build_plan, runtime_origin
 from harness.nodeimage.oci_images import BUSYBOX, LOCAL_PROBE_IMAGE
+from harness.nodeimage.tags import NODE_IMAGE_WORK, NODE_IMAGES, node_image_record, node_image_tag, shutdown_image_tag
 
 TOOLS = paths.TOOLS
-WORK = paths.NODE_IMAGE_WORK
-RECORDS = paths.NODE_IMAGES
+WORK = NODE_IMAGE_WORK
+RECORDS = NODE_IMAGES
 FILES = Path(__file__).resolve().parent / "node-files"
 KIND_RELEASE = "v0.20.0"  # the kind whose node contract these images follow, and that runs them
 # From 1.37 another kind runs them: kubeadm 1.37 refuses the kubeadm.k8s.io/v1beta3 configuration kind v0.20.0
@@ -430,7 +430,7 @@ def docker_image(rootfs: Path, tag: str, record: dict[str, Any], run_step: Run =
 
 def built_tag(version: str, suffix: str = "") -> str:
     """plp-node:v1.27.16 (the named fallback: Debian's runtime), plp-node:v1.27.16-kind.v0.25.0 (kind's components)."""
-    return paths.node_image_tag(version + suffix)
+    return node_image_tag(version + suffix)
 
 
 def build_node_images(
@@ -449,7 +449,7 @@ def build_node_images(
 
     build = build_kubernetes(release, components=NODE_IMAGE_COMPONENTS)
     tag = built_tag(build.version, parts_plan.suffix if parts_plan else "")
-    tags = [tag, paths.shutdown_image_tag(tag)]
+    tags = [tag, shutdown_image_tag(tag)]
     missing = [t for t in tags if subprocess.run(["docker", "image", "inspect", t], capture_output=True).returncode]
     if not missing:
         say(f"{' and '.join(tags)} exist already; reused")
@@ -530,6 +530,6 @@ def build_node_images(
         shutil.rmtree(directory)
         record["built_s"] = round(time.monotonic() - started, 1)
         record["components_s"] = parts_s
-        write_record(paths.node_image_record(image_tag, records), record)
+        write_record(node_image_record(image_tag, records), record)
         say(f"built {image_tag} ({record['built_s']} s so far)")
     return tags

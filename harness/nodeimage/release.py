@@ -16,11 +16,11 @@ import urllib.request
 from collections.abc import Iterable
 from pathlib import Path
 
-from harness.base import paths
 from harness.base.process import Runner, run_command
 from harness.base.versions import Release, VersionError
+from harness.nodeimage import tags
 
-BUILDS_DIR = paths.NODE_IMAGES  # which kind release built each image made here
+BUILDS_DIR = tags.NODE_IMAGES  # which kind release built each image made here
 # --type release exists from kind v0.24.0; v0.26.0 fixed release builds of Kubernetes < 1.31.
 MINIMUM_KIND_FOR_RELEASE_BUILDS = (0, 26, 0)
 
@@ -43,12 +43,12 @@ def local_tag(release: Release) -> str:
     minor alone)."""
     if not release.names_a_patch:
         raise VersionError(f"give a full release version to build (e.g. 1.27.0-rc.0), not {release.kube.text!r}")
-    return paths.node_image_tag(release.tag)
+    return tags.node_image_tag(release.tag)
 
 
 def built_by(tag: str, builds_dir: Path = BUILDS_DIR) -> str | None:
     """The kind release that built a local image of the suite, if the suite built it."""
-    record = paths.node_image_record(tag, builds_dir)
+    record = tags.node_image_record(tag, builds_dir)
     return str(json.loads(record.read_text())["kind_release"]) if record.is_file() else None
 
 
@@ -67,7 +67,7 @@ def build_node_image(
             "and the version must be a published release tag"
         )
     builds_dir.mkdir(parents=True, exist_ok=True)
-    paths.node_image_record(tag, builds_dir).write_text(
+    tags.node_image_record(tag, builds_dir).write_text(
         json.dumps({"image": tag, "kubernetes": release.tag, "kind_release": kind_release}, indent=1) + "\n"
     )
     return tag, f"built {tag} with kind {kind_release}"

@@ -1,15 +1,16 @@
 """The shutdown-capable sibling of a kind node image: the base plus D-Bus and systemd-logind, which the kubelet's
 graceful node shutdown manager needs (harness/clusters/kind/node_shutdown.py says why), built with `docker build` the
-first time and kept under the tag harness/base/paths.py gives it (one per base reference, so a new base is built anew).
+first time and kept under the tag harness/nodeimage/tags.py gives it (one per base reference, so a new base is built
+anew).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from harness.base import paths
 from harness.base.errors import ClusterFailed
 from harness.base.process import Runner, run_command
+from harness.nodeimage import tags
 
 DOCKERFILE = """\
 # Derived by pod-lifecycle-probes from a pinned kind node image: adds D-Bus and starts systemd-logind, which
@@ -28,7 +29,7 @@ LABEL pod-lifecycle-probes.test/base-image="{base}"
 
 def ensure_derived_image(base_reference: str, cache_dir: Path, runner: Runner = run_command) -> tuple[str, str]:
     """The shutdown-capable image for a base node image: (tag, what was done), building it if absent."""
-    tag = paths.shutdown_image_tag(base_reference)
+    tag = tags.shutdown_image_tag(base_reference)
     if runner(["docker", "image", "inspect", tag], 60).returncode == 0:
         return tag, f"using the shutdown-capable node image {tag} built earlier"
     context = cache_dir / tag.replace(":", "-")

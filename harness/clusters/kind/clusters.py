@@ -45,6 +45,7 @@ from harness.clusters.kind.provider import KindProvider, kind_facts
 from harness.clusters.kinds import NODE_SHUTDOWN_ROLE, AddOption, ClusterKind, Leftovers, Option, Request, Runnable, Say
 from harness.clusters.kubelet_host import host_kubelet_settings
 from harness.clusters.lifecycle import ClusterProvider, Note, Reached
+from harness.nodeimage import tags
 from harness.nodeimage.shutdown import ensure_derived_image
 
 
@@ -79,7 +80,7 @@ class KindClusters(ClusterKind):
                 "runs an image of your own, VERSION the pinned one)"
             )
         image = kind_image(request.version, request.image or None)
-        if image.digest is None and not image.reference.startswith(f"{paths.NODE_IMAGE_REPOSITORY}:"):
+        if image.digest is None and not image.reference.startswith(f"{tags.NODE_IMAGE_REPOSITORY}:"):
             warn(
                 f"warning: {image.reference} is not pinned by digest; kind asks for @sha256 digests because tags "
                 "are rebuilt (kind#3853), so what runs may not be what this name meant before"
@@ -140,7 +141,7 @@ class KindClusters(ClusterKind):
             note(kubelet_config_added=host_kubelet, kubelet_config_added_why=provider.host_kubelet_why)
         if role == NODE_SHUTDOWN_ROLE:
             try:
-                cluster.image, built = ensure_derived_image(image.reference, paths.NODE_IMAGES)
+                cluster.image, built = ensure_derived_image(image.reference, tags.NODE_IMAGES)
             except ClusterFailed as err:
                 note(**provider.facts(), cluster_error=str(err))
                 raise
@@ -199,7 +200,7 @@ def pinned_image_or_equal(runnable: Runnable, say: Say) -> str:
         parts_plan = plan_parts(kubernetes, release)
         equal = modules_tag(kubernetes)
         if (
-            paths.node_image_record(equal).is_file()
+            tags.node_image_record(equal).is_file()
             and run_command(["docker", "image", "inspect", equal], 60).returncode == 0
         ):
             say(
@@ -352,7 +353,7 @@ class KindRuntimeAxis(KindAxis):
         return Readied(release)
 
     def is_ready(self, release: str) -> bool:
-        return paths.node_image_record(self.chosen.tag(Release.parse(release))).is_file()
+        return tags.node_image_record(self.chosen.tag(Release.parse(release))).is_file()
 
     def probe_args(self, release: str) -> list[str]:
         return ["--image", self.chosen.tag(Release.parse(release))]

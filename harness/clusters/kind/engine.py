@@ -27,7 +27,7 @@ CAP_SYS_RESOURCE = 24
 PREREQUISITE_MISSING = 3  # harness/doors/commands/refusal.py's exit code for this class of refusal
 RUNTIME_NAME = "plp-runc"
 WRAPPER = Path(__file__).resolve().parent / "runc_without_sys_resource.py"
-ENGINE_DIR = paths.ENGINE
+ENGINE_DIR = paths.TOOLS / "engine"  # the suite's own dockerd: its data, its socket, its logs
 EXEC_ROOT = Path("/run/plp-docker")
 REMEDY = (
     "root on this host lacks CAP_SYS_RESOURCE, so Docker cannot start the privileged containers kind's nodes "

@@ -11,16 +11,16 @@ import yaml
 from packaging.version import Version
 
 from harness.axis.pinned import NODE_IMAGES_FILE, known_versions
-from harness.base import paths
 from harness.base.inputs import BadInput
 from harness.base.versions import KubeVersion, Release, VersionError, check_supported
+from harness.nodeimage import tags
 
 _NODE_IMAGE = re.compile(
     r"^(?P<repo>(?:[\w.-]+/)*[\w.-]+):(?P<tag>v\d+\.\d+\.\d+[\w.+-]*)(?:@(?P<digest>sha256:[0-9a-f]{64}))?$"
 )
 
 # Where `make node-image` records which kind release built each image it made (harness/nodeimage/release.py).
-BUILDS_DIR = paths.NODE_IMAGES
+BUILDS_DIR = tags.NODE_IMAGES
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def _kind_release_of(reference: str) -> str | None:
     for known in known_images():
         if known.reference == reference:
             return known.kind_release
-    record = paths.node_image_record(reference, BUILDS_DIR)
+    record = tags.node_image_record(reference, BUILDS_DIR)
     return str(yaml.safe_load(record.read_text())["kind_release"]) if record.is_file() else None
 
 

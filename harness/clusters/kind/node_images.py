@@ -21,6 +21,7 @@ from harness.clusters.kinds import Say
 from harness.gobuild.go import BuildError, check_go
 from harness.gobuild.kubernetes import NODE_IMAGE_COMPONENTS, existing_build, resolve_module
 from harness.nodeimage import release as node_image_release
+from harness.nodeimage import tags
 from harness.nodeimage.images import NodeImageError
 from harness.nodeimage.kind_parts import (
     PartsError,
@@ -60,7 +61,7 @@ def runnable_tag(release: Release) -> str:
     """The image of an unpinned release that was built here: with kind's components when such a build is recorded,
     else the tag of kind's release builder or of the fallback (plp-node:vX.Y.Z)."""
     tag = modules_tag(release)
-    return tag if paths.node_image_record(tag).is_file() else node_image_release.local_tag(release)
+    return tag if tags.node_image_record(tag).is_file() else node_image_release.local_tag(release)
 
 
 def check_parts(parts: str, containerd: str = "", kind: str = "", source: str = "modules") -> None:

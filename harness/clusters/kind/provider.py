@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.base import paths
 from harness.base.kubeapi import KubeApi
 from harness.base.manifest_check import images_in_manifests
 from harness.base.process import InterruptedUndo
 from harness.clusters.kind.cluster import KindCluster, parse_kind_version
 from harness.clusters.kind.images import NodeImage
 from harness.clusters.lifecycle import MadeHere, NodeShutdown, Removal, wait_nodes_ready
+from harness.nodeimage import tags
 from harness.nodeimage.kind_parts import PartsError
 from harness.nodeimage.kind_parts import kind_release as kind_release_components
 
@@ -120,10 +120,10 @@ _BUILD_KEYS = (
 )
 
 
-def node_image_built_here(reference: str, records: Path = paths.NODE_IMAGES) -> dict[str, Any] | None:
+def node_image_built_here(reference: str, records: Path = tags.NODE_IMAGES) -> dict[str, Any] | None:
     """How a node image made here was built, from its record under .tools/node-images/ (None for a pinned one)."""
     try:
-        record = json.loads(paths.node_image_record(reference, records).read_text())
+        record = json.loads(tags.node_image_record(reference, records).read_text())
     except (OSError, ValueError):
         return None
     build = record.get("kubernetes_build") or {}
@@ -138,14 +138,14 @@ RUNTIME_KEYS = ("containerd", "runc", "cni", "crictl", "node_components")
 
 
 def node_runtime(
-    reference: str, base_reference: str, kind_release: str | None, records: Path = paths.NODE_IMAGES
+    reference: str, base_reference: str, kind_release: str | None, records: Path = tags.NODE_IMAGES
 ) -> dict[str, str]:
     """What ran under the kubelet (containerd, runc, cni, crictl, node_components): an image built here says so in its
     record (or its base's, for a shutdown sibling); a published kindest/node image carries its kind release's
     components, as kind's base image definition names them (harness/kind_components.yaml)."""
     for candidate in (reference, base_reference):
         try:
-            record = json.loads(paths.node_image_record(candidate, records).read_text())
+            record = json.loads(tags.node_image_record(candidate, records).read_text())
         except (OSError, ValueError):
             continue
         return {key: str(record[key]) for key in RUNTIME_KEYS if key in record}
