@@ -9,6 +9,7 @@ from pathlib import Path
 
 from harness.axis.release_axis import ReleaseAxis
 from harness.base.run import Run
+from harness.base.versions import Release
 from harness.clusters.kinds import ClusterKind, Leftovers, Request, Runnable, Say
 from harness.clusters.lifecycle import NodeShutdown, Note, ProviderDefaults, Removal
 
@@ -55,5 +56,5 @@ class StandInClusters(ClusterKind):
 
 
 class StandInReleases(ReleaseAxis):
-    def probe_args(self, release: str) -> list[str]:
-        return ["--version", release.lstrip("v"), "--cluster", "stand-in"]
+    def probe_args(self, release: Release) -> list[str]:
+        return ["--version", release.bare, "--cluster", "stand-in"]

@@ -13,9 +13,14 @@ import pytest
 
 from harness.axis.bisect import BAD, GOOD, SKIP, BisectError, bisect, outcome_of_run
 from harness.axis.releases import bisect_patches
-from harness.base.versions import VersionError
+from harness.base.versions import Release, VersionError
 
 VERSIONS = [f"1.27.{p}" for p in range(3, 17)]
+
+
+def patches(good: str, bad: str, build: bool) -> list[str]:
+    """bisect_patches on GOOD and BAD as make bisect's door reads them, by the names records give them."""
+    return [str(r) for r in bisect_patches(Release.parse(good), Release.parse(bad), build)]
 
 
 def changed_at(first_bad: str, skipped: frozenset[str] = frozenset()) -> tuple[list[str], Callable[[str], str]]:
@@ -53,15 +58,15 @@ def test_ends_that_do_not_behave_as_good_and_bad_stop_the_bisection() -> None:
 
 
 def test_candidates_are_the_pinned_patches_or_every_patch_to_build() -> None:
-    pinned = bisect_patches("1.27.3", "1.27.16", build=False)
+    pinned = patches("1.27.3", "1.27.16", build=False)
     assert pinned[0] == "1.27.3" and pinned[-1] == "1.27.16" and "1.27.10" in pinned and "1.27.5" not in pinned
-    assert bisect_patches("1.27.3", "1.27.6", build=True) == ["1.27.3", "1.27.4", "1.27.5", "1.27.6"]
+    assert patches("1.27.3", "1.27.6", build=True) == ["1.27.3", "1.27.4", "1.27.5", "1.27.6"]
     with pytest.raises(VersionError, match="one minor"):
-        bisect_patches("1.26.6", "1.27.3", build=False)
+        patches("1.26.6", "1.27.3", build=False)
     with pytest.raises(VersionError, match="earlier release"):
-        bisect_patches("1.27.10", "1.27.3", build=False)
+        patches("1.27.10", "1.27.3", build=False)
     with pytest.raises(VersionError, match=r"no pinned node image for 1\.27\.5"):
-        bisect_patches("1.27.3", "1.27.5", build=False)
+        patches("1.27.3", "1.27.5", build=False)
 
 
 def test_a_run_that_could_not_decide_is_a_skip(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import pytest
 from harness.axis.bisect import BAD, GOOD, bisect, first_candidates, next_candidates
 from harness.axis.build_ahead import BuildAhead
 from harness.axis.release_axis import Readied
+from harness.base.versions import Release
 
 HANG_GUARD_S = 60.0  # a bug would wait forever; a slow machine takes well under this
 
@@ -44,8 +45,8 @@ class FakeBuilds:
                 while not self.release_build[release].is_set() and not stop.is_set():
                     self.release_build[release].wait(0.01)
             if stop.is_set():
-                return Readied(release, why_not="could not be built: stopped")
-            return Readied(release, {"version": release})
+                return Readied(Release.parse(release), why_not="could not be built: stopped")
+            return Readied(Release.parse(release), {"version": release})
         finally:
             with self.lock:
                 self.running -= 1
@@ -100,7 +101,7 @@ def test_a_failed_build_is_raised_where_the_release_is_needed_and_close_stops_th
         if release == "1.27.6":
             raise OSError("disk full")
         stop.wait(HANG_GUARD_S)
-        return Readied(release)
+        return Readied(Release.parse(release))
 
     builder = BuildAhead(ready, say=lambda line: None)
     builder.want(["1.27.6"])

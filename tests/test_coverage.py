@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from harness.axis.releases import release_name
 from harness.base.versions import KubeVersion, Release
 from harness.core.expectations import Claim, Expectation
 from harness.reports import coverage
@@ -108,7 +109,7 @@ def test_ranges_wholly_before_1_21_are_older_than_what_builds_here() -> None:
 
 def test_known_releases_fill_the_numbering_gaps_of_patches_and_pre_releases() -> None:
     named = {KubeVersion.parse(v).version for v in ("1.22.3", "1.22.1", "1.28.0-alpha.2", "1.28.0-rc.0")}
-    filled = sorted(coverage.release_text(v) for v in coverage.with_gaps_filled(named))
+    filled = sorted(release_name(v) for v in coverage.with_gaps_filled(named))
     assert filled == [
         "1.22.0",
         "1.22.1",
@@ -240,7 +241,7 @@ def test_a_fresh_clone_knows_what_does_not_build_here_from_committed_files(tmp_p
         for v in ("1.31.0-alpha.4", "1.31.0-alpha.2")
     ]
     (bisections / "b.json").write_text(json.dumps({"tried": tried, "ran": {"finished": "2026-11-26T10:00:00+00:00"}}))
-    found = {coverage.release_text(v): why for v, why in coverage.not_buildable(bisections, tmp_path / "tools").items()}
+    found = {release_name(v): why for v, why in coverage.not_buildable(bisections, tmp_path / "tools").items()}
     assert "1.31.0-alpha.4" not in found and found["1.31.0-alpha.2"] == "2026-11-26: 403"
     assert found["1.27.0-alpha.3"].startswith("2026-11-27: ") and "v1alpha2" in found["1.27.0-alpha.3"]
     assert "the Go module proxy refuses k8s.io/kubernetes@v1.21.0-alpha.1" in found["1.21.0-alpha.1"]

@@ -227,7 +227,8 @@ def test_make_runtimes_takes_runs_as_words_and_version_as_given() -> None:
 
 def test_the_version_of_an_entry_is_read_as_make_probe_reads_it() -> None:
     axis = kind_clusters.KindAxis(cli.parse_args(["matrix"])).on_runtime("debian")
-    assert axis is not None and axis.releases(["1.27", "v1.27.3"]) == ["1.27.16", "1.27.3"]
+    assert axis is not None
+    assert [str(r) for r in axis.releases([Release.parse("1.27"), Release.parse("v1.27.3")])] == ["1.27.16", "1.27.3"]
 
 
 @pytest.mark.parametrize("tag", ["plp-node:v1.27.16-kind.v0.25.0", "plp-node:v1.27.16-kind.v0.25.0-containerd.v2.3.4"])

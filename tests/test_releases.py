@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
 from harness.axis.releases import (
     CATALOG_FILE,
@@ -12,10 +14,21 @@ from harness.axis.releases import (
     bisect_releases,
     is_published,
     published_releases,
+    release_name,
     releases_without_notes,
     sort_key,
 )
-from harness.base.versions import VersionError
+from harness.base.versions import Release, VersionError
+
+
+def between(good: str, bad: str, pre_releases: bool = False) -> list[str]:
+    """bisect_releases on GOOD and BAD as make bisect's door reads them, by the names records give them."""
+    return [str(r) for r in bisect_releases(Release.parse(good), Release.parse(bad), pre_releases)]
+
+
+def patches(good: str, bad: str, build: bool) -> list[str]:
+    """bisect_patches on GOOD and BAD as make bisect's door reads them, by the names records give them."""
+    return [str(r) for r in bisect_patches(Release.parse(good), Release.parse(bad), build)]
 
 
 def test_the_catalog_holds_each_changelog_heading_and_the_tags_without_notes_in_release_order() -> None:
@@ -49,7 +62,7 @@ def test_is_published_answers_from_the_changelogs(version: str, published: bool)
 
 
 def test_a_bisection_names_only_published_releases() -> None:
-    across = bisect_releases("1.30.0", "1.31.0", pre_releases=True)
+    across = between("1.30.0", "1.31.0", pre_releases=True)
     assert across == [
         "1.30.0",
         "1.31.0-alpha.0",
@@ -61,9 +74,21 @@ def test_a_bisection_names_only_published_releases() -> None:
         "1.31.0-rc.1",
         "1.31.0",
     ]
-    assert bisect_releases("1.21.14", "1.22.0", pre_releases=True)[-3:] == ["1.22.0-beta.2", "1.22.0-rc.0", "1.22.0"]
-    assert bisect_patches("1.28.1", "1.28.6", build=True) == [f"1.28.{n}" for n in range(1, 7)]
+    assert between("1.21.14", "1.22.0", pre_releases=True)[-3:] == ["1.22.0-beta.2", "1.22.0-rc.0", "1.22.0"]
+    assert patches("1.28.1", "1.28.6", build=True) == [f"1.28.{n}" for n in range(1, 7)]
     with pytest.raises(VersionError, match=r"1\.31\.0-alpha\.5 is not a published release"):
-        bisect_releases("1.31.0-alpha.3", "1.31.0-alpha.5")
+        between("1.31.0-alpha.3", "1.31.0-alpha.5")
     with pytest.raises(VersionError, match="not a published release"):
-        bisect_patches("1.37.2", "1.37.9", build=True)
+        patches("1.37.2", "1.37.9", build=True)
+
+
+def test_every_catalogued_release_is_spelled_back_as_the_catalog_spells_it() -> None:
+    assert all(release_name(sort_key(release)) == release for release in published_releases())
+    assert release_name(Version("1.31")) == "1.31.0" and release_name(Version("1.31.0rc1")) == "1.31.0-rc.1"
+
+
+def test_the_pre_release_words_are_written_once_in_the_harness() -> None:
+    """coverage, upgrade and the gate ledger spell a packaging Version as a release with release_name alone."""
+    harness = Path(__file__).resolve().parents[1] / "harness"
+    writing = sorted(p.name for p in harness.rglob("*.py") if '"a": "alpha"' in p.read_text())
+    assert writing == ["releases.py"]

@@ -1289,7 +1289,10 @@ def test_what_changed_is_one_reading_in_report_md_report_html_and_make_upgrade(
     assert len(pairs) == len(replayed_matrix.versions) - 1 > 40
     for a, b, found in pairs:
         # the page's claims: a family with no recording yet has no row in it, make upgrade answers for it too
-        before, after = upgrade.resolve(a, "FROM"), upgrade.resolve(b, "TO")
+        before, after = (
+            upgrade.resolve(upgrade.read_end(a, "FROM"), "FROM"),
+            upgrade.resolve(upgrade.read_end(b, "TO"), "TO"),
+        )
         terminal = upgrade.compare(before, after, observed, only=replayed_matrix.claims)
         counts = terminal.counts()
         assert replayed_matrix.pair(a, b).counts() == counts, (a, b)

@@ -47,7 +47,12 @@ def atlas(shipped_replay: ShippedReplay) -> list[dict[str, Any]]:
 
 
 def between(atlas: list[dict[str, Any]], given_from: str, given_to: str) -> upgrade.Upgrade:
-    return upgrade.compare(upgrade.resolve(given_from, "FROM"), upgrade.resolve(given_to, "TO"), atlas, ["test"])
+    return upgrade.compare(
+        upgrade.resolve(upgrade.read_end(given_from, "FROM"), "FROM"),
+        upgrade.resolve(upgrade.read_end(given_to, "TO"), "TO"),
+        atlas,
+        ["test"],
+    )
 
 
 def by_id(changes: list[upgrade.ClaimChange]) -> dict[str, upgrade.ClaimChange]:
@@ -150,7 +155,12 @@ def test_runs_add_live_records_and_a_live_value_that_differs_from_the_expectatio
     record["server_version"] = "v1.30.13"
     record["transport"], record["recording_origin"] = "live", {}
     next(v for v in record["verdicts"] if v["claim"] == PHASES)["observed"] = ["Running"]
-    found = upgrade.compare(upgrade.resolve("1.26", "FROM"), upgrade.resolve("1.30", "TO"), [*atlas, record], ["test"])
+    found = upgrade.compare(
+        upgrade.resolve(upgrade.read_end("1.26", "FROM"), "FROM"),
+        upgrade.resolve(upgrade.read_end("1.30", "TO"), "TO"),
+        [*atlas, record],
+        ["test"],
+    )
     phases = by_id(found.changed)[PHASES]
     assert phases.after.live and phases.after.disagrees
     assert PHASES in by_id(found.disagreeing)
@@ -283,7 +293,11 @@ def test_any_published_release_is_answered_at_that_release_with_the_nearest_live
 def test_a_release_older_than_the_catalog_is_answered_where_a_pinned_image_runs_it() -> None:
     """v1.20.15 is no release of the catalog (it starts at 1.21) but a pinned node image runs it: it is a published
     release, answered as given like any other (it was refused as never published)."""
-    assert upgrade.resolve("1.20.15", "FROM").name == upgrade.resolve("1.20", "FROM").name == "v1.20.15"
+    assert (
+        upgrade.resolve(upgrade.read_end("1.20.15", "FROM"), "FROM").name
+        == upgrade.resolve(upgrade.read_end("1.20", "FROM"), "FROM").name
+        == "v1.20.15"
+    )
 
 
 def test_a_rollback_says_what_going_back_undoes(atlas: list[dict[str, Any]]) -> None:
@@ -313,7 +327,7 @@ def test_measured_values_are_the_median_of_the_live_runs_with_their_spread_and_m
     assert said.startswith(f"{median:.1f} [live")
     if len(values) > 1 and values[0] != values[-1]:
         assert said.endswith(f"×{len(values)}: {values[0]:.1f}–{values[-1]:.1f}]")
-    unrun = upgrade.Side(upgrade.resolve("1.28.3", "TO"), found.after.expectation, ())
+    unrun = upgrade.Side(upgrade.resolve(upgrade.read_end("1.28.3", "TO"), "TO"), found.after.expectation, ())
     assert upgrade.measured_words(unrun) == "between 9 and 13 [expected]"  # the range only where no run exists
 
 
@@ -381,7 +395,11 @@ def test_the_answer_is_one_screen_at_every_pair_of_recorded_releases(
         if KubeVersion.parse(older).version < KubeVersion.parse(newest[minor]).version
     ]
     for given_from, given_to in pairs:
-        found = upgrade.compare(upgrade.resolve(given_from, "FROM"), upgrade.resolve(given_to, "TO"), observed)
+        found = upgrade.compare(
+            upgrade.resolve(upgrade.read_end(given_from, "FROM"), "FROM"),
+            upgrade.resolve(upgrade.read_end(given_to, "TO"), "TO"),
+            observed,
+        )
         lines = upgrade.render_text(found).splitlines()
         assert len(lines) <= upgrade.SCREEN_LINES, (given_from, given_to, len(lines))
         assert max(len(line) for line in lines) <= upgrade.SCREEN_WIDTH, (given_from, given_to)
@@ -406,7 +424,11 @@ def test_a_long_upgrade_says_each_behaviour_by_its_release_and_family_and_what_e
     """1.23 -> 1.31 changes too many claims for a line each: a line per behaviour (a family's claims that change in
     one release) with every PR, then what each aspect of it goes from and to, measured where it ran, on the lines
     the screen has room for; what does not fit is counted, never dropped silently."""
-    found = upgrade.compare(upgrade.resolve("1.23", "FROM"), upgrade.resolve("1.31", "TO"), observed)
+    found = upgrade.compare(
+        upgrade.resolve(upgrade.read_end("1.23", "FROM"), "FROM"),
+        upgrade.resolve(upgrade.read_end("1.31", "TO"), "TO"),
+        observed,
+    )
     groups = upgrade.behaviours(found.changed)
     assert len(found.changed) > 40 and 10 <= len(groups) < len(found.changed)
     lines = upgrade.render_text(found).splitlines()

@@ -27,20 +27,26 @@ from harness.axis.bisect import (
 )
 from harness.axis.release_axis import PlannedVersion, Readied, plan_versions
 from harness.axis.releases import bisect_releases
-from harness.base.versions import VersionError
+from harness.base.versions import Release, VersionError
+
+
+def between(good: str, bad: str, pre_releases: bool = False) -> list[str]:
+    """bisect_releases on GOOD and BAD as make bisect's door reads them, by the names records give them."""
+    return [str(r) for r in bisect_releases(Release.parse(good), Release.parse(bad), pre_releases)]
 
 
 def test_a_minor_resolves_to_its_pinned_patch_or_the_nearest_earlier_served_one() -> None:
     served = {"1.26.15", "1.25.15", "1.25.16"}
-    plan = plan_versions(["1.26", "1.29", "1.25.16"], lambda release: release in served or release == "1.29.13")
-    assert [(p.requested, p.release) for p in plan] == [
+    requested = [Release.parse(v) for v in ("1.26", "1.29", "1.25.16")]
+    plan = plan_versions(requested, lambda release: str(release) in served or str(release) == "1.29.13")
+    assert [(str(p.requested), str(p.release)) for p in plan] == [
         ("1.26", "1.26.15"),
         ("1.29", "1.29.13"),
         ("1.25.16", "1.25.16"),
     ]
     assert plan[0].note == "" and plan[1].note == "1.29.14 is not served by the Go module proxy"
     with pytest.raises(VersionError):
-        plan_versions(["1.12"], lambda release: True)
+        plan_versions([Release.parse("1.12")], lambda release: True)
 
 
 def test_a_build_keeps_its_go_minors_cache_the_shared_one_and_the_last_other_used(tmp_path: Path) -> None:
@@ -112,12 +118,14 @@ def test_a_build_cache_beyond_its_bound_loses_its_least_recently_used_entries_fi
 
 
 def test_the_local_matrix_goes_on_past_a_failed_build_and_says_where_it_is(tmp_path: Path) -> None:
-    def build(release: str) -> Readied:
-        if release == "1.22.17":
+    def build(name: str) -> Readied:
+        if name == "1.22.17":
             raise RuntimeError("building Kubernetes v1.22.17 failed (go build)\nlast lines ...")
-        return Readied(release, {"duration_s": 200.0, "staging_substitutions": {"k8s.io/kube-proxy": "v0.25.15"}})
+        return Readied(
+            Release.parse(name), {"duration_s": 200.0, "staging_substitutions": {"k8s.io/kube-proxy": "v0.25.15"}}
+        )
 
-    def probe_argv(release: str, run_dir: Path) -> list[str]:
+    def probe_argv(name: str, run_dir: Path) -> list[str]:
         script = (
             "import json, pathlib, sys; d = pathlib.Path(sys.argv[1]) / 'r1'; (d / 'probes').mkdir(parents=True);"
             "(d / 'probes' / 'p.json').write_text(json.dumps({'outcome': 'passed'}));"
@@ -125,7 +133,7 @@ def test_the_local_matrix_goes_on_past_a_failed_build_and_says_where_it_is(tmp_p
         )
         return ["python3", "-c", script, str(run_dir)]
 
-    plan = [PlannedVersion(v, v) for v in ("1.21.14", "1.22.17", "1.25.16")]
+    plan = [PlannedVersion(Release.parse(v), Release.parse(v)) for v in ("1.21.14", "1.22.17", "1.25.16")]
     lines: list[str] = []
     builder = matrix.Builder(build)
     results = matrix.run_versions(plan, 1, builder, tmp_path / "m", probe_argv, tmp_path, True, lines.append)
@@ -152,12 +160,12 @@ def test_the_local_matrix_measures_the_disk_again_only_after_a_build(
     monkeypatch.setattr(matrix, "disk_gb", disk_gb)
     built = {"1.21.14", "1.22.17", "1.24.17"}  # 1.23.17 is built here
 
-    def build(release: str) -> Readied:
-        built.add(release)
-        return Readied(release, {"reused": release != "1.23.17"})
+    def build(name: str) -> Readied:
+        built.add(name)
+        return Readied(Release.parse(name), {"reused": name != "1.23.17"})
 
-    plan = [PlannedVersion(v, v) for v in ("1.21.14", "1.22.17", "1.23.17", "1.24.17")]
-    builder = matrix.Builder(build, is_built=lambda release: release in built)
+    plan = [PlannedVersion(Release.parse(v), Release.parse(v)) for v in ("1.21.14", "1.22.17", "1.23.17", "1.24.17")]
+    builder = matrix.Builder(build, is_built=lambda name: name in built)
     results = matrix.run_versions(plan, 1, builder, tmp_path / "m", lambda r, d: ["true"], tmp_path, False, print)
     builder.shutdown()
     # measured after the first version and after 1.23.17's build; 1.22.17 and 1.24.17 say the last figure
@@ -165,16 +173,16 @@ def test_the_local_matrix_measures_the_disk_again_only_after_a_build(
 
 
 def test_candidates_follow_the_line_bad_was_cut_from() -> None:
-    assert bisect_releases("1.25.9", "1.25.12") == ["1.25.9", "1.25.10", "1.25.11", "1.25.12"]
+    assert between("1.25.9", "1.25.12") == ["1.25.9", "1.25.10", "1.25.11", "1.25.12"]
     # Across a minor: GOOD's later patches are another branch; BAD's x.y.0 pre-releases only when asked.
-    assert bisect_releases("1.30.13", "1.31.1") == ["1.30.13", "1.31.0", "1.31.1"]
-    with_pre = bisect_releases("1.30.13", "1.31.0", pre_releases=True)
+    assert between("1.30.13", "1.31.1") == ["1.30.13", "1.31.0", "1.31.1"]
+    with_pre = between("1.30.13", "1.31.0", pre_releases=True)
     assert with_pre[:3] == ["1.30.13", "1.31.0-alpha.0", "1.31.0-alpha.1"] and with_pre[-1] == "1.31.0"
-    assert bisect_releases("1.28.0-alpha.2", "1.28.0-alpha.3") == ["1.28.0-alpha.2", "1.28.0-alpha.3"]
+    assert between("1.28.0-alpha.2", "1.28.0-alpha.3") == ["1.28.0-alpha.2", "1.28.0-alpha.3"]
     with pytest.raises(VersionError, match="one minor boundary"):
-        bisect_releases("1.26.6", "1.28.0")
+        between("1.26.6", "1.28.0")
     with pytest.raises(VersionError, match="earlier release"):
-        bisect_releases("1.27.4", "1.27.4")
+        between("1.27.4", "1.27.4")
 
 
 def _records(run_dir: Path, claim: str, *observed: Any) -> None:
@@ -186,7 +194,7 @@ def _records(run_dir: Path, claim: str, *observed: Any) -> None:
 
 
 def test_a_claim_bisection_classifies_by_the_observed_value_and_records_every_try(tmp_path: Path) -> None:
-    versions = bisect_releases("1.25.0", "1.25.16")
+    versions = between("1.25.0", "1.25.16")
     claim = "statefulset.scale-up.replicas-cover-pods"
     ran: list[str] = []
 
@@ -326,12 +334,12 @@ def test_builder_builds_one_at_a_time_in_order(tmp_path: Path) -> None:
             order.append(release)
         with lock:
             active[0] -= 1
-        return Readied(release)
+        return Readied(Release.parse(release))
 
     builder = matrix.Builder(build)
     for release in ("1.21.14", "1.22.17", "1.23.17"):
         builder.submit(release)
-    assert builder.result("1.23.17").release == "1.23.17"
+    assert str(builder.result("1.23.17").release) == "1.23.17"
     builder.shutdown()
     assert order == ["1.21.14", "1.22.17", "1.23.17"] and highest[0] == 1
 

@@ -185,7 +185,14 @@ def run_version(
     run_dir = base / planned.folder
     run_dir.mkdir(parents=True, exist_ok=True)
     result = VersionResult(
-        planned.name, "", None, str(run_dir), 0.0, release=planned.release, note=planned.note, runtime=planned.runtime
+        planned.name,
+        "",
+        None,
+        str(run_dir),
+        0.0,
+        release=str(planned.release),
+        note=planned.note,
+        runtime=planned.runtime,
     )
     try:
         readied = builder.result(planned.name)

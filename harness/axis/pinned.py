@@ -49,9 +49,10 @@ def pinned_release(wanted: Release) -> KubeVersion:
     return max(candidates, key=lambda v: v.version)
 
 
-def pinned_patch(wanted: Release) -> str:
-    """A minor's pinned node image patch (the newest in the table), or the patch itself ('1.27.16')."""
-    return wanted.bare if wanted.names_a_patch else str(pinned_release(wanted).version)
+def pinned_patch(wanted: Release) -> Release:
+    """A minor's pinned node image patch (the newest in the table: 1.27 -> 1.27.16), or the patch itself as it was
+    read; raises VersionError for a minor without a pinned image."""
+    return wanted if wanted.names_a_patch else Release(pinned_release(wanted))
 
 
 def known_versions() -> list[str]:

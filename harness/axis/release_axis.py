@@ -9,6 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from packaging.version import Version
+
 from harness.axis.pinned import pinned_minors, pinned_patch
 from harness.axis.releases import bisect_releases
 from harness.base.errors import BadInput
@@ -20,20 +22,20 @@ from harness.base.versions import KubeVersion, Release, VersionError
 class PlannedVersion:
     """What a requested version resolves to on the version axis, and why, for any kind."""
 
-    requested: str  # "1.27" or "1.27.3"
-    release: str  # "1.27.16": what runs (a minor's pinned patch, or the nearest one that can be built)
+    requested: Release  # 1.27 or 1.27.3, as the front door read it
+    release: Release  # 1.27.16: what runs (a minor's pinned patch, or the nearest one that can be built)
     note: str = ""  # said when the release is not the one the request names
     runtime: str = ""  # the runtime it runs on, as a matrix entry names it after the version; "" the kind's own
 
     @property
     def name(self) -> str:
         """The release, and its runtime when one was named: '1.27.16', '1.27.16:containerd=v2.3.4'."""
-        return f"{self.release}:{self.runtime}" if self.runtime else self.release
+        return f"{self.release}:{self.runtime}" if self.runtime else str(self.release)
 
     @property
     def folder(self) -> str:
         """The name of its run directory and log: '1.27.16', '1.27.16-containerd-v2-3-4'."""
-        return f"{self.release}-{safe_name(self.runtime)}" if self.runtime else self.release
+        return f"{self.release}-{safe_name(self.runtime)}" if self.runtime else str(self.release)
 
 
 def matrix_entry(entry: str) -> tuple[str, str]:
@@ -47,26 +49,29 @@ def matrix_entry(entry: str) -> tuple[str, str]:
     return version, runtime
 
 
-def plan_versions(requested: Sequence[str], served: Callable[[str], bool]) -> list[PlannedVersion]:
+def patch_of(minor: str, patch: int) -> Release:
+    """The patch release `patch` of a minor ('1.27', 3 -> 1.27.3), made from numbers: no text is read."""
+    return Release(KubeVersion(Version(f"{minor}.{patch}"), f"{minor}.{patch}"))
+
+
+def plan_versions(requested: Sequence[Release], served: Callable[[Release], bool]) -> list[PlannedVersion]:
     """Each requested version as the release to run: a minor takes its pinned patch (the same on every kind); when
     that release cannot be made runnable (`served`: the Go module proxy serves its module), the nearest earlier
-    patch that can (then later), said in the note. Raises VersionError for a version that is not a version or a
-    minor without any pinned image."""
+    patch that can (then later), said in the note. Raises VersionError for a minor without any pinned image."""
     plan = []
-    for text in requested:
-        parsed = Release.parse(text)  # the one reading of this requested version
-        release = pinned_patch(parsed)
+    for wanted in requested:
+        release = pinned_patch(wanted)
         if served(release):
-            plan.append(PlannedVersion(text, release))
+            plan.append(PlannedVersion(wanted, release))
             continue
-        patch = KubeVersion.parse(release).version.micro
+        patch = release.version.micro
         nearby = [p for p in range(patch - 1, -1, -1)] + list(range(patch + 1, patch + 6))
-        for other in (f"{parsed.minor}.{p}" for p in nearby):
+        for other in (patch_of(wanted.minor, p) for p in nearby):
             if served(other):
-                plan.append(PlannedVersion(text, other, f"{release} is not served by the Go module proxy"))
+                plan.append(PlannedVersion(wanted, other, f"{release} is not served by the Go module proxy"))
                 break
         else:
-            plan.append(PlannedVersion(text, release, f"{release}: no patch of {parsed.minor} is served nearby"))
+            plan.append(PlannedVersion(wanted, release, f"{release}: no patch of {wanted.minor} is served nearby"))
     return plan
 
 
@@ -76,7 +81,7 @@ class Readied:
     "reused": True when nothing was compiled), or why it cannot run (`why_not`, one line: "could not be built: ...",
     and the error as it was raised)."""
 
-    release: str
+    release: Release
     record: dict[str, Any] = field(default_factory=dict)
     why_not: str = ""
     error: str = ""
@@ -94,7 +99,7 @@ class ReleaseAxis(ABC):
     runtime: str = ""  # the runtime its releases run on, as a matrix entry names it ("" the kind's own)
 
     @abstractmethod
-    def probe_args(self, release: str) -> list[str]:
+    def probe_args(self, release: Release) -> list[str]:
         """`python -m harness probe`'s options that run this release on this kind."""
 
     def default_versions(self) -> list[str]:
@@ -105,15 +110,15 @@ class ReleaseAxis(ABC):
         """Why this kind's matrix does not take the command's options (one sentence), or None."""
         return None
 
-    def releases(self, requested: list[str]) -> list[str]:
+    def releases(self, requested: list[Release]) -> list[Release]:
         """Each requested version as the release it names on this kind, in seconds (nothing is asked of the Go
         module proxy); raises BadInput for one it cannot run."""
         try:
-            return [pinned_patch(Release.parse(version)) for version in requested]
+            return [pinned_patch(version) for version in requested]
         except VersionError as err:
             raise BadInput(str(err)) from err
 
-    def plan(self, requested: list[str]) -> list[PlannedVersion]:
+    def plan(self, requested: list[Release]) -> list[PlannedVersion]:
         """Each requested version as the release that runs (may ask the Go module proxy which it serves)."""
         return plan_versions(requested, served=lambda release: True)
 
@@ -122,7 +127,7 @@ class ReleaseAxis(ABC):
         PrerequisiteMissing."""
         return None  # nothing to check
 
-    def candidates(self, good: str, bad: str) -> list[str]:
+    def candidates(self, good: Release, bad: Release) -> list[Release]:
         """The releases a bisection tries from GOOD to BAD, both included; raises VersionError."""
         return bisect_releases(good, bad)
 
@@ -130,16 +135,16 @@ class ReleaseAxis(ABC):
         """Why this kind does not bisect with the command's options (one sentence), or None."""
         return None
 
-    def unbuildable(self, release: str) -> str:
+    def unbuildable(self, release: Release) -> str:
         """Why a release cannot be made runnable here, known in seconds before any build ("" when it may be)."""
         return ""
 
-    def ready(self, release: str, stop: threading.Event | None = None, quiet: bool = False) -> Readied:
+    def ready(self, release: Release, stop: threading.Event | None = None, quiet: bool = False) -> Readied:
         """Make one release runnable (built or its node image made, once; reused after). `stop` ends a build on a
         background thread; `quiet`: no progress lines. Raises Interrupted on Ctrl-C."""
         return Readied(release)
 
-    def is_ready(self, release: str) -> bool:
+    def is_ready(self, release: Release) -> bool:
         """The release runs without anything being built."""
         return True
 
@@ -153,6 +158,6 @@ class ReleaseAxis(ABC):
         None when the kind runs each release on one runtime only."""
         return None if runtime else self
 
-    def newest_baseline(self, newest_release: str) -> str:
+    def newest_baseline(self, newest_release: Release) -> Release:
         """The release the radar probes as its fresh baseline, given the newest one the proxy lists."""
         return newest_release

@@ -14,7 +14,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from harness.axis.pinned import pinned_releases
-from harness.base.versions import KubeVersion, VersionError
+from harness.base.versions import KubeVersion, Release, VersionError
 
 CATALOG_FILE = Path(__file__).resolve().parents[1] / "releases.json"
 FIRST_MINOR = 21
@@ -25,13 +25,17 @@ def sort_key(release: str) -> Version:
     return Version(release.strip())
 
 
+# packaging's pre-release letters as Kubernetes tags spell them
+PRE_RELEASE_WORDS = {"a": "alpha", "b": "beta", "rc": "rc"}
+
+
 def release_name(version: Version) -> str:
-    """A release as the catalog spells it: Version("1.31.0a1") -> "1.31.0-alpha.1"."""
-    core = ".".join(str(part) for part in version.release)
+    """A release as Kubernetes and the catalog spell it, whole: Version("1.31.0a1") -> "1.31.0-alpha.1", Version("1.31")
+    -> "1.31.0". The one spelling of a packaging Version as a release (coverage, upgrade and the gates use it)."""
+    core = ".".join(str(part) for part in (*version.release, 0, 0)[:3])
     if version.pre is None:
         return core
-    word = {"a": "alpha", "b": "beta", "rc": "rc"}[version.pre[0]]
-    return f"{core}-{word}.{version.pre[1]}"
+    return f"{core}-{PRE_RELEASE_WORDS[version.pre[0]]}.{version.pre[1]}"
 
 
 @cache
@@ -87,9 +91,15 @@ def first_catalogued() -> Version:
 # ----- The releases a bisection tries (make bisect), from GOOD to BAD.
 
 
-def bisect_patches(good: str, bad: str, build: bool) -> list[str]:
+def catalogued(release: str) -> Release:
+    """A release the suite's own data names (the catalog, the Go module proxy's list), as the typed release the
+    version axis hands on: read as Kubernetes tags it, not as a request (no user's text is read)."""
+    return Release(KubeVersion.parse(release))
+
+
+def bisect_patches(good: Release, bad: Release, build: bool) -> list[Release]:
     """Patch releases from GOOD to BAD (both included), one minor: pinned ones, or every patch with `build`."""
-    low, high = KubeVersion.requested(good), KubeVersion.requested(bad)
+    low, high = good.kube, bad.kube
     if low.minor != high.minor:
         raise VersionError(f"bisect runs over the patch releases of one minor; {good} and {bad} are not one minor")
     if not low.version < high.version:
@@ -97,14 +107,14 @@ def bisect_patches(good: str, bad: str, build: bool) -> list[str]:
     if build:
         check_published(low, high)
         return [
-            release
+            catalogued(release)
             for release in published_releases()
-            if not (v := KubeVersion.parse(release).version).is_prerelease and low.version <= v <= high.version
+            if not (v := sort_key(release)).is_prerelease and low.version <= v <= high.version
         ]
-    pinned = sorted({v.version for v in pinned_releases() if low.version <= v.version <= high.version})
-    found = [str(v) for v in pinned]
-    for end in (str(low.version), str(high.version)):
-        if end not in found:
+    pinned = sorted({v.version: v for v in pinned_releases() if low.version <= v.version <= high.version}.items())
+    found = [Release(v) for _, v in pinned]
+    for end in (low.version, high.version):
+        if end not in {v for v, _ in pinned}:
             raise VersionError(f"no pinned node image for {end}: give pinned patch releases, or --build")
     return found
 
@@ -120,15 +130,16 @@ def check_published(*versions: KubeVersion) -> None:
             )
 
 
-def bisect_releases(good: str, bad: str, pre_releases: bool = False) -> list[str]:
+def bisect_releases(good: Release, bad: Release, pre_releases: bool = False) -> list[Release]:
     """The published releases from GOOD to BAD on the line BAD was cut from, oldest first, both ends included.
 
     Within one minor: its patch releases (and the x.y.0 pre-releases between, when an end is one or when
     asked). Across two minors (GOOD the last known-good of x.y, BAD on x.(y+1)): GOOD, then the pre-releases
     of x.(y+1).0 when asked, then x.(y+1).0 up to BAD; GOOD's later patches are on another branch and are not
-    between them. Every release named is in the release catalog: none that was never published.
+    between them. Every release named is in the release catalog: none that was never published. GOOD and BAD
+    are the releases the front door read, handed back as they are.
     """
-    low, high = KubeVersion.requested(good), KubeVersion.requested(bad)
+    low, high = good.kube, bad.kube
     if not low.version < high.version:
         raise VersionError(f"GOOD ({good}) must be an earlier release than BAD ({bad})")
     high_minor = high.version.minor
@@ -137,11 +148,11 @@ def bisect_releases(good: str, bad: str, pre_releases: bool = False) -> list[str
     check_published(low, high)
     with_pre = pre_releases or bool(low.version.pre or high.version.pre)
     inside = [
-        release
+        catalogued(release)
         for release in published_releases()
-        if (v := KubeVersion.parse(release).version).minor == high_minor
+        if (v := sort_key(release)).minor == high_minor
         and v.major == high.version.major
         and low.version < v < high.version
         and (with_pre or not v.is_prerelease)
     ]
-    return [low.text.lstrip("v"), *inside, high.text.lstrip("v")]
+    return [good, *inside, bad]

@@ -33,7 +33,7 @@ from packaging.version import Version
 
 from harness.axis.gates import Stretch, refused_releases, stretches
 from harness.axis.pinned import pinned_releases
-from harness.axis.releases import first_catalogued, is_published, published_releases
+from harness.axis.releases import first_catalogued, is_published, published_releases, release_name
 from harness.axis.replay import replay
 from harness.base import families, paths
 from harness.base.versions import KubeVersion, Release, range_parts, version_range
@@ -46,7 +46,6 @@ if TYPE_CHECKING:
     pass
 
 JsonDict = dict[str, Any]
-PRE_RELEASE_WORDS = {"a": "alpha", "b": "beta", "rc": "rc"}
 TERMINAL_VERSIONS = 8  # more versions of one cluster kind in a range: the terminal shows their count and ends
 
 
@@ -242,15 +241,6 @@ def replay_records(
 # ----- The releases the suite knows, and the plan: which to build next.
 
 
-def release_text(version: Version) -> str:
-    """A packaging Version as Kubernetes spells it: 1.28.0-alpha.1."""
-    core = f"{version.major}.{version.minor}.{version.micro}"
-    if version.pre is None:
-        return core
-    word, number = version.pre
-    return f"{core}-{PRE_RELEASE_WORDS[word]}.{number}"
-
-
 def named_in_ranges(texts: Iterable[str]) -> set[Version]:
     """The versions ranges name as in them (>=, ==, <=): the releases that start or are a behaviour."""
     named = set()
@@ -341,7 +331,7 @@ def known_releases(
     named |= named_in_ranges(r.text for r in coverage.ranges)
     first = first_catalogued()
     older = {v for v in with_gaps_filled(v for v in named if v < first) if v < first}
-    return sorted(KubeVersion.parse(release_text(v)) for v in older | {Version(r) for r in published_releases()})
+    return sorted(KubeVersion.parse(release_name(v)) for v in older | {Version(r) for r in published_releases()})
 
 
 @dataclass

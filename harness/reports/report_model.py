@@ -38,7 +38,7 @@ from harness.core.expectations import (
 )
 from harness.core.records import origin_kind, origin_of
 from harness.reports import coverage
-from harness.reports.upgrade import Observations, Release, Upgrade, compare
+from harness.reports.upgrade import Observations, Upgrade, UpgradeEnd, compare
 from harness.reports.wording import expected_text, short
 
 JsonDict = dict[str, Any]
@@ -303,7 +303,7 @@ class Matrix:
         the one reading both pages and the terminal give, counted alike."""
         if (a, b) not in self._pairs:
             observed = self.observations or Observations({}, {})
-            before, after = (Release(v, KubeVersion.parse(v), "a column of the matrix") for v in (a, b))
+            before, after = (UpgradeEnd(v, KubeVersion.parse(v), "a column of the matrix") for v in (a, b))
             self._pairs[(a, b)] = compare(before, after, observed, claims_loader=self.claims_loader, only=self.claims)
         return self._pairs[(a, b)]
 

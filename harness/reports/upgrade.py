@@ -29,10 +29,10 @@ from typing import Any
 from packaging.version import Version
 
 from harness.axis.pinned import pinned_minors, pinned_release, pinned_releases
-from harness.axis.releases import first_catalogued, is_published
+from harness.axis.releases import first_catalogued, is_published, release_name
 from harness.axis.replay import replay
-from harness.base import families, paths, versions
-from harness.base.versions import REQUESTED_FORMS, KubeVersion, VersionError, check_supported, version_range
+from harness.base import families, paths
+from harness.base.versions import REQUESTED_FORMS, KubeVersion, Release, VersionError, version_range
 from harness.core.expectations import (
     FAIL,
     NOT_OBSERVABLE,
@@ -49,7 +49,6 @@ from harness.reports.wording import expected_words, words
 JsonDict = dict[str, Any]
 LEAST_ROOM = 12  # a behaviour's first line keeps this much room after its PRs, for what changes or a count
 SHORTEST_VALUES = 20  # values cut shorter than this say too little: the aspect is counted among those not shown
-PRE_RELEASE_WORDS = {"a": "alpha", "b": "beta", "rc": "rc"}
 SCREEN_LINES = 40  # the default answer fits a terminal: at most this many lines ...
 SCREEN_WIDTH = 120  # ... of at most this many characters, at any two releases
 # A release as Kubernetes tags it, with something after it: a vendor's build (v1.27.3-eks-1, v1.28.2+k3s1, ...).
@@ -57,10 +56,10 @@ VENDOR_BUILD = re.compile(r"^v?\d+\.\d+\.\d+(?:-(?:alpha|beta|rc)\.\d+)?(?P<suff
 
 
 @dataclass(frozen=True)
-class Release:
-    """One side of an upgrade: what was asked (1.26), the release it stands for (v1.26.15), how, and where the
-    suite ran it: `live` the runtimes of its live records there ("" when nothing ran at that very release),
-    `nearest` the nearest releases that ran live (named when it did not)."""
+class UpgradeEnd:
+    """One end of an upgrade (FROM or TO): what was asked (1.26), the release it stands for (v1.26.15), how, and
+    where the suite ran it: `live` the runtimes of its live records there ("" when nothing ran at that very
+    release), `nearest` the nearest releases that ran live (named when it did not)."""
 
     asked: str
     version: KubeVersion
@@ -70,7 +69,7 @@ class Release:
 
     @property
     def name(self) -> str:
-        return "v" + kubernetes_spelling(self.version.version)
+        return "v" + release_name(self.version.version)
 
     @property
     def ran(self) -> bool:
@@ -90,7 +89,7 @@ class Seen:
 class Side:
     """A claim on one release: what is expected there and what was seen live there (possibly nothing)."""
 
-    release: Release
+    release: UpgradeEnd
     expectation: Expectation | None
     seen: tuple[Seen, ...]
 
@@ -149,8 +148,8 @@ class ClaimChange:
 class Upgrade:
     """Every claim between two releases, sorted into what the upgrade changes and what it does not."""
 
-    before: Release
-    after: Release
+    before: UpgradeEnd
+    after: UpgradeEnd
     claims: list[ClaimChange]
     sources: list[str] = field(default_factory=list)  # where the live observations come from, in words
 
@@ -217,10 +216,13 @@ def known_minor_range() -> tuple[Version, Version]:
     return min(minors), max(minors)
 
 
-def check_published(text: str, what: str) -> KubeVersion:
-    """FROM or TO as a release Kubernetes publishes (its form, a minor the suite knows), or ReleaseError; a vendor's
-    build is refused in one line: the suite never ran it, and its upstream release is what it can answer for."""
+def read_end(text: str, what: str) -> Release:
+    """FROM or TO read once, at make upgrade's door, into the typed release `resolve` takes: its form and a minor
+    the suite supports, or ReleaseError; a vendor's build is refused in one line: the suite never ran it, and its
+    upstream release is what it can answer for."""
     given = text.strip()
+    if not given:
+        raise ReleaseError(f"no {what} given: say which releases to compare, e.g. make upgrade FROM=1.26 TO=1.28")
     vendor = VENDOR_BUILD.match(given)
     if vendor and not re.fullmatch(r"-(?:alpha|beta|rc)\.\d+", vendor["suffix"]):
         upstream = given[: vendor.start("suffix")].lstrip("v")
@@ -229,18 +231,23 @@ def check_published(text: str, what: str) -> KubeVersion:
             f"give the upstream release it is built from ({what}={upstream}) for what upstream does there"
         )
     try:
-        wanted = KubeVersion.requested(given)
-        check_supported(wanted)
+        return Release.parse(given)
     except VersionError as err:
         raise ReleaseError(str(err).replace("VERSION=", f"{what}=")) from None
+
+
+def check_published(wanted: Release, what: str) -> None:
+    """FROM or TO as a release Kubernetes publishes (a minor the suite knows, a release the catalog holds), or
+    ReleaseError."""
+    given = wanted.kube.text
     oldest, newest = known_minor_range()
-    if wanted.text.lstrip("v").count(".") >= 2:
+    if wanted.names_a_patch:
         if wanted.version < first_catalogued():  # older than the catalog: known published where a pinned image runs it
             if wanted.version not in {v.version for v in pinned_releases()}:
                 newest_pinned = max((v for v in pinned_releases() if v.minor == wanted.minor), key=lambda v: v.version)
                 raise ReleaseError(
                     f"{what}={given}: the release catalog (harness/releases.json) starts at "
-                    f"{kubernetes_spelling(first_catalogued())}, so whether {given} was published is not known here; "
+                    f"{release_name(first_catalogued())}, so whether {given} was published is not known here; "
                     f"{what}={wanted.minor} answers for {newest_pinned.text} (its pinned node image)"
                 )
         elif not is_published(wanted.version):
@@ -248,28 +255,26 @@ def check_published(text: str, what: str) -> KubeVersion:
                 f"{what}={given}: no such Kubernetes release was published (harness/releases.json, read from the "
                 f"CHANGELOGs, lists every release from 1.21 on)"
             )
-        return wanted
+        return
     minor = Version(wanted.minor)
     if minor > newest:
         raise ReleaseError(
             f"{what}={given}: Kubernetes {wanted.minor} is newer than any minor the suite knows (the newest is "
             f"{newest}); give a release of {oldest} to {newest} ({REQUESTED_FORMS})"
         )
-    return wanted
 
 
-def resolve(text: str, what: str) -> Release:
-    """FROM or TO as a release: a minor as `make probe` resolves it (its newest pinned node image), a patch or a
-    pre-release as given (whether it ran live there, and where else, `compare` says: it reads the records)."""
-    if not text.strip():
-        raise ReleaseError(f"no {what} given: say which releases to compare, e.g. make upgrade FROM=1.26 TO=1.28")
-    wanted = check_published(text, what)
-    if wanted.text.lstrip("v").count(".") >= 2:
-        version, how = wanted, "as given"
+def resolve(wanted: Release, what: str) -> UpgradeEnd:
+    """FROM or TO (as `read_end` read it) as a release: a minor as `make probe` resolves it (its newest pinned node
+    image), a patch or a pre-release as given (whether it ran live there, and where else, `compare` says: it reads
+    the records); ReleaseError for one the suite cannot answer for."""
+    check_published(wanted, what)
+    if wanted.names_a_patch:
+        version, how = wanted.kube, "as given"
     else:
-        version = pinned_release(versions.Release(wanted))  # checked above: read once
+        version = pinned_release(wanted)
         how = f"the newest pinned node image of {wanted.minor}"
-    return Release(text.strip(), version, how)
+    return UpgradeEnd(wanted.kube.text, version, how)
 
 
 def release_key(version: KubeVersion) -> str:
@@ -289,15 +294,7 @@ def nearest_live(version: KubeVersion, ran: Iterable[Version]) -> tuple[str, ...
         picked = ([max(below)] if below else []) + ([min(above)] if above else [])
     else:
         picked = sorted(ran, key=lambda v: (abs(v.minor - version.version.minor), -v.minor))[:1]
-    return tuple("v" + kubernetes_spelling(v) for v in sorted(picked))
-
-
-def kubernetes_spelling(version: Version) -> str:
-    """1.27.0rc0 as Kubernetes writes it: 1.27.0-rc.0."""
-    base = ".".join(str(part) for part in (*version.release, 0, 0)[:3])
-    if version.pre is None:
-        return base
-    return f"{base}-{PRE_RELEASE_WORDS[version.pre[0]]}.{version.pre[1]}"
+    return tuple("v" + release_name(v) for v in sorted(picked))
 
 
 def _successor(version: Version) -> Version:
@@ -374,7 +371,7 @@ def _transitions(claim: Claim) -> list[tuple[Version, Any, Step]]:
     def work() -> list[tuple[Version, Any, Step]]:
         out = []
         for point in boundaries(claim):
-            release = kubernetes_spelling(point)
+            release = release_name(point)
             now = expectation_on(claim, KubeVersion.parse(release))
             prs = tuple(pull_requests(now.sources)) if now is not None else ()
             out.append((point, outcome_key(now), Step(release, now, step_reason(now), prs)))
@@ -472,8 +469,8 @@ class Observations:
 
 
 def compare(
-    before: Release,
-    after: Release,
+    before: UpgradeEnd,
+    after: UpgradeEnd,
     records: Sequence[JsonDict] | Observations,
     sources: Sequence[str] = (),
     claims_loader: Any = load_claims,
@@ -506,11 +503,11 @@ def compare(
     return Upgrade(before, after, out, list(sources))
 
 
-def _with_runtimes(release: Release, observed: Observations) -> Release:
+def _with_runtimes(release: UpgradeEnd, observed: Observations) -> UpgradeEnd:
     """The release with the runtimes it ran on live, or the nearest releases that did."""
     ran = observed.runtimes.get(release_key(release.version), ())
     nearest = () if ran else nearest_live(release.version, observed.releases)
-    return Release(release.asked, release.version, release.how, ran, nearest)
+    return UpgradeEnd(release.asked, release.version, release.how, ran, nearest)
 
 
 # ------------------------------------------------------------------------------------------ measured values
@@ -588,7 +585,7 @@ def line(change: ClaimChange) -> str:
 # ------------------------------------------------------------------------------------------ the answer
 
 
-def release_line(release: Release) -> str:
+def release_line(release: UpgradeEnd) -> str:
     """Where a side ran: 'v1.30.13 (the newest pinned node image of 1.30): live on kind (runtime not recorded)', or
     'v1.29.5 (as given): not run here, expected values; nearest live v1.29.14'."""
     head = f"{release.name} ({release.how})"

@@ -250,10 +250,10 @@ class KindAxis(ReleaseAxis):
                 )
         return None
 
-    def releases(self, requested: list[str]) -> list[str]:
-        return [str(kind_image(inputs.requested_release(version), None).kubernetes.version) for version in requested]
+    def releases(self, requested: list[Release]) -> list[Release]:
+        return [Release(kind_image(version, None).kubernetes) for version in requested]
 
-    def plan(self, requested: list[str]) -> list[PlannedVersion]:
+    def plan(self, requested: list[Release]) -> list[PlannedVersion]:
         return plan_versions(requested, served=lambda release: True)
 
     def check_host(self, one_at_a_time: bool) -> None:
@@ -264,7 +264,7 @@ class KindAxis(ReleaseAxis):
         except PrerequisiteMissing as err:
             raise PrerequisiteMissing(f"{one_line(str(err))} (every version of the matrix needs it)") from err
 
-    def candidates(self, good: str, bad: str) -> list[str]:
+    def candidates(self, good: Release, bad: Release) -> list[Release]:
         return bisect_patches(good, bad, bool(getattr(self.args, "build", False)))
 
     def bisect_refusal(self) -> str | None:
@@ -272,28 +272,27 @@ class KindAxis(ReleaseAxis):
             return "CLAIM, PRE=1 and REPEAT bisect releases built here: give CLUSTER=local with them"
         return None
 
-    def ready(self, release: str, stop: threading.Event | None = None, quiet: bool = False) -> Readied:
+    def ready(self, release: Release, stop: threading.Event | None = None, quiet: bool = False) -> Readied:
         if self.is_ready(release):
             return Readied(release)  # kind runs its pinned image as it is
         try:
-            make_node_image(Release.parse(release), self.source, print)  # a release of the axis, read as it is made
+            make_node_image(release, self.source, print)
         except (BadInput, PrerequisiteMissing, NotRunnable, VersionError) as err:
             said = f"could not be built as a node image (SOURCE={self.source}): {err}"
             return Readied(release, why_not=said, error=str(err))
         return Readied(release)
 
-    def is_ready(self, release: str) -> bool:
-        return release.lstrip("v") in self.pinned
+    def is_ready(self, release: Release) -> bool:
+        return release.bare in self.pinned
 
-    def probe_args(self, release: str) -> list[str]:
-        bare = release.lstrip("v")
-        return ["--version", bare] if bare in self.pinned else ["--image", runnable_tag(Release.parse(bare))]
+    def probe_args(self, release: Release) -> list[str]:
+        return ["--version", release.bare] if release.bare in self.pinned else ["--image", runnable_tag(release)]
 
     def ran_on(self, run_record: Mapping[str, Any]) -> dict[str, Any]:
         return {key: run_record.get(key) for key in ("node_image", "kind_version")}
 
-    def newest_baseline(self, newest_release: str) -> str:
-        return max((i.kubernetes for i in known_images()), key=lambda v: v.version).text
+    def newest_baseline(self, newest_release: Release) -> Release:
+        return Release(max((i.kubernetes for i in known_images()), key=lambda v: v.version))
 
     def on_runtime(self, runtime: str) -> ReleaseAxis | None:
         return KindRuntimeAxis(self.args, image_runtime(runtime)) if runtime else self
@@ -311,36 +310,36 @@ class KindRuntimeAxis(KindAxis):
         self.chosen = chosen
         self.runtime = chosen.spelled
 
-    def releases(self, requested: list[str]) -> list[str]:
+    def releases(self, requested: list[Release]) -> list[Release]:
         """A minor's pinned patch or a published release, and what make node-image refuses of it in seconds."""
         found = []
         for version in requested:
             try:
-                release = Release.parse(pinned_patch(Release.parse(version)))
+                release = pinned_patch(version)
                 check_published(release.kube)
             except VersionError as err:
                 raise BadInput(str(err)) from err
             self.chosen.check(release)
-            found.append(release.bare)
+            found.append(release)
         return found
 
-    def plan(self, requested: list[str]) -> list[PlannedVersion]:
+    def plan(self, requested: list[Release]) -> list[PlannedVersion]:
         """Each release as it is; kind's components planned now, so that a CONTAINERD the Go module proxy refuses is
         said before any build (BadInput; PrerequisiteMissing without Go)."""
         planned = []
         for version, release in zip(requested, self.releases(requested), strict=True):
             if self.chosen.parts == "kind" and not self.is_ready(release):
-                plan_parts(Release.parse(release), self.chosen.kind, self.chosen.containerd)
+                plan_parts(release, self.chosen.kind, self.chosen.containerd)
             planned.append(PlannedVersion(version, release, runtime=self.runtime))
         return planned
 
-    def ready(self, release: str, stop: threading.Event | None = None, quiet: bool = False) -> Readied:
+    def ready(self, release: Release, stop: threading.Event | None = None, quiet: bool = False) -> Readied:
         if self.is_ready(release):
             return Readied(release, {"reused": True})
         chosen = self.chosen
         try:
             make_node_image(
-                Release.parse(release),
+                release,
                 "modules",
                 (lambda line: None) if quiet else print,
                 parts=chosen.parts,
@@ -352,8 +351,8 @@ class KindRuntimeAxis(KindAxis):
             return Readied(release, why_not=said, error=str(err))
         return Readied(release)
 
-    def is_ready(self, release: str) -> bool:
-        return tags.node_image_record(self.chosen.tag(Release.parse(release))).is_file()
+    def is_ready(self, release: Release) -> bool:
+        return tags.node_image_record(self.chosen.tag(release)).is_file()
 
-    def probe_args(self, release: str) -> list[str]:
-        return ["--image", self.chosen.tag(Release.parse(release))]
+    def probe_args(self, release: Release) -> list[str]:
+        return ["--image", self.chosen.tag(release)]

@@ -184,9 +184,8 @@ class LocalAxis(ReleaseAxis):
         oldest = KubeVersion.parse(OLDEST_BUILT_HERE.minor).version  # older minors run on their pinned kind images
         return [minor for minor in pinned_minors() if KubeVersion.parse(minor).version >= oldest]
 
-    def plan(self, requested: list[str]) -> list[PlannedVersion]:
-        def served(text: str) -> bool:
-            release = Release.parse(text)
+    def plan(self, requested: list[Release]) -> list[PlannedVersion]:
+        def served(release: Release) -> bool:
             if existing_build(release, self.tools) is not None:
                 return True
             try:
@@ -200,7 +199,7 @@ class LocalAxis(ReleaseAxis):
     def check_host(self, one_at_a_time: bool) -> None:
         check_host(one_at_a_time)
 
-    def candidates(self, good: str, bad: str) -> list[str]:
+    def candidates(self, good: Release, bad: Release) -> list[Release]:
         return bisect_releases(good, bad, bool(getattr(self.args, "pre_releases", False)))
 
     def bisect_refusal(self) -> str | None:
@@ -208,9 +207,9 @@ class LocalAxis(ReleaseAxis):
             return "CLUSTER=local bisects on what a claim observed: give CLAIM=<claim id> (probes/*/expectations.yaml)"
         return None
 
-    def unbuildable(self, release: str) -> str:
+    def unbuildable(self, release: Release) -> str:
         try:
-            nowhere = twins_served_nowhere(Release.parse(release), self.tools)
+            nowhere = twins_served_nowhere(release, self.tools)
         except (BuildError, VersionError) as err:
             return build_failure(err)
         if nowhere:
@@ -220,23 +219,22 @@ class LocalAxis(ReleaseAxis):
             )
         return ""
 
-    def ready(self, release: str, stop: threading.Event | None = None, quiet: bool = False) -> Readied:
-        wanted = Release.parse(release)  # a release of the axis, read as it is made
-        found = existing_build(wanted, self.tools)
+    def ready(self, release: Release, stop: threading.Event | None = None, quiet: bool = False) -> Readied:
+        found = existing_build(release, self.tools)
         if found is not None:
             return Readied(release, {**found.record, "reused": True})
         try:
             with stopping(f"building Kubernetes {release}: its unfinished binaries were removed"):
-                built = build_kubernetes(wanted, self.tools, log_progress=not quiet, stop=stop)
+                built = build_kubernetes(release, self.tools, log_progress=not quiet, stop=stop)
         except (BuildError, VersionError) as err:
             return Readied(release, why_not=build_failure(err), error=str(err))
         return Readied(release, dict(built.record))
 
-    def is_ready(self, release: str) -> bool:
-        return existing_build(Release.parse(release), self.tools) is not None
+    def is_ready(self, release: Release) -> bool:
+        return existing_build(release, self.tools) is not None
 
-    def probe_args(self, release: str) -> list[str]:
-        return ["--version", release.lstrip("v"), "--cluster", "local"]
+    def probe_args(self, release: Release) -> list[str]:
+        return ["--version", release.bare, "--cluster", "local"]
 
     def ran_on(self, run_record: Mapping[str, Any]) -> dict[str, Any]:
         local = run_record.get("local") or {}

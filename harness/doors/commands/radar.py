@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.axis import radar
+from harness.axis.releases import catalogued
 from harness.base import inputs
 from harness.base.paths import TOOLS
 from harness.base.process import run_through_interrupt
 from harness.base.run import new_run_id
+from harness.base.versions import KubeVersion, Release
 from harness.core.records import RecordError, load_records
 from harness.doors.commands.refusal import BAD, MISSING, NOTHING_TO_RUN, refuse, selection_problem
 from harness.doors.commands.version_axis import axis_host_refusal, release_axis
@@ -42,12 +44,21 @@ def release_steps(args: argparse.Namespace, tools: Path = TOOLS) -> Steps:
     """The radar on the kind CLUSTER names (releases built here, or kind node images of them with SOURCE=...); the
     proxy asked through Go with the builds' own Go environment and module cache under `tools`."""
     _, axis = release_axis(args, tools)
+    named: dict[str, Release] = {}
+
+    def release_of(version: str) -> Release:
+        """A release the proxy lists (or the baseline), read once into the typed release the axis takes."""
+        if version not in named:
+            named[version] = catalogued(version)
+        return named[version]
 
     def build(version: str) -> str:
-        return axis.unbuildable(version) or axis.ready(version).why_not
+        release = release_of(version)
+        return axis.unbuildable(release) or axis.ready(release).why_not
 
     def probe(version: str, run_dir: Path) -> int:
-        command = [sys.executable, "-m", "harness", "probe", *axis.probe_args(version), "--run-dir", str(run_dir)]
+        command = [sys.executable, "-m", "harness", "probe", *axis.probe_args(release_of(version))]
+        command += ["--run-dir", str(run_dir)]
         command += ["--probe", args.probe] if args.probe else []
         log_file = run_dir.parent / f"{run_dir.name}.log"
         print(f"+ {' '.join(command)} (log: {log_file})", flush=True)
@@ -130,7 +141,7 @@ def run_radar(args: argparse.Namespace, steps: Steps) -> int:
     if not candidate:
         print(f"error: the run on {chosen} left no probe records (log: {base / chosen}.log)", file=sys.stderr)
         return 1
-    release_text, baseline, said = _baseline(args, steps, release.text, base)
+    release_text, baseline, said = _baseline(args, steps, release, base)
     if not baseline:
         print(f"error: no observation of a release to compare {chosen} with ({said})", file=sys.stderr)
         return 1
@@ -141,15 +152,17 @@ def run_radar(args: argparse.Namespace, steps: Steps) -> int:
     return report.exit_code
 
 
-def _baseline(args: argparse.Namespace, steps: Steps, release: str, base: Path) -> tuple[str, list[JsonDict], str]:
+def _baseline(
+    args: argparse.Namespace, steps: Steps, release: KubeVersion, base: Path
+) -> tuple[str, list[JsonDict], str]:
     """(the release the pre-release is compared with, its records, where they come from)."""
     if args.baseline:
         records = load_records([Path(args.baseline)])
         versions = sorted({str(r.get("server_version")) for r in records if r.get("server_version")})
         return (versions[-1] if versions else "?"), records, f"the run {args.baseline}"
     if args.fresh_baseline:
-        newest = release
-        newest = release_axis(args)[1].newest_baseline(newest)  # (kind: the newest pinned node image)
+        # (kind: the newest pinned node image)
+        newest = release_axis(args)[1].newest_baseline(Release(release)).kube.text
         why_not = steps.build(newest)
         if why_not:
             return newest, [], f"{newest} {why_not}"

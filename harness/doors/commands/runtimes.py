@@ -26,7 +26,7 @@ def release_of(given: str) -> str:
         raise VersionError("no VERSION given: name a release with kind recordings, e.g. make runtimes VERSION=1.27.16")
     wanted = Release.parse(given)  # VERSION read here, once
     check_published(wanted.kube)
-    return pinned_patch(wanted)
+    return str(pinned_patch(wanted))
 
 
 def run_runtimes_command(args: argparse.Namespace) -> int:

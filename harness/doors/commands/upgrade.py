@@ -22,15 +22,15 @@ class Refusal(ValueError):
 
 def releases(
     given_from: str, given_to: str, runs: list[JsonDict] | None = None
-) -> tuple[upgrade.Release, upgrade.Release]:
+) -> tuple[upgrade.UpgradeEnd, upgrade.UpgradeEnd]:
     """FROM and TO resolved (any published release the suite knows the minor of; a vendor's build refused), or
     Refusal saying what is wrong with them. FROM later than TO is a rollback, answered as such."""
     for what, text in (("FROM", given_from), ("TO", given_to)):
         if not text.strip():
             raise Refusal(f"no {what} given: name two releases, e.g. make upgrade FROM=1.26 TO=1.28")
     try:
-        before = upgrade.resolve(given_from, "FROM")
-        after = upgrade.resolve(given_to, "TO")
+        before = upgrade.resolve(upgrade.read_end(given_from, "FROM"), "FROM")  # FROM read here, once
+        after = upgrade.resolve(upgrade.read_end(given_to, "TO"), "TO")  # TO too
     except VersionError as err:
         raise Refusal(str(err)) from err
     if before.version.version == after.version.version:

@@ -13,6 +13,7 @@ import platform
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from harness.base.inputs import BadInput
 from harness.base.paths import TOOLS, in_checkout
 from harness.base.process import run_through_interrupt
 from harness.base.run import new_run_id, safe_name, suite_version
-from harness.base.versions import VersionError
+from harness.base.versions import Release, VersionError
 from harness.clusters.kinds import ClusterKind, RunsReleases
 from harness.clusters.registry import kind_named
 from harness.core.expectations import all_claim_ids
@@ -76,6 +77,23 @@ def requested_versions(args: argparse.Namespace, every: list[str]) -> list[str]:
     return versions
 
 
+def read_releases(texts: list[str]) -> list[Release]:
+    """The versions of VERSIONS (or the kind's default ones) read once, into the typed releases the version axis takes;
+    BadInput for one that names no release."""
+    try:
+        return [Release.parse(text) for text in texts]
+    except VersionError as err:
+        raise BadInput(str(err)) from err
+
+
+def read_end(text: str, variable: str) -> Release:
+    """GOOD or BAD read once, into the typed release the version axis takes; VersionError naming the variable."""
+    try:
+        return Release.parse(text)
+    except VersionError as err:
+        raise VersionError(str(err).replace("VERSION=", f"{variable}=")) from None
+
+
 def refuse_duplicates(requested: list[str], resolved: list[str]) -> None:
     """Each version once: two that resolve to one release (1.27 and 1.27.16) are refused, never run twice."""
     seen: dict[str, str] = {}
@@ -118,10 +136,12 @@ def run_matrix_command(args: argparse.Namespace) -> int:
         raise BadInput(refusal)
     requested = requested_versions(args, axis.default_versions())
     entries = [matrix_entry(entry) for entry in requested]
+    wanted = read_releases([version for version, _ in entries])  # VERSIONS read here, once
     axes = runtime_axes(kind, axis, entries)
+    on_axes = [axes[runtime] for _, runtime in entries]
     names = [
-        ":".join(filter(None, (axes[runtime].releases([version])[0], axes[runtime].runtime)))
-        for version, runtime in entries
+        ":".join(filter(None, (str(on.releases([release])[0]), on.runtime)))
+        for release, on in zip(wanted, on_axes, strict=True)
     ]
     refuse_duplicates(requested, names)
     inputs.check_run_dir(args.run_dir)
@@ -129,16 +149,16 @@ def run_matrix_command(args: argparse.Namespace) -> int:
     if refused := axis_host_refusal(axis, one_at_a_time=True, go=builds_here):
         return refused
     try:
-        plan = [axes[runtime].plan([version])[0] for version, runtime in entries]
+        plan = [on.plan([release])[0] for release, on in zip(wanted, on_axes, strict=True)]
     except PrerequisiteMissing as err:
         return refuse(MISSING, str(err))
-    on = {planned.name: axes[runtime] for planned, (_, runtime) in zip(plan, entries, strict=True)}
+    on = {planned.name: each for planned, each in zip(plan, on_axes, strict=True)}
     release_of = {planned.name: planned.release for planned in plan}
     base = Path(args.run_dir) / f"matrix-{new_run_id()}"
     outputs.own(base)
-    for planned in plan:
+    for planned, entry in zip(plan, requested, strict=True):
         said = f" ({planned.note})" if planned.note else ""
-        print(f"  {planned.requested}{':' + planned.runtime if planned.runtime else ''} -> v{planned.name}{said}")
+        print(f"  {entry} -> v{planned.name}{said}")
     jobs = 1 if axis.one_at_a_time else args.jobs
     how = [f"{len(plan)} versions on {kind.name} clusters, {'one' if jobs == 1 else jobs} at a time"]
     how += [f"PARALLEL={args.parallel}"] if args.parallel else []
@@ -190,7 +210,7 @@ def on_several_runtimes(plan: list[PlannedVersion]) -> bool:
     """Whether the matrix runs one release on two runtimes or more (then set side by side after it)."""
     seen: dict[str, set[str]] = {}
     for planned in plan:
-        seen.setdefault(planned.release, set()).add(planned.runtime)
+        seen.setdefault(str(planned.release), set()).add(planned.runtime)
     return any(len(runtimes) > 1 for runtimes in seen.values())
 
 
@@ -204,7 +224,8 @@ def run_bisect_command(args: argparse.Namespace) -> int:
     if refusal := axis.bisect_refusal():
         return refuse(BAD, refusal)
     try:
-        versions = axis.candidates(args.good, args.bad)
+        good, bad = read_end(args.good, "GOOD"), read_end(args.bad, "BAD")  # GOOD and BAD read here, once
+        releases = {str(release): release for release in axis.candidates(good, bad)}  # by the name records give them
     except VersionError as err:
         return refuse(BAD, str(err))
     if args.claim and args.claim not in (known_claims := all_claim_ids()):
@@ -215,24 +236,31 @@ def run_bisect_command(args: argparse.Namespace) -> int:
     if axis.builds_here and (refused := axis_host_refusal(axis, one_at_a_time=False, go=True)):
         return refused
     if args.claim:
-        return _bisect_on_a_claim(args, kind, axis, versions)
-    return _bisect_on_pass_or_fail(args, axis, versions)
+        return _bisect_on_a_claim(args, kind, axis, releases)
+    return _bisect_on_pass_or_fail(args, axis, releases)
 
 
-def builds_ahead(axis: ReleaseAxis) -> BuildAhead:
-    """The releases a bisection may try next, made runnable one at a time while a candidate's probes run."""
-    return BuildAhead(lambda release, stop, quiet: axis.ready(release, stop, quiet), axis.is_ready, say=print)
+def builds_ahead(axis: ReleaseAxis, releases: Mapping[str, Release]) -> BuildAhead:
+    """The releases a bisection may try next (by name), made runnable one at a time while a candidate's probes
+    run."""
+    return BuildAhead(
+        lambda name, stop, quiet: axis.ready(releases[name], stop, quiet),
+        lambda name: axis.is_ready(releases[name]),
+        say=print,
+    )
 
 
-def _bisect_on_pass_or_fail(args: argparse.Namespace, axis: ReleaseAxis, versions: list[str]) -> int:
+def _bisect_on_pass_or_fail(args: argparse.Namespace, axis: ReleaseAxis, releases: dict[str, Release]) -> int:
     directory = Path(args.run_dir) / f"bisect-{new_run_id()}"
-    builder = builds_ahead(axis)
+    builder = builds_ahead(axis, releases)
+    versions = list(releases)
 
     def run(version: str) -> str:
         if builder.ready(version).why_not:
             return bisect_module.SKIP
         run_dir = directory / version
-        command = [sys.executable, "-m", "harness", "probe", *axis.probe_args(version), "--probe", args.probe]
+        command = [sys.executable, "-m", "harness", "probe", *axis.probe_args(releases[version])]
+        command += ["--probe", args.probe]
         command += ["--run-dir", str(run_dir)]
         print("+ " + " ".join(command), flush=True)
         code = run_through_interrupt(command)
@@ -253,12 +281,15 @@ def _bisect_on_pass_or_fail(args: argparse.Namespace, axis: ReleaseAxis, version
     return 0 if found.first_bad else 1
 
 
-def _bisect_on_a_claim(args: argparse.Namespace, kind: ClusterKind, axis: ReleaseAxis, versions: list[str]) -> int:
+def _bisect_on_a_claim(
+    args: argparse.Namespace, kind: ClusterKind, axis: ReleaseAxis, releases: dict[str, Release]
+) -> int:
     """Each release between GOOD and BAD made runnable once, probed on its own cluster, and classified by what the
     claim observed; the record goes to bisections/<name>.json."""
     name = safe_name(args.name or f"{args.claim}-{args.good}-{args.bad}")
     directory = Path(args.run_dir) / f"bisect-{new_run_id()}"
-    builder = builds_ahead(axis)
+    builder = builds_ahead(axis, releases)
+    versions = list(releases)
 
     def observe(version: str, attempt: int) -> bisect_module.ClaimObservation:
         seen = bisect_module.ClaimObservation(version, "")
@@ -273,7 +304,7 @@ def _bisect_on_a_claim(args: argparse.Namespace, kind: ClusterKind, axis: Releas
             seen.build["module_stand_ins"] = readied.record["module_stand_ins"]
         name = version if args.runs == 1 else f"{version}-run-{attempt}"
         run_dir = directory / name
-        command = [sys.executable, "-m", "harness", "probe", *axis.probe_args(version)]
+        command = [sys.executable, "-m", "harness", "probe", *axis.probe_args(releases[version])]
         command += ["--probe", args.probe, "--run-dir", str(run_dir)]
         print("+ " + " ".join(command), flush=True)
         with (directory / f"{name}.log").open("w") as log:
