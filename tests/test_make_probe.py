@@ -22,11 +22,12 @@ ALWAYS_POD = "test_always_pod_ignoring_sigterm and not default"
 
 
 def probe_with_stand_ins(
-    tmp_path: Path, *cli_args: str, run_dir: Path | None = None, probe: str = ALWAYS_POD
+    tmp_path: Path, *cli_args: str, run_dir: Path | None = None, probe: str = ALWAYS_POD, finalizer: bool = True
 ) -> tuple[subprocess.CompletedProcess[str], Path, Any]:
     """`python -m harness probe --version 1.27.3 …` with stand-ins for kind, docker (tests/fake_tools.py) and the
-    API server with its kubelet (tests/fake_apiserver.py), on a SIGTERM-ignoring finalizer pod (`probe` picks
-    which: the stand-in API server plays the same pod for each)."""
+    API server with its kubelet (tests/fake_apiserver.py), on a SIGTERM-ignoring pod (`probe` picks which: the
+    stand-in API server plays the same pod for each), held by the suite's finalizer or, for a probe of a pod
+    without it (`finalizer=False`), gone once it is Failed."""
     import os
 
     from tests import fake_tools
@@ -38,14 +39,13 @@ def probe_with_stand_ins(
     failed = pod(
         rv="41", phase="Failed", ready=False, container_state=killed, deletion_timestamp="2023-12-11T00:00:09Z", grace=5
     )
-    for obj in (deleting, failed):
-        obj["metadata"]["finalizers"] = ["pod-lifecycle-probes.test/hold"]  # type: ignore[index]
-    script = Script(
-        watch_streams=[
-            [{"type": "MODIFIED", "object": pod(rv="30")}],
-            [AFTER_DELETE, {"type": "MODIFIED", "object": deleting}, {"type": "MODIFIED", "object": failed}],
-        ]
-    )
+    after_delete = [AFTER_DELETE, {"type": "MODIFIED", "object": deleting}, {"type": "MODIFIED", "object": failed}]
+    if finalizer:
+        for obj in (deleting, failed):
+            obj["metadata"]["finalizers"] = ["pod-lifecycle-probes.test/hold"]  # type: ignore[index]
+    else:  # nothing holds it: the kubelet's final delete
+        after_delete.append({"type": "DELETED", "object": failed})
+    script = Script(watch_streams=[[{"type": "MODIFIED", "object": pod(rv="30")}], after_delete])
     log = tmp_path / "calls.log"
     with fake_apiserver(script) as url:
         fake_tools.install(tmp_path / "bin", log, url, [{"id": "abc123", "state": "CONTAINER_EXITED"}])

@@ -17,7 +17,9 @@ import pytest
 from harness.base.versions import Release
 from tests.test_make_probe import StandInRun, probe_with_stand_ins
 
-ONFAILURE_POD = "test_onfailure_pod_ignoring_sigterm"
+# A probe its workers run (one not marked alone) that the stand-in API server can play: its pod ignores SIGTERM and,
+# with no finalizer to hold it, is gone once Failed
+UNMARKED_POD = "test_pod_without_finalizer_ignoring_sigterm"
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +27,7 @@ def parallel_run(tmp_path_factory: pytest.TempPathFactory) -> StandInRun:
     """`make probe` on stand-ins with --parallel 2, in a runs/ directory of its own, on a probe its workers run
     (one not marked alone)."""
     where = tmp_path_factory.mktemp("parallel")
-    return StandInRun(*probe_with_stand_ins(where, "--parallel", "2", probe=ONFAILURE_POD))
+    return StandInRun(*probe_with_stand_ins(where, "--parallel", "2", probe=UNMARKED_POD, finalizer=False))
 
 
 def test_parallel_probes_share_one_cluster_that_the_cli_creates_and_deletes(parallel_run: StandInRun) -> None:
@@ -52,14 +54,16 @@ def test_parallel_probes_share_one_cluster_that_the_cli_creates_and_deletes(para
     assert provenance["timing"]["workers"] == 2 and "as asked" in provenance["timing"]["workers_why"]
     # the pytest-xdist controller handed out the plan (harness/doors/schedule.py) and measured the probe whole
     assert list(json.loads((run_dir / "schedule.json").read_text())["measured_s"]) == [
-        "probes/phase_after_deletion/test_phase_after_deletion.py::test_onfailure_pod_ignoring_sigterm"
+        f"probes/phase_after_deletion/test_phase_after_deletion.py::{UNMARKED_POD}"
     ]
     assert provenance["status"] == "passed"
     # its workers were started with the gate, which the CLI opened once the cluster was ready
     # (harness/doors/cluster_gate.py)
     assert "--cluster-gate" in stdout and (run_dir / "cluster-gate").read_text() == "ready"
-    record = json.loads(next((run_dir / "probes").iterdir()).read_text())
-    assert {v["claim"]: v["status"] for v in record["verdicts"]}["container-stopped-on-node"] == "pass"
+    record = json.loads(next((run_dir / "probes").iterdir()).read_text())  # a worker's, on the CLI's cluster
+    created = next(c for c in kind_calls if c[:2] == ["create", "cluster"])
+    assert record["provenance"]["context"] == "kind-" + created[created.index("--name") + 1]
+    assert {v["claim"]: v["status"] for v in record["verdicts"]} == {"no-finalizer.sigterm-ignored.phases": "pass"}
 
 
 def test_a_run_of_node_shutdown_probes_alone_makes_no_cluster_of_its_own(

@@ -182,6 +182,7 @@ def test_always_pod_trapping_sigterm(probe: Probe) -> None:
 # -------------------------------------------------------------------------- restartPolicy OnFailure
 
 
+@pytest.mark.alone("a loaded kubelet acts on the delete late: killed-after-grace")  # docs/parallel-load.md
 def test_onfailure_pod_ignoring_sigterm(probe: Probe) -> None:
     """restartPolicy OnFailure, finalizer, SIGTERM ignored: the document's claim covers OnFailure too.
 
