@@ -197,6 +197,44 @@ def test_steps_follow_equal_ranges_and_ranges_joined_by_or() -> None:
     assert upgrade.steps_between(claim, KubeVersion.parse("1.24.3"), KubeVersion.parse("1.30")) == ()
 
 
+ZERO_SLEEP_REFUSED = (  # sleep-zero.accepted before and from 1.30.0-alpha.3: alike for 56 characters
+    "status 422, refused spec.containers[1].lifecycle.preStop: Required value: must specify a handler type",
+    "status 422, refused spec.containers[1].lifecycle.preStop.sleep: Invalid value: 0: must be greater than 0 and "
+    "less than terminationGracePeriodSeconds (10)",
+)
+
+
+@pytest.mark.parametrize("room", [40, 60, 80, 100, 140, 200])
+def test_two_values_cut_to_fit_keep_where_they_differ(room: int) -> None:
+    """Cut at their ends, both refusals read 'status 422, refused spec.containers[1]…': the start they share goes
+    into an ellipsis, so that each side shows the segment where they part."""
+    before, after = ZERO_SLEEP_REFUSED
+    text = upgrade.change_text((before, after, " [both expected]"), room)
+    assert len(text) <= room
+    cut_before, cut_after = text.removesuffix(" [both expected]").split(" → ")
+    assert cut_before != cut_after
+    assert cut_before.startswith(("…preStop:", "status 422")) and cut_after.startswith(("…preStop.s", "status 422"))
+    assert "preStop:" in cut_before and "preStop.s" in cut_after  # the segment where they part, on both sides
+
+
+def test_values_cut_where_they_differ_early_are_cut_at_their_ends() -> None:
+    shown = upgrade.change_text(("Running, then Failed, then Failed", "Succeeded, then Succeeded again", ""), 40)
+    assert shown.startswith("Running, then") and " → Succeeded" in shown
+    assert upgrade.change_text(("13.0 [live]", "11.0 [live ×3: 10.8–11.2]", ""), 60) == (
+        "13.0 [live] → 11.0 [live ×3: 10.8–11.2]"
+    )
+
+
+def test_make_upgrade_shows_how_the_zero_sleeps_refusal_changes_at_1_30_0_alpha_3(
+    atlas: list[dict[str, Any]],
+) -> None:
+    """On one screen the two refusals are cut: what the line says of each side is where they differ."""
+    lines = upgrade.render_text(between(atlas, "1.30.0-alpha.2", "1.30.0-alpha.3")).splitlines()
+    said = [line for line in lines if "sleep-zero" in line or "accepted ×" in line]
+    assert said, lines
+    assert any("preStop: Required" in line and "preStop.sleep: Invalid" in line for line in lines), lines
+
+
 def test_values_are_said_in_words() -> None:
     assert words(["Running", "Failed"]) == "Running, then Failed"
     assert words([]) == "none" and words(None) == "none"

@@ -672,14 +672,54 @@ def change_text(parts: tuple[str, str, str], room: int | None = None) -> str:
     if room is None or len(text) <= room:
         return text
     spare = room - len(" → ") - len(mark)
+    cut = _cut_sides(before, after, spare)
+    if _hides_the_difference(before, after, *cut):
+        cut = _cut_sides(*_from_the_difference(before, after), spare)
+    return _fit(f"{cut[0]} → {cut[1]}{mark}", room)
+
+
+def _cut_sides(before: str, after: str, spare: int) -> tuple[str, str]:
+    """Both sides in `spare` characters: where one is short it stays whole, else each gets half."""
     half = spare // 2
     if len(after) <= half:
-        before = _fit(before, spare - len(after))
-    elif len(before) <= half:
-        after = _fit(after, spare - len(before))
-    else:
-        before, after = _fit(before, half), _fit(after, spare - half)
-    return _fit(f"{before} → {after}{mark}", room)
+        return _fit(before, spare - len(after)), after
+    if len(before) <= half:
+        return before, _fit(after, spare - len(before))
+    return _fit(before, half), _fit(after, spare - half)
+
+
+def _shared_start(one: str, other: str) -> int:
+    """How many characters two texts share from their start."""
+    return next((i for i, (a, b) in enumerate(zip(one, other, strict=False)) if a != b), min(len(one), len(other)))
+
+
+# What a cut value keeps of itself after the start it shares with the other side, at least, to show how they differ.
+DIFFERENCE_SHOWN = 8
+
+
+def _hides_the_difference(before: str, after: str, cut_before: str, cut_after: str) -> bool:
+    """Whether two different values, once cut, keep (nearly) only the start they share, so that both read the same
+    ('status 422, refused spec.containers[1]…' on both sides)."""
+    shared = _shared_start(before, after)
+    return before != after and any(
+        cut != whole and len(cut.removesuffix("…")) < shared + DIFFERENCE_SHOWN
+        for cut, whole in ((cut_before, before), (cut_after, after))
+    )
+
+
+# Where a value's words or segments part: 'spec.containers[1].lifecycle.preStop: Required' is cut after '.'.
+SEGMENT_ENDS = " .,:;=[("
+
+
+def _from_the_difference(before: str, after: str) -> tuple[str, str]:
+    """Both values from the segment in which they start to differ, the start they share as an ellipsis:
+    '…preStop: Required value…' and '…preStop.sleep: Invalid value…' (unchanged where they differ in their
+    first segment)."""
+    shared = _shared_start(before, after)
+    start = max(before.rfind(end, 0, shared) for end in SEGMENT_ENDS) + 1
+    if start == 0:
+        return before, after
+    return "…" + before[start:].lstrip(), "…" + after[start:].lstrip()
 
 
 def change_words(change: ClaimChange) -> str:
