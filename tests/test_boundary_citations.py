@@ -12,8 +12,8 @@ import pytest
 from packaging.version import Version
 
 from harness.axis.gates import gate_state, release_status
-from harness.axis.releases import first_catalogued, published_releases, release_name, sort_key
-from harness.base.versions import KubeVersion, version_range
+from harness.axis.releases import first_catalogued, published_releases, sort_key
+from harness.base.versions import KubeVersion, release_name, version_range
 from harness.core.expectations import Claim, Expectation, load_claims, pull_requests
 
 

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.axis.releases import release_name
-from harness.base.versions import KubeVersion, Release
+from harness.base.versions import KubeVersion, Release, release_name
 from harness.core.expectations import Claim, Expectation
 from harness.reports import coverage
 

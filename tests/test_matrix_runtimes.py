@@ -229,18 +229,3 @@ def test_the_version_of_an_entry_is_read_as_make_probe_reads_it() -> None:
     axis = kind_clusters.KindAxis(cli.parse_args(["matrix"])).on_runtime("debian")
     assert axis is not None
     assert [str(r) for r in axis.releases([Release.parse("1.27"), Release.parse("v1.27.3")])] == ["1.27.16", "1.27.3"]
-
-
-@pytest.mark.parametrize("tag", ["plp-node:v1.27.16-kind.v0.25.0", "plp-node:v1.27.16-kind.v0.25.0-containerd.v2.3.4"])
-def test_an_image_named_for_its_runtime_runs_its_release_through_the_workers(tag: str) -> None:
-    """A runtime entry's image (make matrix VERSIONS="1.27.16:kind") names the release the cluster runs, and the
-    workers' pytest reads it back (seen live: the tag's runtime suffix was taken for the version, and every
-    worker stopped with "not a Kubernetes version: '1.27.16-kind.v0.25.0'")."""
-    from harness.clusters.kind.images import NodeImage
-    from harness.clusters.kinds import Runnable
-
-    image = NodeImage.parse(tag)
-    assert str(image.kubernetes.version) == "1.27.16"
-    runnable = Runnable("kind", Release(image.kubernetes), {"image": tag})
-    handed = Runnable.from_json(runnable.to_json())
-    assert handed.version is not None and str(handed.version.kube.version) == "1.27.16"

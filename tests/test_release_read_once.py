@@ -25,19 +25,25 @@ from harness.nodeimage.kind_parts import Plan
 from harness.reports import coverage, upgrade
 
 
-@pytest.fixture
-def readings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every text read as a requested version (KubeVersion.requested: every reading of VERSION went through it)."""
+def counted(monkeypatch: pytest.MonkeyPatch, reading: str) -> list[str]:
+    """Every text KubeVersion's classmethod `reading` reads from now on ("requested": every reading of VERSION went
+    through it; "parse": every reading of any version text)."""
     read: list[str] = []
-    original = KubeVersion.requested.__func__  # type: ignore[attr-defined]
+    original = getattr(KubeVersion, reading).__func__
 
-    def requested(cls: type[KubeVersion], text: str) -> KubeVersion:
+    def counting(cls: type[KubeVersion], text: str) -> KubeVersion:
         read.append(text)
         result: KubeVersion = original(cls, text)
         return result
 
-    monkeypatch.setattr(KubeVersion, "requested", classmethod(requested))
+    monkeypatch.setattr(KubeVersion, reading, classmethod(counting))
     return read
+
+
+@pytest.fixture
+def readings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every text read as a requested version."""
+    return counted(monkeypatch, "requested")
 
 
 def started(monkeypatch: pytest.MonkeyPatch, argv: list[str], tmp_path: Path) -> list[str]:

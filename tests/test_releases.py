@@ -14,11 +14,10 @@ from harness.axis.releases import (
     bisect_releases,
     is_published,
     published_releases,
-    release_name,
     releases_without_notes,
     sort_key,
 )
-from harness.base.versions import Release, VersionError
+from harness.base.versions import Release, VersionError, release_name
 
 
 def between(good: str, bad: str, pre_releases: bool = False) -> list[str]:
@@ -88,7 +87,7 @@ def test_every_catalogued_release_is_spelled_back_as_the_catalog_spells_it() -> 
 
 
 def test_the_pre_release_words_are_written_once_in_the_harness() -> None:
-    """coverage, upgrade and the gate ledger spell a packaging Version as a release with release_name alone."""
+    """Release, coverage, upgrade and the gate ledger spell a packaging Version as a release with release_name alone."""
     harness = Path(__file__).resolve().parents[1] / "harness"
     writing = sorted(p.name for p in harness.rglob("*.py") if '"a": "alpha"' in p.read_text())
-    assert writing == ["releases.py"]
+    assert writing == ["versions.py"]

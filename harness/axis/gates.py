@@ -13,8 +13,8 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from harness.axis.releases import published_releases, release_name, sort_key
-from harness.base.versions import KubeVersion
+from harness.axis.releases import published_releases, sort_key
+from harness.base.versions import KubeVersion, release_name
 
 LEDGER_FILE = Path(__file__).resolve().parents[1] / "gate_ledger.json"
 

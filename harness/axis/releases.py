@@ -25,19 +25,6 @@ def sort_key(release: str) -> Version:
     return Version(release.strip())
 
 
-# packaging's pre-release letters as Kubernetes tags spell them
-PRE_RELEASE_WORDS = {"a": "alpha", "b": "beta", "rc": "rc"}
-
-
-def release_name(version: Version) -> str:
-    """A release as Kubernetes and the catalog spell it, whole: Version("1.31.0a1") -> "1.31.0-alpha.1", Version("1.31")
-    -> "1.31.0". The one spelling of a packaging Version as a release (coverage, upgrade and the gates use it)."""
-    core = ".".join(str(part) for part in (*version.release, 0, 0)[:3])
-    if version.pre is None:
-        return core
-    return f"{core}-{PRE_RELEASE_WORDS[version.pre[0]]}.{version.pre[1]}"
-
-
 @cache
 def _catalog() -> dict[str, object]:
     data: dict[str, object] = json.loads(CATALOG_FILE.read_text())

@@ -4,7 +4,7 @@ suite supports."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -22,6 +22,9 @@ _KUBE_VERSION = re.compile(
 _REQUESTED_VERSION = re.compile(r"v?[0-9]+\.[0-9]+(?:\.[0-9]+(?:-(?:alpha|beta|rc)\.[0-9]+)?)?", re.ASCII)
 REQUESTED_FORMS = "1.27, 1.27.3, v1.27.3, 1.27.0-rc.0, 1.27.0-alpha.3 or 1.27.0-beta.0"
 
+
+# packaging's pre-release letters as Kubernetes tags spell them
+PRE_RELEASE_WORDS = {"a": "alpha", "b": "beta", "rc": "rc"}
 
 # The oldest Kubernetes minor the suite runs, where the expectations start too (every range begins at >=1.19);
 # tests/test_versions.py holds it to the oldest release a kind of cluster pins.
@@ -70,6 +73,16 @@ class KubeVersion:
         return self.text
 
 
+def release_name(version: Version) -> str:
+    """A release as Kubernetes and the catalog spell it, whole: Version("1.31.0a1") -> "1.31.0-alpha.1", Version("1.31")
+    -> "1.31.0". The one spelling of a packaging Version as a release (Release, coverage, upgrade and the gates use it).
+    """
+    core = ".".join(str(part) for part in (*version.release, 0, 0)[:3])
+    if version.pre is None:
+        return core
+    return f"{core}-{PRE_RELEASE_WORDS[version.pre[0]]}.{version.pre[1]}"
+
+
 def range_parts(specifier: str) -> tuple[str, ...]:
     """The ranges a specifier joins with "||", as written (">=1.19,<1.22.12 || >=1.23.0-alpha.0,<1.23.9" -> two)."""
     return tuple(part.strip() for part in specifier.split("||"))
@@ -98,13 +111,31 @@ def check_supported(version: KubeVersion) -> None:
         )
 
 
+def canonical_spelling(kube: KubeVersion) -> str:
+    """How Kubernetes spells the release (or the minor) a version names, made from its numbers: '1.27', '1.27.16',
+    '1.27.0-rc.0', whatever text it was read from ('v1.27.16', a vendor's 'v1.27.3-eks-1', an image tag that names
+    a runtime after the release, 'v1.27.16-kind.v0.25.0')."""
+    match = _KUBE_VERSION.match(kube.text.strip())
+    if match and match["patch"] is None and kube.version.pre is None:
+        return kube.minor  # a minor alone: 1.27
+    return release_name(kube.version)
+
+
 @dataclass(frozen=True)
 class Release:
     """A Kubernetes release (or a minor) a user asked for, read once where it came in (VERSION at make probe,
     --kind-version at pytest, a release of the version axis) and handed down as it is: spelled as Kubernetes
-    tags spell it (REQUESTED_FORMS) and no older than the suite supports. Nothing below reads the text again."""
+    tags spell it (REQUESTED_FORMS) and no older than the suite supports. Nothing below reads the text again.
 
-    kube: KubeVersion
+    It carries its canonical spelling (`spelled`, and str()): what it is written as wherever it goes (a run's
+    directory, a build's tag, the JSON a runnable is handed on as), and what `spelled_as` reads back, exactly. Two
+    releases are one when their spellings are (1.27.3 and v1.27.3); `kube` keeps the text as it was given."""
+
+    kube: KubeVersion = field(compare=False)
+    spelled: str = field(init=False)  # '1.27', '1.27.16' or '1.27.0-rc.0' (canonical_spelling)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "spelled", canonical_spelling(self.kube))
 
     @classmethod
     def parse(cls, text: str) -> Release:
@@ -112,6 +143,17 @@ class Release:
         kube = KubeVersion.requested(text)
         check_supported(kube)
         return cls(kube)
+
+    @classmethod
+    def spelled_as(cls, text: str) -> Release:
+        """The release whose canonical spelling `text` is, as `spelled` wrote it for another process to read back;
+        VersionError for any other text (a 'v', a vendor's suffix, an image's tag are no release's spelling)."""
+        release = cls(KubeVersion.parse(text))
+        if release.spelled != text:
+            raise VersionError(
+                f"not a release's spelling: {text!r} (a release spells itself as 1.27, 1.27.16 or 1.27.0-rc.0)"
+            )
+        return release
 
     @property
     def version(self) -> Version:
@@ -123,18 +165,18 @@ class Release:
 
     @property
     def bare(self) -> str:
-        """'1.27.0-rc.0', as given without its 'v'."""
-        return self.kube.text.removeprefix("v")
+        """'1.27.0-rc.0': its canonical spelling, without a 'v'."""
+        return self.spelled
 
     @property
     def tag(self) -> str:
         """'v1.27.0-rc.0': the tag Kubernetes gives the release."""
-        return f"v{self.bare}"
+        return f"v{self.spelled}"
 
     @property
     def names_a_patch(self) -> bool:
         """1.27.3 or 1.27.0-rc.0 rather than the minor 1.27."""
-        return self.bare.count(".") >= 2
+        return self.spelled.count(".") >= 2
 
     def whole(self, to: str) -> Release:
         """This release, refused (VersionError) where it is a minor alone: `to` says what needs one release."""
@@ -145,4 +187,4 @@ class Release:
         return self
 
     def __str__(self) -> str:
-        return self.bare
+        return self.spelled

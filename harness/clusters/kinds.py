@@ -76,7 +76,7 @@ class Runnable:
         return json.dumps(
             {
                 "kind": self.kind,
-                "version": str(self.version or ""),
+                "version": self.version.spelled if self.version else "",  # its canonical spelling, never a tag
                 "facts": dict(self.facts),
                 "prepared": self.prepared,
             },
@@ -87,7 +87,7 @@ class Runnable:
     @classmethod
     def from_json(cls, text: str) -> Runnable:
         data = json.loads(text)
-        version = Release.parse(str(data["version"])) if data["version"] else None  # its process's one reading
+        version = Release.spelled_as(str(data["version"])) if data["version"] else None  # read back as written
         return cls(str(data["kind"]), version, dict(data["facts"]), bool(data.get("prepared")))
 
 

@@ -33,10 +33,10 @@ from packaging.version import Version
 
 from harness.axis.gates import Stretch, refused_releases, stretches
 from harness.axis.pinned import pinned_releases
-from harness.axis.releases import first_catalogued, is_published, published_releases, release_name
+from harness.axis.releases import first_catalogued, is_published, published_releases
 from harness.axis.replay import replay
 from harness.base import families, paths
-from harness.base.versions import KubeVersion, Release, range_parts, version_range
+from harness.base.versions import KubeVersion, Release, range_parts, release_name, version_range
 from harness.clusters.kind.node_images import modules_tag
 from harness.core.expectations import NOT_OBSERVABLE, PASS, Claim, load_claims
 from harness.core.records import PROVIDER_ORDER, provider_of

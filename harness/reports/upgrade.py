@@ -29,10 +29,10 @@ from typing import Any
 from packaging.version import Version
 
 from harness.axis.pinned import pinned_minors, pinned_release, pinned_releases
-from harness.axis.releases import first_catalogued, is_published, release_name
+from harness.axis.releases import first_catalogued, is_published
 from harness.axis.replay import replay
 from harness.base import families, paths
-from harness.base.versions import REQUESTED_FORMS, KubeVersion, Release, VersionError, version_range
+from harness.base.versions import REQUESTED_FORMS, KubeVersion, Release, VersionError, release_name, version_range
 from harness.core.expectations import (
     FAIL,
     NOT_OBSERVABLE,

@@ -125,7 +125,9 @@ class KindClusters(ClusterKind):
         return self._provider(runnable, run, note, role=NODE_SHUTDOWN_ROLE)
 
     def _provider(self, runnable: Runnable, run: Run, note: Note, role: str) -> KindProvider:
-        image = NodeImage.parse(runnable.facts["image"], runnable.facts["kind_release"] or None)
+        if runnable.version is None:
+            raise ClusterFailed(f"no Kubernetes release for the node image {runnable.facts['image']}")
+        image = NodeImage.running(runnable.facts["image"], runnable.version, runnable.facts["kind_release"] or None)
         kind_bin = runnable.facts["kind_bin"]
         kind_line = runnable.facts.get("kind_line") or check_prerequisites(kind_bin=kind_bin)
         suffix = f"-{role}" if role else ""

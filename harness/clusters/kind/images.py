@@ -19,8 +19,6 @@ _NODE_IMAGE = re.compile(
     r"^(?P<repo>(?:[\w.-]+/)*[\w.-]+):(?P<tag>v\d+\.\d+\.\d+[\w.+-]*)(?:@(?P<digest>sha256:[0-9a-f]{64}))?$"
 )
 
-_RELEASE_PART = re.compile(r"v\d+\.\d+\.\d+(?:-(?:alpha|beta|rc)\.\d+)?")
-
 # Where `make node-image` records which kind release built each image it made (harness/nodeimage/release.py).
 BUILDS_DIR = tags.NODE_IMAGES
 
@@ -42,12 +40,15 @@ class NodeImage:
             raise VersionError(
                 f"not a node image reference: {reference!r} (expected e.g. kindest/node:v1.27.3@sha256:<64 hex digits>)"
             )
-        tag = match["tag"]
-        if match["repo"] == tags.NODE_IMAGE_REPOSITORY:
-            # an image built here names its runtime after the release (v1.27.16-kind.v0.25.0-containerd.v2.3.4):
-            # that suffix is not part of the Kubernetes version the cluster runs
-            tag = _RELEASE_PART.match(tag)[0]  # type: ignore[index]  # _NODE_IMAGE's tag starts with one
-        return cls(reference, KubeVersion.parse(tag), kind_release, match["digest"], extra)
+        # (a tag's suffix after the release, as an image built here names its runtime: v1.27.16-kind.v0.25.0, is
+        # kept in the text and ignored, as a vendor's is: the Release it makes spells itself 1.27.16)
+        return cls(reference, KubeVersion.parse(match["tag"]), kind_release, match["digest"], extra)
+
+    @classmethod
+    def running(cls, reference: str, release: Release, kind_release: str | None) -> NodeImage:
+        """The image a resolved runnable names, with the release it was resolved to: its tag is not read again."""
+        digest = reference.partition("@")[2] or None
+        return cls(reference, release.kube, kind_release, digest)
 
 
 @cache
