@@ -4,6 +4,9 @@ containerd runs; the build steps are stood in by a recorder."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -175,3 +178,35 @@ def test_images_from_1_37_are_run_by_a_kind_that_writes_kubeadm_v1beta4() -> Non
     assert kind_release_for(KubeVersion.parse("v1.37.0-alpha.1")) == "v0.33.0"
     assert kind_release_for(KubeVersion.parse("v1.36.4")) == KIND_RELEASE == "v0.20.0"
     assert kind_release_for(KubeVersion.parse("v1.21.14")) == "v0.20.0"
+
+
+def test_the_pod_network_touches_the_cni_folder_only_when_its_config_changes(tmp_path: Path) -> None:
+    """containerd reloads its CNI config on every change in /etc/cni/net.d, and 2.0.1/2.0.2 deadlock when a reload
+    meets a pod's network setup (containerd/go-cni#126): after its first write the script must leave the folder be."""
+    documents = yaml.safe_load_all((node.FILES / "kind/manifests/default-cni.yaml").read_text())
+    daemonset = next(d for d in documents if d["kind"] == "DaemonSet")
+    script = daemonset["spec"]["template"]["spec"]["containers"][0]["command"][2]
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text('#!/bin/sh\ncase "$*" in *"get node node-a"*) echo 10.244.0.0/24;; esac\n')
+    kubectl.chmod(0o755)
+    folder = tmp_path / "net.d"
+    folder.mkdir()
+    script = script.replace("/etc/cni/net.d", str(folder)).replace("/node/kubectl", str(kubectl))
+    script = script.replace("sleep 10", "sleep 0.05")
+    env = {"PATH": os.environ["PATH"], "NODE_NAME": "node-a", "POD_SUBNET": "10.244.0.0/16"}
+    env["CONTROL_PLANE_ENDPOINT"] = "plp-control-plane:6443"
+    loop = subprocess.Popen(["sh", "-c", script], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        config = folder / "10-plp.conflist"
+        deadline = time.monotonic() + 10
+        while not config.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        first = [(p.name, p.stat().st_mtime_ns) for p in [folder, *sorted(folder.iterdir())]]
+        time.sleep(1.0)  # about 20 more rounds of the loop
+        later = [(p.name, p.stat().st_mtime_ns) for p in [folder, *sorted(folder.iterdir())]]
+    finally:
+        loop.kill()
+        loop.wait()
+    assert [name for name, _ in first] == ["net.d", "10-plp.conflist"]
+    assert later == first
+    assert json.loads(config.read_text())["plugins"][0]["ipam"]["ranges"] == [[{"subnet": "10.244.0.0/24"}]]
