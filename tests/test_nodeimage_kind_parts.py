@@ -373,3 +373,23 @@ def test_the_build_estimate_rests_on_this_machines_own_builds_and_says_when_it_g
         round((200 + 60 + 4 * 30 + 100) / 60),
         "this machine's earlier builds",
     )
+
+
+def test_a_pinned_release_the_proxy_refuses_names_the_neighbour_that_builds_before_any_build(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """v1.30.13, kind v0.29.0's image for make probe VERSION=1.30, is refused by the module proxy (the release
+    ledger): one line says so and names the newest other pinned 1.30 patch whose module is served, and nothing is
+    planned or built."""
+    monkeypatch.setattr(kind_clusters, "run_command", _docker({"inspect": 1, "pull": 1}, []))
+    monkeypatch.setattr(kind_clusters, "plan_parts", lambda version, kind: pytest.fail("planned a refused release"))
+    pinned = "kindest/node:v1.30.13@sha256:397209b3d947d154f6641f2d0ce8d473732bd91c87d9575ade99049aa33cd648"
+    runnable = Runnable("kind", Release.parse("v1.30.13"), {"image": pinned, "kind_release": "v0.29.0"})
+    with pytest.raises(PrerequisiteMissing) as caught:
+        kind_clusters.pinned_image_or_equal(runnable, pytest.fail)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "the Go module proxy refuses k8s.io/kubernetes@v1.30.13 (403 Forbidden" in message
+    assert message.endswith(
+        "; make probe VERSION=1.30.10 runs kindest/node:v1.30.10 (kind v0.27.0), whose equal builds here"
+    ), message

@@ -15,6 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from packaging.version import Version
+
+from harness.axis.gates import release_status
 from harness.axis.pinned import pinned_minors, pinned_patch
 from harness.axis.release_axis import PlannedVersion, Readied, ReleaseAxis, plan_versions
 from harness.axis.releases import bisect_patches, check_published
@@ -198,6 +201,13 @@ def pinned_image_or_equal(runnable: Runnable, say: Say) -> str:
     if pulled.returncode == 0:
         return ""
     why = one_line(pulled.output.strip().splitlines()[-1] if pulled.output.strip() else "no answer")
+    refusal = release_status(kubernetes.kube)
+    if refusal.startswith("refused: "):
+        raise PrerequisiteMissing(
+            f"{reference.split('@', 1)[0]} cannot be pulled ({why}), and its equal cannot be built here: the Go "
+            f"module proxy refuses k8s.io/kubernetes@{kubernetes.tag} ({refusal.removeprefix('refused: ')})"
+            + buildable_neighbour_hint(kubernetes)
+        )
     try:
         parts_plan = plan_parts(kubernetes, release)
         equal = modules_tag(kubernetes)
@@ -221,6 +231,25 @@ def pinned_image_or_equal(runnable: Runnable, say: Say) -> str:
             f"{reference.split('@', 1)[0]} cannot be pulled ({why}), and its equal cannot be built here: "
             f"{one_line(str(err))}"
         ) from err
+
+
+def buildable_neighbour_hint(kubernetes: Release) -> str:
+    """What to run instead of a pinned image whose Kubernetes module the proxy refuses: the newest other pinned
+    patch of the same minor whose module it serves (the release ledger), or '' when there is none."""
+    neighbours = [
+        image
+        for image in known_images()
+        if image.kubernetes.minor == kubernetes.minor
+        and image.kubernetes.version != kubernetes.version
+        and release_status(image.kubernetes) == "read"
+    ]
+    if not neighbours:
+        return ""
+    image = max(neighbours, key=lambda i: (i.kubernetes.version, Version(i.kind_release or "0")))
+    return (
+        f"; make probe VERSION={image.kubernetes.version} runs {image.reference.split('@', 1)[0]} (kind "
+        f"{image.kind_release}), whose equal builds here"
+    )
 
 
 def kind_status(release: str | None) -> str:
