@@ -189,7 +189,7 @@ def test_make_upgrade_reads_from_and_to_once(
 ) -> None:
     """make upgrade FROM=1.26 TO=1.28.3 (the replay of the recordings stood in: no records): each end read once,
     resolved and compared as the typed release."""
-    monkeypatch.setattr(upgrade, "atlas_records", lambda: ([], "a stand-in"))
+    monkeypatch.setattr(upgrade, "atlas_records", lambda releases: upgrade.Atlas([], {}))
     assert cli.main(["upgrade", "--from", "1.26", "--to", "1.28.3"]) == 0
     assert readings == ["1.26", "1.28.3"]
     assert "v1.26.15" in capsys.readouterr().out

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from packaging.version import Version
 
-from harness.base.versions import KubeVersion
+from harness.base.versions import KubeVersion, release_name
 from harness.core.expectations import Claim, Expectation
 from harness.core.records import load_records, origin_of
 from harness.doors import cli
@@ -20,6 +21,8 @@ from harness.reports import upgrade
 from harness.reports.wording import expected_words, words
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Collection
+
     from tests.conftest import ShippedReplay
 
 REPO = Path(__file__).resolve().parent.parent
@@ -57,6 +60,28 @@ def between(atlas: list[dict[str, Any]], given_from: str, given_to: str) -> upgr
 
 def by_id(changes: list[upgrade.ClaimChange]) -> dict[str, upgrade.ClaimChange]:
     return {c.claim.id: c for c in changes}
+
+
+def replay_as_selected(shipped_replay: ShippedReplay, folder: Path) -> Callable[[Path, str], Path]:
+    """A stand-in for upgrade.replay_atlas from the session's replay of every recording: the run records of the
+    recordings whose names pytest's -k `select` keeps (an `or` of parts of their names, as upgrade.release_selection
+    writes it; a test's id holds its recording's name), linked under `folder` as that replay named them."""
+    made: dict[str, Path] = {}
+    files = sorted(shipped_replay.runs.glob("*/probes/*.json"))  # in the order of shipped_replay.records
+    names = [Path(record["recording_origin"]["file"]).stem for record in shipped_replay.records]
+
+    def replay(_out: Path, select: str) -> Path:
+        if select not in made:
+            made[select] = folder / f"replay-{len(made)}"
+            probes = made[select] / "run" / "probes"
+            probes.mkdir(parents=True)
+            kept = select.removeprefix("(").removesuffix(")").split(" or ")
+            for path, name in zip(files, names, strict=True):
+                if any(part in name for part in kept):
+                    (probes / path.name).symlink_to(path)
+        return made[select]
+
+    return replay
 
 
 def test_the_atlas_is_every_shipped_recording_replayed_live(atlas: list[dict[str, Any]]) -> None:
@@ -282,7 +307,10 @@ def test_bad_input_is_refused_in_one_line_before_the_replay(
 
 
 def test_make_upgrade_prints_the_answer_from_the_shipped_recordings_with_no_cluster(
-    shipped_replay: ShippedReplay, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    shipped_replay: ShippedReplay,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
     """make upgrade end to end (its own replay of every recording, in a child); then the rollback with DETAIL=1
     through the same command in this process, its replay the session's (tests/conftest.py) instead of a second one."""
@@ -300,7 +328,18 @@ def test_make_upgrade_prints_the_answer_from_the_shipped_recordings_with_no_clus
     assert phases_line("in", "Running", "Running, then Failed") in out
     assert len(out.splitlines()) <= upgrade.SCREEN_LINES
     print(f"make upgrade took {time.monotonic() - started:.1f} s")  # a figure, not a bound a loaded machine moves
-    monkeypatch.setattr(upgrade, "replay_atlas", lambda _: shipped_replay.runs)
+    # its replay of the two releases only answers as every recording replayed (the session's) does
+    said = f"live: {len(shipped_replay.records)} shipped recordings (probes/*/recordings/), replayed offline"
+    every = upgrade.Observations.of(shipped_replay.records)
+    assert out == upgrade.render_text(
+        upgrade.compare(
+            upgrade.resolve(upgrade.read_end("1.26", "FROM"), "FROM"),
+            upgrade.resolve(upgrade.read_end("1.27", "TO"), "TO"),
+            every,
+            [said],
+        )
+    )
+    monkeypatch.setattr(upgrade, "replay_atlas", replay_as_selected(shipped_replay, tmp_path))
     capsys.readouterr()
     assert cli.main(["upgrade", "--from", "1.27", "--to", "1.26", "--detail", "1"]) == 0
     detail = capsys.readouterr().out
@@ -310,6 +349,76 @@ def test_make_upgrade_prints_the_answer_from_the_shipped_recordings_with_no_clus
         "Running, then Failed → Running; undoes what changed in 1.27.0-rc.0 (k/k#115331); live on both" in detail
     )
     assert f"live: {len(shipped_replay.records)} shipped recordings (probes/*/recordings/), replayed offline" in detail
+
+
+# FROM/TO pairs of every sort: minors, patches, pre-releases, forward and back, releases with no recording (one
+# side or both), a release older than the catalog, the oldest and newest minors, a minor and a patch of another
+UPGRADE_PAIRS = """
+1.26 1.27 | 1.27 1.26 | 1.21 1.37 | 1.37 1.21 | 1.22 1.23 | 1.22.4 1.22.5 | 1.22.5 1.22.4 | 1.23 1.24 | 1.24 1.25
+1.24.0-alpha.2 1.24.2 | 1.25 1.26 | 1.25.0-alpha.0 1.25.16 | 1.26.6 1.26.7 | 1.26.15 1.27.3 | 1.27.3 1.27.16
+1.27.0-rc.0 1.27.4 | 1.27.8 1.27.9 | 1.27.16 1.28 | 1.28.4 1.28.5 | 1.28 1.29 | 1.29.5 1.30 | 1.29 1.30 | 1.30 1.31
+1.31.0-beta.0 1.31.14 | 1.31 1.32 | 1.32 1.33 | 1.33 1.34 | 1.34 1.35 | 1.35 1.36 | 1.36 1.37 | 1.37.0-rc.1 1.37.2
+1.37 1.38.0-beta.0 | 1.38.0-beta.0 1.36 | 1.19 1.28 | 1.20 1.21 | 1.20.15 1.26 | 1.26.2 1.27.0-rc.1 | 1.25.11 1.25.12
+1.28.0 1.28.15 | 1.29.0-alpha.3 1.29.14 | 1.30.0 1.30.12 | 1.31.0 1.31.14 | 1.37.0 1.37.1 | 1.24.1 1.24.17
+1.23.0 1.23.8 | 1.21.14 1.22.17 | 1.27.7 1.28.1 | 1.28.6 1.28.3 | 1.35.8 1.25.16 | 1.33.1 1.34.2 | 1.22 1.36
+1.24.3 1.24.6
+"""
+
+
+def test_the_recordings_of_one_release_are_replayed_alone(shipped_replay: ShippedReplay) -> None:
+    """A real replay of the selection when only one side ran here (TO=1.30 names v1.30.13, never recorded): v1.27.7's
+    one recording, and nothing else, replayed as the replay of every recording replayed it. A selection that pytest
+    took for an option ('-k --v1.27.7-live-') ended the replay with a usage error."""
+    shipped = upgrade.shipped_by_release()
+    atlas = upgrade.atlas_records({Version("1.27.7"), Version("1.30.13")})
+    assert Version("1.30.13") not in shipped and len(shipped[Version("1.27.7")]) == len(atlas.records) == 1
+    (record,) = atlas.records
+    (same,) = [r for r in shipped_replay.records if r["recording_origin"] == record["recording_origin"]]
+    assert record["verdicts"] == same["verdicts"] and record["server_version"] == "v1.27.7"
+
+
+def test_make_upgrade_replays_only_the_two_releases_and_answers_as_with_every_recording_replayed(
+    shipped_replay: ShippedReplay,
+    observed: upgrade.Observations,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """make upgrade replays the recordings of FROM and TO only (the others' names say which releases ran live, for
+    the nearest ones it names): at 52 pairs its DETAIL=1 and its screen are those it gave when it replayed every
+    recording, which `observed` holds. The -k selection itself is replayed for real in the end-to-end test above."""
+    shipped = upgrade.shipped_by_release()
+    assert sum(len(files) for files in shipped.values()) == len(shipped_replay.records)  # every recording named
+    monkeypatch.setattr(upgrade, "shipped_by_release", lambda: shipped)  # the same files all along: listed once
+    monkeypatch.setattr(upgrade, "replay_atlas", replay_as_selected(shipped_replay, tmp_path))
+    atlas_records, compare = upgrade.atlas_records, upgrade.compare
+    replayed: list[upgrade.Atlas] = []
+    answered: list[upgrade.Upgrade] = []
+
+    def noted_atlas(releases: Collection[Version]) -> upgrade.Atlas:
+        replayed.append(atlas_records(releases))
+        return replayed[-1]
+
+    def noted_answer(*args: Any, **kwargs: Any) -> upgrade.Upgrade:
+        answered.append(compare(*args, **kwargs))
+        return answered[-1]
+
+    monkeypatch.setattr(upgrade, "atlas_records", noted_atlas)
+    monkeypatch.setattr(upgrade, "compare", noted_answer)
+    said = f"live: {len(shipped_replay.records)} shipped recordings (probes/*/recordings/), replayed offline"
+    pairs = [pair.split() for pair in UPGRADE_PAIRS.replace("\n", " | ").split(" | ") if pair.strip()]
+    assert len(pairs) == 52
+    for given_from, given_to in pairs:
+        before = upgrade.resolve(upgrade.read_end(given_from, "FROM"), "FROM")
+        after = upgrade.resolve(upgrade.read_end(given_to, "TO"), "TO")
+        every = compare(before, after, observed, [said])
+        assert cli.main(["upgrade", "--from", given_from, "--to", given_to, "--detail", "1"]) == 0
+        assert capsys.readouterr().out == upgrade.render_detail(every), (given_from, given_to)
+        assert upgrade.render_text(answered[-1]) == upgrade.render_text(every), (given_from, given_to)
+        sides = {before.version.version, after.version.version}
+        read = {KubeVersion.parse(r["server_version"]).version for r in replayed[-1].records}
+        assert read == sides & set(shipped), (given_from, given_to)  # those two releases, all their recordings
+        assert len(replayed[-1].records) == sum(len(shipped.get(side, [])) for side in sides)
 
 
 def test_any_published_release_is_answered_at_that_release_with_the_nearest_live_runs_named(
@@ -405,9 +514,7 @@ def observed(atlas: list[dict[str, Any]]) -> upgrade.Observations:
 
 
 def _recorded_releases() -> list[str]:
-    from harness.doors.commands.upgrade import shipped_releases_by_name
-
-    return sorted(shipped_releases_by_name(), key=lambda v: KubeVersion.parse(v).version)
+    return [release_name(version) for version in sorted(upgrade.shipped_by_release())]
 
 
 @pytest.mark.parametrize("minor", [f"1.{m}" for m in range(21, 38)])

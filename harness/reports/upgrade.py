@@ -10,7 +10,8 @@ sources cite. A claim a race of the release decides (an expectation that is `one
 differ from run to run. FROM later than TO is a rollback: the same claims, the changes undone.
 
 The live observations come from run records: by default those of the shipped recordings (the atlas), replayed
-offline here (`replay_atlas`); `make upgrade RUNS=...` adds the run records of live runs. The terminal answer is one
+offline here (`replay_atlas`), of the two releases only (the others' names say which releases ran, for the nearest
+live ones); `make upgrade RUNS=...` adds the run records of live runs. The terminal answer is one
 screen (`render_text`, at most SCREEN_LINES lines of at most SCREEN_WIDTH characters); `render_detail` lists every
 claim.
 """
@@ -31,7 +32,7 @@ from packaging.version import Version
 from harness.axis.pinned import pinned_minors, pinned_release, pinned_releases
 from harness.axis.releases import first_catalogued, is_published
 from harness.axis.replay import replay
-from harness.base import families, paths
+from harness.base import families
 from harness.base.versions import REQUESTED_FORMS, KubeVersion, Release, VersionError, release_name, version_range
 from harness.core.expectations import (
     FAIL,
@@ -395,9 +396,10 @@ def step_reason(expectation: Expectation | None) -> str:
 # ------------------------------------------------------------------------------------------ observations
 
 
-def replay_atlas(out: Path, recordings: Path = paths.REPO / "probes") -> Path:
-    """Every probe on the shipped recordings, offline (a few seconds): the run records go under `out`."""
-    replayed = replay(out, recordings)
+def replay_atlas(out: Path, select: str = "") -> Path:
+    """The probes on the shipped recordings offline, all of them or those `select` (pytest's -k) keeps; the run
+    records go under `out`."""
+    replayed = replay(out, select=select)
     if replayed.returncode != 0:
         tail = "\n".join(replayed.stdout.splitlines()[-15:])
         raise RuntimeError(f"replaying the shipped recordings failed (exit {replayed.returncode}):\n{tail}")
@@ -456,16 +458,19 @@ class Observations:
 
     seen: dict[tuple[str, str], list[Seen]]
     runtimes: dict[str, tuple[str, ...]]
+    also_ran: frozenset[Version] = frozenset()  # releases with live runs whose records were not read
 
     @cached_property
     def releases(self) -> frozenset[Version]:
-        """The releases live records ran on."""
-        return frozenset(Version(release) for release in self.runtimes)
+        """The releases live records ran on, read or not."""
+        return frozenset(Version(release) for release in self.runtimes) | self.also_ran
 
     @classmethod
-    def of(cls, records: Iterable[JsonDict], claims_loader: Any = load_claims) -> Observations:
+    def of(
+        cls, records: Iterable[JsonDict], claims_loader: Any = load_claims, also_ran: Iterable[Version] = ()
+    ) -> Observations:
         records = list(records)
-        return cls(live_observations(records, claims_loader), live_runtimes(records))
+        return cls(live_observations(records, claims_loader), live_runtimes(records), frozenset(also_ran))
 
 
 def compare(
@@ -941,8 +946,57 @@ def render_detail(upgrade: Upgrade) -> str:
     return "\n".join(out) + "\n"
 
 
-def atlas_records() -> tuple[list[JsonDict], str]:
-    """The run records of the shipped recordings, replayed now in a temporary directory, and how many."""
+# The release a shipped recording was made on, as its file is named (tools/adopt_recordings.py: the server's
+# gitVersion): <probe>--v1.27.3-live-<cluster>[...].json; with what follows it, so that v1.37.0's is no part of
+# v1.37.0-rc.1's
+RECORDING_RELEASE = re.compile(r"--v(\d+\.\d+\.\d+(?:-(?:alpha|beta|rc)\.\d+)?)-live-")
+
+
+def shipped_by_release(recordings: Iterable[Path] | None = None) -> dict[Version, list[Path]]:
+    """The shipped recordings (default: every one under probes/) by the release each was made on, read from its
+    name: no file is opened. Every shipped recording is live (tests/test_recordings.py)."""
+    found: dict[str, list[Path]] = {}
+    for path in families.all_recordings() if recordings is None else recordings:
+        if match := RECORDING_RELEASE.search(path.name):
+            found.setdefault(match.group(1), []).append(path)
+    return {KubeVersion.parse(release).version: files for release, files in found.items()}
+
+
+def release_selection(recordings: Iterable[Path]) -> str:
+    """pytest's -k keeping the replays of the recordings of these recordings' releases, by the release in their
+    names ('(--v1.26.15-live- or --v1.27.0-rc.0-live-)': a test's id holds its recording's name); in parentheses,
+    since a value that starts with '-' would be taken for an option."""
+    said = {match.group(0) for path in recordings if (match := RECORDING_RELEASE.search(path.name))}
+    return "(" + " or ".join(sorted(said)) + ")"
+
+
+@dataclass(frozen=True)
+class Atlas:
+    """The shipped recordings as make upgrade reads them: the run records of those of the releases asked about,
+    replayed now, and every release the others ran on, known from their names without replaying them."""
+
+    records: list[JsonDict]
+    shipped: dict[Version, list[Path]]
+
+    @property
+    def said(self) -> str:
+        """Where the live observations come from, in words."""
+        count = sum(len(files) for files in self.shipped.values())
+        return f"live: {count} shipped recordings (probes/*/recordings/), replayed offline"
+
+    def observations(self, extra: Sequence[JsonDict] = ()) -> Observations:
+        """What the replayed records and `extra` (live run records) saw; the releases the shipped recordings not
+        replayed ran on count among the live ones (make upgrade names the nearest of them)."""
+        return Observations.of([*self.records, *extra], also_ran=self.shipped)
+
+
+def atlas_records(releases: Collection[Version]) -> Atlas:
+    """The shipped recordings of `releases` replayed now, in a temporary directory (an upgrade between two releases
+    reads the observations of those two only), and of the others which releases they ran on."""
+    shipped = shipped_by_release()
+    chosen = [path for version, files in shipped.items() if version in releases for path in files]
+    if not chosen:  # neither release ran here: nothing to replay
+        return Atlas([], shipped)
     with tempfile.TemporaryDirectory(prefix="plp-atlas-") as directory:
-        records = load_records([replay_atlas(Path(directory))])
-    return records, f"live: {len(records)} shipped recordings (probes/*/recordings/), replayed offline"
+        records = load_records([replay_atlas(Path(directory), release_selection(chosen))])
+    return Atlas(records, shipped)

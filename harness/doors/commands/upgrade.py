@@ -5,10 +5,8 @@ lists every claim; RUNS adds the run records of live runs."""
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
-from harness.base import families
 from harness.base.versions import VersionError
 from harness.core import records
 from harness.core.records import JsonDict
@@ -61,20 +59,11 @@ def run_upgrade_command(args: argparse.Namespace) -> int:
         before, after = releases(args.from_version, args.to_version, extra)
     except Refusal as err:
         return refuse(BAD, str(err))
-    atlas, said = upgrade.atlas_records()
-    sources = [said]
+    atlas = upgrade.atlas_records({before.version.version, after.version.version})  # only theirs are compared
+    sources = [atlas.said]
     if args.runs:
         live = sum(records.origin_kind(r) == "live" for r in extra)
         sources.append(f"live: {live} run records under {', '.join(args.runs)}")
-    found = upgrade.compare(before, after, [*atlas, *extra], sources)
+    found = upgrade.compare(before, after, atlas.observations(extra), sources)
     print((upgrade.render_detail if detail == "1" else upgrade.render_text)(found), end="")
     return 0
-
-
-# The release a shipped recording was made on, as its file is named (tools/adopt_recordings.py): name--v1.27.3-live-...
-RECORDING_RELEASE = re.compile(r"--v(\d+\.\d+\.\d+(?:-(?:alpha|beta|rc)\.\d+)?)-")
-
-
-def shipped_releases_by_name() -> set[str]:
-    """The releases the shipped recordings were made on, read from their names (no file is opened)."""
-    return {m.group(1) for path in families.all_recordings() if (m := RECORDING_RELEASE.search(path.name))}
