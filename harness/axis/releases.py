@@ -8,7 +8,7 @@ refused only when it is here; a version not here was never published.
 from __future__ import annotations
 
 import json
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -20,8 +20,9 @@ CATALOG_FILE = Path(__file__).resolve().parents[1] / "releases.json"
 FIRST_MINOR = 21
 
 
+@lru_cache(maxsize=4096)
 def sort_key(release: str) -> Version:
-    """Release order: 1.31.0-alpha.1 < 1.31.0-rc.1 < 1.31.0 < 1.31.1 ("v" or not)."""
+    """Release order: 1.31.0-alpha.1 < 1.31.0-rc.1 < 1.31.0 < 1.31.1 ("v" or not); read once per spelling."""
     return Version(release.strip())
 
 

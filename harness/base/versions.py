@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
@@ -44,12 +44,9 @@ class KubeVersion:
 
     @classmethod
     def parse(cls, text: str) -> KubeVersion:
-        match = _KUBE_VERSION.match(text.strip())
-        if not match:
-            raise VersionError(f"not a Kubernetes version: {text!r} (expected e.g. 1.27, 1.27.3 or v1.27.3-eks-1)")
-        core = f"{match['major']}.{match['minor']}.{match['patch'] or 0}"
-        pre = match["pre"]
-        return cls(Version(f"{core}-{pre}" if pre else core), text.strip())
+        """A version as a server reports it or a range's end names it; read once per spelling (_parsed: the report
+        and the replays read the same few dozen spellings some hundred thousand times)."""
+        return _parsed(text)
 
     @classmethod
     def requested(cls, text: str) -> KubeVersion:
@@ -67,12 +64,13 @@ class KubeVersion:
         """True when this version is in a range such as "<1.27.0-alpha.3", ">=1.27.0-alpha.3,<1.30", or in
         either of two ranges joined by "||" (">=1.19,<1.22.12 || >=1.23.0-alpha.0,<1.23.9": the patches of
         several minors before a cherry-picked fix)."""
-        return any(part.contains(self.version, prereleases=True) for part in version_range(specifier))
+        return in_range(self.version, specifier)
 
     def __str__(self) -> str:
         return self.text
 
 
+@lru_cache(maxsize=4096)
 def release_name(version: Version) -> str:
     """A release as Kubernetes and the catalog spell it, whole: Version("1.31.0a1") -> "1.31.0-alpha.1", Version("1.31")
     -> "1.31.0". The one spelling of a packaging Version as a release (Release, coverage, upgrade and the gates use it).
@@ -81,6 +79,24 @@ def release_name(version: Version) -> str:
     if version.pre is None:
         return core
     return f"{core}-{PRE_RELEASE_WORDS[version.pre[0]]}.{version.pre[1]}"
+
+
+@lru_cache(maxsize=4096)
+def _parsed(text: str) -> KubeVersion:
+    """KubeVersion.parse, remembered: a KubeVersion is frozen, so every reader may share one."""
+    match = _KUBE_VERSION.match(text.strip())
+    if not match:
+        raise VersionError(f"not a Kubernetes version: {text!r} (expected e.g. 1.27, 1.27.3 or v1.27.3-eks-1)")
+    core = f"{match['major']}.{match['minor']}.{match['patch'] or 0}"
+    pre = match["pre"]
+    return KubeVersion(Version(f"{core}-{pre}" if pre else core), text.strip())
+
+
+@lru_cache(maxsize=65536)
+def in_range(version: Version, specifier: str) -> bool:
+    """Whether a version is in a range (KubeVersion.satisfies), remembered: the same few hundred ranges are asked of
+    the same few dozen releases for every claim of every record."""
+    return any(part.contains(version, prereleases=True) for part in version_range(specifier))
 
 
 def range_parts(specifier: str) -> tuple[str, ...]:
