@@ -150,13 +150,15 @@ def test_a_release_without_a_live_recording_is_said_to_be_only_expected(atlas: l
     assert found.after.name == "v1.30.13"
     assert all(not c.after.live for c in found.claims) and any(c.before.live for c in found.claims)
     # Nothing seen live changes between them; only the preStop sleep action, on by default from v1.30.0-alpha.3
-    # (k/k#122456) and not run live on either, is expected to, and the text says both sides are only expected.
+    # (k/k#122456), is expected to: v1.30.13 never ran it, and v1.29.14 (kind) saw live only its refusal.
     assert {c.family.name for c in found.changed} == {"prestop_sleep"}
     # What turned the action on is named first, before the kubelet fix the cut-off sleep also rests on (k/k#115835)
     cut = by_id(found.changed)["sleep-cut-by-deletion-grace.sigterm-delay"]
     assert [(s.release, s.reason) for s in cut.steps] == [("1.30.0-alpha.3", "k/k#122456, k/k#115835")]
     assert by_id(found.changed)["sleep.sigterm-delay"].steps[0].reason == "k/k#122456"
-    assert all(not c.before.live and not c.after.live for c in found.changed)
+    assert all(not c.after.live for c in found.changed)
+    refused = {"sleep.accepted", "sleep-zero.accepted", "sleep-beyond-grace.accepted"}
+    assert {c.claim.id for c in found.changed if c.before.live} == refused
     assert f"Behaviour that changes ({len(found.changed)} claims)" in upgrade.render_detail(found)
     screen = upgrade.render_text(found)
     assert all("[live" not in line for line in screen.splitlines() if line.startswith("  in "))
