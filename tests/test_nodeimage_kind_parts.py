@@ -393,3 +393,65 @@ def test_a_pinned_release_the_proxy_refuses_names_the_neighbour_that_builds_befo
     assert message.endswith(
         "; make probe VERSION=1.30.10 runs kindest/node:v1.30.10 (kind v0.27.0), whose equal builds here"
     ), message
+
+
+def _go_version_answers(served: set[str]) -> Callable[[Mapping[str, str], Path], subprocess.CompletedProcess[str]]:
+    def go_version(env: Mapping[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+        wanted = env["GOTOOLCHAIN"].removesuffix("+auto").removeprefix("go")
+        if wanted in served:
+            return subprocess.CompletedProcess(["go", "version"], 0, f"go version go{wanted} linux/amd64\n", "")
+        refusal = (
+            f"go: download go{wanted}: golang.org/toolchain@v0.0.1-go{wanted}.linux-amd64: 403 Forbidden\n"
+            "\tserver response: This module version is not available."
+        )
+        return subprocess.CompletedProcess(["go", "version"], 1, "", refusal)
+
+    return go_version
+
+
+def test_kinds_go_is_used_when_served(tmp_path: Path) -> None:
+    found = kind_parts.build_toolchain("1.22.9", {}, tmp_path, _go_version_answers({"1.22.9"}), lambda env, cwd: [])
+    assert found == ("go1.22.9+auto", "go version go1.22.9 linux/amd64", "")
+
+
+def test_an_unserved_go_of_kinds_falls_back_to_the_newest_served_patch_of_its_minor_said(tmp_path: Path) -> None:
+    """kind v0.22.0's .go-version names go1.20.13, which the module proxy refuses (seen live building containerd
+    v1.7.13 for v1.24.17); it serves go1.20.14."""
+    served = ["1.19.13", "1.20.4", "1.20.14", "1.21.13"]
+    toolchain, line, note = kind_parts.build_toolchain(
+        "1.20.13", {}, tmp_path, _go_version_answers(set(served)), lambda env, cwd: served
+    )
+    assert (toolchain, line) == ("go1.20.14+auto", "go version go1.20.14 linux/amd64")
+    assert note.startswith("go1.20.13 (kind's) is not served (") and note.endswith(
+        "built with go1.20.14, the newest go1.20"
+    )
+    assert "403 Forbidden" in note and "\n" not in note
+
+
+def test_a_go_of_which_no_patch_is_served_is_refused_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(kind_parts.PartsError) as caught:
+        kind_parts.build_toolchain("1.20.13", {}, tmp_path, _go_version_answers(set()), lambda env, cwd: ["1.21.13"])
+    assert str(caught.value).startswith("go1.20.13+auto could not be had: go: download go1.20.13")
+    assert "\n" not in str(caught.value)
+
+
+def test_a_component_that_cannot_be_built_ends_make_node_image_in_one_line_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Seen live: make node-image VERSION=1.24.17 ended in a traceback when containerd's Go could not be had."""
+    from harness.doors import cli
+
+    for check in ("check_docker", "check_engine", "check_go", "resolve_module"):
+        monkeypatch.setattr(node_images, check, lambda *a: None)
+    monkeypatch.setattr(node_images, "node_image_host_problems", lambda: [])
+    planned = kind_parts.Plan(kind_parts.kind_release("v0.22.0"), {}, "", "")
+    monkeypatch.setattr(node_images, "plan_parts", lambda version, kind, containerd: planned)
+
+    def build(version: str, say: object, parts_plan: kind_parts.Plan | None) -> list[str]:
+        raise PartsError("go1.20.13+auto could not be had: go: download go1.20.13: 403 Forbidden")
+
+    monkeypatch.setattr(node_images, "build_node_images", build)
+    assert cli.main(["node-image", "--version", "1.24.17", "--source", "modules"]) != 0
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.strip().splitlines() == ["error: go1.20.13+auto could not be had: go: download go1.20.13: 403 Forbidden"]

@@ -41,8 +41,10 @@ from typing import Any
 import yaml
 from packaging.version import InvalidVersion, Version
 
+from harness.base.errors import one_line
 from harness.base.paths import TOOLS
 from harness.gobuild.go import BuildError, go_environment, log_tail, logged_step, run_go
+from harness.gobuild.toolchain import served_toolchains
 
 DATA = Path(__file__).resolve().parents[1] / "kind_components.yaml"
 PARTS = "kind-parts"
@@ -295,6 +297,38 @@ def _make_writable(tree: Path) -> None:
             path.chmod(path.stat().st_mode | stat.S_IWUSR)
 
 
+def _go_version(env: Mapping[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["go", "version"], cwd=cwd, env=dict(env), capture_output=True, text=True, timeout=600,
+                          check=False)  # fmt: skip
+
+
+def build_toolchain(
+    go_version: str,
+    env: Mapping[str, str],
+    cwd: Path,
+    go_version_of: Callable[[Mapping[str, str], Path], subprocess.CompletedProcess[str]] = _go_version,
+    served: Callable[[Mapping[str, str], Path], list[str]] = served_toolchains,
+) -> tuple[str, str, str]:
+    """(GOTOOLCHAIN, the `go version` line it gives, a note or '') for a build with kind's Go (`go_version`, from
+    its .go-version): that Go, or, where the module proxy does not serve it, the newest patch of its minor that it
+    serves, said in the note (kind v0.22.0 names go1.20.13, which the proxy refuses; it serves go1.20.14).
+    PartsError in one line when neither can be had."""
+    toolchain = f"go{go_version}+auto" if go_version else "local"
+    used = go_version_of({**env, "GOTOOLCHAIN": toolchain}, cwd)
+    if used.returncode == 0:
+        return toolchain, used.stdout.strip(), ""
+    why = one_line(used.stderr.strip()[-300:] or "no answer")
+    minor = ".".join(go_version.split(".")[:2])
+    patches = [v for v in served(env, cwd) if ".".join(v.split(".")[:2]) == minor and v != go_version]
+    if go_version and patches:
+        nearest = f"go{patches[-1]}+auto"
+        retried = go_version_of({**env, "GOTOOLCHAIN": nearest}, cwd)
+        if retried.returncode == 0:
+            note = f"go{go_version} (kind's) is not served ({why}): built with go{patches[-1]}, the newest go{minor}"
+            return nearest, retried.stdout.strip(), note
+    raise PartsError(f"{toolchain} could not be had: {why}")
+
+
 def build_part(resolved: Resolved, go_version: str, tools: Path = TOOLS, say: Callable[[str], None] = print) -> Part:
     """The component at `resolved.version`, built now unless built before (a build.json marks a whole build).
 
@@ -309,16 +343,14 @@ def build_part(resolved: Resolved, go_version: str, tools: Path = TOOLS, say: Ca
     source, log = directory / "src", directory / "build.log"
     shutil.copytree(Path(resolved.info["Dir"]), source)
     _make_writable(source)
-    toolchain = f"go{go_version}+auto" if go_version else "local"
-    env = {**go_environment(tools), "GOTOOLCHAIN": toolchain, "GOFLAGS": "-mod=mod -buildvcs=false"}
+    env = {**go_environment(tools), "GOFLAGS": "-mod=mod -buildvcs=false"}
     started = time.monotonic()
-    say(f"building {resolved.component} {resolved.version} from {resolved.module} ({toolchain})")
     try:
-        go_used = subprocess.run(
-            ["go", "version"], cwd=source, env=env, capture_output=True, text=True, timeout=600, check=False
-        )
-        if go_used.returncode != 0:
-            raise PartsError(f"{toolchain} could not be had for {resolved.component}: {go_used.stderr.strip()[-500:]}")
+        toolchain, go_line, toolchain_note = build_toolchain(go_version, env, source)
+        env["GOTOOLCHAIN"] = toolchain
+        if toolchain_note:
+            say(f"{resolved.component} {resolved.version}: {toolchain_note}")
+        say(f"building {resolved.component} {resolved.version} from {resolved.module} ({toolchain})")
         (directory / "bin").mkdir()
         declared = declared_module((source / "go.mod").read_text(), resolved.module)
         for extra, command in _steps(resolved.component, resolved.version, declared, _commit(resolved.info)):
@@ -350,8 +382,9 @@ def build_part(resolved: Resolved, go_version: str, tools: Path = TOOLS, say: Ca
         "substitution": resolved.substitution,
         "sum": resolved.info.get("Sum"),
         "commit": _commit(resolved.info) or None,
-        "toolchain": go_used.stdout.strip(),
+        "toolchain": go_line,
         "gotoolchain": toolchain,
+        **({"toolchain_note": toolchain_note} if toolchain_note else {}),
         "steps": [" ".join(f"{k}={v}" for k, v in extra.items()) + " go " + " ".join(c[1:])
                   for extra, c in _steps(resolved.component, resolved.version, declared, "<commit>")],
         "version_output": version_line,
@@ -488,6 +521,8 @@ def runtime_origin(parts_plan: Plan, parts: Mapping[str, Part]) -> dict[str, str
         record = part.record
         go = next((word for word in str(record["toolchain"]).split() if word.startswith("go1")), "?")
         line = f"{record['version']} (built here from {record['module']} with {go})"
+        if record.get("toolchain_note"):
+            line += f"; kind {kind.kind}'s Go is not served"
         if record.get("substitution"):
             line += f"; kind {kind.kind} pins {record['wanted']}, not served"
         return line

@@ -233,5 +233,5 @@ def make_node_image(
             tag, said = node_image_release.build_node_image(release, kind_bin, builder)
             say(said)
             return tag
-    except (node_image_release.NodeImageBuildFailed, NodeImageError, BuildError) as err:
+    except (node_image_release.NodeImageBuildFailed, NodeImageError, BuildError, PartsError) as err:
         raise NotRunnable(str(err)) from err
