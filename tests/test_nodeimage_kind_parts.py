@@ -418,8 +418,15 @@ def test_an_unserved_go_of_kinds_falls_back_to_the_newest_served_patch_of_its_mi
     """kind v0.22.0's .go-version names go1.20.13, which the module proxy refuses (seen live building containerd
     v1.7.13 for v1.24.17); it serves go1.20.14."""
     served = ["1.19.13", "1.20.4", "1.20.14", "1.21.13"]
+    (tmp_path / "go.mod").write_text("module github.com/containerd/containerd\n\ngo 1.19\n")
+
+    def listed(env: Mapping[str, str], cwd: Path) -> list[str]:
+        # asked outside the component's module, whose graph `go list -m` would read (and fail on) there
+        assert not any((d / "go.mod").exists() for d in [cwd, *cwd.parents])
+        return served
+
     toolchain, line, note = kind_parts.build_toolchain(
-        "1.20.13", {}, tmp_path, _go_version_answers(set(served)), lambda env, cwd: served
+        "1.20.13", {}, tmp_path, _go_version_answers(set(served)), listed
     )
     assert (toolchain, line) == ("go1.20.14+auto", "go version go1.20.14 linux/amd64")
     assert note.startswith("go1.20.13 (kind's) is not served (") and note.endswith(

@@ -30,6 +30,7 @@ import re
 import shutil
 import stat
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -319,7 +320,9 @@ def build_toolchain(
         return toolchain, used.stdout.strip(), ""
     why = one_line(used.stderr.strip()[-300:] or "no answer")
     minor = ".".join(go_version.split(".")[:2])
-    patches = [v for v in served(env, cwd) if ".".join(v.split(".")[:2]) == minor and v != go_version]
+    with tempfile.TemporaryDirectory() as outside:  # outside any module: in the component's, go list reads its graph
+        listed = served(env, Path(outside))
+    patches = [v for v in listed if ".".join(v.split(".")[:2]) == minor and v != go_version]
     if go_version and patches:
         nearest = f"go{patches[-1]}+auto"
         retried = go_version_of({**env, "GOTOOLCHAIN": nearest}, cwd)
