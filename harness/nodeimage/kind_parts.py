@@ -15,7 +15,8 @@ Dockerfile builds it, but from the module zip the Go module proxy serves (unpack
 - CNI plugins: host-local, loopback, ptp and portmap, the four kind ships.
 
 Each with the Go that kind's .go-version names for that release (GOTOOLCHAIN=go<that>+auto: a module whose
-go.mod asks for a newer Go gets it). Where the proxy refuses the version kind pins, the nearest version it serves
+go.mod asks for a newer Go gets it; where the proxy refuses that Go, the newest patch of its minor that it serves,
+said). Where the proxy refuses the version kind pins, the nearest version it serves
 is built and the substitution recorded; a version asked for explicitly (CONTAINERD=...) is built exactly or
 refused. kindnetd (sigs.k8s.io/kind/images/kindnetd) and kind's storage provisioner are not served at all: a node
 image names its substitute (the suite's ptp network; no provisioner).
