@@ -206,7 +206,17 @@ HARNESS: dict[str, Bad] = {
     "matrix-runtime-twice": Bad(
         ("matrix", "--versions", "1.27:containerd=2.3.4 1.27.16:containerd=v2.3.4"),
         2,
-        "names Kubernetes 1.27.16:containerd=v2.3.4 twice",
+        "names the node image plp-node:v1.27.16-kind.v0.25.0-containerd.v2.3.4 twice",
+    ),
+    "matrix-runtime-same-entry": Bad(
+        ("matrix", "--versions", "1.27.16:kind 1.27.16:kind"),
+        2,
+        "names the node image plp-node:v1.27.16-kind.v0.25.0 twice (1.27.16:kind and 1.27.16:kind)",
+    ),
+    "matrix-runtime-same-image": Bad(
+        ("matrix", "--versions", "1.27.16:debian 1.27.16:kind 1.27.16:kind=0.25.0"),  # v0.25.0 built the pinned image
+        2,
+        "names the node image plp-node:v1.27.16-kind.v0.25.0 twice (1.27.16:kind and 1.27.16:kind=0.25.0)",
     ),
     "matrix-runtime-on-local": Bad(
         ("matrix", "--cluster", "local", "--versions", "1.27.3:debian"), 2, "CLUSTER=local runs each release on its own"

@@ -152,6 +152,11 @@ class ReleaseAxis(ABC):
         """What a run's record (run.json) says its cluster ran, for a bisection's record."""
         return {}
 
+    def runs_as(self, release: Release) -> str:
+        """What a run of this release on this axis is, in words that name it once: two matrix entries that read the
+        same run the same ("Kubernetes 1.27.16", "Kubernetes 1.27.16:debian")."""
+        return f"Kubernetes {release}:{self.runtime}" if self.runtime else f"Kubernetes {release}"
+
     def on_runtime(self, runtime: str) -> ReleaseAxis | None:
         """This axis with its releases on another runtime, as a make matrix entry names it after its version
         (VERSIONS="1.27.16:debian"; "" is this axis); BadInput in one line for a runtime the kind does not know,

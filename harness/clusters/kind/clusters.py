@@ -387,3 +387,8 @@ class KindRuntimeAxis(KindAxis):
 
     def probe_args(self, release: Release) -> list[str]:
         return ["--image", self.chosen.tag(release)]
+
+    def runs_as(self, release: Release) -> str:
+        """The node image it runs: two spellings of one runtime ('kind' and 'kind=v0.25.0' where v0.25.0 built the
+        pinned image) name one image, which would run twice."""
+        return f"the node image {self.chosen.tag(release)}"

@@ -94,16 +94,17 @@ def read_end(text: str, variable: str) -> Release:
         raise VersionError(str(err).replace("VERSION=", f"{variable}=")) from None
 
 
-def refuse_duplicates(requested: list[str], resolved: list[str]) -> None:
-    """Each version once: two that resolve to one release (1.27 and 1.27.16) are refused, never run twice."""
+def refuse_duplicates(requested: list[str], runs: list[str]) -> None:
+    """Each run once: two entries that resolve to one (1.27 and 1.27.16; 1.27.16:kind and 1.27.16:kind=v0.25.0, one
+    node image) are refused, never run twice; `runs` says what each entry runs (ReleaseAxis.runs_as)."""
     seen: dict[str, str] = {}
-    for asked, release in zip(requested, resolved, strict=True):
-        if release in seen:
+    for asked, run in zip(requested, runs, strict=True):
+        if run in seen:
             raise BadInput(
-                f"VERSIONS names Kubernetes {release} twice ({seen[release]} and {asked}): each version runs once "
+                f"VERSIONS names {run} twice ({seen[run]} and {asked}): each version runs once "
                 "(REPEAT runs each probe again)"
             )
-        seen[release] = asked
+        seen[run] = asked
 
 
 def runtime_axes(kind: ClusterKind, axis: ReleaseAxis, entries: list[tuple[str, str]]) -> dict[str, ReleaseAxis]:
@@ -139,11 +140,9 @@ def run_matrix_command(args: argparse.Namespace) -> int:
     wanted = read_releases([version for version, _ in entries])  # VERSIONS read here, once
     axes = runtime_axes(kind, axis, entries)
     on_axes = [axes[runtime] for _, runtime in entries]
-    names = [
-        ":".join(filter(None, (str(on.releases([release])[0]), on.runtime)))
-        for release, on in zip(wanted, on_axes, strict=True)
-    ]
-    refuse_duplicates(requested, names)
+    refuse_duplicates(
+        requested, [on.runs_as(on.releases([release])[0]) for release, on in zip(wanted, on_axes, strict=True)]
+    )
     inputs.check_run_dir(args.run_dir)
     builds_here = any(each.builds_here for each in axes.values())
     if refused := axis_host_refusal(axis, one_at_a_time=True, go=builds_here):
