@@ -1311,3 +1311,45 @@ def test_what_changed_is_one_reading_in_report_md_report_html_and_make_upgrade(
         assert {c.claim.id for c in terminal.changed} <= listed, (a, b)
         section = markdown.split(f"#### {a} → {b}\n", 1)[1].split("\n####", 1)[0]
         assert {c.claim.id for c in terminal.changed} <= set(re.findall(r"`([^`]+)`", section)), (a, b)
+
+
+def _matrix_of_one_release_on_three_runtimes(base: Path) -> None:
+    """A make matrix's folder as run_matrix_command leaves it: v1.27.16 on its pinned image, on the Debian image and
+    on containerd v2.3.4, each entry its folder with one run, and matrix.json naming each entry's runtime."""
+    from harness.axis.matrix import VersionResult
+
+    seen = {"": ["Running", "Failed"], "debian": ["Running"], "kind=v0.25.0,containerd=v2.3.4": ["Running", "Failed"]}
+    results = []
+    for number, (runtime, observed) in enumerate(seen.items()):
+        folder = base / ("1.27.16" + (f"-{safe_name(runtime)}" if runtime else ""))
+        run_id = f"20261207-01000{number}-abcd"
+        (folder / run_id / "probes").mkdir(parents=True)
+        (folder / run_id / "run.json").write_text(json.dumps({"run_id": run_id}))
+        record = {**_record("p", observed, None, "pass", "v1.27.16"), "provenance": {"run_id": run_id}}
+        (folder / run_id / "probes" / "p.json").write_text(json.dumps(record))
+        results.append(VersionResult("1.27.16", "passed", 0, str(folder), 1.0, release="1.27.16", runtime=runtime))
+    versions = [dataclasses.asdict(result) for result in results]
+    (base / "matrix.json").write_text(json.dumps({"cluster": "kind", "versions": versions}))
+
+
+def test_a_matrix_of_one_release_on_several_runtimes_gives_each_entry_its_column(tmp_path: Path) -> None:
+    """make matrix VERSIONS="1.27.16 1.27.16:debian 1.27.16:containerd=2.3.4": its report (make report on the
+    matrix's folder) heads a column by release and runtime for each entry, each with what its own run observed,
+    where all three runs answered v1.27.16 (before, one column showed the worst of the three)."""
+    from harness.doors import cli
+
+    base = tmp_path / "matrix-20261207-010000-abcd"
+    _matrix_of_one_release_on_three_runtimes(base)
+    assert cli.main(["report", str(base), "--out", str(tmp_path / "report")]) == 0
+    html = (tmp_path / "report" / "report.html").read_text()
+    columns = ["v1.27.16", "v1.27.16:debian", "v1.27.16:kind=v0.25.0,containerd=v2.3.4"]
+    cells = {version: text for _, version, _, text in matrix_cells(html)}
+    assert list(cells) == columns
+    assert cells == dict(zip(columns, ["Running → Failed", "Running", "Running → Failed"], strict=True))
+    # the Debian entry's Running alone disagrees, in its own column
+    assert [version for _, version, classes, _ in matrix_cells(html) if "fail" in classes] == ["v1.27.16:debian"]
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    assert "| claim | v1.27.16 | v1.27.16:debian | v1.27.16:kind=v0.25.0,containerd=v2.3.4 |" in markdown
+    # the same runs read without their matrix record are runs of one release: one column, as make atlas shows them
+    runs = sorted(base.glob("*/*/probes/p.json"))
+    assert build_matrix(load_records(runs)).versions == ["v1.27.16"]

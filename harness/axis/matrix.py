@@ -276,6 +276,26 @@ def stopped_line(base: Path, building: Sequence[str]) -> str:
     return f"the matrix under {base} ({version}{build})"
 
 
+def entry_runtimes(runs: Sequence[Path]) -> dict[str, str]:
+    """The run id of each make matrix entry that named a runtime after its version -> that runtime, from the matrix
+    records (matrix.json) under `runs`: the report gives such an entry a column of its own, headed by release and
+    runtime, where one release ran on several runtimes."""
+    found: dict[str, str] = {}
+    for root in runs:
+        for record in sorted(root.rglob("matrix.json")) if root.is_dir() else ():
+            try:
+                versions = json.loads(record.read_text()).get("versions") or []
+            except (OSError, ValueError):
+                continue  # not a matrix record the suite wrote: its runs keep the version's column
+            for entry in versions:
+                if not (isinstance(entry, dict) and entry.get("runtime") and entry.get("run_dir")):
+                    continue
+                # its folder beside the record (the matrix writes each entry's folder there), wherever it was moved
+                for run_json in sorted((record.parent / Path(entry["run_dir"]).name).glob("*/run.json")):
+                    found[run_json.parent.name] = str(entry["runtime"])  # the folder of a run is named by its id
+    return found
+
+
 def render(results: Sequence[VersionResult], wall_s: float) -> str:
     """The matrix's figures: per version build / start-up / probes, and the total."""
     width = max([14, *(len(r.name) + 1 for r in results)])

@@ -14,13 +14,15 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cache
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
+
+from packaging.version import Version
 
 from harness.base import families
 from harness.base.versions import KubeVersion
@@ -178,7 +180,7 @@ class RowCell:
 
 @dataclass
 class Matrix:
-    versions: list[str]  # server versions, oldest first
+    versions: list[str]  # the columns, oldest first: server versions ('v1.27.16'), or with a matrix entry's runtime
     claims: dict[str, JsonDict]  # claim id -> statement, observable, document
     cells: dict[tuple[str, str], Cell]  # (claim id, version) -> cell, over every probe checking the claim
     provenance: dict[str, JsonDict]  # version -> provenance of the run(s) behind that column
@@ -190,6 +192,8 @@ class Matrix:
     timeline_tags: dict[str, dict[str, str]] = field(default_factory=dict)  # probe -> row label -> live/derived
     anchors: dict[str, str] = field(default_factory=dict)  # probe -> the action its timeline counts from
     live_coverage: JsonDict = field(default_factory=dict)  # the claim ranges the records' live runs are in
+    # a column that is a make matrix entry on a runtime of its own ('v1.27.16:debian') -> its server version
+    column_versions: dict[str, str] = field(default_factory=dict)
     observations: Observations | None = None  # what live records saw, for what changes between two versions
     claims_loader: ClaimsLoader = load_claims
     _pairs: dict[tuple[str, str], Upgrade] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -197,6 +201,10 @@ class Matrix:
     _expectations: dict[tuple[str, str], Expectation | None] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+
+    def version_of(self, column: str) -> str:
+        """The server version of a column: itself, or the release a matrix entry on its own runtime ran."""
+        return self.column_versions.get(column, column)
 
     def counts(self) -> dict[str, int]:
         """How many claim × version cells have each status; failed and undecided are counted apart.
@@ -216,7 +224,7 @@ class Matrix:
 
     def changed(self) -> list[tuple[str, str, Cell]]:
         """Cells whose verdict under the current expectations differs from the recorded one."""
-        ordered = sorted(self.cells.items(), key=lambda item: (item[0][0], KubeVersion.parse(item[0][1])))
+        ordered = sorted(self.cells.items(), key=lambda item: (item[0][0], self._column_key(item[0][1])))
         return [(claim, version, cell) for (claim, version), cell in ordered if cell.changed]
 
     def differences(self, a: str, b: str) -> list[tuple[str, Cell, Cell]]:
@@ -228,12 +236,18 @@ class Matrix:
                 rows.append((claim, left, right))
         return rows
 
+    def _column_key(self, column: str) -> tuple[Version, str]:
+        """Columns in order: by version, a release's own column before those of its runtimes."""
+        return KubeVersion.parse(self.version_of(column)).version, column
+
     def expectation(self, claim: str, version: str) -> Expectation | None:
-        """The expectation for the claim on that version, or None where no range covers it."""
+        """The expectation for the claim on that version (a column), or None where no range covers it."""
         key = (claim, version)
         if key not in self._expectations:
             self._expectations[key] = (
-                _expectation(self.claim_objects[claim], version) if claim in self.claim_objects else None
+                _expectation(self.claim_objects[claim], self.version_of(version))
+                if claim in self.claim_objects
+                else None
             )
         return self._expectations[key]
 
@@ -303,7 +317,9 @@ class Matrix:
         the one reading both pages and the terminal give, counted alike."""
         if (a, b) not in self._pairs:
             observed = self.observations or Observations({}, {})
-            before, after = (UpgradeEnd(v, KubeVersion.parse(v), "a column of the matrix") for v in (a, b))
+            before, after = (
+                UpgradeEnd(v, KubeVersion.parse(self.version_of(v)), "a column of the matrix") for v in (a, b)
+            )
             self._pairs[(a, b)] = compare(before, after, observed, claims_loader=self.claims_loader, only=self.claims)
         return self._pairs[(a, b)]
 
@@ -538,9 +554,14 @@ def _column_provenance(entries: list[JsonDict]) -> JsonDict:
     }
 
 
-def build_matrix(records: Iterable[JsonDict], claims_loader: ClaimsLoader = load_claims) -> Matrix:
-    """The matrix of the records, every verdict re-evaluated against the claims `claims_loader` gives."""
+def build_matrix(
+    records: Iterable[JsonDict], claims_loader: ClaimsLoader = load_claims, runtimes: Mapping[str, str] | None = None
+) -> Matrix:
+    """The matrix of the records, every verdict re-evaluated against the claims `claims_loader` gives: a column per
+    server version, and one per make matrix entry that named a runtime (`runtimes`: the run id of such an entry's
+    run -> the runtime, as harness/axis/matrix.py entry_runtimes reads them), headed by its release and runtime."""
     records = list(records)
+    column_versions: dict[str, str] = {}
     seen: dict[tuple[str, str, str], list[_Seen]] = {}
     claims: dict[str, JsonDict] = {}
     claim_objects: dict[str, Claim] = {}
@@ -553,11 +574,15 @@ def build_matrix(records: Iterable[JsonDict], claims_loader: ClaimsLoader = load
         version = record.get("server_version")
         if not version:
             continue
+        column = version
+        if runtime := (runtimes or {}).get(str((record.get("provenance") or {}).get("run_id"))):
+            column = f"{version}:{runtime}"
+            column_versions[column] = version
         probe, kind = record["probe"], origin_kind(record)
         family_of_probe.setdefault(probe, record["family"])
-        record_provenance.setdefault(version, []).append(_record_provenance(record))
+        record_provenance.setdefault(column, []).append(_record_provenance(record))
         timeline = record.get("timeline") or {}
-        timelines.setdefault(probe, {}).setdefault((version, kind), timeline.get("entries", []))
+        timelines.setdefault(probe, {}).setdefault((column, kind), timeline.get("entries", []))
         anchors.setdefault(probe, timeline.get("anchor") or "anchor action")
         where = str(
             (record.get("recording_origin") or {}).get("file") or (record.get("provenance") or {}).get("run_id")
@@ -578,7 +603,7 @@ def build_matrix(records: Iterable[JsonDict], claims_loader: ClaimsLoader = load
             else:
                 doubt = Doubt.from_record(verdict.get("detail"))  # the gaps it was judged with, and where they lay
                 now = evaluate(claim, KubeVersion.parse(version), verdict["observed"], doubt).to_json()
-            seen.setdefault((probe, claim.id, version), []).append(_Seen(kind, now, verdict["status"], probe, where))
+            seen.setdefault((probe, claim.id, column), []).append(_Seen(kind, now, verdict["status"], probe, where))
     by_claim: dict[tuple[str, str], list[_Seen]] = {}
     for (_, claim_id, version), observations in seen.items():
         by_claim.setdefault((claim_id, version), []).extend(observations)
@@ -591,11 +616,15 @@ def build_matrix(records: Iterable[JsonDict], claims_loader: ClaimsLoader = load
     registry = list(families.documents())  # documents in probes/documents.yaml's order, then any other by name
     # stable: scenarios keep their order within a document
     rows.sort(key=lambda r: (registry.index(r.document) if r.document in registry else len(registry), r.document))
-    ordered = sorted(record_provenance, key=lambda v: KubeVersion.parse(v).version)
+
+    def in_order(column: str) -> tuple[Version, str]:
+        return KubeVersion.parse(column_versions.get(column, column)).version, column
+
+    ordered = sorted(record_provenance, key=in_order)
     series: dict[str, dict[str, list[JsonDict]]] = {}
     tags: dict[str, dict[str, str]] = {}
     for probe in sorted(timelines, key=lambda p: scenarios[p].order):
-        keys = sorted(timelines[probe], key=lambda k: (KubeVersion.parse(k[0]).version, ORIGIN_RANK[k[1]]))
+        keys = sorted(timelines[probe], key=lambda k: (in_order(k[0]), ORIGIN_RANK[k[1]]))
         versions_seen = [v for v, _ in keys]
         for version, kind in keys:
             label = version if versions_seen.count(version) == 1 else f"{version} ({kind})"
@@ -616,6 +645,7 @@ def build_matrix(records: Iterable[JsonDict], claims_loader: ClaimsLoader = load
         live_coverage=coverage.section_for_records(records, claims_loader),
         observations=Observations.of(records, claims_loader),
         claims_loader=claims_loader,
+        column_versions=column_versions,
     )
 
 

@@ -8,6 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.axis.matrix import entry_runtimes
 from harness.base import inputs, outputs, paths
 from harness.base.errors import NotRunnable, PrerequisiteMissing
 from harness.base.inputs import BadInput
@@ -62,7 +63,8 @@ def run_report_command(args: argparse.Namespace) -> int:
     try:
         out = outputs.check_output_dir(args.out, "--out (the report folder)") if args.out else None
         records = report_records(args.runs)
-        built, chosen = report_matrix(records, args.from_version, args.to_version, ", ".join(args.runs))
+        runtimes = entry_runtimes([Path(run) for run in args.runs])  # a matrix's entries on runtimes of their own
+        built, chosen = report_matrix(records, args.from_version, args.to_version, ", ".join(args.runs), runtimes)
     except BadInput as err:
         return refuse(BAD, str(err))
     except Refused as refused:
@@ -110,10 +112,15 @@ def report_records(runs: list[str]) -> list[report_model.JsonDict]:
 
 
 def report_matrix(
-    records: list[report_model.JsonDict], from_version: str, to_version: str, where: str
+    records: list[report_model.JsonDict],
+    from_version: str,
+    to_version: str,
+    where: str,
+    runtimes: dict[str, str] | None = None,
 ) -> tuple[report_model.Matrix, upgrade.Upgrade | None]:
     """The behaviour matrix of the records, with what changes between FROM and TO when either is given; Refused when
-    FROM and TO cannot be used or no record reached a server (`where`: where the records were read)."""
+    FROM and TO cannot be used or no record reached a server (`where`: where the records were read). `runtimes`: the
+    runs of make matrix entries that named a runtime, each its own column (harness/axis/matrix.py entry_runtimes)."""
     chosen = None
     if from_version or to_version:
         try:
@@ -122,7 +129,7 @@ def report_matrix(
             raise Refused(BAD, str(err)) from err
         said = f"live: the {sum(records_module.origin_kind(r) == 'live' for r in records)} live records under RUNS"
         chosen = upgrade.compare(before, after, records, [said])
-    built = report_model.build_matrix(records)
+    built = report_model.build_matrix(records, runtimes=runtimes)
     if not built.versions:
         raise Refused(
             NOTHING_TO_REPORT,
