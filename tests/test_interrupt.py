@@ -5,6 +5,7 @@ to raise KeyboardInterrupt."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -399,3 +400,138 @@ def test_a_stopped_kind_matrix_lets_its_running_versions_clean_up_and_starts_no_
     assert stop_a_matrix(KIND_MATRIX, outs, running=2, stop=stop) == INTERRUPTED
     assert [out.read_text() for out in outs[:2]] == ["SIGINT" if stop == "ctrl-c" else "SIGTERM"] * 2
     assert not outs[2].with_suffix(".started").exists()
+
+
+# A stand-in for a node image build (make node-image in a child harness): its work folder, a step that would take
+# 300 s in its process group, and, on Ctrl-C, its unfinished work removed as make node-image removes it (STUBBORN:
+# it ignores Ctrl-C, and so does its step, which it started with SIGINT ignored).
+LONG_BUILD = textwrap.dedent(
+    """
+    import os, shutil, signal, subprocess, sys, time
+    from pathlib import Path
+
+    base, stubborn = Path(sys.argv[1]), sys.argv[2] == "stubborn"
+
+    def stopped(signum, frame):
+        shutil.rmtree(base / "work")  # as make node-image removes its unfinished work
+        sys.exit(130)
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN if stubborn else stopped)
+    (base / "work" / "rootfs").mkdir(parents=True)
+    step = subprocess.Popen(["sleep", "300"])
+    (base / "step.pid").write_text(str(step.pid))
+    (base / "build.started").write_text(str(os.getpid()))
+    step.wait()
+    time.sleep(300)  # the step ended first (the same Ctrl-C): the handler comes next
+    """
+)
+
+
+def started(path: Path, process: subprocess.Popen[bytes] | None = None) -> None:
+    """Wait until `path` exists (the stand-in started), while `process` runs."""
+    deadline = time.monotonic() + 60
+    while not path.exists():
+        assert (process is None or process.poll() is None) and time.monotonic() < deadline, f"{path} never came"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("stubborn", [False, True])
+def test_a_build_run_until_stopped_is_stopped_by_its_process_group(tmp_path: Path, stubborn: bool) -> None:
+    """make matrix's build ahead runs in a child on a thread no Ctrl-C reaches: once `stop` is set it gets SIGINT, as
+    from a terminal, removes its unfinished work and ends; one that does not end within its time to clean up is
+    killed with its whole process group (what it left is then removed by the caller: `cleaned` says which)."""
+    from harness.base.process import StoppedChild, run_until_stopped
+
+    stop = threading.Event()
+
+    def stop_once_started() -> None:
+        started(tmp_path / "build.started")
+        stop.set()
+
+    threading.Thread(target=stop_once_started, daemon=True).start()
+    begun = time.monotonic()
+    argv = [sys.executable, "-c", LONG_BUILD, str(tmp_path), "stubborn" if stubborn else "cooperative"]
+    with (tmp_path / "build.log").open("w") as out, pytest.raises(StoppedChild) as stopped:
+        run_until_stopped(argv, out, stop, cleanup_s=2.0)
+    assert time.monotonic() - begun < 150  # half the step's 300 s: stopped, not waited for
+    assert stopped.value.cleaned is not stubborn
+    assert (tmp_path / "work").exists() is stubborn  # its own cleanup ran, unless it was killed
+    assert gone(int((tmp_path / "step.pid").read_text())), "the build's step runs on after its group was stopped"
+
+
+def gone(pid: int) -> bool:
+    """The process ended, waited for up to 60 s: SIGKILL lands when it is next scheduled, seconds on a busy machine."""
+    deadline = time.monotonic() + 60
+    while not ended(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return ended(pid)
+
+
+KIND_RUNTIME_MATRIX = textwrap.dedent(
+    """
+    # stands in for `make matrix VERSIONS=1.27.16:debian` on kind: its entry waits for its node image, which the real
+    # KindRuntimeAxis builds ahead in a child (here a stand-in long build), on the matrix's build thread
+    import argparse, shutil, sys, threading
+    from pathlib import Path
+    from harness.axis import matrix
+    from harness.axis.release_axis import PlannedVersion
+    from harness.base.process import sigterm_as_interrupt
+    from harness.base.versions import Release
+    from harness.clusters.kind import clusters
+    from harness.clusters.kind.node_images import ImageRuntime, image_runtime
+    from harness.nodeimage import tags
+
+    build, base, how = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+    tags.node_image_record = lambda tag: base / "records" / (tag.replace(":", "-") + ".json")  # none built yet
+    (base / "records").mkdir()
+    ImageRuntime.command = lambda self, release: [sys.executable, "-c", build, str(base), how]
+    clusters.BUILD_CLEANUP_S = 2.0
+    clusters.discard_unfinished = lambda tag: (shutil.rmtree(base / "work"), (base / "discarded").write_text(tag))
+    axis = clusters.KindRuntimeAxis(argparse.Namespace(source="modules"), image_runtime("debian"))
+    release = Release.parse("1.27.16")
+    plan = [PlannedVersion("1.27.16", release, runtime="debian")]
+    stop = threading.Event()
+    builder = matrix.Builder(lambda name: axis.ready(release, stop=stop, quiet=True), nice=0)
+    never = lambda name, run_dir: [sys.executable, "-c", "open(sys.argv[1], 'w')", str(base / "probed")]
+    sigterm_as_interrupt()
+    try:
+        matrix.run_versions(plan, 1, builder, base, never, None, on_stop=stop.set, say=lambda line: None)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    finally:
+        builder.shutdown()
+    """
+)
+
+
+@pytest.mark.parametrize(("stop", "how"), [("ctrl-c", "cooperative"), ("sigterm", "stubborn")])
+def test_a_stopped_matrix_stops_its_runtimes_node_image_build_and_removes_its_unfinished_work(
+    tmp_path: Path, stop: str, how: str
+) -> None:
+    """Before, Ctrl-C during a runtime entry's node image build waited for the build to end (it ran on a thread of
+    the matrix, which no Ctrl-C reaches, and the builds were stopped only once every version had ended, the entry
+    waiting for its build among them). Now the build runs in a child the matrix stops as soon as it is interrupted,
+    by its process group: the matrix exits 130 promptly, the build's step is gone, its unfinished work removed (by
+    the build itself, or after it is killed for not ending in time), and the entry's probes never start."""
+    matrix = subprocess.Popen(
+        [sys.executable, "-c", KIND_RUNTIME_MATRIX, LONG_BUILD, str(tmp_path), how], cwd=REPO, start_new_session=True
+    )
+    started(tmp_path / "build.started", matrix)
+    begun = time.monotonic()
+    if stop == "ctrl-c":
+        os.killpg(matrix.pid, signal.SIGINT)  # as a terminal: the whole foreground group, but the build's own
+    else:
+        matrix.send_signal(signal.SIGTERM)
+    try:
+        assert matrix.wait(timeout=150) == INTERRUPTED  # half the build step's 300 s: stopped, not waited for
+    finally:  # (a matrix that waits for the build is not left running after the test)
+        for group in (matrix.pid, int((tmp_path / "build.started").read_text())):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)
+    assert time.monotonic() - begun < 150
+    assert gone(int((tmp_path / "step.pid").read_text()))
+    assert not (tmp_path / "work").exists()
+    assert (tmp_path / "discarded").exists() is (how == "stubborn")  # killed: its work removed by the matrix
+    assert not (tmp_path / "probed").exists()
+    log = tmp_path / "records" / "plp-node-v1.27.16.build.log"
+    assert log.is_file()  # the build's output, beside where its record would go

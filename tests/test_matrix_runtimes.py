@@ -94,10 +94,17 @@ def stood_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Stood:
     )
 
     def make_node_image(release: Release, source: str, say: Callable[[str], None], **chosen: str) -> str:
-        stood.asked.append(("build", release.bare, source, chosen))
-        tag = node_images.ImageRuntime(**chosen).tag(release)
+        raise AssertionError("the matrix builds a node image in this process, where it could not stop it")
+
+    def build_in_a_child(argv: list[str], out: object, stop: object, cleanup_s: float) -> int:
+        """make node-image in a child process, as the matrix starts it: the image it builds, recorded."""
+        assert argv[1:4] == ["-m", "harness", "node-image"] and stop is not None
+        given = dict(zip(argv[4::2], argv[5::2], strict=True))
+        chosen = {key: given.get(f"--{key}", "") for key in ("parts", "containerd", "kind")}
+        stood.asked.append(("build", given["--version"], given["--source"], chosen))
+        tag = node_images.ImageRuntime(**chosen).tag(Release.parse(given["--version"]))
         tags.node_image_record(tag).write_text("{}")
-        return tag
+        return 0
 
     def probe_run(command: list[str], log: object = None) -> int:
         stood.asked.append(("probe", command[command.index("probe") + 1 : command.index("--run-dir")]))
@@ -113,6 +120,7 @@ def stood_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Stood:
         return 0
 
     monkeypatch.setattr(kind_clusters, "make_node_image", make_node_image)
+    monkeypatch.setattr(kind_clusters, "run_until_stopped", build_in_a_child)
     monkeypatch.setattr(matrix, "run_through_interrupt", probe_run)
     monkeypatch.setattr(matrix, "disk_gb", lambda tools: 1.5)  # (du over the real .tools/ takes seconds)
     monkeypatch.setattr(version_axis, "run_report_command", lambda args: stood.asked.append(("report", args.runs)))

@@ -372,7 +372,7 @@ def test_an_interrupted_matrix_says_what_its_running_version_and_build_ahead_bec
     os.utime(tmp_path / "1.36.4.log", (1, 1))  # the older log
     assert matrix.stopped_line(tmp_path, ["1.28.0-alpha.3"]) == (
         f"the matrix under {tmp_path} (v1.37.0: stopped the run on local cluster plp-1-37-5a23: the cluster was "
-        "stopped and removed; the build of v1.28.0-alpha.3 ahead was stopped (no binaries left))"
+        "stopped and removed; the build of v1.28.0-alpha.3 ahead was stopped (its unfinished work removed))"
     )
     nothing = tmp_path / "none"
     assert matrix.stopped_line(nothing, [""]) == f"the matrix under {nothing} (no version had started)"

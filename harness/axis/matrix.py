@@ -68,8 +68,15 @@ def summarize_run(run_dir: Path) -> tuple[dict[str, int], str]:
     return outcomes, str(provenance.get("cluster_error", ""))
 
 
-def run_matrix(versions: Sequence[str], jobs: int, run_one: Callable[[str], VersionResult]) -> list[VersionResult]:
-    """Run every version, at most `jobs` at a time; one version's failure never stops the others."""
+def run_matrix(
+    versions: Sequence[str],
+    jobs: int,
+    run_one: Callable[[str], VersionResult],
+    on_stop: Callable[[], None] = lambda: None,
+) -> list[VersionResult]:
+    """Run every version, at most `jobs` at a time; one version's failure never stops the others. `on_stop` runs once
+    a Ctrl-C or SIGTERM came, before the running versions are waited for (a version waiting for its build ahead waits
+    for nothing longer once the build was stopped)."""
 
     def guarded(version: str) -> VersionResult:
         started = time.monotonic()
@@ -88,6 +95,7 @@ def run_matrix(versions: Sequence[str], jobs: int, run_one: Callable[[str], Vers
         # their end).
         if isinstance(stop, Terminated):
             terminate_waited_children()
+        on_stop()
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # the running versions' cleanup ends before this process
@@ -234,11 +242,13 @@ def run_versions(
     tools: Path | None,
     overlap_builds: bool = True,
     say: Callable[[str], None] = print,
+    on_stop: Callable[[], None] = lambda: None,
 ) -> list[VersionResult]:
     """Every planned version, `jobs` at a time; a version that fails to build or start is reported and the others
     go on. With overlap_builds the next version is made runnable while the current one's probes run; with `tools`,
     the disk it uses is said after each version (measured again only once a build changed it). An entry is known
-    by its name (a release, and the runtime its entry named)."""
+    by its name (a release, and the runtime its entry named). `on_stop`: what stops the builds on Ctrl-C or SIGTERM,
+    before the running versions are waited for."""
     started = time.monotonic()
     index = {planned.name: position for position, planned in enumerate(plan)}
     done = 0
@@ -263,7 +273,7 @@ def run_versions(
             done += 1
         return result
 
-    return run_matrix([planned.name for planned in plan], jobs, one)
+    return run_matrix([planned.name for planned in plan], jobs, one, on_stop)
 
 
 def stopped_line(base: Path, building: Sequence[str]) -> str:
@@ -272,7 +282,8 @@ def stopped_line(base: Path, building: Sequence[str]) -> str:
     logs = sorted(base.glob("*.log"), key=lambda path: path.stat().st_mtime)
     said = [line for line in logs[-1].read_text(errors="replace").splitlines() if line.strip()] if logs else []
     version = f"v{logs[-1].stem}: {said[-1].removeprefix('interrupted: ')}" if said else "no version had started"
-    build = f"; the build of v{building[0]} ahead was stopped (no binaries left)" if building and building[0] else ""
+    stopped = building[0] if building else ""
+    build = f"; the build of v{stopped} ahead was stopped (its unfinished work removed)" if stopped else ""
     return f"the matrix under {base} ({version}{build})"
 
 

@@ -163,6 +163,50 @@ def run_through_interrupt(argv: Sequence[str], stdout: IO[str] | None = None) ->
     return wait_through_interrupt(subprocess.Popen(list(argv), stdout=stdout, stderr=stderr))
 
 
+class StoppedChild(Exception):
+    """A child run until stopped (run_until_stopped) was stopped; `cleaned`: it ended on its own after the SIGINT (its
+    own cleanup ran), rather than being killed when its time for that ran out."""
+
+    def __init__(self, cleaned: bool) -> None:
+        super().__init__("stopped" if cleaned else "killed: it did not end within its time to clean up")
+        self.cleaned = cleaned
+
+
+def run_until_stopped(argv: Sequence[str], out: IO[str], stop: threading.Event, cleanup_s: float) -> int:
+    """A long child run from a background thread, which no Ctrl-C reaches (make matrix's build of a runtime ahead),
+    in a process group of its own, its output in `out`; its exit code. Once `stop` is set, or this thread is
+    interrupted, it is stopped (stop_group) and StoppedChild raised (or the interrupt, which goes on)."""
+    process = subprocess.Popen(list(argv), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        while True:
+            try:
+                return process.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                if stop.is_set():
+                    raise StoppedChild(stop_group(process, cleanup_s)) from None
+    except BaseException:
+        if process.poll() is None:
+            stop_group(process, cleanup_s)
+        raise
+
+
+def stop_group(process: subprocess.Popen[bytes], cleanup_s: float) -> bool:
+    """Stop a child that leads a process group of its own as a terminal's Ctrl-C stops a command: SIGINT to the whole
+    group, whose leader (a harness command) then removes its unfinished work; SIGKILL to the group if it has not ended
+    within `cleanup_s`, and to what it left running in the group. Whether it ended on its own."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGINT)
+    try:
+        process.wait(timeout=cleanup_s)
+        ended = True
+    except subprocess.TimeoutExpired:
+        ended = False
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    return ended
+
+
 def sigterm_as_interrupt() -> None:
     """Make SIGTERM (what CI and `kill` send) take the same path as Ctrl-C: KeyboardInterrupt, so that every
     cleanup written for Ctrl-C (clusters, builds, engines) runs for it too. Main thread only."""

@@ -428,6 +428,21 @@ def docker_image(rootfs: Path, tag: str, record: dict[str, Any], run_step: Run =
             run_step(["docker", "image", "rm", "--force", stage])
 
 
+def work_folder(image_tag: str, work: Path = WORK) -> Path:
+    """Where an image is assembled (removed once it is built, or when its build stops)."""
+    return work / image_tag.replace(":", "-").replace("/", "-")
+
+
+def discard_unfinished(tag: str, work: Path | None = None) -> None:
+    """What a build of a node image and its shutdown sibling leaves when it is killed before its own cleanup: their
+    work folders and staging images (kind's components and the Kubernetes binaries without their build.json are
+    never reused, and are removed by their next build)."""
+    for image_tag in (tag, shutdown_image_tag(tag)):
+        discard(work_folder(image_tag, work or WORK))
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(["docker", "image", "rm", "--force", f"{image_tag}-stage"], capture_output=True, timeout=120)
+
+
 def built_tag(version: str, suffix: str = "") -> str:
     """plp-node:v1.27.16 (the named fallback: Debian's runtime), plp-node:v1.27.16-kind.v0.25.0 (kind's components)."""
     return node_image_tag(version + suffix)
@@ -465,7 +480,7 @@ def build_node_images(
     for image_tag in missing:
         shutdown = image_tag != tag
         base, base_record = base_rootfs(shutdown, work, debian_runtime=parts_plan is None)
-        directory = work / image_tag.replace(":", "-").replace("/", "-")
+        directory = work_folder(image_tag, work)
         discard(directory)
         directory.mkdir(parents=True)
         rootfs = directory / "rootfs"

@@ -24,7 +24,7 @@ from harness.axis.releases import bisect_patches, check_published
 from harness.base import inputs, paths
 from harness.base.errors import ClusterFailed, NotRunnable, PrerequisiteMissing, one_line
 from harness.base.inputs import BadInput
-from harness.base.process import run_command
+from harness.base.process import StoppedChild, run_command, run_until_stopped
 from harness.base.run import Run
 from harness.base.versions import Release, VersionError
 from harness.clusters.kind.cluster import INSTALL_KIND, check_docker, check_prerequisites, list_node_containers
@@ -49,6 +49,7 @@ from harness.clusters.kinds import NODE_SHUTDOWN_ROLE, AddOption, ClusterKind, L
 from harness.clusters.kubelet_host import host_kubelet_settings
 from harness.clusters.lifecycle import ClusterProvider, Note, Reached
 from harness.nodeimage import tags
+from harness.nodeimage.node import discard_unfinished
 from harness.nodeimage.shutdown import ensure_derived_image
 
 
@@ -329,6 +330,11 @@ class KindAxis(ReleaseAxis):
         return KindRuntimeAxis(self.args, image_runtime(runtime)) if runtime else self
 
 
+# How long a stopped node image build is given to remove its unfinished work (unmount and delete a root file system,
+# remove a staging image) before its process group is killed.
+BUILD_CLEANUP_S = 60.0
+
+
 class KindRuntimeAxis(KindAxis):
     """Releases on kind on another runtime than the pinned image's, as a make matrix entry names it after its version
     (VERSIONS="1.27.16:debian 1.27.16:containerd=2.3.4"): each runs the node image make node-image builds with those
@@ -367,6 +373,8 @@ class KindRuntimeAxis(KindAxis):
     def ready(self, release: Release, stop: threading.Event | None = None, quiet: bool = False) -> Readied:
         if self.is_ready(release):
             return Readied(release, {"reused": True})
+        if stop is not None:  # ahead, on a thread of make matrix
+            return self.build_in_a_child(release, stop)
         chosen = self.chosen
         try:
             make_node_image(
@@ -381,6 +389,30 @@ class KindRuntimeAxis(KindAxis):
             said = f"could not be built as a node image ({self.runtime}): {err}"
             return Readied(release, why_not=said, error=str(err))
         return Readied(release)
+
+    def build_in_a_child(self, release: Release, stop: threading.Event) -> Readied:
+        """The node image built by `make node-image` in a child process, stopped once `stop` is set: on a thread no
+        Ctrl-C reaches, a build in this process (Go, debootstrap, docker) would run to its end before the matrix could
+        exit. Stopped, it removes its unfinished work, as make node-image does on Ctrl-C; what a build killed for
+        not ending in time left is removed here. Its output goes to a log beside the image's record."""
+        tag = self.chosen.tag(release)
+        if stop.is_set():
+            return Readied(release, why_not=f"{tag} was not built: the matrix was stopped", error="stopped")
+        log = tags.node_image_record(tag).with_suffix(".build.log")
+        log.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with log.open("w") as out:
+                code = run_until_stopped(self.chosen.command(release), out, stop, BUILD_CLEANUP_S)
+        except StoppedChild as stopped:
+            if not stopped.cleaned:
+                discard_unfinished(tag)
+            said = f"building {tag} was stopped with the matrix; its unfinished work was removed"
+            return Readied(release, why_not=said, error=said)
+        if code == 0 and self.is_ready(release):
+            return Readied(release)
+        lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+        said = f"could not be built as a node image ({self.runtime}): {lines[-1] if lines else f'exit {code}'}"
+        return Readied(release, why_not=f"{said} (log: {log})", error=f"{said} (log: {log})")
 
     def is_ready(self, release: Release) -> bool:
         return tags.node_image_record(self.chosen.tag(release)).is_file()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,6 +106,15 @@ class ImageRuntime:
         if self.parts == "kind":
             return modules_tag(release, self.kind, self.containerd)
         return node_image_release.local_tag(release)
+
+    def command(self, release: Release) -> list[str]:
+        """`make node-image` of this release with these PARTS, CONTAINERD and KIND, as a child harness command: make
+        matrix builds ahead in one, which it can stop by its process group (harness/base/process.py
+        run_until_stopped) where a build on one of its threads would run to its end."""
+        argv = [sys.executable, "-m", "harness", "node-image", "--version", release.bare, "--source", "modules"]
+        argv += ["--parts", self.parts]
+        argv += ["--containerd", self.containerd] if self.containerd else []
+        return argv + (["--kind", self.kind] if self.kind else [])
 
 
 RUNTIME_WORDS = "debian, kind, containerd=<version>, kind=<release>, or both settings joined by a comma"

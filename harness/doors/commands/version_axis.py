@@ -180,15 +180,22 @@ def run_matrix_command(args: argparse.Namespace) -> int:
     )
     stopped_build: list[str] = []
     tools = TOOLS if builds_here else None
+
+    def stop_the_builds() -> None:
+        # a build ahead would otherwise run to its end before this process could exit (no Ctrl-C reaches it: its go
+        # processes, or the node image build, run in a session of their own), and a version waiting for it with it
+        if not stop_builds.is_set():
+            stopped_build.append(builder.building)
+            stop_builds.set()
+
     try:
         with stopping(lambda: matrix.stopped_line(base, stopped_build)):
             try:
-                results = matrix.run_versions(plan, jobs, builder, base, probe_argv, tools, not args.no_overlap)
+                results = matrix.run_versions(
+                    plan, jobs, builder, base, probe_argv, tools, not args.no_overlap, on_stop=stop_the_builds
+                )
             finally:
-                # (after an interrupt, a build ahead would otherwise run to its end before this process could exit:
-                # no Ctrl-C reaches its go processes, which run in a session of their own)
-                stopped_build.append(builder.building)
-                stop_builds.set()
+                stop_the_builds()
     finally:
         builder.shutdown()
     wall = time.monotonic() - started
