@@ -1,8 +1,8 @@
-"""The PR each version boundary of the sidecar, preStop sleep, probe-grace and Job replacement families rests on,
-as read at the tags: the CHANGELOG pre-release section that lists it and, where a feature gate decides, the gate's
-state on both sides (harness/gate_ledger.json, from each tag's pkg/features). make upgrade and the report name the
-PRs a row cites as what changed where the row starts, so the row in force from a boundary cites that boundary's PR
-first, and a stage that changes nothing the probes see (GA, a gate's removal) is cited by no row."""
+"""The PR each version boundary of the sidecar, preStop sleep, probe-grace, Job replacement and Job failure policy
+families rests on, as read at the tags: the CHANGELOG pre-release section that lists it and, where a feature gate
+decides, the gate's state on both sides (harness/gate_ledger.json, from each tag's pkg/features). make upgrade and the
+report name the PRs a row cites as what changed where the row starts, so the row in force from a boundary cites that
+boundary's PR first, and a stage that changes nothing the probes see (GA, a gate's removal) is cited by no row."""
 
 from __future__ import annotations
 
@@ -92,6 +92,33 @@ BOUNDARIES: dict[str, dict[str, Boundary]] = {
     },
 }
 
+# Where Jobs are tracked with finalizers by default (JobTrackingWithFinalizers), which decides how an eviction counts
+# against a Job without a pod failure policy: on from 1.23.0-alpha.4, off again in 1.23.7 (the 1.23 line) and
+# 1.24.0-rc.0, on from 1.25.0-alpha.3. The 1.24 line starts on (1.24.0-alpha.0: master after k/k#105687, before its
+# own k/k#109487), which the ledger reads at v1.24.0-alpha.2, the first 1.24 tag the module proxy serves.
+JOB_TRACKING_WITH_FINALIZERS = {
+    "1.23.0-alpha.4": Boundary(
+        "105687", "CHANGELOG-1.23 v1.23.0-alpha.4", "JobTrackingWithFinalizers", "alpha:off", "beta:on"
+    ),
+    "1.23.7": Boundary("109491", "CHANGELOG-1.23 v1.23.7", "JobTrackingWithFinalizers", "beta:on", "beta:off"),
+    "1.24.0-alpha.0": Boundary(
+        "105687", "CHANGELOG-1.23 v1.23.0-alpha.4", "JobTrackingWithFinalizers", "beta:off", "beta:on"
+    ),
+    "1.24.0-rc.0": Boundary(
+        "109487", "CHANGELOG-1.24 v1.24.0-rc.0", "JobTrackingWithFinalizers", "beta:on", "beta:off"
+    ),
+    "1.25.0-alpha.3": Boundary(
+        "110948", "CHANGELOG-1.25 v1.25.0-alpha.3", "JobTrackingWithFinalizers", "beta:off", "beta:on"
+    ),
+}
+BOUNDARIES["job_failure_policy"] = {**SERVER_SIDE_FIELD_VALIDATION, **JOB_POD_FAILURE_POLICY}
+
+# Claims whose boundaries are another gate's than their family's at some releases (both gates change at 1.24.0-rc.0
+# and 1.25.0-alpha.3): the eviction's outcome without a pod failure policy follows how the Job is tracked.
+CLAIM_BOUNDARIES: dict[str, dict[str, Boundary]] = {
+    claim: JOB_TRACKING_WITH_FINALIZERS for claim in ("eviction.job-outcome", "eviction.pods-run")
+}
+
 # Stages that change nothing these probes see: SidecarContainers GA (1.33), ProbeTerminationGracePeriod GA (1.28)
 # and its removal (1.29), PodLifecycleSleepAction GA (announced in 1.32, again in 1.34).
 NOT_A_BOUNDARY = {"129731", "114307", "121257", "128046", "132595"}
@@ -128,13 +155,18 @@ CASES = [
 
 @pytest.mark.parametrize(("family", "claim", "release"), CASES, ids=[f"{c[1].id} {c[2]}" for c in CASES])
 def test_the_row_from_a_boundary_cites_its_pr_first(family: str, claim: Claim, release: str) -> None:
-    known = BOUNDARIES[family]
+    known = {**BOUNDARIES[family], **CLAIM_BOUNDARIES.get(claim.id, {})}
     assert release in known, f"{family} {claim.id}: a range starts or ends at {release}, which no PR here is read for"
     cited = pull_requests(row_on(claim, release).sources)
     assert cited and cited[0] == known[release].pr, (
         f"{family} {claim.id} from {release}: cites {cited}, the change there is k/k#{known[release].pr} "
         f"({known[release].changelog})"
     )
+
+
+def test_every_claim_read_for_its_own_boundaries_is_a_claim_of_a_family_read_here() -> None:
+    claims = {claim.id for family in BOUNDARIES for claim in claims_of(family)}
+    assert set(CLAIM_BOUNDARIES) <= claims
 
 
 def test_no_row_cites_a_stage_that_changes_nothing_here() -> None:
@@ -155,7 +187,12 @@ def state_text(gate: str, release: str) -> str:
 
 
 GATED = sorted(
-    {(release, b) for family in BOUNDARIES.values() for release, b in family.items() if b.gate},
+    {
+        (release, b)
+        for found in (*BOUNDARIES.values(), *CLAIM_BOUNDARIES.values())
+        for release, b in found.items()
+        if b.gate
+    },
     key=lambda x: (sort_key(x[0]), x[1].gate or ""),  # two gates change at 1.29.0-alpha.3: one order for every worker
 )
 
