@@ -462,3 +462,20 @@ def test_a_component_that_cannot_be_built_ends_make_node_image_in_one_line_not_a
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert err.strip().splitlines() == ["error: go1.20.13+auto could not be had: go: download go1.20.13: 403 Forbidden"]
+
+
+def test_a_cached_part_built_for_another_kind_release_is_said_with_this_releases_pin(tmp_path: Path) -> None:
+    """Seen live: crictl v1.34.0, first built for kind v0.31.0 (which pins v1.33.0), was reused for kind v0.27.0
+    and v0.22.0, and their origins said "kind v0.22.0 pins v1.33.0": the pin is the plan's, not the part's record."""
+    proxy = FakeProxy(tmp_path, SERVED, LISTED)
+    planned = kind_parts.plan("v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=proxy)
+    assert planned.resolved["crictl"].wanted == "v1.30.0"
+    parts = {
+        "containerd": _part(tmp_path, "containerd", "v1.7.18", []),
+        "runc": _part(tmp_path, "runc", "v1.1.13", []),
+        "crictl": _part(tmp_path, "crictl", "v1.34.0", [], wanted="v1.33.0", substitution="not served"),
+        "cni_plugins": _part(tmp_path, "cni_plugins", "v1.5.1", []),
+    }
+    said = kind_parts.runtime_origin(planned, parts)
+    assert said["crictl"].endswith("; kind v0.25.0 pins v1.30.0, not served")
+    assert "crictl v1.34.0 for v1.30.0" in said["node_components"] and "v1.33.0" not in str(said)

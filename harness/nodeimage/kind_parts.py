@@ -526,9 +526,12 @@ def runtime_origin(parts_plan: Plan, parts: Mapping[str, Part]) -> dict[str, str
         go = next((word for word in str(record["toolchain"]).split() if word.startswith("go1")), "?")
         line = f"{record['version']} (built here from {record['module']} with {go})"
         if record.get("toolchain_note"):
-            line += f"; kind {kind.kind}'s Go is not served"
-        if record.get("substitution"):
-            line += f"; kind {kind.kind} pins {record['wanted']}, not served"
+            line += f"; {str(record['toolchain_note']).split()[0]} not served"
+        # what kind pins is this plan's: a part built once serves every kind release that resolves to it, and its
+        # record keeps the pin of the release it was first built for
+        planned = parts_plan.resolved.get(component)
+        if planned is not None and planned.substitution:
+            line += f"; kind {kind.kind} pins {planned.wanted}, not served"
         return line
 
     substitutes = []
@@ -536,9 +539,9 @@ def runtime_origin(parts_plan: Plan, parts: Mapping[str, Part]) -> dict[str, str
         asked = parts["containerd"].record["version"]
         substitutes.append(f"containerd {asked} asked for (kind pins {kind.containerd})")
     substitutes += [
-        f"{name} {p.record['version']} for {p.record['wanted']}"
-        for name, p in parts.items()
-        if p.record.get("substitution") and not (name == "containerd" and parts_plan.containerd_asked)
+        f"{name} {parts[name].record['version']} for {planned.wanted}"
+        for name, planned in parts_plan.resolved.items()
+        if name in parts and planned.substitution and not (name == "containerd" and parts_plan.containerd_asked)
     ]
     substitutes.append(f"the suite's ptp network for {kind.kindnetd} (not served)")
     substitutes.append(f"no storage provisioner for {kind.storage_provisioner} (not served)")
