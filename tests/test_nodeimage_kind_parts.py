@@ -184,15 +184,22 @@ def test_the_node_gets_kinds_components_where_kinds_base_image_puts_them(tmp_pat
     assert "restrict_oom_score_adj = true" in (rootfs / "etc/containerd/config.toml").read_text()
 
 
-def test_the_runtime_origin_names_each_version_and_every_substitute(tmp_path: Path) -> None:
+def _kind_v0_25_parts(tmp_path: Path, crictl_recorded_pin: str) -> tuple[kind_parts.Plan, dict[str, Part]]:
+    """kind v0.25.0's plan for v1.27.16 and its built parts, crictl v1.34.0 substituted; its record keeping the pin
+    `crictl_recorded_pin` (the plan's own, or another kind release's when the build is reused)."""
     proxy = FakeProxy(tmp_path, SERVED, LISTED)
     planned = kind_parts.plan("v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=proxy)
     parts = {
         "containerd": _part(tmp_path, "containerd", "v1.7.18", []),
         "runc": _part(tmp_path, "runc", "v1.1.13", []),
-        "crictl": _part(tmp_path, "crictl", "v1.34.0", [], wanted="v1.30.0", substitution="not served"),
+        "crictl": _part(tmp_path, "crictl", "v1.34.0", [], wanted=crictl_recorded_pin, substitution="not served"),
         "cni_plugins": _part(tmp_path, "cni_plugins", "v1.5.1", []),
     }
+    return planned, parts
+
+
+def test_the_runtime_origin_names_each_version_and_every_substitute(tmp_path: Path) -> None:
+    planned, parts = _kind_v0_25_parts(tmp_path, crictl_recorded_pin="v1.30.0")
     said = kind_parts.runtime_origin(planned, parts)
     assert said["containerd"] == "v1.7.18 (built here from github.com/containerd/containerd with go1.22.9)"
     assert said["crictl"].endswith("; kind v0.25.0 pins v1.30.0, not served")
@@ -467,15 +474,8 @@ def test_a_component_that_cannot_be_built_ends_make_node_image_in_one_line_not_a
 def test_a_cached_part_built_for_another_kind_release_is_said_with_this_releases_pin(tmp_path: Path) -> None:
     """Seen live: crictl v1.34.0, first built for kind v0.31.0 (which pins v1.33.0), was reused for kind v0.27.0
     and v0.22.0, and their origins said "kind v0.22.0 pins v1.33.0": the pin is the plan's, not the part's record."""
-    proxy = FakeProxy(tmp_path, SERVED, LISTED)
-    planned = kind_parts.plan("v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=proxy)
+    planned, parts = _kind_v0_25_parts(tmp_path, crictl_recorded_pin="v1.33.0")
     assert planned.resolved["crictl"].wanted == "v1.30.0"
-    parts = {
-        "containerd": _part(tmp_path, "containerd", "v1.7.18", []),
-        "runc": _part(tmp_path, "runc", "v1.1.13", []),
-        "crictl": _part(tmp_path, "crictl", "v1.34.0", [], wanted="v1.33.0", substitution="not served"),
-        "cni_plugins": _part(tmp_path, "cni_plugins", "v1.5.1", []),
-    }
     said = kind_parts.runtime_origin(planned, parts)
     assert said["crictl"].endswith("; kind v0.25.0 pins v1.30.0, not served")
     assert "crictl v1.34.0 for v1.30.0" in said["node_components"] and "v1.33.0" not in str(said)
