@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from harness.axis.bisect import BAD, GOOD, bisect, first_candidates, next_candidates
+from harness.axis.bisect import BAD, GOOD, SKIP, bisect, first_candidates, next_candidates
 from harness.axis.build_ahead import BuildAhead
 from harness.axis.release_axis import Readied
 from harness.base.versions import Release
@@ -114,14 +114,34 @@ def test_a_failed_build_is_raised_where_the_release_is_needed_and_close_stops_th
     assert not closing.is_alive()  # close stopped the running build instead of waiting it out
 
 
-def test_the_next_candidates_are_the_two_the_search_may_take() -> None:
+def test_the_next_candidates_are_those_the_search_may_take_if_good_bad_or_skipped() -> None:
     versions = [f"1.27.{p}" for p in range(10)]
     assert first_candidates(versions) == ["1.27.0", "1.27.9", "1.27.4"]
     assert first_candidates(versions[:2]) == ["1.27.0", "1.27.1"]
     found = bisect(versions, lambda v: GOOD if v < "1.27.6" else BAD, say=lambda line: None)
     state = type(found)(versions, {"1.27.0": GOOD, "1.27.9": BAD})
-    # Probing 1.27.4 between 0 and 9: good -> 1.27.6 (the larger side first), bad -> 1.27.2.
-    assert next_candidates(state, versions, 0, 9, 4) == ["1.27.6", "1.27.2"]
+    # Probing 1.27.4 between 0 and 9: good -> 1.27.6 (the larger side first), bad -> 1.27.2, skip -> 1.27.3.
+    assert next_candidates(state, versions, 0, 9, 4) == ["1.27.6", "1.27.2", "1.27.3"]
+
+
+def test_after_a_skip_the_release_tried_next_was_built_ahead() -> None:
+    """A candidate the proxy refuses is a skip at once; the search then tries the nearest untried release, and
+    that one was wanted (so built) while the skip was on its way, as the good and bad branches are."""
+    versions = [f"1.23.{p}" for p in range(4, 18)]  # GOOD 1.23.4, BAD 1.23.17: the middle is 1.23.10
+    refused = {"1.23.10", "1.23.11", "1.23.13", "1.23.16"}
+    wanted: list[list[str]] = []
+
+    def run(version: str) -> str:
+        if version in refused:
+            return SKIP
+        return BAD if int(version.split(".")[-1]) >= 7 else GOOD
+
+    found = bisect(versions, run, say=lambda line: None, ahead=lambda releases: wanted.append(list(releases)))
+    assert found.first_bad == "1.23.7"
+    ran = [w[0] for w in wanted][2:]  # after GOOD and BAD, what the search probed, in order
+    assert ran[0] == "1.23.10" and ran[1] in wanted[2][1:]  # 1.23.10 is a skip: its successor was asked for
+    for before, after in itertools.pairwise(ran):
+        assert after in next(w for w in wanted if w[0] == before), f"{after} was not wanted while {before} ran"
 
 
 def test_while_a_candidate_is_probed_the_one_tried_next_builds() -> None:
@@ -155,3 +175,23 @@ def test_while_a_candidate_is_probed_the_one_tried_next_builds() -> None:
     for before, after in itertools.pairwise(ran):
         asked = next(w for w in wanted if w[0] == before)
         assert after in asked, f"{after} was not built ahead while {before} ran (asked: {asked})"
+
+
+def test_it_says_when_a_build_ends_or_is_stopped_and_a_close_is_no_stop_of_the_search() -> None:
+    """The log of a bisection shows each build's end and each build the search went past; a build that close()
+    ends is not one the search went past (the record's builds_stopped)."""
+    builds = FakeBuilds(held=["1.27.8", "1.27.9"])
+    said: list[str] = []
+    builder = BuildAhead(builds, say=said.append)
+    builder.want(["1.27.8", "1.27.5"])
+    assert builds.started_event("1.27.8").wait(HANG_GUARD_S)
+    builder.want(["1.27.5"])
+    assert not builder.ready("1.27.5").why_not
+    builder.want(["1.27.9"])
+    assert builds.started_event("1.27.9").wait(HANG_GUARD_S)
+    builder.close()
+    assert builder.stopped == ["1.27.8"]
+    assert said[0] == "making 1.27.8 runnable in the background"
+    assert any(line.startswith("stopped the build of 1.27.8 after ") for line in said)
+    assert any(line.startswith("1.27.5 made runnable in ") for line in said)
+    assert not any("1.27.9" in line for line in said[1:] if "background" not in line)

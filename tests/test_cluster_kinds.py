@@ -295,3 +295,36 @@ def test_the_reports_read_its_recordings_origin_as_they_read_any(tmp_path: Path)
     (records / "p.json").write_text(json.dumps(record))
     assert cli.main(["report", str(tmp_path / "runs"), "--out", str(tmp_path / "report")]) == 0
     assert "v1.27.3" in (tmp_path / "report" / "report.md").read_text()
+
+
+@pytest.mark.usefixtures("fourth_kind")
+def test_a_claim_bisection_records_the_checkout_it_started_from_and_its_times(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The record names the suite commit read when the bisection began (the checkout may move during its builds),
+    its wall time, each tried release's probe time and the builds ahead the search went past."""
+    claim = "eviction.job-outcome"
+    values = {"1.27.3": "Failed", "1.27.4": "Complete", "1.27.5": "Complete"}
+
+    checkout = {"suite_commit": "started-here"}
+
+    def probe_run(command: list[str], log: object = None) -> int:
+        checkout["suite_commit"] = "moved-on"  # a commit made in the checkout while the bisection runs
+        version = command[command.index("--version") + 1]
+        probes = Path(command[command.index("--run-dir") + 1]) / "20260101-000000-abcd" / "probes"
+        probes.mkdir(parents=True)
+        verdict = {"claim": claim, "observed": values[version], "status": "pass"}
+        (probes / "p.json").write_text(json.dumps({"verdicts": [verdict]}))
+        return 0
+
+    monkeypatch.setattr("harness.doors.commands.version_axis.suite_version", lambda: dict(checkout))
+    monkeypatch.setattr("harness.doors.commands.version_axis.run_through_interrupt", probe_run)
+    monkeypatch.setattr("harness.doors.commands.version_axis.selection_problem", lambda probe, run_dir: None)
+    bisect = ["bisect", "--cluster", "stand-in", "--probe", "x", "--claim", claim]
+    bisect += ["--good", "1.27.3", "--bad", "1.27.5"]
+    records = tmp_path / "bisections"
+    assert cli.main([*bisect, "--run-dir", str(tmp_path), "--record-dir", str(records), "--name", "n"]) == 0
+    record = json.loads((records / "n.json").read_text())
+    assert record["first_bad"] == "1.27.4" and record["ran"]["suite_commit"] == "started-here"
+    assert record["ran"]["wall_s"] >= 0 and record["ran"]["builds_stopped"] == []
+    assert all(t["probe_s"] >= 0 for t in record["tried"]) and len(record["tried"]) == 3

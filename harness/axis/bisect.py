@@ -103,9 +103,11 @@ def first_candidates(versions: Sequence[str]) -> list[str]:
 
 def next_candidates(state: Bisection, versions: list[str], low: int, high: int, probe: int) -> list[str]:
     """The versions the search tries right after `probe`: the one it takes if `probe` is good and the one if it is
-    bad, the side with more candidates left first (more of the search may lie there)."""
+    bad, the side with more candidates left first (more of the search may lie there), then the one it takes if
+    `probe` is a skip (it could not be built or decided: the nearest untried to the same middle)."""
     sides = sorted(((probe, high), (low, probe)), key=lambda side: side[0] - side[1])
     found = [_nearest_untried(state, versions, lo, hi, (lo + hi) // 2, also_tried=probe) for lo, hi in sides]
+    found.append(_nearest_untried(state, versions, low, high, (low + high) // 2, also_tried=probe))
     return list(dict.fromkeys(versions[i] for i in found if i is not None))
 
 
@@ -143,6 +145,7 @@ class ClaimObservation:
     build: dict[str, Any] = field(default_factory=dict)
     cluster: dict[str, Any] = field(default_factory=dict)
     runs: list[ClaimObservation] = field(default_factory=list)  # with runs > 1: each run on its own, in order
+    probe_s: float | None = None  # the wall time of its probe run(s), build excluded
 
     def add(self, run: ClaimObservation) -> None:
         """Take one more run of this release in: its values, its verdicts, what it ran on."""
@@ -152,6 +155,8 @@ class ClaimObservation:
         self.run_dir = self.run_dir or run.run_dir
         self.build = self.build or run.build
         self.cluster = run.cluster or self.cluster
+        if run.probe_s is not None:
+            self.probe_s = round((self.probe_s or 0.0) + run.probe_s, 1)
 
 
 def claim_observations(run_dir: Path, claim: str) -> tuple[list[Any], list[str]]:
@@ -327,6 +332,7 @@ def bisection_record(
                 "build": t.build,
                 "cluster": t.cluster,
                 "run_dir": t.run_dir,
+                **({"probe_s": t.probe_s} if t.probe_s is not None else {}),
                 **({"runs": [_run_entry(run) for run in t.runs]} if len(t.runs) > 1 else {}),
             }
             for t in tried

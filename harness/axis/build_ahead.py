@@ -9,6 +9,7 @@ stopped build compiled.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 
 from harness.axis.release_axis import Readied
@@ -77,8 +78,10 @@ class BuildAhead:
                 release = self._wanted.pop(0)
                 self._building, stop = release, threading.Event()
                 self._stop_current = stop
-            if not self._is_ready(release):  # a build, not a reuse
+            building = not self._is_ready(release)  # a build, not a reuse
+            if building:
                 self._say(f"making {release} runnable in the background")
+            started = time.monotonic()
             try:
                 readied: Readied | None = self._ready(release, stop, True)
                 failure: BaseException | None = None
@@ -87,9 +90,15 @@ class BuildAhead:
             with self._changed:
                 self._building = ""
                 if stop.is_set():  # stopped: not wanted any more, or closing; a later want builds it again
-                    self.stopped.append(release)
+                    if not self._closed:
+                        self.stopped.append(release)
+                        took = time.monotonic() - started
+                        self._say(f"stopped the build of {release} after {took:.0f} s: not wanted")
                 elif failure is not None:
                     self._failed[release] = failure
                 elif readied is not None:
                     self._done[release] = readied
+                    if building:
+                        made = "not made runnable" if readied.why_not else "made runnable"
+                        self._say(f"{release} {made} in {time.monotonic() - started:.0f} s")
                 self._changed.notify_all()

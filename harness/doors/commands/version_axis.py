@@ -313,8 +313,10 @@ def _bisect_on_a_claim(
         command = [sys.executable, "-m", "harness", "probe", *axis.probe_args(releases[version])]
         command += ["--probe", args.probe, "--run-dir", str(run_dir)]
         print("+ " + " ".join(command), flush=True)
+        probe_started = time.monotonic()
         with (directory / f"{name}.log").open("w") as log:
             run_through_interrupt(command, log)
+        seen.probe_s = round(time.monotonic() - probe_started, 1)
         seen.run_dir = in_checkout(run_dir)  # relative to the checkout: the record is committed
         seen.observed, seen.verdicts = bisect_module.claim_observations(run_dir, args.claim)
         for run_json in sorted(run_dir.glob("*/run.json")):
@@ -330,6 +332,8 @@ def _bisect_on_a_claim(
         return seen
 
     outputs.own(directory)
+    # what runs is the checkout as it is now: read at the start, as a run record does, not after the builds
+    suite, clock = suite_version(), time.monotonic()
     started = datetime.now(UTC).isoformat(timespec="seconds")
     runs = f", up to {args.runs} runs each" if args.runs > 1 else ""
     print(f"bisecting {args.claim} ({args.probe}) over {', '.join(versions)}{runs}", flush=True)
@@ -348,9 +352,11 @@ def _bisect_on_a_claim(
         "provider": kind.name,
         "started": started,
         "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+        "wall_s": round(time.monotonic() - clock, 1),
+        "builds_stopped": builder.stopped,  # builds ahead the search went past, in order
         "kernel": platform.release(),
         "runs": in_checkout(directory),
-        **suite_version(),
+        **suite,
     }
     record = bisect_module.bisection_record(name, args.claim, args.probe, args.good, args.bad, oracle, found, ran)
     out = Path(args.record_dir) / f"{name}.json"
