@@ -86,8 +86,9 @@ def run_matrix(
             return VersionResult(version, "error", None, "", round(time.monotonic() - started, 1), detail=repr(err))
 
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
-    futures = [pool.submit(guarded, version) for version in versions]
-    try:
+    futures: list[Future[VersionResult]] = []
+    try:  # a Ctrl-C while the versions are still being submitted (the first may be building already) stops too
+        futures.extend(pool.submit(guarded, version) for version in versions)
         return [future.result() for future in futures]
     except KeyboardInterrupt as stop:
         # No version starts after a Ctrl-C or SIGTERM, and the running ones stop and clean up: a terminal's Ctrl-C
@@ -254,6 +255,11 @@ def run_versions(
     done = 0
     measured: tuple[int, float] | None = None  # (builds done, GB) when `tools` was last measured
     lock = threading.Lock()
+    stopping = threading.Event()
+
+    def stop_builds() -> None:
+        stopping.set()
+        on_stop()
 
     def one(release: str) -> VersionResult:
         nonlocal done, measured
@@ -264,8 +270,10 @@ def run_versions(
         result = run_version(plan[position], builder, base, probe_argv)
         with lock:
             # du over .tools (46 GB, millions of module files) took 5-20 s and 7 s of system CPU here: measured again
-            # only once a build has changed it, not after every version (a warm matrix of 17 spent 87 s on it)
-            if tools is not None:
+            # only once a build has changed it, not after every version (a warm matrix of 17 spent 87 s on it), and
+            # not at all once stopped: seen live, a Ctrl-C during a runtime's build ahead stopped the build within
+            # 3 s and then waited 18-45 s for du over a 64 GB .tools on a loaded machine before the matrix exited
+            if tools is not None and not stopping.is_set():
                 if measured is None or measured[0] != builder.builds_done:
                     measured = (builder.builds_done, disk_gb(tools))
                 result.disk_tools_gb = measured[1]
@@ -273,7 +281,7 @@ def run_versions(
             done += 1
         return result
 
-    return run_matrix([planned.name for planned in plan], jobs, one, on_stop)
+    return run_matrix([planned.name for planned in plan], jobs, one, stop_builds)
 
 
 def stopped_line(base: Path, building: Sequence[str]) -> str:
