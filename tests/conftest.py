@@ -26,6 +26,7 @@ import json
 import os
 import re
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -108,3 +109,29 @@ def shipped_replay(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
     answer = json.loads(markers.read_text())
     records = [json.loads(path.read_text()) for path in sorted(runs.glob("*/probes/*.json"))]
     return ShippedReplay(runs, records, answer["kind_only"], answer["collected"])
+
+
+NodeImageBuild = Callable[[str, BaseException], None]
+
+
+@pytest.fixture
+def node_image_build_raising(monkeypatch: pytest.MonkeyPatch) -> NodeImageBuild:
+    """make node-image with its host checks passed (Docker, the engine, Go, the Kubernetes module, the host's tools)
+    and its parts planned as the given kind release's, nothing resolved; the build itself raises what it is given
+    (Ctrl-C, a part that cannot be built), so a test sees what the command makes of it."""
+    from harness.clusters.kind import node_images
+    from harness.nodeimage.kind_parts import Plan, kind_release
+
+    def stub(kind: str, raised: BaseException) -> None:
+        for check in ("check_docker", "check_engine", "check_go", "resolve_module"):
+            monkeypatch.setattr(node_images, check, lambda *a: None)
+        monkeypatch.setattr(node_images, "node_image_host_problems", lambda: [])
+        planned = Plan(kind_release(kind), {}, "", "")
+        monkeypatch.setattr(node_images, "plan_parts", lambda version, kind, containerd: planned)
+
+        def build(version: str, say: object, parts_plan: Plan | None) -> list[str]:
+            raise raised
+
+        monkeypatch.setattr(node_images, "build_node_images", build)
+
+    return stub

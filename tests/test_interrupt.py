@@ -14,7 +14,7 @@ import textwrap
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -22,7 +22,6 @@ from harness.base.errors import INTERRUPTED
 from harness.base.process import Completed
 from harness.base.versions import Release
 from harness.clusters.kind import engine
-from harness.clusters.kind import node_images as kind_node_images
 from harness.clusters.local import cluster as local
 from harness.clusters.local.teardown import StopReport
 from harness.doors import cli
@@ -30,7 +29,9 @@ from harness.doors.commands import probe as probe_command
 from harness.gobuild import go as go_command
 from harness.gobuild import kubernetes as build_module
 from harness.nodeimage import node
-from harness.nodeimage.kind_parts import Plan, kind_release
+
+if TYPE_CHECKING:
+    from tests.conftest import NodeImageBuild
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -222,18 +223,9 @@ def test_ctrl_c_during_a_node_image_build_removes_its_unfinished_base(
 
 
 def test_ctrl_c_during_make_node_image_exits_130_naming_the_image(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    node_image_build_raising: NodeImageBuild, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for check in ("check_docker", "check_engine", "check_go", "resolve_module"):
-        monkeypatch.setattr(kind_node_images, check, lambda *a: None)
-    monkeypatch.setattr(kind_node_images, "node_image_host_problems", lambda: [])
-    planned = Plan(kind_release("v0.20.0"), {}, "", "")  # kind v0.20.0's components, nothing to resolve
-    monkeypatch.setattr(kind_node_images, "plan_parts", lambda version, kind, containerd: planned)
-
-    def build(version: str, say: object, parts_plan: Plan | None) -> list[str]:
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(kind_node_images, "build_node_images", build)
+    node_image_build_raising("v0.20.0", KeyboardInterrupt())  # kind v0.20.0's components, nothing to resolve
     assert cli.main(["node-image", "--version", "1.27.3", "--source", "modules"]) == INTERRUPTED
     err = capsys.readouterr().err
     assert err.startswith("interrupted: stopped building node image plp-node:v1.27.3-kind.v0.20.0: its unfinished")

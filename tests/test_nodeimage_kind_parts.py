@@ -7,6 +7,7 @@ import json
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import yaml
@@ -23,6 +24,9 @@ from harness.gobuild.kubernetes import Build
 from harness.nodeimage import kind_parts, node, tags
 from harness.nodeimage.images import NodeImageError
 from harness.nodeimage.kind_parts import Part, PartsError
+
+if TYPE_CHECKING:
+    from tests.conftest import NodeImageBuild
 
 
 def test_every_kind_release_of_the_image_table_has_its_components_read() -> None:
@@ -450,21 +454,14 @@ def test_a_go_of_which_no_patch_is_served_is_refused_in_one_line(tmp_path: Path)
 
 
 def test_a_component_that_cannot_be_built_ends_make_node_image_in_one_line_not_a_traceback(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    node_image_build_raising: NodeImageBuild, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Seen live: make node-image VERSION=1.24.17 ended in a traceback when containerd's Go could not be had."""
     from harness.doors import cli
 
-    for check in ("check_docker", "check_engine", "check_go", "resolve_module"):
-        monkeypatch.setattr(node_images, check, lambda *a: None)
-    monkeypatch.setattr(node_images, "node_image_host_problems", lambda: [])
-    planned = kind_parts.Plan(kind_parts.kind_release("v0.22.0"), {}, "", "")
-    monkeypatch.setattr(node_images, "plan_parts", lambda version, kind, containerd: planned)
-
-    def build(version: str, say: object, parts_plan: kind_parts.Plan | None) -> list[str]:
-        raise PartsError("go1.20.13+auto could not be had: go: download go1.20.13: 403 Forbidden")
-
-    monkeypatch.setattr(node_images, "build_node_images", build)
+    node_image_build_raising(
+        "v0.22.0", PartsError("go1.20.13+auto could not be had: go: download go1.20.13: 403 Forbidden")
+    )
     assert cli.main(["node-image", "--version", "1.24.17", "--source", "modules"]) != 0
     err = capsys.readouterr().err
     assert "Traceback" not in err
