@@ -1,12 +1,14 @@
 """Every bad input is refused through the real entry points: non-zero exit, one `error:` line that names the
 problem (and, for the harness, the class of failure its --help documents), no traceback, nothing slow started.
 
-Most rows call `harness.doors.cli.main([...])` in this process, with everything slow or outward replaced by a
-stand-in that fails the test if it is reached (Docker and kind checks, kind's download, cluster creation,
-Kubernetes and node-image builds, the matrix and bisect runners, the janitor, pytest's exec): a refusal must
-come before all of them. A few rows run `python -m harness`, `make` or `pytest` in a child process, to show
-that the real command prints no traceback; `make` and `python -m harness` run with stand-ins for kind and
-docker on PATH (tests/fake_tools.py) that log every call, and the log must stay empty.
+Every row runs in this process: `python -m harness` and `make` rows call `harness.doors.cli.main([...])` (a make
+target as the Makefile runs it: `make <target>` with its variables in the environment), with everything slow or
+outward replaced by a stand-in that fails the test if it is reached (Docker and kind checks, kind's download,
+cluster creation, Kubernetes and node-image builds, the matrix and bisect runners, the janitor, pytest's exec): a
+refusal must come before all of them; plain pytest rows call `pytest.main`. A few rows of each entry point run
+the real `python -m harness`, `make` or `pytest` in a child process too, to show that the real command prints no
+traceback and exits with its code (a child costs 0.3-1.4 s of CPU, a row here 0.05 s); they run with stand-ins
+for kind and docker on PATH (tests/fake_tools.py) that log every call, and the log must stay empty.
 """
 
 from __future__ import annotations
@@ -346,17 +348,18 @@ MAKE: dict[str, Bad] = {
     ),
 }
 
-# python -m harness in a child process: the real entry point, a few of the rows above
-SUBPROCESS = [
-    "kubeconfig-closed-port",
-    "kubeconfig-not-kubernetes",
-    "version-full-width-digit",
-    "kubeconfig-binary",
-    "report-nothing-there",
-    "probe-matches-nothing",
-    "repeat-word",
-    "clean-kubeconfig-missing",
-]
+# The real entry points in a child process, a few rows of each: every class of refusal its rows have (bad input,
+# prerequisite missing, nothing to run; pytest's usage error), a text that is not ASCII, and the variables the
+# Makefile itself renames (make's own exit code is 2 for all, so make's rows differ by what the Makefile does).
+SUBPROCESS = ["kubeconfig-closed-port", "version-full-width-digit", "probe-matches-nothing"]
+PYTEST_CHILD = ["pytest-replay-not-a-recording", "pytest-kind-version-without-kind"]
+MAKE_CHILD = ["make-probe-kubeconfig-hostname", "make-probe-cache-bound-not-a-number"]
+# What the Makefile passes under another name (GO_BUILD_CACHE_GB as PLP_GO_BUILD_CACHE_GB): only the real make shows it.
+MAKEFILE_RENAMES = ("GO_BUILD_CACHE_GB=", "GO_TOOLCHAIN=")
+
+
+def renamed_by_the_makefile(bad: Bad) -> bool:
+    return any(word.startswith(MAKEFILE_RENAMES) for word in bad.argv)
 
 
 class NotKubernetes(http.server.BaseHTTPRequestHandler):
@@ -536,20 +539,79 @@ def test_the_makefile_passes_every_yes_no_variable_on_to_be_checked() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(PYTEST))
-def test_plain_pytest_refuses_bad_options(name: str, tmp_path: Path, servers: tuple[str, str]) -> None:
+def test_plain_pytest_refuses_bad_options(
+    name: str,
+    tmp_path: Path,
+    servers: tuple[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """pytest in this process, as plain `pytest probes` in the checkout starts (its refusals come before any
+    collection); the rows of PYTEST_CHILD run it in a child process too."""
+    expected = PYTEST[name]
+    write_cluster_files(tmp_path, servers)
+    for variable, value in expected.env.items():
+        monkeypatch.setenv(variable, value)
+    monkeypatch.chdir(REPO)
+    argv = ["probes", "-p", "no:cacheprovider", "--collect-only", "-q", *expand(expected.argv, tmp_path)]
+    code = pytest.main([*argv, "--run-dir", str(tmp_path / "runs")])
+    out, err = capfd.readouterr()
+    assert_pytest_refused(int(code), expected, out, err)
+
+
+@pytest.mark.parametrize("name", PYTEST_CHILD)
+def test_real_pytest_refuses_bad_options_without_a_traceback(
+    name: str, tmp_path: Path, servers: tuple[str, str]
+) -> None:
     expected = PYTEST[name]
     write_cluster_files(tmp_path, servers)
     argv = [sys.executable, "-m", "pytest", "probes", "-p", "no:cacheprovider", "--collect-only", "-q"]
     options = expand(expected.argv, tmp_path)
     proc, _ = _child([*argv, *options, "--run-dir", str(tmp_path / "runs")], tmp_path, expected.env)
-    assert proc.returncode == expected.code, proc.stdout + proc.stderr
-    assert "Traceback" not in proc.stdout + proc.stderr
-    assert re.search(r"(?i)\berror: ", proc.stderr)
-    assert expected.says in proc.stderr, proc.stderr
+    assert_pytest_refused(proc.returncode, expected, proc.stdout, proc.stderr)
 
 
-@pytest.mark.parametrize("name", sorted(MAKE))
-def test_make_refuses_and_says_which_class_of_failure(name: str, tmp_path: Path, servers: tuple[str, str]) -> None:
+def assert_pytest_refused(code: int, expected: Bad, out: str, err: str) -> None:
+    assert code == expected.code, out + err
+    assert "Traceback" not in out + err
+    assert re.search(r"(?i)\berror: ", err)
+    assert expected.says in err, err
+
+
+@pytest.mark.parametrize("name", sorted(name for name in MAKE if not renamed_by_the_makefile(MAKE[name])))
+def test_make_refuses_and_says_which_class_of_failure(
+    name: str,
+    tmp_path: Path,
+    servers: tuple[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`make <target> VAR=value ...` as the Makefile runs it: every variable given on make's command line exported
+    as given, then `python -m harness make <target>` (harness/doors/make_variables.py reads them), here in this
+    process; the rows of MAKE_CHILD run the real make. The harness exits with the code of the class its error line
+    names (make itself then exits 2 for all)."""
+    expected = MAKE[name]
+    write_cluster_files(tmp_path, servers)
+    target, *variables = expand(expected.argv, tmp_path)
+    for variable, value in [("RUNS", str(tmp_path / "nothing")), *(v.split("=", 1) for v in variables)]:
+        monkeypatch.setenv(variable, value)
+    reached = forbid(monkeypatch)
+    monkeypatch.chdir(tmp_path)  # a default run or report directory would be made here, not in the checkout
+    try:
+        code = cli.main(["make", target])
+    except SystemExit as exit_:  # argparse's refusal
+        code = int(exit_.code or 0)
+    out, err = capsys.readouterr()
+    (line,) = [line for line in err.splitlines() if line.startswith("error: ")]
+    kind = next((k for k in refusal.EXIT_CODE if line.startswith(f"error: {k}: ")), None)
+    assert code == (refusal.EXIT_CODE[kind] if kind else code) != 0, line  # a class named is the code exited with
+    assert "Traceback" not in out + err
+    assert expected.says in err, err
+    assert reached == []
+
+
+@pytest.mark.parametrize("name", MAKE_CHILD)
+def test_real_make_refuses_and_says_which_class_of_failure(name: str, tmp_path: Path, servers: tuple[str, str]) -> None:
     expected = MAKE[name]
     write_cluster_files(tmp_path, servers)
     make = ["make", "--no-print-directory", "STAMP=", f"PY={sys.executable}", f"RUNS={tmp_path / 'nothing'}"]
@@ -558,6 +620,11 @@ def test_make_refuses_and_says_which_class_of_failure(name: str, tmp_path: Path,
     assert "Traceback" not in proc.stdout + proc.stderr
     assert expected.says in proc.stderr, proc.stderr
     assert calls == []
+
+
+def test_every_row_of_a_child_process_is_a_row_of_its_table() -> None:
+    assert set(SUBPROCESS) <= set(HARNESS) and set(PYTEST_CHILD) <= set(PYTEST) and set(MAKE_CHILD) <= set(MAKE)
+    assert {name for name in MAKE if renamed_by_the_makefile(MAKE[name])} <= set(MAKE_CHILD)
 
 
 def test_at_least_25_distinct_bad_inputs_are_covered() -> None:
