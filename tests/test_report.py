@@ -156,10 +156,11 @@ def live_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def replayed_records(replayed_runs: Path) -> list[dict[str, Any]]:
-    """The replayed runs' records, read once: building a matrix only reads them (each test that builds its own
-    matrix of them, with other expectations or a subset, read them again before, 0.8 s of CPU each)."""
-    return load_records([replayed_runs])
+def replayed_records(shipped_replay: ShippedReplay) -> list[dict[str, Any]]:
+    """The replayed runs' records, read once for the session (tests/conftest.py): building a matrix only reads them
+    (each test that builds its own matrix of them, with other expectations or a subset, read them again before, 0.8 s
+    of CPU each, and the copies made each full garbage collection longer)."""
+    return shipped_replay.records
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from packaging.version import Version
 
 from harness.base.versions import KubeVersion, release_name
 from harness.core.expectations import Claim, Expectation
-from harness.core.records import load_records, origin_of
+from harness.core.records import origin_of
 from harness.doors import cli
 from harness.reports import upgrade
 from harness.reports.wording import expected_words, words
@@ -44,9 +44,10 @@ def phases_line(verb: str, first: str, then: str) -> str:
 
 @pytest.fixture(scope="module")
 def atlas(shipped_replay: ShippedReplay) -> list[dict[str, Any]]:
-    """The run records of every shipped recording, replayed once for the session (tests/conftest.py); make upgrade
-    replays them itself (test_make_upgrade_prints_the_answer_from_the_shipped_recordings_with_no_cluster)."""
-    return load_records([shipped_replay.runs])
+    """The run records of every shipped recording, replayed and read once for the session (tests/conftest.py): the
+    tests only read them; make upgrade replays them itself
+    (test_make_upgrade_prints_the_answer_from_the_shipped_recordings_with_no_cluster)."""
+    return shipped_replay.records
 
 
 def between(atlas: list[dict[str, Any]], given_from: str, given_to: str) -> upgrade.Upgrade:
