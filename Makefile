@@ -215,11 +215,12 @@ typecheck: refuse-cluster $(STAMP)
 # Unit tests, and every probe end to end on the recordings (same probe code, replayed transport), in
 # pytest-xdist workers, one per core and one more (tests/conftest.py says how the tests are shared out): a
 # good part of the tests waits on child processes, so a third worker on 2 cores took 48.5 s against 55.3 s
-# for two (and 49.2 s for four).
+# for two (and 49.2 s for four). Counted only for the targets that take it (unit, atlas), where their recipes run:
+# counted when the Makefile was read, every make call started a Python for it (0.1 s of CPU; the tests make some
+# sixty make calls).
 ifeq ($(origin TEST_WORKERS),undefined)
-TEST_WORKERS := $(shell $(PYTHON) -c "import os; print(len(os.sched_getaffinity(0)) + 1)" 2>/dev/null || echo auto)
+unit atlas: export TEST_WORKERS = $(shell $(PYTHON) -c "import os; print(len(os.sched_getaffinity(0)) + 1)" 2>/dev/null || echo auto)
 endif
-export TEST_WORKERS
 # The tests' Python bytecode, pytest's rewritten test modules among it, is kept in .venv/pycache even where
 # PYTHONDONTWRITEBYTECODE is set: else every worker and every child process compiles the tests again (2 s of CPU
 # for a worker's collection, measured: 4.8 s, warm 3.0 s). The tree's own __pycache__ folders stay as they are.
