@@ -476,3 +476,25 @@ def test_a_cached_part_built_for_another_kind_release_is_said_with_this_releases
     said = kind_parts.runtime_origin(planned, parts)
     assert said["crictl"].endswith("; kind v0.25.0 pins v1.30.0, not served")
     assert "crictl v1.34.0 for v1.30.0" in said["node_components"] and "v1.33.0" not in str(said)
+
+
+def test_a_cached_part_built_with_another_kind_releases_go_says_so() -> None:
+    """Seen live: CNI plugins v1.3.0, first built for kind v0.22.0 with go1.20.14 because its go1.20.13 is not
+    served, was reused for kind v0.20.0 (go1.20.4, served), and the origin said "go1.20.13 not served" as if kind
+    v0.20.0 had asked for it."""
+    note = "go1.20.13 (kind's) is not served (403): built with go1.20.14, the newest go1.20"
+    for kind, go, said in (
+        ("v0.22.0", "1.20.13", "v1.3.0 (built here from github.com/containernetworking/plugins with go1.20.14); "
+         "go1.20.13 not served"),
+        ("v0.20.0", "1.20.4", "v1.3.0 (built here from github.com/containernetworking/plugins with go1.20.14); "
+         "reused from a build for go1.20.13 (not served); kind v0.20.0 names go1.20.4"),
+    ):  # fmt: skip
+        release = kind_parts.kind_release(kind)
+        assert release.go == go
+        cni = Part(Path("/nonexistent"), {"component": "cni_plugins", "version": "v1.3.0",
+                   "module": "github.com/containernetworking/plugins", "wanted": "v1.3.0",
+                   "toolchain": "go version go1.20.14 linux/amd64", "toolchain_note": note})  # fmt: skip
+        planned = kind_parts.Plan(release, {}, "", "")
+        assert kind_parts.runtime_origin(planned, {"cni_plugins": cni})["cni"] == (
+            f"the suite's ptp DaemonSet with CNI plugins {said}; kind's kindnetd is not served"
+        )

@@ -526,7 +526,12 @@ def runtime_origin(parts_plan: Plan, parts: Mapping[str, Part]) -> dict[str, str
         go = next((word for word in str(record["toolchain"]).split() if word.startswith("go1")), "?")
         line = f"{record['version']} (built here from {record['module']} with {go})"
         if record.get("toolchain_note"):
-            line += f"; {str(record['toolchain_note']).split()[0]} not served"
+            # the Go this part was first built for: this kind release's, or another's when the build is reused
+            asked_go = str(record["toolchain_note"]).split()[0]
+            if asked_go == f"go{kind.go}":
+                line += f"; {asked_go} not served"
+            else:
+                line += f"; reused from a build for {asked_go} (not served); kind {kind.kind} names go{kind.go}"
         # what kind pins is this plan's: a part built once serves every kind release that resolves to it, and its
         # record keeps the pin of the release it was first built for
         planned = parts_plan.resolved.get(component)
