@@ -50,6 +50,7 @@ BOUNDARIES: dict[str, dict[str, Boundary]] = {
     "sidecar_termination": {
         **SERVER_SIDE_FIELD_VALIDATION,
         **JOB_POD_FAILURE_POLICY,
+        "1.22.0-beta.2": Boundary("102344", "CHANGELOG-1.22 v1.22.0-beta.2"),
         "1.27.0-rc.0": Boundary("115331", "CHANGELOG-1.27 v1.27.0-rc.0"),
         "1.28.0-beta.0": Boundary(
             "116429", "CHANGELOG-1.28 v1.28.0-beta.0", "SidecarContainers", "absent", "alpha:off"
