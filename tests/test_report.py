@@ -1192,7 +1192,8 @@ def test_a_deleted_pods_exit_mark_sits_where_its_claim_measures_the_kill_and_the
     replayed_matrix: Matrix,
 ) -> None:
     """The SIGKILL mark is at finishedAt after the delete (server clock), the value killed-after-delete gives; the
-    instant the API showed the exit (up to 18 s later on v1.21.14) is a mark of its own."""
+    instant the API showed the exit (12.6 s later on v1.26.7, the latest among the shipped timelines) is a mark of
+    its own."""
     checked = 0
     for probe, claim in (
         ("test_termination_order.py::test_prestop_within_the_grace_period", "prestop-in-time.killed-after-delete"),
@@ -1209,9 +1210,12 @@ def test_a_deleted_pods_exit_mark_sits_where_its_claim_measures_the_kill_and_the
             checked += 1
     assert checked >= 30
     within = replayed_matrix.timelines["test_termination_order.py::test_prestop_within_the_grace_period"]
-    marks, _ = timeline_svg.events(within["v1.21.14"])
-    at = {m.label: m.t for m in marks}
-    assert at["main exit 137 (SIGKILL)"] == pytest.approx(10.0) and at["main exit seen"] > 27
+    seen_after_kill = {}
+    for label, entries in within.items():
+        at = {m.label: m.t for m in timeline_svg.events(entries)[0]}
+        if "main exit seen" in at:
+            seen_after_kill[label] = at["main exit seen"] - at["main exit 137 (SIGKILL)"]
+    assert max(seen_after_kill.values()) > 10, seen_after_kill  # two marks, apart where the API was late
     svg = report.drawings(replayed_matrix)["test_termination_order.py::test_prestop_within_the_grace_period"]
     ticks = re.findall(r'<text x="([\d.]+)" y="([\d.]+)" text-anchor="middle" fill="#444">(-?[\d.]+)</text>', svg)
     rows_y = [float(y) for y in re.findall(r'<g class="row"[^>]*>\s*<text x="\d+" y="([\d.]+)"', svg)]
