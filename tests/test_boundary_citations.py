@@ -119,6 +119,12 @@ BOUNDARIES["job_failure_policy"] = {**SERVER_SIDE_FIELD_VALIDATION, **JOB_POD_FA
 CLAIM_BOUNDARIES: dict[str, dict[str, Boundary]] = {
     claim: JOB_TRACKING_WITH_FINALIZERS for claim in ("eviction.job-outcome", "eviction.pods-run")
 }
+# Where the kubelet removes an evicted pod as soon as it is Failed (the pod workers' rework), which decides whether a
+# legacy-tracked Job still counts it when its replacement completes.
+CLAIM_BOUNDARIES["eviction.job-outcome"] = {
+    **JOB_TRACKING_WITH_FINALIZERS,
+    "1.22.0-beta.2": Boundary("102344", "CHANGELOG-1.22 v1.22.0-beta.2"),
+}
 
 # Stages that change nothing these probes see: SidecarContainers GA (1.33), ProbeTerminationGracePeriod GA (1.28)
 # and its removal (1.29), PodLifecycleSleepAction GA (announced in 1.32, again in 1.34).
