@@ -116,14 +116,14 @@ BOUNDARIES["job_failure_policy"] = {**SERVER_SIDE_FIELD_VALIDATION, **JOB_POD_FA
 
 # Claims whose boundaries are another gate's than their family's at some releases (both gates change at 1.24.0-rc.0
 # and 1.25.0-alpha.3): the eviction's outcome without a pod failure policy follows how the Job is tracked.
+# The outcome also changes where the kubelet removes an evicted pod as soon as it is Failed (the pod workers' rework),
+# which decides whether a legacy-tracked Job still counts it when its replacement completes.
 CLAIM_BOUNDARIES: dict[str, dict[str, Boundary]] = {
-    claim: JOB_TRACKING_WITH_FINALIZERS for claim in ("eviction.job-outcome", "eviction.pods-run")
-}
-# Where the kubelet removes an evicted pod as soon as it is Failed (the pod workers' rework), which decides whether a
-# legacy-tracked Job still counts it when its replacement completes.
-CLAIM_BOUNDARIES["eviction.job-outcome"] = {
-    **JOB_TRACKING_WITH_FINALIZERS,
-    "1.22.0-beta.2": Boundary("102344", "CHANGELOG-1.22 v1.22.0-beta.2"),
+    "eviction.job-outcome": {
+        **JOB_TRACKING_WITH_FINALIZERS,
+        "1.22.0-beta.2": Boundary("102344", "CHANGELOG-1.22 v1.22.0-beta.2"),
+    },
+    "eviction.pods-run": JOB_TRACKING_WITH_FINALIZERS,
 }
 
 # Stages that change nothing these probes see: SidecarContainers GA (1.33), ProbeTerminationGracePeriod GA (1.28)

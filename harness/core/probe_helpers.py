@@ -52,6 +52,11 @@ def container_exit(pod: PodView, container: str = "main") -> JsonDict:
 LOST_END_REASON = "ContainerStatusUnknown"
 
 
+def placeholder_end(view: ContainerView) -> bool:
+    """The container's terminated state is the kubelet's ContainerStatusUnknown placeholder, not its own end."""
+    return view.state == "terminated" and view.reason == LOST_END_REASON
+
+
 def lost_exit_status(pod: PodView, container: str = "main") -> str | None:
     """Why the status of a container the probe saw running carries no end of its own, or None when it does.
 
@@ -62,7 +67,7 @@ def lost_exit_status(pod: PodView, container: str = "main") -> str | None:
     view = container_status(pod, container)
     if view is None:
         return None
-    if view.state == "terminated" and view.reason == LOST_END_REASON:
+    if placeholder_end(view):
         return f"the kubelet reported {container} ContainerStatusUnknown, exit {view.exit_code}: its own end was lost"
     if view.state == "waiting" and pod.deletion_timestamp is not None:
         return f"the kubelet reported {container} waiting ({view.reason}) after it had run: its own end was lost"

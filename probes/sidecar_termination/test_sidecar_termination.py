@@ -25,9 +25,9 @@ from harness.core.observe import ProbeTimeout, cannot_start
 from harness.core.probe import Probe
 from harness.core.probe_helpers import (
     DEADLINE_SLACK_S,
-    LOST_END_REASON,
     POD_START_BUDGET_S,
     STOP_SLACK_S,
+    placeholder_end,
     pod_failure_policy_kept,
     written_instants,
 )
@@ -147,12 +147,7 @@ def gap(instants: dict[str, dict[str, float]], ended: str, signalled: str) -> fl
 def lost_ends(pod: PodView, names: tuple[str, ...]) -> list[str]:
     """The containers whose own end the kubelet lost: terminated as ContainerStatusUnknown (exit 137, its
     placeholder), so the instants the container wrote into its termination message are gone with it."""
-    lost = []
-    for name in names:
-        status = status_of(pod, name)
-        if status is not None and status.state == "terminated" and status.reason == LOST_END_REASON:
-            lost.append(name)
-    return lost
+    return [name for name in names if (status := status_of(pod, name)) is not None and placeholder_end(status)]
 
 
 def exits(pod: PodView, names: tuple[str, ...]) -> JsonDict:
