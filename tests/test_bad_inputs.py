@@ -553,8 +553,7 @@ def test_plain_pytest_refuses_bad_options(
     for variable, value in expected.env.items():
         monkeypatch.setenv(variable, value)
     monkeypatch.chdir(REPO)
-    argv = ["probes", "-p", "no:cacheprovider", "--collect-only", "-q", *expand(expected.argv, tmp_path)]
-    code = pytest.main([*argv, "--run-dir", str(tmp_path / "runs")])
+    code = pytest.main(collect_only_argv(expected, tmp_path))
     out, err = capfd.readouterr()
     assert_pytest_refused(int(code), expected, out, err)
 
@@ -565,10 +564,14 @@ def test_real_pytest_refuses_bad_options_without_a_traceback(
 ) -> None:
     expected = PYTEST[name]
     write_cluster_files(tmp_path, servers)
-    argv = [sys.executable, "-m", "pytest", "probes", "-p", "no:cacheprovider", "--collect-only", "-q"]
-    options = expand(expected.argv, tmp_path)
-    proc, _ = _child([*argv, *options, "--run-dir", str(tmp_path / "runs")], tmp_path, expected.env)
+    proc, _ = _child([sys.executable, "-m", "pytest", *collect_only_argv(expected, tmp_path)], tmp_path, expected.env)
     assert_pytest_refused(proc.returncode, expected, proc.stdout, proc.stderr)
+
+
+def collect_only_argv(expected: Bad, tmp_path: Path) -> list[str]:
+    """pytest's arguments for a bad-option row: collect the probes only, with the row's options and a run dir."""
+    options = expand(expected.argv, tmp_path)
+    return ["probes", "-p", "no:cacheprovider", "--collect-only", "-q", *options, "--run-dir", str(tmp_path / "runs")]
 
 
 def assert_pytest_refused(code: int, expected: Bad, out: str, err: str) -> None:
