@@ -253,6 +253,29 @@ def test_a_one_of_is_read_from_the_family_data(tmp_path: Path) -> None:
     assert claim.expectation_for(KubeVersion.parse("v1.22.12")).value == [True]
 
 
+def test_a_row_valued_not_observable_is_read_and_no_observation_matches_it(tmp_path: Path) -> None:
+    """`not_observable: true` says the claim cannot be observed on the row's range; a null value alone may be an
+    observation (a status field not set), which still matches None."""
+    write_family(
+        tmp_path,
+        '      - versions: "<1.29"\n'
+        "        value: null\n"
+        "        not_observable: true\n"
+        "        sources: [s]\n"
+        '      - versions: ">=1.29"\n'
+        "        value: null\n"
+        "        sources: [s]\n",
+    )
+    claim = load_claims("fam", tmp_path)["c"]
+    absent, unset = (claim.expectation_for(KubeVersion.parse(v)) for v in ("v1.28.0", "v1.29.0"))
+    assert absent.not_observable and not unset.not_observable
+    assert unset.matches(None) and not absent.matches(None) and not absent.matches(0)
+    assert absent.describe() == "not observable"
+    seen_anyway = evaluate(claim, KubeVersion.parse("v1.28.0"), None)
+    assert seen_anyway.status == FAIL and "expected not observable" in seen_anyway.message
+    assert not_observable(claim, KubeVersion.parse("v1.28.0"), "refused").status == NOT_OBSERVABLE
+
+
 @pytest.mark.parametrize(
     ("entry", "problem"),
     [
@@ -262,6 +285,9 @@ def test_a_one_of_is_read_from_the_family_data(tmp_path: Path) -> None:
         ("value: 1\n        between: [1, 2]\n        sources: [s]", "needs exactly one of value / between / one_of"),
         ("between: [1]\n        sources: [s]", "between needs [low, high]"),
         ("one_of: [true, false]\n        note: n\n        sources: [s]", "each outcome is a mapping with value"),
+        ("value: null\n        not_observable: yes please\n        sources: [s]", "not_observable is true or false"),
+        ("value: 0\n        not_observable: true\n        sources: [s]", "not_observable has value: null and nothing"),
+        ("between: [1, 2]\n        not_observable: true\n        sources: [s]", "not_observable has value: null"),
     ],
 )
 def test_a_malformed_one_of_or_range_is_refused_at_load(tmp_path: Path, entry: str, problem: str) -> None:

@@ -40,8 +40,14 @@ class Expectation:
     # changes inside the range (the gate ledger, harness/gate_ledger.json), and make coverage wants a live run in
     # each stretch of the range where their states (stage and default) hold
     gates: tuple[str, ...] = ()
+    # the row says the claim cannot be observed on its range (`not_observable: true`, with `value: null`): the feature
+    # is absent or refused there, so the probe says "not observable" and a live run has nothing to hold (make
+    # coverage counts such a range apart). A null value alone may be an observation (a field not set).
+    not_observable: bool = False
 
     def matches(self, observed: Any) -> bool:
+        if self.not_observable:
+            return False  # an observation where the row says none can be made contradicts it
         if self.one_of:
             return any(alternative.matches(observed) for alternative in self.one_of)
         if self.between is not None:
@@ -50,6 +56,8 @@ class Expectation:
         return bool(observed == self.value)
 
     def describe(self) -> str:
+        if self.not_observable:
+            return "not observable"
         if self.one_of:
             return "one of " + " / ".join(alternative.describe() for alternative in self.one_of)
         if self.between is not None:
@@ -211,6 +219,11 @@ def load_claims(family: str, root: Path | None = None) -> dict[str, Claim]:
             gates = entry.get("gates") or []
             if not isinstance(gates, list) or not all(isinstance(g, str) and g.isidentifier() for g in gates):
                 raise ExpectationError(f"{where}: gates is a list of feature gate names, not {gates!r}")
+            unobservable = entry.get("not_observable", False)
+            if not isinstance(unobservable, bool):
+                raise ExpectationError(f"{where}: not_observable is true or false, not {unobservable!r}")
+            if unobservable and (entry.get("value", 0) is not None or alternatives):
+                raise ExpectationError(f"{where}: a row saying not_observable has value: null and nothing else")
             expectations.append(
                 replace(
                     outcome,
@@ -219,6 +232,7 @@ def load_claims(family: str, root: Path | None = None) -> dict[str, Claim]:
                     note=entry.get("note"),
                     one_of=tuple(_outcome(a, where, allowed=("value", "between")) for a in alternatives),
                     gates=tuple(gates),
+                    not_observable=unobservable,
                 )
             )
         claims[claim_id] = Claim(
