@@ -285,6 +285,7 @@ def test_the_listing_names_each_range_once_with_its_runs_or_why_none() -> None:
         "covered": True,
         "runs": "local 1.21.14 1.26.6; kind 1.26.6",
         "why_not": "",
+        "nothing_to_hold": False,
     }
 
 
@@ -309,6 +310,7 @@ def test_the_report_has_a_section_of_the_ranges_its_records_saw_live() -> None:
     assert f"<b>{expected.figure()}</b> in these records" in html
     assert '<td class="runs">kind 1.27.3</td>' in html
     assert html.count('<tr class="none">') == len(expected.uncovered())
+    assert html.count('<tr class="nothing">') == len(expected.nothing_to_hold()) >= 18  # prestop_sleep, sidecars
 
 
 STATED_FIGURE = re.compile(r"\b\d+ of \d+ claim version ranges hold a live run\b")
@@ -392,3 +394,92 @@ def test_a_gated_range_holds_a_live_run_only_when_each_gate_stretch_holds_one() 
     both = coverage.observed_in([record("p", "v1.27.3", {"g": "pass"}), record("p", "v1.37.2", {"g": "pass"})])
     (covered,) = coverage.claim_ranges(both, {"fam": {"g": gated}}).ranges
     assert covered.covered and not covered.lacking
+
+
+def test_a_range_valued_not_observable_is_counted_apart_and_never_planned() -> None:
+    """prestop_sleep's sleep.sigterm-delay before 1.30.0-alpha.3: the pod is refused, so the row says the claim
+    cannot be observed there and every run inside finds it so. No run can hold that range: it is neither among the
+    ranges that hold one nor among those a run could hold, the plan takes no release for it (it once planned
+    1.24.0-alpha.2 for 15 such ranges), and the listing, the summary and the plan say so."""
+    claims = {
+        "fam": {
+            "d": Claim(
+                "d",
+                "a claim",
+                "an observable",
+                "doc",
+                (
+                    Expectation(versions="<1.30.0-alpha.3", value=None, not_observable=True),
+                    Expectation(versions=">=1.30.0-alpha.3", between=(2.8, 3.6)),
+                ),
+            ),
+            "a": claim("a", "<1.24.0-rc.0", ">=1.24.0-rc.0"),
+        }
+    }
+    records = [
+        record("test_m.py::test_d", "v1.23.6", {"d": "not observable", "a": "pass"}),
+        record("test_m.py::test_d", "v1.21.14", {"d": "not observable"}, cluster="kind"),
+        record("test_m.py::test_d", "v1.31.0", {"d": "pass", "a": "pass"}),
+    ]
+    found = coverage.claim_ranges(coverage.observed_in(records), claims)
+    before = ranges_by_label(found)["fam d <1.30.0-alpha.3"]
+    assert before.valued_not_observable and not before.covered
+    assert found.nothing_to_hold() == [before] and before not in found.uncovered()
+    assert found.figure() == "3 of 3 claim version ranges hold a live run"  # 4 ranges, one with nothing to hold
+    releases = [KubeVersion.parse(v) for v in ("1.23.6", "1.24.0-alpha.2", "1.29.14", "1.31.0")]
+    plan = coverage.plan_builds(found, releases)
+    assert plan.builds == [] and plan.planned == 0 and plan.nothing_to_hold == [before]
+    text = coverage.render_plan(plan, found)
+    assert text.splitlines()[0].startswith("plan: 0 releases cover 0 of the 0 ranges no live run holds")
+    assert "valued not observable: nothing for a live run to hold (not planned, not counted): 1" in text
+    said = coverage.summary(found)
+    assert said.endswith("; 1 more are valued not observable: nothing for a live run to hold, not counted")
+    listed = [" ".join(line.split()) for line in coverage.render(found, uncovered_only=True).splitlines()]
+    assert listed == [
+        "fam",
+        "d",
+        "<1.30.0-alpha.3 valued not observable: nothing for a live run to hold; found so in the 2 live runs inside "
+        "it: local 1.23.6; kind 1.21.14",
+    ]
+    section = coverage.section_data(found)
+    assert (section["covered"], section["total"], section["nothing_to_hold"]) == (3, 3, 1)
+    assert section["claims"][0]["ranges"][0]["nothing_to_hold"] is True
+    # the same range with a plain value would be planned on a release inside it that no run tried yet
+    valued = {"fam": {"d": claim("d", "<1.30.0-alpha.3", ">=1.30.0-alpha.3")}}
+    plain = coverage.claim_ranges(coverage.observed_in(records), valued)
+    assert [b.release.text for b in coverage.plan_builds(plain, releases).builds] == ["1.29.14"]
+
+
+def null_valued_and_unobservable_live(found: coverage.Coverage) -> list[coverage.ClaimRange]:
+    """The ranges whose row's value is null and whose every live run inside found the claim not observable."""
+    from harness.base.versions import range_parts
+    from harness.core.expectations import load_claims
+
+    def row(r: coverage.ClaimRange) -> Expectation:
+        return next(e for e in load_claims(r.family)[r.claim].expectations if r.text in range_parts(e.versions))
+
+    return [
+        r
+        for r in found.ranges
+        if r.unobservable and not r.runs and row(r).value is None and row(r).between is None and not row(r).one_of
+    ]
+
+
+def test_the_plan_over_the_shipped_recordings_takes_no_range_valued_not_observable(
+    shipped_replay: ShippedReplay, tmp_path: Path
+) -> None:
+    """A row valued null whose live runs all found the claim not observable says so (`not_observable: true`), so the
+    plan promises only what a run can add; and no live run observed a claim where its row says it cannot be."""
+    observed = shipped_replay.observed()
+    found = coverage.claim_ranges(observed)
+    unmarked = [r.label for r in null_valued_and_unobservable_live(found) if not r.valued_not_observable]
+    assert not unmarked, f"rows valued null and found not observable live, not marked not_observable: {unmarked}"
+    marked = found.nothing_to_hold()
+    assert len(marked) >= 18  # prestop_sleep's 5, sidecar_termination's 13
+    assert not [r.label for r in marked if r.runs], "a live run observed a claim whose row says it cannot be"
+    releases = coverage.known_releases(found, observed)
+    plan = coverage.plan_builds(found, releases, coverage.not_buildable(tools=tmp_path / "tools"))
+    planned = [r for build in plan.builds for r in build.covers]
+    assert planned, "nothing planned: the check below would pass vacuously"
+    assert not [r.label for r in planned if r.valued_not_observable or r in null_valued_and_unobservable_live(found)]
+    assert plan.nothing_to_hold == marked and plan.planned + len(marked) <= len(found.ranges)

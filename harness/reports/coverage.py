@@ -11,6 +11,10 @@ The recordings are read by replaying them (`pytest probes --replay probes` in a 
 seconds), so the probes themselves say which claims they observe, and the version is the one the server
 reported. `make report` uses the same counting on the records it reads (`section_data`).
 
+A row valued not observable (`not_observable: true`: the feature is absent or refused there) has nothing for a live
+run to hold: its range is counted apart, neither among the ranges that hold a live run nor among those a run could
+hold, and never planned.
+
 A row that names the feature gates its value rests on (`gates:`) holds a live run only when every stretch of its
 range over which those gates keep one state (the gate ledger, harness/axis/gates.py) holds one.
 
@@ -93,6 +97,7 @@ class ClaimRange:
     unobservable: list[LiveRun] = field(default_factory=list)  # live runs inside that found the claim not observable
     # where the row names the gates its value rests on: the range cut where their states change (gate ledger)
     stretches: tuple[Stretch, ...] = ()
+    valued_not_observable: bool = False  # the row says the claim cannot be observed there: nothing for a run to hold
 
     @property
     def lacking(self) -> list[Stretch]:
@@ -101,8 +106,9 @@ class ClaimRange:
 
     @property
     def covered(self) -> bool:
-        """A live run inside, and one in every stretch of the named gates' states."""
-        return bool(self.runs) and not self.lacking
+        """A live run inside, and one in every stretch of the named gates' states (never a range valued not
+        observable: a run observing its claim there contradicts the row, it does not hold it)."""
+        return bool(self.runs) and not self.lacking and not self.valued_not_observable
 
     @property
     def older(self) -> bool:
@@ -130,15 +136,25 @@ class Coverage:
     ranges: list[ClaimRange]
 
     @property
+    def holdable(self) -> list[ClaimRange]:
+        """The ranges a live run could hold: all but those valued not observable."""
+        return [r for r in self.ranges if not r.valued_not_observable]
+
+    @property
     def covered(self) -> int:
         return sum(r.covered for r in self.ranges)
 
     def figure(self) -> str:
-        """'167 of 221 claim version ranges hold a live run'."""
-        return f"{self.covered} of {len(self.ranges)} claim version ranges hold a live run"
+        """'167 of 221 claim version ranges hold a live run': of the ranges a run could hold."""
+        return f"{self.covered} of {len(self.holdable)} claim version ranges hold a live run"
 
     def uncovered(self) -> list[ClaimRange]:
-        return [r for r in self.ranges if not r.covered]
+        """The ranges a live run could hold and none does yet."""
+        return [r for r in self.holdable if not r.covered]
+
+    def nothing_to_hold(self) -> list[ClaimRange]:
+        """The ranges valued not observable: counted apart, never planned."""
+        return [r for r in self.ranges if r.valued_not_observable]
 
 
 def older_than_built_here(text: str) -> bool:
@@ -207,6 +223,7 @@ def claim_ranges(observed: Observed, claims: Mapping[str, Mapping[str, Claim]] |
                             unrecorded,
                             unobservable=missed,
                             stretches=cut if len(cut) > 1 else (),
+                            valued_not_observable=expectation.not_observable,
                         )
                     )
     return Coverage(ranges)
@@ -370,6 +387,8 @@ class Plan:
     passed_over: dict[str, str] = field(default_factory=dict)  # release -> why it does not build here
     # ranges whose only buildable releases were run and found the claim not observable: running them again won't do
     unobservable: list[ClaimRange] = field(default_factory=list)
+    # ranges valued not observable: nothing for a live run to hold, so no build is planned for them
+    nothing_to_hold: list[ClaimRange] = field(default_factory=list)
 
     @property
     def planned(self) -> int:
@@ -382,7 +401,8 @@ def plan_builds(
     """A greedy set cover of the uncovered ranges by releases built here: each step takes the release inside the
     most ranges still uncovered (ties: a pinned kind image first, then a release before a pre-release, then the
     newest). A release known not to build here (`not_built`: release -> why) is not planned unless kind runs it
-    from a pinned image; those it passed over for a range are listed with their reason."""
+    from a pinned image; those it passed over for a range are listed with their reason. A range valued not
+    observable is never planned: no run can add it."""
     uncovered = coverage.uncovered()
     older = [r for r in uncovered if r.older]
     unchecked = [r for r in uncovered if not r.older and not r.probes]
@@ -422,7 +442,7 @@ def plan_builds(
         covers = [r for r in inside[best] if r in left]
         builds.append(PlannedBuild(best, covers, best.version in pinned))
         left = [r for r in left if r not in covers]
-    return Plan(builds, no_known_release, older, unchecked, passed_over, unobservable)
+    return Plan(builds, no_known_release, older, unchecked, passed_over, unobservable, coverage.nothing_to_hold())
 
 
 # ----- Terminal output and the report's section.
@@ -448,8 +468,22 @@ def runs_text(runs: Sequence[LiveRun], most: int | None = None) -> str:
     return "; ".join(parts)
 
 
+NOTHING_TO_HOLD = "valued not observable: nothing for a live run to hold"
+
+
+def nothing_to_hold_text(claim_range: ClaimRange) -> str:
+    """'valued not observable: nothing for a live run to hold; found so in the 2 live runs inside it: kind 1.21.14',
+    and the runs that observed the claim there anyway (each contradicts the row)."""
+    runs = [replace(run, status=PASS) for run in claim_range.unobservable]  # runs_text says other statuses
+    found = f"; found so in the {len(runs)} live runs inside it: {runs_text(runs)}" if runs else ""
+    observed = f"; yet observed in {runs_text(claim_range.runs)}" if claim_range.runs else ""
+    return f"{NOTHING_TO_HOLD}{found}{observed}"
+
+
 def why_not(claim_range: ClaimRange) -> str:
     """Why a range holds no live run, when the reason is not just that nobody ran it yet."""
+    if claim_range.valued_not_observable:
+        return f" ({nothing_to_hold_text(claim_range)})"
     if claim_range.older:
         return " (older than what builds here)"
     if not claim_range.probes:
@@ -486,18 +520,25 @@ def render(coverage: Coverage, uncovered_only: bool = False) -> str:
         if r.claim != claim:
             claim = r.claim
             lines.append(f"  {r.claim}")
-        seen = runs_text(r.runs, most=TERMINAL_VERSIONS) if r.runs else f"not seen live{why_not(r)}"
+        if r.valued_not_observable:
+            seen = nothing_to_hold_text(r)
+        elif r.runs:
+            seen = runs_text(r.runs, most=TERMINAL_VERSIONS)
+        else:
+            seen = f"not seen live{why_not(r)}"
         lines.append(f"    {r.text:<{width}}{seen}")
         lines += [f"    {'':<{width}}no live run in the gate stretch {s.label}" for s in r.lacking if r.runs]
     return "\n".join(lines)
 
 
 def summary(coverage: Coverage) -> str:
-    """The closing figure, how it is counted, and how many of the ranges without a run cannot be built here."""
+    """The closing figure, how it is counted, how many of the ranges without a run cannot be built here, and how
+    many are valued not observable (not counted)."""
     older = sum(r.older for r in coverage.uncovered())
     return (
         f"{coverage.figure()} (per claim: a recording covers the claims its probe observed in it); of the "
-        f"{len(coverage.uncovered())} without, {older} are older than what builds here (1.19, 1.20: kind only)"
+        f"{len(coverage.uncovered())} without, {older} are older than what builds here (1.19, 1.20: kind only); "
+        f"{len(coverage.nothing_to_hold())} more are {NOTHING_TO_HOLD}, not counted"
     )
 
 
@@ -531,6 +572,9 @@ def render_plan(plan: Plan, coverage: Coverage) -> str:
         if ranges:
             lines.append(f"{title}: {len(ranges)}")
             lines += [f"         {r.label}{pinned_inside(r)}" for r in ranges]
+    if plan.nothing_to_hold:
+        lines.append(f"{NOTHING_TO_HOLD} (not planned, not counted): {len(plan.nothing_to_hold)}")
+        lines += [f"         {r.label}" for r in plan.nothing_to_hold]
     return "\n".join(lines)
 
 
@@ -555,11 +599,18 @@ def section_data(coverage: Coverage) -> JsonDict:
         if not claims or (claims[-1]["family"], claims[-1]["claim"]) != (r.family, r.claim):
             claims.append({"family": r.family, "claim": r.claim, "ranges": []})
         claims[-1]["ranges"].append(
-            {"versions": r.text, "covered": r.covered, "runs": runs_text(r.runs), "why_not": why_not(r).strip(" ()")}
+            {
+                "versions": r.text,
+                "covered": r.covered,
+                "runs": runs_text(r.runs),
+                "why_not": why_not(r).strip(" ()"),
+                "nothing_to_hold": r.valued_not_observable,
+            }
         )
     return {
         "figure": coverage.figure(),
         "covered": coverage.covered,
-        "total": len(coverage.ranges),
+        "total": len(coverage.holdable),
+        "nothing_to_hold": len(coverage.nothing_to_hold()),
         "claims": claims,
     }
