@@ -22,7 +22,7 @@ from harness.doors.commands import version_axis
 from harness.gobuild import kubernetes
 from harness.gobuild.kubernetes import Build
 from harness.nodeimage.kind_parts import Plan
-from harness.reports import coverage, upgrade
+from harness.reports import coverage, upgrade_atlas
 
 
 def counted(monkeypatch: pytest.MonkeyPatch, reading: str) -> list[str]:
@@ -189,7 +189,7 @@ def test_make_upgrade_reads_from_and_to_once(
 ) -> None:
     """make upgrade FROM=1.26 TO=1.28.3 (the replay of the recordings stood in: no records): each end read once,
     resolved and compared as the typed release."""
-    monkeypatch.setattr(upgrade, "atlas_records", lambda releases: upgrade.Atlas([], {}))
+    monkeypatch.setattr(upgrade_atlas, "atlas_records", lambda releases: upgrade_atlas.Atlas([], {}))
     assert cli.main(["upgrade", "--from", "1.26", "--to", "1.28.3"]) == 0
     assert readings == ["1.26", "1.28.3"]
     assert "v1.26.15" in capsys.readouterr().out

@@ -1298,7 +1298,7 @@ def test_what_changed_is_one_reading_in_report_md_report_html_and_make_upgrade(
 ) -> None:
     """Every consecutive pair of the shipped recordings' versions: report.md and report.html count what changes in
     the same words as make upgrade between those two releases, and list the same claims as changes of behaviour."""
-    from harness.reports import upgrade
+    from harness.reports import upgrade_ends, upgrade_model
 
     markdown = render_markdown(replayed_matrix)
     observed = replayed_matrix.observations
@@ -1308,10 +1308,10 @@ def test_what_changed_is_one_reading_in_report_md_report_html_and_make_upgrade(
     for a, b, found in pairs:
         # the page's claims: a family with no recording yet has no row in it, make upgrade answers for it too
         before, after = (
-            upgrade.resolve(upgrade.read_end(a, "FROM"), "FROM"),
-            upgrade.resolve(upgrade.read_end(b, "TO"), "TO"),
+            upgrade_ends.resolve(upgrade_ends.read_end(a, "FROM"), "FROM"),
+            upgrade_ends.resolve(upgrade_ends.read_end(b, "TO"), "TO"),
         )
-        terminal = upgrade.compare(before, after, observed, only=replayed_matrix.claims)
+        terminal = upgrade_model.compare(before, after, observed, only=replayed_matrix.claims)
         counts = terminal.counts()
         assert replayed_matrix.pair(a, b).counts() == counts, (a, b)
         if not found:

@@ -1,4 +1,4 @@
-"""make upgrade (harness/reports/upgrade.py): what changes for the claims between two releases, from the shipped
+"""make upgrade (harness/reports/upgrade*.py): what changes for the claims between two releases, from the shipped
 recordings replayed offline and the expectations, in words; bad input refused in one line before the replay."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from harness.base.versions import KubeVersion, release_name
 from harness.core.expectations import Claim, Expectation
 from harness.core.records import origin_of
 from harness.doors import cli
-from harness.reports import upgrade
+from harness.reports import upgrade, upgrade_atlas, upgrade_ends, upgrade_model, upgrade_words
 from harness.reports.wording import expected_words, words
 
 if TYPE_CHECKING:
@@ -50,23 +50,24 @@ def atlas(shipped_replay: ShippedReplay) -> list[dict[str, Any]]:
     return shipped_replay.records
 
 
-def between(atlas: list[dict[str, Any]], given_from: str, given_to: str) -> upgrade.Upgrade:
-    return upgrade.compare(
-        upgrade.resolve(upgrade.read_end(given_from, "FROM"), "FROM"),
-        upgrade.resolve(upgrade.read_end(given_to, "TO"), "TO"),
+def between(atlas: list[dict[str, Any]], given_from: str, given_to: str) -> upgrade_model.Upgrade:
+    return upgrade_model.compare(
+        upgrade_ends.resolve(upgrade_ends.read_end(given_from, "FROM"), "FROM"),
+        upgrade_ends.resolve(upgrade_ends.read_end(given_to, "TO"), "TO"),
         atlas,
         ["test"],
     )
 
 
-def by_id(changes: list[upgrade.ClaimChange]) -> dict[str, upgrade.ClaimChange]:
+def by_id(changes: list[upgrade_model.ClaimChange]) -> dict[str, upgrade_model.ClaimChange]:
     return {c.claim.id: c for c in changes}
 
 
 def replay_as_selected(shipped_replay: ShippedReplay, folder: Path) -> Callable[[Path, str], Path]:
-    """A stand-in for upgrade.replay_atlas from the session's replay of every recording: the run records of the
-    recordings whose names pytest's -k `select` keeps (an `or` of parts of their names, as upgrade.release_selection
-    writes it; a test's id holds its recording's name), linked under `folder` as that replay named them."""
+    """A stand-in for upgrade_atlas.replay_atlas from the session's replay of every recording: the run records of
+    the recordings whose names pytest's -k `select` keeps (an `or` of parts of their names, as
+    upgrade_atlas.release_selection writes it; a test's id holds its recording's name), linked under `folder` as that
+    replay named them."""
     made: dict[str, Path] = {}
     files = sorted(shipped_replay.runs.glob("*/probes/*.json"))  # in the order of shipped_replay.records
     names = [Path(record["recording_origin"]["file"]).stem for record in shipped_replay.records]
@@ -89,7 +90,7 @@ def test_the_atlas_is_every_shipped_recording_replayed_live(atlas: list[dict[str
     from harness.base.families import all_recordings
 
     assert len(atlas) == len(all_recordings()) > 700
-    assert {"v1.26.15", "v1.27.16", "v1.27.0-rc.0"} <= upgrade.live_versions(atlas)
+    assert {"v1.26.15", "v1.27.16", "v1.27.0-rc.0"} <= upgrade_model.live_versions(atlas)
 
 
 def test_1_26_to_1_27_says_a_deleted_pod_ends_failed_from_1_27_with_its_pr_seen_live_on_both(
@@ -103,7 +104,7 @@ def test_1_26_to_1_27_says_a_deleted_pod_ends_failed_from_1_27_with_its_pr_seen_
     assert phases.before.live and phases.after.live
     assert phases.after.seen and all(s.value == ["Running", "Failed"] and s.status == "pass" for s in phases.after.seen)
     assert all(s.value == ["Running"] for s in phases.before.seen)
-    line = upgrade.line(phases)
+    line = upgrade_words.line(phases)
     assert "Running → Running, then Failed; changed in 1.27.0-rc.0 (k/k#115331); live on both" in line
     # a claim a race decides on 1.26 is kept apart; one the same on both but not on 1.27.0-rc.0 is said so
     assert "exit-status-kept" in by_id(found.raced) and "exit-status-kept" not in changed
@@ -183,16 +184,16 @@ def test_runs_add_live_records_and_a_live_value_that_differs_from_the_expectatio
     record["server_version"] = "v1.30.13"
     record["transport"], record["recording_origin"] = "live", {}
     next(v for v in record["verdicts"] if v["claim"] == PHASES)["observed"] = ["Running"]
-    found = upgrade.compare(
-        upgrade.resolve(upgrade.read_end("1.26", "FROM"), "FROM"),
-        upgrade.resolve(upgrade.read_end("1.30", "TO"), "TO"),
+    found = upgrade_model.compare(
+        upgrade_ends.resolve(upgrade_ends.read_end("1.26", "FROM"), "FROM"),
+        upgrade_ends.resolve(upgrade_ends.read_end("1.30", "TO"), "TO"),
         [*atlas, record],
         ["test"],
     )
     phases = by_id(found.changed)[PHASES]
     assert phases.after.live and phases.after.disagrees
     assert PHASES in by_id(found.disagreeing)
-    assert "Running, then Failed (seen live on v1.30.13: Running)" in upgrade.line(phases)
+    assert "Running, then Failed (seen live on v1.30.13: Running)" in upgrade_words.line(phases)
 
 
 def test_steps_follow_equal_ranges_and_ranges_joined_by_or() -> None:
@@ -214,7 +215,7 @@ def test_steps_follow_equal_ranges_and_ranges_joined_by_or() -> None:
             e(">=1.24.0-alpha.2", "new"),
         ),
     )
-    steps = upgrade.steps_between(claim, KubeVersion.parse("1.22.3"), KubeVersion.parse("1.24.3"))
+    steps = upgrade_model.steps_between(claim, KubeVersion.parse("1.22.3"), KubeVersion.parse("1.24.3"))
     assert [(s.release, s.expectation.value if s.expectation else None) for s in steps] == [
         ("1.22.12", "new"),
         ("1.23.0-alpha.0", "old"),
@@ -222,7 +223,7 @@ def test_steps_follow_equal_ranges_and_ranges_joined_by_or() -> None:
         ("1.24.0-alpha.1", "odd"),
         ("1.24.0-alpha.2", "new"),
     ]
-    assert upgrade.steps_between(claim, KubeVersion.parse("1.24.3"), KubeVersion.parse("1.30")) == ()
+    assert upgrade_model.steps_between(claim, KubeVersion.parse("1.24.3"), KubeVersion.parse("1.30")) == ()
 
 
 ZERO_SLEEP_REFUSED = (  # sleep-zero.accepted before and from 1.30.0-alpha.3: alike for 56 characters
@@ -237,7 +238,7 @@ def test_two_values_cut_to_fit_keep_where_they_differ(room: int) -> None:
     """Cut at their ends, both refusals read 'status 422, refused spec.containers[1]…': the start they share goes
     into an ellipsis, so that each side shows the segment where they part."""
     before, after = ZERO_SLEEP_REFUSED
-    text = upgrade.change_text((before, after, " [both expected]"), room)
+    text = upgrade_words.change_text((before, after, " [both expected]"), room)
     assert len(text) <= room
     cut_before, cut_after = text.removesuffix(" [both expected]").split(" → ")
     assert cut_before != cut_after
@@ -246,9 +247,9 @@ def test_two_values_cut_to_fit_keep_where_they_differ(room: int) -> None:
 
 
 def test_values_cut_where_they_differ_early_are_cut_at_their_ends() -> None:
-    shown = upgrade.change_text(("Running, then Failed, then Failed", "Succeeded, then Succeeded again", ""), 40)
+    shown = upgrade_words.change_text(("Running, then Failed, then Failed", "Succeeded, then Succeeded again", ""), 40)
     assert shown.startswith("Running, then") and " → Succeeded" in shown
-    assert upgrade.change_text(("13.0 [live]", "11.0 [live ×3: 10.8–11.2]", ""), 60) == (
+    assert upgrade_words.change_text(("13.0 [live]", "11.0 [live ×3: 10.8–11.2]", ""), 60) == (
         "13.0 [live] → 11.0 [live ×3: 10.8–11.2]"
     )
 
@@ -302,7 +303,7 @@ def test_bad_input_is_refused_in_one_line_before_the_replay(
     def replay(*_: object) -> None:
         raise AssertionError("the atlas was replayed before the input was checked")
 
-    monkeypatch.setattr(upgrade, "replay_atlas", replay)
+    monkeypatch.setattr(upgrade_atlas, "replay_atlas", replay)
     assert cli.main(["upgrade", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: bad input: ") and err.count("\n") == 1, err
@@ -333,16 +334,16 @@ def test_make_upgrade_prints_the_answer_from_the_shipped_recordings_with_no_clus
     print(f"make upgrade took {time.monotonic() - started:.1f} s")  # a figure, not a bound a loaded machine moves
     # its replay of the two releases only answers as every recording replayed (the session's) does
     said = f"live: {len(shipped_replay.records)} shipped recordings (probes/*/recordings/), replayed offline"
-    every = upgrade.Observations.of(shipped_replay.records)
+    every = upgrade_model.Observations.of(shipped_replay.records)
     assert out == upgrade.render_text(
-        upgrade.compare(
-            upgrade.resolve(upgrade.read_end("1.26", "FROM"), "FROM"),
-            upgrade.resolve(upgrade.read_end("1.27", "TO"), "TO"),
+        upgrade_model.compare(
+            upgrade_ends.resolve(upgrade_ends.read_end("1.26", "FROM"), "FROM"),
+            upgrade_ends.resolve(upgrade_ends.read_end("1.27", "TO"), "TO"),
             every,
             [said],
         )
     )
-    monkeypatch.setattr(upgrade, "replay_atlas", replay_as_selected(shipped_replay, tmp_path))
+    monkeypatch.setattr(upgrade_atlas, "replay_atlas", replay_as_selected(shipped_replay, tmp_path))
     capsys.readouterr()
     assert cli.main(["upgrade", "--from", "1.27", "--to", "1.26", "--detail", "1"]) == 0
     detail = capsys.readouterr().out
@@ -372,8 +373,8 @@ def test_the_recordings_of_one_release_are_replayed_alone(shipped_replay: Shippe
     """A real replay of the selection when only one side ran here (TO=1.30 names v1.30.13, never recorded): v1.27.7's
     one recording, and nothing else, replayed as the replay of every recording replayed it. A selection that pytest
     took for an option ('-k --v1.27.7-live-') ended the replay with a usage error."""
-    shipped = upgrade.shipped_by_release()
-    atlas = upgrade.atlas_records({Version("1.27.7"), Version("1.30.13")})
+    shipped = upgrade_atlas.shipped_by_release()
+    atlas = upgrade_atlas.atlas_records({Version("1.27.7"), Version("1.30.13")})
     assert Version("1.30.13") not in shipped and len(shipped[Version("1.27.7")]) == len(atlas.records) == 1
     (record,) = atlas.records
     (same,) = [r for r in shipped_replay.records if r["recording_origin"] == record["recording_origin"]]
@@ -382,7 +383,7 @@ def test_the_recordings_of_one_release_are_replayed_alone(shipped_replay: Shippe
 
 def test_make_upgrade_replays_only_the_two_releases_and_answers_as_with_every_recording_replayed(
     shipped_replay: ShippedReplay,
-    observed: upgrade.Observations,
+    observed: upgrade_model.Observations,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
@@ -390,30 +391,30 @@ def test_make_upgrade_replays_only_the_two_releases_and_answers_as_with_every_re
     """make upgrade replays the recordings of FROM and TO only (the others' names say which releases ran live, for
     the nearest ones it names): at 52 pairs its DETAIL=1 and its screen are those it gave when it replayed every
     recording, which `observed` holds. The -k selection itself is replayed for real in the end-to-end test above."""
-    shipped = upgrade.shipped_by_release()
+    shipped = upgrade_atlas.shipped_by_release()
     assert sum(len(files) for files in shipped.values()) == len(shipped_replay.records)  # every recording named
-    monkeypatch.setattr(upgrade, "shipped_by_release", lambda: shipped)  # the same files all along: listed once
-    monkeypatch.setattr(upgrade, "replay_atlas", replay_as_selected(shipped_replay, tmp_path))
-    atlas_records, compare = upgrade.atlas_records, upgrade.compare
-    replayed: list[upgrade.Atlas] = []
-    answered: list[upgrade.Upgrade] = []
+    monkeypatch.setattr(upgrade_atlas, "shipped_by_release", lambda: shipped)  # the same files all along: listed once
+    monkeypatch.setattr(upgrade_atlas, "replay_atlas", replay_as_selected(shipped_replay, tmp_path))
+    atlas_records, compare = upgrade_atlas.atlas_records, upgrade_model.compare
+    replayed: list[upgrade_atlas.Atlas] = []
+    answered: list[upgrade_model.Upgrade] = []
 
-    def noted_atlas(releases: Collection[Version]) -> upgrade.Atlas:
+    def noted_atlas(releases: Collection[Version]) -> upgrade_atlas.Atlas:
         replayed.append(atlas_records(releases))
         return replayed[-1]
 
-    def noted_answer(*args: Any, **kwargs: Any) -> upgrade.Upgrade:
+    def noted_answer(*args: Any, **kwargs: Any) -> upgrade_model.Upgrade:
         answered.append(compare(*args, **kwargs))
         return answered[-1]
 
-    monkeypatch.setattr(upgrade, "atlas_records", noted_atlas)
-    monkeypatch.setattr(upgrade, "compare", noted_answer)
+    monkeypatch.setattr(upgrade_atlas, "atlas_records", noted_atlas)
+    monkeypatch.setattr(upgrade_model, "compare", noted_answer)
     said = f"live: {len(shipped_replay.records)} shipped recordings (probes/*/recordings/), replayed offline"
     pairs = [pair.split() for pair in UPGRADE_PAIRS.replace("\n", " | ").split(" | ") if pair.strip()]
     assert len(pairs) == 52
     for given_from, given_to in pairs:
-        before = upgrade.resolve(upgrade.read_end(given_from, "FROM"), "FROM")
-        after = upgrade.resolve(upgrade.read_end(given_to, "TO"), "TO")
+        before = upgrade_ends.resolve(upgrade_ends.read_end(given_from, "FROM"), "FROM")
+        after = upgrade_ends.resolve(upgrade_ends.read_end(given_to, "TO"), "TO")
         every = compare(before, after, observed, [said])
         assert cli.main(["upgrade", "--from", given_from, "--to", given_to, "--detail", "1"]) == 0
         assert capsys.readouterr().out == upgrade.render_detail(every), (given_from, given_to)
@@ -444,8 +445,8 @@ def test_a_release_older_than_the_catalog_is_answered_where_a_pinned_image_runs_
     """v1.20.15 is no release of the catalog (it starts at 1.21) but a pinned node image runs it: it is a published
     release, answered as given like any other (it was refused as never published)."""
     assert (
-        upgrade.resolve(upgrade.read_end("1.20.15", "FROM"), "FROM").name
-        == upgrade.resolve(upgrade.read_end("1.20", "FROM"), "FROM").name
+        upgrade_ends.resolve(upgrade_ends.read_end("1.20.15", "FROM"), "FROM").name
+        == upgrade_ends.resolve(upgrade_ends.read_end("1.20", "FROM"), "FROM").name
         == "v1.20.15"
     )
 
@@ -470,15 +471,17 @@ def test_measured_values_are_the_median_of_the_live_runs_with_their_spread_and_m
     found = by_id(between(atlas, "1.27", "1.28").changed)[claim]
     assert found.before.expectation is not None and found.before.expectation.between == (12.0, 16.0)
     values = sorted(float(s.value) for s in found.after.seen)
-    said = upgrade.measured_words(found.after)
+    said = upgrade_words.measured_words(found.after)
     median = (
         values[len(values) // 2] if len(values) % 2 else (values[len(values) // 2 - 1] + values[len(values) // 2]) / 2
     )
     assert said.startswith(f"{median:.1f} [live")
     if len(values) > 1 and values[0] != values[-1]:
         assert said.endswith(f"×{len(values)}: {values[0]:.1f}–{values[-1]:.1f}]")
-    unrun = upgrade.Side(upgrade.resolve(upgrade.read_end("1.28.3", "TO"), "TO"), found.after.expectation, ())
-    assert upgrade.measured_words(unrun) == "between 9 and 13 [expected]"  # the range only where no run exists
+    unrun = upgrade_model.Side(
+        upgrade_ends.resolve(upgrade_ends.read_end("1.28.3", "TO"), "TO"), found.after.expectation, ()
+    )
+    assert upgrade_words.measured_words(unrun) == "between 9 and 13 [expected]"  # the range only where no run exists
 
 
 def test_live_is_qualified_by_the_runtime_the_record_names() -> None:
@@ -512,17 +515,17 @@ def test_live_is_qualified_by_the_runtime_the_record_names() -> None:
 
 
 @pytest.fixture(scope="module")
-def observed(atlas: list[dict[str, Any]]) -> upgrade.Observations:
-    return upgrade.Observations.of(atlas)
+def observed(atlas: list[dict[str, Any]]) -> upgrade_model.Observations:
+    return upgrade_model.Observations.of(atlas)
 
 
 def _recorded_releases() -> list[str]:
-    return [release_name(version) for version in sorted(upgrade.shipped_by_release())]
+    return [release_name(version) for version in sorted(upgrade_atlas.shipped_by_release())]
 
 
 @pytest.mark.parametrize("minor", [f"1.{m}" for m in range(21, 38)])
 def test_the_answer_is_one_screen_at_every_pair_of_recorded_releases(
-    minor: str, observed: upgrade.Observations
+    minor: str, observed: upgrade_model.Observations
 ) -> None:
     """From each recorded release of a minor to every later recorded release, and back from the newest recorded
     release of the minor to the newest of every earlier minor: at most 40 lines of at most 120 characters, and no PR
@@ -543,9 +546,9 @@ def test_the_answer_is_one_screen_at_every_pair_of_recorded_releases(
         if KubeVersion.parse(older).version < KubeVersion.parse(newest[minor]).version
     ]
     for given_from, given_to in pairs:
-        found = upgrade.compare(
-            upgrade.resolve(upgrade.read_end(given_from, "FROM"), "FROM"),
-            upgrade.resolve(upgrade.read_end(given_to, "TO"), "TO"),
+        found = upgrade_model.compare(
+            upgrade_ends.resolve(upgrade_ends.read_end(given_from, "FROM"), "FROM"),
+            upgrade_ends.resolve(upgrade_ends.read_end(given_to, "TO"), "TO"),
             observed,
         )
         lines = upgrade.render_text(found).splitlines()
@@ -567,14 +570,14 @@ def test_the_answer_is_one_screen_at_every_pair_of_recorded_releases(
 
 
 def test_a_long_upgrade_says_each_behaviour_by_its_release_and_family_and_what_each_aspect_goes_from_and_to(
-    observed: upgrade.Observations,
+    observed: upgrade_model.Observations,
 ) -> None:
     """1.23 -> 1.31 changes too many claims for a line each: a line per behaviour (a family's claims that change in
     one release) with every PR, then what each aspect of it goes from and to, measured where it ran, on the lines
     the screen has room for; what does not fit is counted, never dropped silently."""
-    found = upgrade.compare(
-        upgrade.resolve(upgrade.read_end("1.23", "FROM"), "FROM"),
-        upgrade.resolve(upgrade.read_end("1.31", "TO"), "TO"),
+    found = upgrade_model.compare(
+        upgrade_ends.resolve(upgrade_ends.read_end("1.23", "FROM"), "FROM"),
+        upgrade_ends.resolve(upgrade_ends.read_end("1.31", "TO"), "TO"),
         observed,
     )
     groups = upgrade.behaviours(found.changed)
@@ -599,5 +602,5 @@ def test_a_long_upgrade_says_each_behaviour_by_its_release_and_family_and_what_e
     assert re.search(back_off, screen), screen
     timings = [c for c in found.changed if c.claim.id.endswith(".killed-after-delete")]
     assert timings and all(c.before.live and c.after.live for c in timings)
-    assert "killed-after-delete ×2: " + " / ".join(upgrade.change_words(c) for c in timings) in screen
+    assert "killed-after-delete ×2: " + " / ".join(upgrade_words.change_words(c) for c in timings) in screen
     assert " alike" not in screen

@@ -24,7 +24,7 @@ from harness.core.records import load_records
 from harness.reports import findings, timeline_svg
 from harness.reports.report_model import ClaimsLoader, JsonDict, Matrix, build_matrix, document_label
 from harness.reports.report_words import PR_URL, breakable, pr_links, side_text, side_words
-from harness.reports.upgrade import Upgrade
+from harness.reports.upgrade_model import Upgrade
 from harness.reports.wording import expected_text, expected_words, short, show, words
 
 if TYPE_CHECKING:  # Jinja2 is imported when a page is rendered: make report refuses bad input without it

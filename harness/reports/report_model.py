@@ -40,7 +40,7 @@ from harness.core.expectations import (
 )
 from harness.core.records import origin_kind, origin_of
 from harness.reports import coverage
-from harness.reports.upgrade import Observations, Upgrade, UpgradeEnd, compare
+from harness.reports.upgrade_model import Observations, Upgrade, UpgradeEnd, compare
 from harness.reports.wording import expected_text, short
 
 JsonDict = dict[str, Any]
@@ -313,8 +313,8 @@ class Matrix:
         return out
 
     def pair(self, a: str, b: str) -> Upgrade:
-        """What changes between two versions of the matrix, read as make upgrade reads it (harness/reports/upgrade.py):
-        the one reading both pages and the terminal give, counted alike."""
+        """What changes between two versions of the matrix, read as make upgrade reads it
+        (harness/reports/upgrade_model.py): the one reading both pages and the terminal give, counted alike."""
         if (a, b) not in self._pairs:
             observed = self.observations or Observations({}, {})
             before, after = (

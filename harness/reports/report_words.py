@@ -1,5 +1,5 @@
 """The behaviour matrix's words: a change's ends, PR references made links, where a long token may break. Values
-and expectations themselves are in words in wording.py, which upgrade.py and radar.py share."""
+and expectations themselves are in words in wording.py, which upgrade_words.py and radar.py share."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Values and expectations in words: what report.py, upgrade.py and radar.py all say the same way.
+"""Values and expectations in words: what report.py, upgrade_words.py and radar.py all say the same way.
 
 Below the reports that use it (it imports none of them), so that each can import it without a cycle."""
 

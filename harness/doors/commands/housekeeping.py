@@ -28,7 +28,7 @@ from harness.doors.commands.refusal import (
 )
 from harness.doors.commands.upgrade import Refusal, releases
 from harness.reports import report as report_module
-from harness.reports import report_model, upgrade
+from harness.reports import report_model, upgrade_model
 
 
 def run_clean_command(args: argparse.Namespace) -> int:
@@ -117,7 +117,7 @@ def report_matrix(
     to_version: str,
     where: str,
     runtimes: dict[str, str] | None = None,
-) -> tuple[report_model.Matrix, upgrade.Upgrade | None]:
+) -> tuple[report_model.Matrix, upgrade_model.Upgrade | None]:
     """The behaviour matrix of the records, with what changes between FROM and TO when either is given; Refused when
     FROM and TO cannot be used or no record reached a server (`where`: where the records were read). `runtimes`: the
     runs of make matrix entries that named a runtime, each its own column (harness/axis/matrix.py entry_runtimes)."""
@@ -128,7 +128,7 @@ def report_matrix(
         except Refusal as err:
             raise Refused(BAD, str(err)) from err
         said = f"live: the {sum(records_module.origin_kind(r) == 'live' for r in records)} live records under RUNS"
-        chosen = upgrade.compare(before, after, records, [said])
+        chosen = upgrade_model.compare(before, after, records, [said])
     built = report_model.build_matrix(records, runtimes=runtimes)
     if not built.versions:
         raise Refused(

@@ -11,7 +11,7 @@ from harness.base.versions import VersionError
 from harness.core import records
 from harness.core.records import JsonDict
 from harness.doors.commands.refusal import BAD, refuse
-from harness.reports import upgrade
+from harness.reports import upgrade, upgrade_atlas, upgrade_ends, upgrade_model
 
 
 class Refusal(ValueError):
@@ -20,15 +20,15 @@ class Refusal(ValueError):
 
 def releases(
     given_from: str, given_to: str, runs: list[JsonDict] | None = None
-) -> tuple[upgrade.UpgradeEnd, upgrade.UpgradeEnd]:
+) -> tuple[upgrade_model.UpgradeEnd, upgrade_model.UpgradeEnd]:
     """FROM and TO resolved (any published release the suite knows the minor of; a vendor's build refused), or
     Refusal saying what is wrong with them. FROM later than TO is a rollback, answered as such."""
     for what, text in (("FROM", given_from), ("TO", given_to)):
         if not text.strip():
             raise Refusal(f"no {what} given: name two releases, e.g. make upgrade FROM=1.26 TO=1.28")
     try:
-        before = upgrade.resolve(upgrade.read_end(given_from, "FROM"), "FROM")  # FROM read here, once
-        after = upgrade.resolve(upgrade.read_end(given_to, "TO"), "TO")  # TO too
+        before = upgrade_ends.resolve(upgrade_ends.read_end(given_from, "FROM"), "FROM")  # FROM read here, once
+        after = upgrade_ends.resolve(upgrade_ends.read_end(given_to, "TO"), "TO")  # TO too
     except VersionError as err:
         raise Refusal(str(err)) from err
     if before.version.version == after.version.version:
@@ -59,11 +59,11 @@ def run_upgrade_command(args: argparse.Namespace) -> int:
         before, after = releases(args.from_version, args.to_version, extra)
     except Refusal as err:
         return refuse(BAD, str(err))
-    atlas = upgrade.atlas_records({before.version.version, after.version.version})  # only theirs are compared
+    atlas = upgrade_atlas.atlas_records({before.version.version, after.version.version})  # only theirs are compared
     sources = [atlas.said]
     if args.runs:
         live = sum(records.origin_kind(r) == "live" for r in extra)
         sources.append(f"live: {live} run records under {', '.join(args.runs)}")
-    found = upgrade.compare(before, after, atlas.observations(extra), sources)
+    found = upgrade_model.compare(before, after, atlas.observations(extra), sources)
     print((upgrade.render_detail if detail == "1" else upgrade.render_text)(found), end="")
     return 0

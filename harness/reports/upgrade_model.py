@@ -1,0 +1,417 @@
+"""What changes for the suite's claims between two releases: the one reading of "what changed" that `make upgrade`,
+report.md and report.html all give.
+
+Each side is a release (upgrade_ends.py reads and resolves it): a minor resolves as `make probe` resolves it (its
+newest pinned node image), a patch or a pre-release is itself, whether or not anything ran there. A claim's behaviour
+on a release is its expectation there (probes/*/expectations.yaml); where live records of that very release exist,
+what they measured is said too (the median of their values, the spread when there are several) and whether it
+agrees. The releases where a claim changes on the way are the boundaries of its expectations' version ranges between
+the two, with the PRs their sources cite. A claim a race of the release decides (an expectation that is `one_of`) is
+kept apart: its value may differ from run to run. FROM later than TO is a rollback: the same claims, the changes
+undone.
+
+The live observations come from run records: by default those of the shipped recordings (the atlas,
+upgrade_atlas.py), replayed offline, of the two releases only (the others' names say which releases ran, for the
+nearest live ones); `make upgrade RUNS=...` adds the run records of live runs. The answer's words are
+upgrade_words.py, its screen upgrade.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from packaging.version import Version
+
+from harness.base import families
+from harness.base.versions import KubeVersion, release_name, version_range
+from harness.core.expectations import (
+    FAIL,
+    NOT_OBSERVABLE,
+    Claim,
+    Expectation,
+    evaluate,
+    load_claims,
+    pull_requests,
+)
+from harness.core.records import JsonDict, origin_kind, origin_of
+
+
+@dataclass(frozen=True)
+class UpgradeEnd:
+    """One end of an upgrade (FROM or TO): what was asked (1.26), the release it stands for (v1.26.15), how, and
+    where the suite ran it: `live` the runtimes of its live records there ("" when nothing ran at that very
+    release), `nearest` the nearest releases that ran live (named when it did not)."""
+
+    asked: str
+    version: KubeVersion
+    how: str  # "the newest pinned node image of 1.26", "as given", ...
+    runtimes: tuple[str, ...] = ()
+    nearest: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return "v" + release_name(self.version.version)
+
+    @property
+    def ran(self) -> bool:
+        return bool(self.runtimes)
+
+
+@dataclass(frozen=True)
+class Seen:
+    """A live observation of a claim on a release, judged against the expectation there."""
+
+    value: Any
+    status: str  # pass, fail, undecided
+    where: str  # the recording or run it comes from
+
+
+@dataclass(frozen=True)
+class Side:
+    """A claim on one release: what is expected there and what was seen live there (possibly nothing)."""
+
+    release: UpgradeEnd
+    expectation: Expectation | None
+    seen: tuple[Seen, ...]
+
+    @property
+    def live(self) -> bool:
+        return bool(self.seen)
+
+    @property
+    def disagrees(self) -> bool:
+        return any(s.status == FAIL for s in self.seen)
+
+    @property
+    def race(self) -> bool:
+        return self.expectation is not None and bool(self.expectation.one_of)
+
+
+@dataclass(frozen=True)
+class Step:
+    """A release between the two where the claim's expectation changes: its first release and the new one."""
+
+    release: str  # Kubernetes spelling: 1.27.0-rc.0
+    expectation: Expectation | None
+    reason: str  # "k/k#115331", or the new expectation's first source where it cites no PR
+    prs: tuple[str, ...] = ()  # every PR the new expectation cites, as numbers
+
+
+@dataclass(frozen=True)
+class ClaimChange:
+    """A claim between two releases: both sides and every release on the way where its expectation changes."""
+
+    claim: Claim
+    family: families.Family
+    before: Side
+    after: Side
+    steps: tuple[Step, ...]
+    rollback: bool = False  # `before` is the later release: the steps are undone on the way back
+
+    @cached_property
+    def changes(self) -> bool:
+        """The behaviour differs between the two releases."""
+        return bool(outcome_key(self.before.expectation) != outcome_key(self.after.expectation))
+
+    @property
+    def race(self) -> bool:
+        """A race of either release decides the value (a one_of expectation): it may differ run to run."""
+        return self.before.race or self.after.race
+
+    @property
+    def key_step(self) -> Step | None:
+        """The release the change is said to be made in: the last step, from which on the later release's behaviour
+        holds (going back, what the rollback undoes)."""
+        return self.steps[-1] if self.steps else None
+
+
+@dataclass
+class Upgrade:
+    """Every claim between two releases, sorted into what the upgrade changes and what it does not."""
+
+    before: UpgradeEnd
+    after: UpgradeEnd
+    claims: list[ClaimChange]
+    sources: list[str] = field(default_factory=list)  # where the live observations come from, in words
+
+    @property
+    def rollback(self) -> bool:
+        return self.before.version.version > self.after.version.version
+
+    @property
+    def changed(self) -> list[ClaimChange]:
+        """Claims whose behaviour differs, neither side decided by a race."""
+        return [c for c in self.claims if c.changes and not c.race]
+
+    @property
+    def raced(self) -> list[ClaimChange]:
+        """Claims whose behaviour differs where a race of one side decides it (may differ run to run)."""
+        return [c for c in self.claims if c.changes and c.race]
+
+    @property
+    def on_the_way(self) -> list[ClaimChange]:
+        """Claims the same on both releases that differ on releases between (the patches of a minor passed)."""
+        return [c for c in self.claims if not c.changes and c.steps]
+
+    @property
+    def same_race(self) -> list[ClaimChange]:
+        """Claims a race decides on both releases alike: not a change, but their values may differ run to run."""
+        return [c for c in self.claims if not c.changes and not c.steps and c.race]
+
+    @property
+    def disagreeing(self) -> list[ClaimChange]:
+        """Claims whose live observation on either release differs from its expectation."""
+        return [c for c in self.claims if c.before.disagrees or c.after.disagrees]
+
+    @property
+    def unchanged(self) -> int:
+        """How many claims behave the same on both and on every release between."""
+        return len(self.claims) - len(self.changed) - len(self.raced) - len(self.on_the_way)
+
+    def counts(self) -> str:
+        """What changes, counted: the same words in make upgrade, report.md and report.html."""
+        changed = self.changed
+        both = sum(c.before.live and c.after.live for c in changed)
+        parts = [f"{len(changed)} change{'' if len(changed) == 1 else 's'} of behaviour"]
+        if changed:
+            parts[0] += f" ({both} live on both)"
+        if self.raced:
+            parts.append(f"{len(self.raced)} decided by a race")
+        if self.on_the_way:
+            parts.append(f"{len(self.on_the_way)} only in between")
+        if self.disagreeing:
+            parts.append(f"{len(self.disagreeing)} seen otherwise than expected")
+        return ", ".join(parts)
+
+
+# ------------------------------------------------------------------------------------------ the releases on the way
+
+
+def _successor(version: Version) -> Version:
+    """The release right after one (1.23.0 -> 1.23.1, 1.24.0-alpha.1 -> 1.24.0-alpha.2): where an `==` range ends."""
+    major, minor, patch = (*version.release, 0, 0)[:3]
+    if version.pre is not None:
+        return Version(f"{major}.{minor}.{patch}{version.pre[0]}{version.pre[1] + 1}")
+    return Version(f"{major}.{minor}.{patch + 1}")
+
+
+_MEMO: dict[tuple[int, Any], tuple[Claim, Any]] = {}  # (claim's id(), what) -> the claim (kept alive) and the answer
+
+
+def _memo(claim: Claim, what: Any, answer: Any) -> Any:
+    """What was worked out for a claim once (its boundaries, its expectation on a release): make upgrade compares
+    many releases, the report every pair of its columns, and the claims do not change within a run."""
+    known = _MEMO.get((id(claim), what))
+    if known is None or known[0] is not claim:
+        known = _MEMO[(id(claim), what)] = (claim, answer())
+    return known[1]
+
+
+def boundaries(claim: Claim) -> list[Version]:
+    """Every release where one of the claim's version ranges starts or ends, in order."""
+    return list(_memo(claim, "boundaries", lambda: _boundaries(claim)))
+
+
+def _boundaries(claim: Claim) -> list[Version]:
+    found: set[Version] = set()
+    for expectation in claim.expectations:
+        for specifiers in version_range(expectation.versions):
+            for specifier in specifiers:
+                point = Version(specifier.version)
+                found.add(point)
+                if specifier.operator == "==":
+                    found.add(_successor(point))
+    return sorted(found)
+
+
+def expectation_on(claim: Claim, version: KubeVersion) -> Expectation | None:
+    """The claim's expectation on a release, or None where no single range covers it."""
+    found: Expectation | None = _memo(claim, version.version, lambda: _expectation_on(claim, version))
+    return found
+
+
+def _expectation_on(claim: Claim, version: KubeVersion) -> Expectation | None:
+    matching = [e for e in claim.expectations if version.satisfies(e.versions)]
+    return matching[0] if len(matching) == 1 else None
+
+
+def outcome_key(expectation: Expectation | None) -> Any:
+    """What an expectation says, for comparing two: its value, its bounds, its outcomes (not its sources)."""
+    if expectation is None:
+        return None
+    return (repr(expectation.value), expectation.between, tuple(outcome_key(o) for o in expectation.one_of))
+
+
+def steps_between(claim: Claim, before: KubeVersion, after: KubeVersion) -> tuple[Step, ...]:
+    """The releases in (before, after] where the claim's expectation changes, each with the new one (for a
+    rollback, before later than after: the same releases, oldest first, which the way back undoes)."""
+    low, high = (before, after) if before.version <= after.version else (after, before)
+    current = outcome_key(expectation_on(claim, low))
+    steps = []
+    for point, key, step in _transitions(claim):
+        if low.version < point <= high.version and key != current:
+            steps.append(step)
+            current = key
+    return tuple(steps)
+
+
+def _transitions(claim: Claim) -> list[tuple[Version, Any, Step]]:
+    """Each boundary of the claim's ranges with what its expectation says from there on, worked out once."""
+
+    def work() -> list[tuple[Version, Any, Step]]:
+        out = []
+        for point in boundaries(claim):
+            release = release_name(point)
+            now = expectation_on(claim, KubeVersion.parse(release))
+            prs = tuple(pull_requests(now.sources)) if now is not None else ()
+            out.append((point, outcome_key(now), Step(release, now, step_reason(now), prs)))
+        return out
+
+    found: list[tuple[Version, Any, Step]] = _memo(claim, "transitions", work)
+    return found
+
+
+def step_reason(expectation: Expectation | None) -> str:
+    """The PRs the new expectation cites (two at most), else its first source, shortened."""
+    if expectation is None:
+        return "no expectation covers it"
+    prs = pull_requests(expectation.sources)
+    if prs:
+        return ", ".join(f"k/k#{pr}" for pr in prs[:2])
+    first = " ".join(expectation.sources[0].split()) if expectation.sources else ""
+    return first if len(first) <= 70 else first[:69].rstrip() + "…"
+
+
+# ------------------------------------------------------------------------------------------ observations
+
+
+def release_key(version: KubeVersion) -> str:
+    """A release as the observations are keyed: packaging's spelling of its version (1.27.0rc0)."""
+    return str(version.version)
+
+
+def nearest_live(version: KubeVersion, ran: Iterable[Version]) -> tuple[str, ...]:
+    """The live releases nearest to one that did not run: of its own minor the closest below and above it, else
+    the closest of any minor; in Kubernetes spelling with a v."""
+    same = [v for v in ran if (v.major, v.minor) == (version.version.major, version.version.minor)]
+    if version.version.pre is None and any(v.pre is None for v in same):
+        same = [v for v in same if v.pre is None]  # a release's nearest are releases, not pre-releases
+    if same:
+        below = [v for v in same if v < version.version]
+        above = [v for v in same if v > version.version]
+        picked = ([max(below)] if below else []) + ([min(above)] if above else [])
+    else:
+        picked = sorted(ran, key=lambda v: (abs(v.minor - version.version.minor), -v.minor))[:1]
+    return tuple("v" + release_name(v) for v in sorted(picked))
+
+
+def live_observations(
+    records: Iterable[JsonDict], claims_loader: Any = load_claims
+) -> dict[tuple[str, str], list[Seen]]:
+    """(claim id, release) -> what live records observed there, judged against the current expectations."""
+    found: dict[tuple[str, str], list[Seen]] = {}
+    for record in records:
+        version = record.get("server_version")
+        if not version or origin_kind(record) != "live":
+            continue
+        try:
+            claims = claims_loader(record["family"])
+        except families.FamilyError:
+            continue
+        release = str(KubeVersion.parse(version).version)
+        where = str(
+            (record.get("recording_origin") or {}).get("file") or (record.get("provenance") or {}).get("run_id")
+        )
+        for verdict in record.get("verdicts", []):
+            claim = claims.get(verdict["claim"])
+            if claim is None or verdict["status"] == NOT_OBSERVABLE:
+                continue
+            gaps = (verdict.get("detail") or {}).get("watch_gaps")
+            judged = evaluate(claim, KubeVersion.parse(version), verdict["observed"], gaps)
+            found.setdefault((claim.id, release), []).append(Seen(verdict["observed"], judged.status, where))
+    return found
+
+
+def live_versions(records: Iterable[JsonDict]) -> set[str]:
+    """The server versions live records were made on."""
+    return {str(r["server_version"]) for r in records if r.get("server_version") and origin_kind(r) == "live"}
+
+
+def live_runtimes(records: Iterable[JsonDict]) -> dict[str, tuple[str, ...]]:
+    """Release (packaging's spelling) -> the runtimes its live records ran on, each once, in order."""
+    found: dict[str, list[str]] = {}
+    for record in records:
+        version = record.get("server_version")
+        if not version or origin_kind(record) != "live":
+            continue
+        said = origin_of(record).runtime_words()
+        known = found.setdefault(str(KubeVersion.parse(str(version)).version), [])
+        if said not in known:
+            known.append(said)
+    return {release: tuple(sorted(said)) for release, said in found.items()}
+
+
+@dataclass(frozen=True)
+class Observations:
+    """What live records saw, by claim and release, and what each release ran on: read once, asked many times."""
+
+    seen: dict[tuple[str, str], list[Seen]]
+    runtimes: dict[str, tuple[str, ...]]
+    also_ran: frozenset[Version] = frozenset()  # releases with live runs whose records were not read
+
+    @cached_property
+    def releases(self) -> frozenset[Version]:
+        """The releases live records ran on, read or not."""
+        return frozenset(Version(release) for release in self.runtimes) | self.also_ran
+
+    @classmethod
+    def of(
+        cls, records: Iterable[JsonDict], claims_loader: Any = load_claims, also_ran: Iterable[Version] = ()
+    ) -> Observations:
+        records = list(records)
+        return cls(live_observations(records, claims_loader), live_runtimes(records), frozenset(also_ran))
+
+
+def compare(
+    before: UpgradeEnd,
+    after: UpgradeEnd,
+    records: Sequence[JsonDict] | Observations,
+    sources: Sequence[str] = (),
+    claims_loader: Any = load_claims,
+    only: Collection[str] | None = None,
+) -> Upgrade:
+    """Every claim of every family between the two releases (before later than after: a rollback); `only`: just
+    those claims (a report's, whose records hold only some families)."""
+    observed = records if isinstance(records, Observations) else Observations.of(records, claims_loader)
+    before, after = (_with_runtimes(r, observed) for r in (before, after))
+    rollback = before.version.version > after.version.version
+    out = []
+    for family in families.families():
+        try:
+            claims = claims_loader(family.name)
+        except (families.FamilyError, KeyError):  # a report's loader may know only the families it read
+            continue
+        for claim in claims.values():
+            if only is not None and claim.id not in only:
+                continue
+            sides = [
+                Side(
+                    release,
+                    expectation_on(claim, release.version),
+                    tuple(observed.seen.get((claim.id, release_key(release.version)), ())),
+                )
+                for release in (before, after)
+            ]
+            steps = steps_between(claim, before.version, after.version)
+            out.append(ClaimChange(claim, family, sides[0], sides[1], steps, rollback))
+    return Upgrade(before, after, out, list(sources))
+
+
+def _with_runtimes(release: UpgradeEnd, observed: Observations) -> UpgradeEnd:
+    """The release with the runtimes it ran on live, or the nearest releases that did."""
+    ran = observed.runtimes.get(release_key(release.version), ())
+    nearest = () if ran else nearest_live(release.version, observed.releases)
+    return UpgradeEnd(release.asked, release.version, release.how, ran, nearest)
