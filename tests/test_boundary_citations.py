@@ -124,6 +124,18 @@ CLAIM_BOUNDARIES: dict[str, dict[str, Boundary]] = {
         "1.22.0-beta.2": Boundary("102344", "CHANGELOG-1.22 v1.22.0-beta.2"),
     },
     "eviction.pods-run": JOB_TRACKING_WITH_FINALIZERS,
+    # TerminatePod and a deleted pod's never-started containers: k/k#105462 wrote them ContainerStatusUnknown, the
+    # hasPodInitialized guard of k/k#108366 keeps them waiting; each reached the 1.22 and 1.23 lines in a patch, and
+    # each new minor's first pre-release starts from master's state.
+    "pod.exits": {
+        "1.22.3": Boundary("105462", "in status_manager.go from v1.22.3 (CHANGELOG-1.23 v1.23.0-alpha.4)"),
+        "1.22.9": Boundary("108366", "cherry-pick k/k#108749, in status_manager.go from v1.22.9"),
+        "1.23.0-alpha.0": Boundary("102344", "CHANGELOG-1.22 v1.22.0-beta.2: master before k/k#105462"),
+        "1.23.0-alpha.4": Boundary("105462", "CHANGELOG-1.23 v1.23.0-alpha.4"),
+        "1.23.6": Boundary("108366", "cherry-pick k/k#108723, CHANGELOG-1.23 v1.23.6"),
+        "1.24.0-alpha.0": Boundary("105462", "master before k/k#108366"),
+        "1.24.0-alpha.4": Boundary("108366", "CHANGELOG-1.24 v1.24.0-alpha.4"),
+    },
 }
 
 # Stages that change nothing these probes see: SidecarContainers GA (1.33), ProbeTerminationGracePeriod GA (1.28)
