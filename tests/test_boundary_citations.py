@@ -114,6 +114,19 @@ JOB_TRACKING_WITH_FINALIZERS = {
 }
 BOUNDARIES["job_failure_policy"] = {**SERVER_SIDE_FIELD_VALIDATION, **JOB_POD_FAILURE_POLICY}
 
+JOB_DEADLINE_TIMER = {
+    "1.22.12": Boundary("110294", "cherry-pick k/k#110543, CHANGELOG-1.22 v1.22.12"),
+    "1.23.0-alpha.0": Boundary("110294", "master before k/k#110294"),
+    "1.23.9": Boundary("110294", "cherry-pick k/k#110545, CHANGELOG-1.23 v1.23.9"),
+    "1.24.0-alpha.0": Boundary("110294", "master before k/k#110294"),
+    "1.24.0-beta.0": Boundary("107476", "CHANGELOG-1.24 v1.24.0-beta.0", "JobReadyPods", "alpha:off", "beta:on"),
+    "1.24.3": Boundary("110294", "cherry-pick k/k#110544, CHANGELOG-1.24 v1.24.3"),
+    "1.25.0-alpha.0": Boundary(
+        "107476", "CHANGELOG-1.24 v1.24.0-beta.0: master with JobReadyPods on, before k/k#110294"
+    ),
+    "1.25.0-alpha.1": Boundary("110294", "CHANGELOG-1.25 v1.25.0-alpha.1"),
+}
+
 # Claims whose boundaries are another gate's than their family's at some releases (both gates change at 1.24.0-rc.0
 # and 1.25.0-alpha.3): the eviction's outcome without a pod failure policy follows how the Job is tracked.
 # The outcome also changes where the kubelet removes an evicted pod as soon as it is Failed (the pod workers' rework),
@@ -135,6 +148,13 @@ CLAIM_BOUNDARIES: dict[str, dict[str, Boundary]] = {
         "1.23.6": Boundary("108366", "cherry-pick k/k#108723, CHANGELOG-1.23 v1.23.6"),
         "1.24.0-alpha.0": Boundary("105462", "master before k/k#108366"),
         "1.24.0-alpha.4": Boundary("108366", "CHANGELOG-1.24 v1.24.0-alpha.4"),
+    },
+    # The Job's deadline timer: armed once before k/k#110294 (lost to a second sync's startTime), lost at once with
+    # JobReadyPods on (k/k#107476), re-armed in every sync from k/k#110294 and its cherry-picks.
+    "job.outcome": JOB_DEADLINE_TIMER,
+    "job-fail.outcome": {
+        **JOB_DEADLINE_TIMER,
+        "1.24.0-beta.0": SERVER_SIDE_FIELD_VALIDATION["1.24.0-beta.0"],  # the Job refused there
     },
 }
 
