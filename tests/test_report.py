@@ -968,7 +968,7 @@ def test_the_html_report_renders_in_a_browser_sticky_parts_stay_and_a_cell_opens
 
     least, most = report.COLUMN_PX["version"]
     # The version columns share a 1400 px window, none narrower than the least a value needs: every recorded
-    # version fits (59 now; 61 can at the least), with no word broken across lines (values too wide for their run
+    # version fits (62 now; 68 can at the least), with no word broken across lines (values too wide for their run
     # are written upright, version names always).
     columns = len(wide["columnWidths"])
     assert columns == len(written_report[0].versions)

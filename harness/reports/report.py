@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # Jinja2 is imported when a page is rendered: make report ref
 # table is wider than the window and the page scrolls sideways under the sticky claim column.
 # The matrix's columns: the claim column, and the least and most width of a version column. At the least, 56
 # versions fit a 1,400 px window: a version's name is written upright, a value too wide for its run too.
-COLUMN_PX: dict[str, Any] = {"claim": 200, "version": (19, 120)}
+COLUMN_PX: dict[str, Any] = {"claim": 200, "version": (17, 120)}
 PALETTE = 6  # behaviours told apart by colour along a row (templates: .b0 ... .b5), the first one of a row first
 
 
