@@ -227,10 +227,12 @@ endif
 unit: export PYTHONDONTWRITEBYTECODE :=
 unit: export PYTHONPYCACHEPREFIX := $(CURDIR)/$(VENV)/pycache
 # Each run leaves its replay records in runs/offline/<run-id>/ (about 10 MB): the last 3 runs' are kept (only
-# folders the suite marked as its own are deleted: harness/base/outputs.py).
+# folders the suite marked as its own are deleted: harness/base/outputs.py). The recordings are given by their
+# whole path, as make coverage, report and upgrade replay them: a record names its recording by that path, and the
+# tests of those commands read this replay's records (tests/conftest.py).
 unit: refuse-cluster $(STAMP)
 	@$(PY) -m harness.base.outputs prune runs/offline 2
-	$(PY) -m pytest tests probes --replay probes --run-dir runs/offline -n "$$TEST_WORKERS"
+	$(PY) -m pytest tests probes --replay "$$(pwd -P)/probes" --run-dir runs/offline -n "$$TEST_WORKERS"
 
 clean-venv: refuse-cluster
 	rm -rf .venv

@@ -13,10 +13,13 @@
   ignored, and so would every child it starts: the interrupt tests' Ctrl-C would then reach nothing (seen: three
   of them failed, one waited out its 600 s guard, in a make test run beside another). Each process of the run
   takes Python's own SIGINT handler back, so that its children start as a terminal's would.
-- Every shipped recording replayed in a child pytest (what make coverage, make upgrade and make report read) is
-  made once for the whole session (`shipped_replay`), by the first worker that asks, under a lock the others
-  wait at, as pytest-xdist's documentation shares a session fixture; the tests only read it. `make test` replays
-  the recordings in its own workers too (probes/): that replay is the one checked probe by probe.
+- Every shipped recording replayed (what make coverage, make upgrade and make report read) is had once for the
+  whole session (`shipped_replay`), by the first worker that asks, under a lock the others wait at, as
+  pytest-xdist's documentation shares a session fixture; the tests only read it. Under `make test` it is the
+  session's own replay (probes/, the one checked probe by probe): its tests are handed out before any other, each
+  worker notes every one it finished, and the first to ask waits until all are and takes their records. Any other
+  session (plain `pytest`, a -k that drops a probe, another --dist) replays them in a child pytest, as make
+  coverage does.
 """
 
 from __future__ import annotations
@@ -26,7 +29,10 @@ import gc
 import json
 import os
 import re
+import shutil
 import signal
+import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -42,11 +48,28 @@ if TYPE_CHECKING:
 MODULE_FIXTURE = re.compile(r"^@pytest\.fixture\(.*scope=\"module\"", re.M)
 
 
+PROBES_FIRST = "plp_probes_first"  # a worker's workerinput: the session's probe replays are handed out first
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for name in [name for name in os.environ if name.startswith("PYTEST_XDIST_")]:
         del os.environ[name]
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:  # started in the background: see above
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    if getattr(config, "workerinput", {}).get(PROBES_FIRST):
+        config.pluginmanager.register(ProbeReplayNotes(config), "plp-probe-replay-notes")
+
+
+def probes_go_first(config: pytest.Config) -> bool:
+    """Whether this session's scheduler is ModulesWithSharedFixturesTogether, which hands out the probes first."""
+    return bool(config.getoption("dist", None) == "load")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist's controller, as it starts each worker: whether the probe replays go out before any other test
+    (then a worker may wait for them all: every one is on a worker that does not wait)."""
+    node.workerinput[PROBES_FIRST] = probes_go_first(node.config)
 
 
 @cache
@@ -54,20 +77,71 @@ def shares_a_module_fixture(module: Path) -> bool:
     return module.suffix == ".py" and module.is_file() and bool(MODULE_FIXTURE.search(module.read_text()))
 
 
+def replays_a_probe(nodeid: str) -> bool:
+    """Whether the test is a probe replaying a recording (a test under probes/)."""
+    return nodeid.startswith(f"{FAMILIES}/")
+
+
+FAMILIES = "probes"  # the families' folder, as node ids start
+
+
 class ModulesWithSharedFixturesTogether(LoadScopeScheduling):  # type: ignore[misc]
-    """`--dist load`, but the tests of a module with a module-scoped fixture are one unit. Those units are the slow
-    ones (their fixtures make runs too slow to repeat), so they are handed out before any single test, with more
-    tests first (pytest-xdist's order among them): they start at once, and no worker ends on one alone."""
+    """`--dist load`, but the tests of a module with a module-scoped fixture are one unit. The probes replaying the
+    recordings are handed out first (the shared replay waits for them: see above, and they are quick), then those
+    units, the slow ones (their fixtures make runs too slow to repeat), before any other single test: they start
+    early, and no worker ends on one alone. The queue is put in that order once, and each worker's count of tests
+    still to run is kept as they end, not counted again over all it was given at every test's end (pytest-xdist's
+    way, 2-3 s of the controller's CPU for some 5,500 tests)."""
+
+    def __init__(self, config: pytest.Config, log: object = None) -> None:
+        super().__init__(config, log)
+        self.ordered = False
+        self.pending: dict[int, int] = {}  # by id() of a worker's assigned work: its tests not yet ended
+        self.indexes: dict[object, dict[str, int]] = {}  # each worker's collection: a node id's index
 
     def _split_scope(self, nodeid: str) -> str:
         module = nodeid.split("::", 1)[0]
         return module if shares_a_module_fixture(Path(self.config.rootpath, module)) else nodeid
 
-    def _assign_work_unit(self, node: object) -> None:
-        module = next((scope for scope in self.workqueue if "::" not in scope), None)  # a single test has "::"
-        if module is not None:
-            self.workqueue.move_to_end(module, last=False)
-        super()._assign_work_unit(node)
+    def _assign_work_unit(self, node: Any) -> None:
+        if not self.ordered:
+            units = list(self.workqueue.items())
+            probes = [unit for unit in units if replays_a_probe(unit[0])]
+            modules = [unit for unit in units if "::" not in unit[0] and not replays_a_probe(unit[0])]
+            ordered = [*probes, *modules, *(unit for unit in units if "::" in unit[0] and not replays_a_probe(unit[0]))]
+            self.workqueue.clear()
+            self.workqueue.update(ordered)
+            self.ordered = True
+        scope, work_unit = self.workqueue.popitem(last=False)
+        assigned = self.assigned_work.setdefault(node, {})
+        todo = [nodeid for nodeid, completed in work_unit.items() if not completed]
+        self.pending[id(assigned)] = self._pending_of(assigned) + len(todo)
+        assigned[scope] = work_unit
+        collection = self.registered_collections[node]
+        index = self.indexes.get(node)
+        if index is None:
+            index = self.indexes[node] = {nodeid: i for i, nodeid in enumerate(collection)}
+        node.send_runtest_some([index[nodeid] for nodeid in todo])
+
+    def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
+        nodeid = self.registered_collections[node][item_index]
+        assigned = self.assigned_work[node]
+        if not assigned[self._split_scope(nodeid)][nodeid]:
+            self.pending[id(assigned)] -= 1
+        super().mark_test_complete(node, item_index, duration)
+
+    def _pending_of(self, workload: dict[str, dict[str, bool]]) -> int:
+        counted = self.pending.get(id(workload))
+        return super()._pending_of(workload) if counted is None else counted
+
+    def remove_node(self, node: Any) -> str | None:
+        assigned = self.assigned_work.get(node)
+        try:
+            return super().remove_node(node)  # type: ignore[no-any-return]
+        finally:
+            if assigned is not None:
+                self.pending.pop(id(assigned), None)
+            self.indexes.pop(node, None)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -92,10 +166,56 @@ class ShippedReplay:
         return coverage.observed_in(self.records, self.kind_only, self.collected)
 
 
+# How long the shared replay waits with no probe replay ending before it replays the recordings itself (a worker
+# that crashed mid-probe notes nothing): far above any one probe's replay on a loaded machine (a few seconds).
+REPLAY_STALL_S = 300.0
+REPLAY_NOTES = "probes-replayed-"  # + worker id + .txt: the probe replays a worker finished, one node id a line
+
+
+class ProbeReplayNotes:
+    """On a pytest-xdist worker whose probe replays go out first: which of the session's tests replay a shipped
+    recording (when the session replays every one of them, as make test does), and each one's end noted in the
+    folder the workers share."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        shared = Path(config.getoption("basetemp")).parent  # pytest-xdist gives each worker <base temp>/<worker id>
+        self.notes = shared / f"{REPLAY_NOTES}{config.workerinput['workerid']}.txt"  # type: ignore[attr-defined]
+        self.replays: set[str] = set()  # the session's tests that replay a recording
+        self.probes: list[pytest.Item] = []  # the session's probes (a probe without a recording is skipped)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        from harness.base.families import FAMILIES_ROOT
+        from harness.doors.plugin.keys import RECORDINGS
+
+        config = session.config
+        replay = config.getoption("--replay", None)
+        if not replay or Path(replay) != FAMILIES_ROOT:  # records name their recording by the path given here
+            return
+        under = [Path(arg.split("::", 1)[0]).resolve() for arg in config.args]
+        if not any(path == FAMILIES_ROOT or path in FAMILIES_ROOT.parents for path in under):
+            return  # the session collects only some of the families
+        probes = [item for item in session.items if item.path.is_relative_to(FAMILIES_ROOT)]
+        replays = {item.nodeid for item in probes if isinstance(recording_of(item), Path)}
+        if len(replays) == sum(len(paths) for paths in config.stash[RECORDINGS].values()):
+            self.replays, self.probes = replays, probes  # every shipped recording: none dropped by -k or a path
+
+    def pytest_runtest_logfinish(self, nodeid: str, location: object) -> None:
+        if nodeid in self.replays:
+            with self.notes.open("a") as notes:
+                notes.write(f"{nodeid}\n")
+
+
+def recording_of(item: pytest.Item) -> object:
+    """The recording a probe replays (a probe without one is skipped with None)."""
+    callspec = getattr(item, "callspec", None)
+    return None if callspec is None else callspec.params.get("probe")
+
+
 @pytest.fixture(scope="session")
 def shipped_replay(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ShippedReplay:
     """The shipped recordings replayed once per session: under pytest-xdist in the folder its workers share (the
-    parent of each one's base temp), made by the first to take the lock; read only by the tests."""
+    parent of each one's base temp), had by the first to take the lock (from the session's own replay when it
+    replays them all, else in a child pytest); read only by the tests."""
     from harness.reports import coverage
 
     worker = hasattr(request.config, "workerinput")
@@ -104,12 +224,60 @@ def shipped_replay(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
     with (shared / "shipped-replay.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         if not markers.is_file():
-            records, kind_only, collected = coverage.replay_records(run_dir=runs)
+            taken = the_sessions_own_replay(request.config, shared, runs)
+            if taken is None:
+                records, kind_only, collected = coverage.replay_records(run_dir=runs)
+            else:
+                records, (kind_only, collected) = taken
             markers.write_text(json.dumps({"kind_only": kind_only, "collected": collected}))
             return out_of_the_collectors_way(ShippedReplay(runs, records, kind_only, collected))
     answer = json.loads(markers.read_text())
     records = [json.loads(path.read_text()) for path in sorted(runs.glob("*/probes/*.json"))]
     return out_of_the_collectors_way(ShippedReplay(runs, records, answer["kind_only"], answer["collected"]))
+
+
+def the_sessions_own_replay(
+    config: pytest.Config, shared: Path, runs: Path
+) -> tuple[list[dict[str, Any]], tuple[list[str], dict[str, str]]] | None:
+    """When this session replays every shipped recording in its workers, handed out before this test: once all
+    have ended, their run records (linked under `runs` as a child replay leaves them) and the probes collected;
+    None otherwise, or when they did not all end or leave a record (said as a warning), for a child replay."""
+    from harness.axis.replay import probes_collected
+
+    notes = config.pluginmanager.get_plugin("plp-probe-replay-notes")
+    if not isinstance(notes, ProbeReplayNotes) or not notes.replays:
+        return None
+    done: set[str] = set()
+    last_progress = time.monotonic()
+    while not notes.replays <= done:
+        ended = {line for path in shared.glob(f"{REPLAY_NOTES}*.txt") for line in path.read_text().splitlines()}
+        if len(ended) > len(done):
+            done, last_progress = ended, time.monotonic()
+        elif time.monotonic() - last_progress > REPLAY_STALL_S:
+            warnings.warn(
+                f"the session's probe replays stopped at {len(done)} of {len(notes.replays)}: replayed again",
+                stacklevel=2,
+            )
+            return None
+        else:
+            time.sleep(0.2)
+    folder = Path(config.getoption("--run-dir")) / config.workerinput["plp_run_id"]  # type: ignore[attr-defined]
+    written = sorted((folder / "probes").glob("*.json"))
+    if len(written) != len(notes.replays):
+        warnings.warn(
+            f"the session's replay left {len(written)} records for {len(notes.replays)}: replayed again", stacklevel=2
+        )
+        return None
+    linked = runs / folder.name / "probes"
+    linked.mkdir(parents=True)
+    for path in written:
+        try:
+            os.link(path, linked / path.name)
+        except OSError:  # another file system
+            shutil.copyfile(path, linked / path.name)
+    records = [json.loads(path.read_text()) for path in sorted(linked.glob("*.json"))]
+    kind_only, collected = probes_collected(notes.probes)
+    return records, (sorted(kind_only), collected)
 
 
 def out_of_the_collectors_way(replayed: ShippedReplay) -> ShippedReplay:

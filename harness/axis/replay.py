@@ -87,6 +87,19 @@ def probe_id(module: str, function: str) -> str:
     return f"{module}::{function}"
 
 
+def probes_collected(items: Sequence[pytest.Item]) -> tuple[set[str], dict[str, str]]:
+    """(the probes among `items` that run only on the graceful-node-shutdown kind cluster; every probe among them,
+    with its family: its folder)."""
+    kind_only: set[str] = set()
+    collected: dict[str, str] = {}
+    for item in items:
+        probe = probe_id(item.path.name, getattr(item, "originalname", item.name))
+        collected[probe] = item.path.parent.name
+        if item.get_closest_marker(KIND_ONLY_MARKER):
+            kind_only.add(probe)
+    return kind_only, collected
+
+
 class _Markers:
     """A pytest plugin noting every probe collected, with its family (its folder), and those marked to run only on
     the graceful-node-shutdown kind cluster."""
@@ -96,11 +109,7 @@ class _Markers:
         self.collected: dict[str, str] = {}
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        for item in session.items:
-            probe = probe_id(item.path.name, getattr(item, "originalname", item.name))
-            self.collected[probe] = item.path.parent.name
-            if item.get_closest_marker(KIND_ONLY_MARKER):
-                self.kind_only.add(probe)
+        self.kind_only, self.collected = probes_collected(session.items)
 
 
 def main(argv: Sequence[str]) -> int:
