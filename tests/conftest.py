@@ -13,6 +13,9 @@
   ignored, and so would every child it starts: the interrupt tests' Ctrl-C would then reach nothing (seen: three
   of them failed, one waited out its 600 s guard, in a make test run beside another). Each process of the run
   takes Python's own SIGINT handler back, so that its children start as a terminal's would.
+- A worker ends with its controller: killed (SIGTERM, SIGKILL), the controller leaves its workers behind, and one
+  running a long test (a child pytest, make) would run on; each worker notices its parent is gone and interrupts
+  itself as Ctrl-C would.
 - Every shipped recording replayed (what make coverage, make upgrade and make report read) is had once for the
   whole session (`shipped_replay`), by the first worker that asks, under a lock the others wait at, as
   pytest-xdist's documentation shares a session fixture; the tests only read it. Under `make test` it is the
@@ -31,6 +34,7 @@ import os
 import re
 import shutil
 import signal
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -56,8 +60,27 @@ def pytest_configure(config: pytest.Config) -> None:
         del os.environ[name]
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:  # started in the background: see above
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    if getattr(config, "workerinput", {}).get(PROBES_FIRST):
-        config.pluginmanager.register(ProbeReplayNotes(config), "plp-probe-replay-notes")
+    if hasattr(config, "workerinput"):
+        threading.Thread(target=end_with_the_controller, args=(os.getppid(),), daemon=True).start()
+        if config.workerinput.get(PROBES_FIRST):
+            config.pluginmanager.register(ProbeReplayNotes(config), "plp-probe-replay-notes")
+
+
+# A worker whose controller is gone (killed: SIGTERM, SIGKILL) is interrupted as Ctrl-C would (its running test
+# ends, a child process it waits for is killed), and ends for good this long after if that did not end it.
+CONTROLLER_GONE_EXIT_S = 30.0
+
+
+def end_with_the_controller(controller: int) -> None:
+    """On a pytest-xdist worker: once its controller has gone (it is the worker's parent, and a worker of a killed
+    controller is given to another parent), interrupt the worker, which would else run its tests to their end."""
+    while os.getppid() == controller:
+        time.sleep(1.0)
+    main = threading.main_thread().ident
+    if main is not None:
+        signal.pthread_kill(main, signal.SIGINT)
+    time.sleep(CONTROLLER_GONE_EXIT_S)
+    os._exit(1)
 
 
 def probes_go_first(config: pytest.Config) -> bool:
