@@ -68,6 +68,21 @@ def summarize_run(run_dir: Path) -> tuple[dict[str, int], str]:
     return outcomes, str(provenance.get("cluster_error", ""))
 
 
+# How soon a Ctrl-C or SIGTERM that came just before the main thread began to wait for a version is seen: a signal
+# wakes a wait it interrupts, not one that began after it (the handler's flag is then only read at the wait's end).
+# Seen on a loaded machine: the test's Ctrl-C during a build ahead waited out the build instead of stopping it.
+INTERRUPT_POLL_S = 1.0
+
+
+def result_seeing_interrupts(future: Future[VersionResult]) -> VersionResult:
+    """The version's result, waited for in steps, so that a pending Ctrl-C or SIGTERM is raised within a step."""
+    while True:
+        try:
+            return future.result(timeout=INTERRUPT_POLL_S)
+        except TimeoutError:
+            continue
+
+
 def run_matrix(
     versions: Sequence[str],
     jobs: int,
@@ -89,7 +104,7 @@ def run_matrix(
     futures: list[Future[VersionResult]] = []
     try:  # a Ctrl-C while the versions are still being submitted (the first may be building already) stops too
         futures.extend(pool.submit(guarded, version) for version in versions)
-        return [future.result() for future in futures]
+        return [result_seeing_interrupts(future) for future in futures]
     except KeyboardInterrupt as stop:
         # No version starts after a Ctrl-C or SIGTERM, and the running ones stop and clean up: a terminal's Ctrl-C
         # reached them; a SIGTERM reached this process alone (before, the matrix then waited for them to run to
