@@ -385,17 +385,51 @@ def test_a_job_with_k_k_110294_is_expected_failed_at_its_deadline_whatever_its_p
     assert judged("job-retry.failed-after-deadline", version, 6.0) == FAIL
 
 
-@pytest.mark.parametrize("version", ["1.23.8", "1.22.11", "1.21.14", "1.24.0-alpha.4"])
-def test_without_k_k_110294_or_jobreadypods_only_a_pod_failure_makes_the_job_late(version: str) -> None:
-    """The timer is lost only to a failure's back-off: job-01 and job-03, whose pods do not fail before the Job's
+@pytest.mark.parametrize("version", ["1.23.0-alpha.3", "1.23.8", "1.24.0-alpha.4"])
+def test_where_a_second_status_write_is_a_conflict_only_a_pod_failure_makes_the_job_late(version: str) -> None:
+    """No k/k#110294 nor JobReadyPods, but k/k#105214 (v1.23.0-alpha.3): a second write of startTime is refused, so
+    the timer is lost only to a failure's back-off: job-01 and job-03, whose pods do not fail before the Job's
     deadline, fail on time; job-04 may be up to 30 s late."""
     assert judged("job-deadline.failed", version, NOT_FAILED) == FAIL
     assert judged("job-deadline.failed-after-deadline", version, 1.0) == PASS
     assert judged("job-deadline.failed-after-deadline", version, 12.0) == FAIL
+    assert judged("job-deadline.failed-after-deadline", version, NOT_FAILED) == FAIL
     assert judged("job-shorter.failed", version, BACKOFF_LIMIT) == FAIL
     assert judged("job-shorter.failed-after-deadline", version, 1.0) == PASS
+    assert judged("job-shorter.failed-after-deadline", version, 56.0) == FAIL
     assert judged("job-retry.failed-after-deadline", version, 24.0) == PASS
     assert judged("job-retry.failed-after-deadline", version, 31.0) == FAIL
+
+
+@pytest.mark.parametrize("version", ["1.21.14", "1.22.8", "1.22.10", "1.23.0-alpha.1"])
+def test_where_the_controller_overwrites_the_status_a_rewritten_start_time_can_lose_the_timer(version: str) -> None:
+    """Before k/k#110294 and k/k#105214 the sync the pod's creation queues can write startTime again, a second
+    later (seen live on v1.22.8, the sidecar probe's Job): the timer fires before the new deadline and nothing
+    arms another. job-01 is then not failed within the wait; job-03 fails at its pod's own deadline,
+    BackoffLimitExceeded, the pod kept. On time stays expected; a late failure in between is not."""
+    assert judged("job-deadline.failed", version, DEADLINE_EXCEEDED) == PASS
+    assert judged("job-deadline.failed", version, NOT_FAILED) == PASS
+    assert judged("job-deadline.failed-after-deadline", version, 1.0) == PASS
+    assert judged("job-deadline.failed-after-deadline", version, NOT_FAILED) == PASS
+    assert judged("job-deadline.failed-after-deadline", version, 12.0) == FAIL
+    assert judged("job-deadline.active-pod-deleted", version, False) == PASS
+    assert judged("job-deadline.events", version, ["SuccessfulCreate"]) == PASS
+    assert judged("job-deadline.container-removed", version, "running") == PASS
+    assert judged("job-shorter.failed", version, BACKOFF_LIMIT) == PASS
+    assert judged("job-shorter.failed-after-deadline", version, 56.0) == PASS
+    assert judged("job-shorter.failed-after-deadline", version, 30.0) == FAIL
+    assert judged("job-shorter.active-pod-deleted", version, False) == PASS
+    assert judged("job-shorter.container-removed", version, "exited") == PASS
+    assert judged("job-retry.failed-after-deadline", version, 31.0) == FAIL
+
+
+def test_on_1_22_11_a_lost_timer_still_fails_job_03_with_deadline_exceeded_at_its_pods_ready_false() -> None:
+    """v1.22.11 has k/k#110481: the kubelet writes Ready False at the pod's own deadline while it runs, and that
+    sync fails the Job with DeadlineExceeded and deletes the pod, about 50 s late."""
+    assert judged("job-shorter.failed", "1.22.11", BACKOFF_LIMIT) == FAIL
+    assert judged("job-shorter.failed-after-deadline", "1.22.11", 51.0) == PASS
+    assert judged("job-shorter.active-pod-deleted", "1.22.11", False) == FAIL
+    assert judged("job-deadline.failed", "1.22.11", NOT_FAILED) == PASS
 
 
 @pytest.mark.parametrize(
@@ -414,6 +448,8 @@ def test_the_failure_target_rows_start_at_the_first_pre_release_with_k_k_125510(
 BOUNDARY_PRE_RELEASES = [
     "1.22.0-alpha.3",
     "1.22.0-rc.0",
+    "1.23.0-alpha.2",
+    "1.23.0-alpha.3",
     "1.24.0-alpha.4",
     "1.24.0-beta.0",
     "1.25.0-alpha.0",
