@@ -118,7 +118,8 @@ JOB_DEADLINE_TIMER = {
     "1.22.12": Boundary("110294", "cherry-pick k/k#110543, CHANGELOG-1.22 v1.22.12"),
     "1.23.0-alpha.0": Boundary("110294", "master before k/k#110294"),
     "1.23.9": Boundary("110294", "cherry-pick k/k#110545, CHANGELOG-1.23 v1.23.9"),
-    "1.24.0-alpha.0": Boundary("110294", "master before k/k#110294"),
+    "1.23.0-alpha.3": Boundary("105214", "CHANGELOG-1.23 v1.23.0-alpha.3: a stale status write is a conflict"),
+    "1.24.0-alpha.0": Boundary("105214", "master with k/k#105214, before k/k#110294"),
     "1.24.0-beta.0": Boundary("107476", "CHANGELOG-1.24 v1.24.0-beta.0", "JobReadyPods", "alpha:off", "beta:on"),
     "1.24.3": Boundary("110294", "cherry-pick k/k#110544, CHANGELOG-1.24 v1.24.3"),
     "1.25.0-alpha.0": Boundary(
@@ -149,8 +150,9 @@ CLAIM_BOUNDARIES: dict[str, dict[str, Boundary]] = {
         "1.24.0-alpha.0": Boundary("105462", "master before k/k#108366"),
         "1.24.0-alpha.4": Boundary("108366", "CHANGELOG-1.24 v1.24.0-alpha.4"),
     },
-    # The Job's deadline timer: armed once before k/k#110294 (lost to a second sync's startTime), lost at once with
-    # JobReadyPods on (k/k#107476), re-armed in every sync from k/k#110294 and its cherry-picks.
+    # The Job's deadline timer: armed once before k/k#110294 (lost to a second sync's startTime until k/k#105214 made
+    # that write a conflict), lost at once with JobReadyPods on (k/k#107476), re-armed in every sync from k/k#110294
+    # and its cherry-picks.
     "job.outcome": JOB_DEADLINE_TIMER,
     "job-fail.outcome": {
         **JOB_DEADLINE_TIMER,
