@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -477,9 +478,16 @@ def test_the_plan_over_the_shipped_recordings_takes_no_range_valued_not_observab
     marked = found.nothing_to_hold()
     assert len(marked) >= 18  # prestop_sleep's 5, sidecar_termination's 13
     assert not [r.label for r in marked if r.runs], "a live run observed a claim whose row says it cannot be"
-    releases = coverage.known_releases(found, observed)
-    plan = coverage.plan_builds(found, releases, coverage.not_buildable(tools=tmp_path / "tools"))
+    not_built = coverage.not_buildable(tools=tmp_path / "tools")
+    plan = coverage.plan_builds(found, coverage.known_releases(found, observed), not_built)
     planned = [r for build in plan.builds for r in build.covers]
-    assert planned, "nothing planned: the check below would pass vacuously"
     assert not [r.label for r in planned if r.valued_not_observable or r in null_valued_and_unobservable_live(found)]
     assert plan.nothing_to_hold == marked and plan.planned + len(marked) <= len(found.ranges)
+    # Where the planner has the most to plan, no live run at all, it still plans no marked range
+    unrun = replace(observed, runs={}, unobservable={})
+    unrun_found = coverage.claim_ranges(unrun)
+    unrun_plan = coverage.plan_builds(unrun_found, coverage.known_releases(unrun_found, unrun), not_built)
+    unrun_planned = [r for build in unrun_plan.builds for r in build.covers]
+    assert len(unrun_planned) > 100, "too little planned: the check below would pass vacuously"
+    assert not [r.label for r in unrun_planned if r.valued_not_observable]
+    assert len(unrun_plan.nothing_to_hold) == len(marked)

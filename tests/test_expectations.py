@@ -299,13 +299,12 @@ def test_a_malformed_one_of_or_range_is_refused_at_load(tmp_path: Path, entry: s
 @pytest.mark.parametrize("claim_id", ["job-retry.retries-deleted", "job-retry.containers-left-on-node"])
 def test_the_job_deadline_claims_allow_either_outcome_exactly_on_releases_without_k_k_110294(claim_id: str) -> None:
     claim = load_claims("active_deadline")[claim_id]
-    unfixed = ["1.21.14", "1.22.10", "1.23.0-alpha.1", "1.23.7", "1.24.0", "1.24.1", "1.25.0-alpha.0"]
+    unfixed = ["1.21.14", "1.22.11", "1.23.0-alpha.1", "1.23.8", "1.24.0", "1.24.1", "1.25.0-alpha.0"]
     fixed = ["1.22.12", "1.22.17", "1.23.9", "1.24.3", "1.25.0-alpha.1", "1.26.7", "1.37.0"]
     assert all(claim.expectation_for(KubeVersion.parse(v)).one_of for v in unfixed)
     assert not any(claim.expectation_for(KubeVersion.parse(v)).one_of for v in fixed)
-    # 1.22.11, 1.23.8 and 1.24.2 have no k/k#110294 either, but their kubelet's Ready False at the retry's own
-    # deadline decides (k/k#110256's picks: k/k#110481, k/k#110480, k/k#110479)
-    assert not any(claim.expectation_for(KubeVersion.parse(v)).one_of for v in ["1.22.11", "1.23.8", "1.24.2"])
+    # 1.24.2 has no k/k#110294 either, but its kubelet's Ready False at the retry's own deadline decides (k/k#110479)
+    assert not claim.expectation_for(KubeVersion.parse("1.24.2")).one_of
 
 
 def test_on_1_24_2_the_retry_is_deleted_at_its_own_deadline_and_one_container_stays() -> None:
@@ -386,21 +385,7 @@ def test_a_job_with_k_k_110294_is_expected_failed_at_its_deadline_whatever_its_p
     assert judged("job-retry.failed-after-deadline", version, 6.0) == FAIL
 
 
-def test_on_1_22_11_and_1_23_8_the_retry_is_deleted_at_its_own_deadline_too() -> None:
-    """k/k#110256's kubelet fix came to the 1.22 and 1.23 lines a patch before k/k#110294's Job fix; without
-    JobReadyPods the retry's Ready False queues the Job at once (seen live on v1.23.8: deleted, 0.0 s late)."""
-    for version in ("1.22.11", "1.23.8"):
-        assert judged("job-retry.retries-deleted", version, [True]) == PASS
-        assert judged("job-retry.retries-deleted", version, [False]) == FAIL
-        assert judged("job-retry.containers-left-on-node", version, ["exited"]) == PASS
-        assert judged("job-retry.containers-left-on-node", version, ["exited", "exited"]) == FAIL
-        assert judged("job-retry.failed-after-deadline", version, 0.0) == PASS
-        assert judged("job-retry.failed-after-deadline", version, 13.0) == FAIL
-    assert judged("job-retry.retries-deleted", "1.23.7", [False]) == PASS
-    assert judged("job-retry.retries-deleted", "1.22.10", [False]) == PASS
-
-
-@pytest.mark.parametrize("version", ["1.23.0-alpha.3", "1.23.7", "1.24.0-alpha.4"])
+@pytest.mark.parametrize("version", ["1.23.0-alpha.3", "1.23.8", "1.24.0-alpha.4"])
 def test_where_a_second_status_write_is_a_conflict_only_a_pod_failure_makes_the_job_late(version: str) -> None:
     """No k/k#110294 nor JobReadyPods, but k/k#105214 (v1.23.0-alpha.3): a second write of startTime is refused, so
     the timer is lost only to a failure's back-off: job-01 and job-03, whose pods do not fail before the Job's
