@@ -24,7 +24,7 @@ from harness.core import probe_helpers
 from harness.core.expectations import Claim, Expectation, load_claims, pull_requests
 from harness.core.records import load_records, origin_kind
 from harness.core.transport import Recording
-from harness.reports import findings, report, report_model, timeline_svg
+from harness.reports import findings, report, report_model, timeline_layout, timeline_marks, timeline_svg
 from harness.reports.report import render_html, render_markdown, write_report
 from harness.reports.report_model import Matrix, Side, _behaviour, build_matrix, expected_value
 from harness.reports.report_words import side_text
@@ -602,10 +602,10 @@ def test_each_probe_has_a_timeline_drawn_with_its_versions_stacked(written_repor
     assert list(series) == recorded_versions(PHASES)
     assert matrix.timeline_tags[PHASES] == dict.fromkeys(series, "live")
     for version in ("v1.27.3", "v1.28.0"):
-        assert (0.0, "delete") in timeline_svg.marks(series[version])
-        labels = [label for _, label in timeline_svg.marks(series[version])]
+        assert (0.0, "delete") in timeline_marks.marks(series[version])
+        labels = [label for _, label in timeline_marks.marks(series[version])]
         assert "running-pod Failed" in labels and "main exit 137 (SIGKILL)" in labels
-    assert "running-pod Failed" not in [label for _, label in timeline_svg.marks(series["v1.26.6"])]
+    assert "running-pod Failed" not in [label for _, label in timeline_marks.marks(series["v1.26.6"])]
     svg = (directory / report.timeline_file(PHASES)).read_text()
     tags = re.findall(r'<g class="row" data-version="([^"]+)">.*?font-size="10">(\w+)</text>', svg)
     assert tags == [(version, "live") for version in series]  # under each row's version
@@ -631,7 +631,7 @@ def test_a_container_end_the_kubelet_lost_is_not_drawn_as_an_exit(replayed_matri
     the matrix's exit claims are not observable there) drew a SIGKILL at +14.19 s: the kubelet's placeholder. It is
     drawn as a lost end now, in that drawing and in every other where a status says so."""
     series = replayed_matrix.timelines[PHASES]
-    lost = timeline_svg.events(series["v1.26.6"])[0]
+    lost = timeline_marks.events(series["v1.26.6"])[0]
     assert "main end lost" in [mark.label for mark in lost]
     assert not [mark for mark in lost if mark.kind == "exit"]
     assert replayed_matrix.cells[("sigterm-ignored.exit", "v1.26.6")].status == "not observable"
@@ -645,7 +645,7 @@ def test_a_container_end_the_kubelet_lost_is_not_drawn_as_an_exit(replayed_matri
                 if container.get("reason") == probe_helpers.LOST_END_REASON
             ]
             placeholders += len(statuses)
-            marks = timeline_svg.events(entries)[0]
+            marks = timeline_marks.events(entries)[0]
             exits = {(mark.t, mark.label.split(" exit ")[0]) for mark in marks if mark.kind == "exit"}
             assert not exits & set(statuses), (probe, version)
     assert placeholders >= 2  # the check saw such statuses
@@ -658,7 +658,7 @@ def test_the_statefulset_timeline_marks_the_status_writes_that_matter(replayed_m
     ]
 
     def labels(version: str) -> list[str]:
-        return [label for _, label in timeline_svg.marks(series[version])]
+        return [label for _, label in timeline_marks.marks(series[version])]
 
     def after_scale_up(version: str) -> list[str]:
         return labels(version)[labels(version).index("replicas 3") :]
@@ -691,7 +691,7 @@ def test_termination_order_timelines_show_prestop_sigterm_sigkill_and_the_grace_
         r for r in replayed_records if "-live-local" in str((r.get("recording_origin") or {}).get("file"))
     )
     within = matrix.timelines["test_termination_order.py::test_prestop_within_the_grace_period"]["v1.37.2"]
-    marks, spans = timeline_svg.events(within)
+    marks, spans = timeline_marks.events(within)
     at = {m.label: m.t for m in marks}
     # the container's instants (live local v1.37.2), placed with preStop start where the watch first showed the
     # deletion (0.11 s after the delete)
@@ -704,12 +704,12 @@ def test_termination_order_timelines_show_prestop_sigterm_sigkill_and_the_grace_
         ("prestop", pytest.approx(0.11), pytest.approx(3.12), "preStop 3.01 s"),
     ]
     overrun = matrix.timelines["test_termination_order.py::test_prestop_overrunning_the_grace_period"]["v1.37.2"]
-    _, spans = timeline_svg.events(overrun)
+    _, spans = timeline_marks.events(overrun)
     assert [(s.kind, s.label) for s in spans] == [("grace", "grace 5 s"), ("prestop", "preStop, cut off")]
     endpoints = matrix.timelines["test_termination_order.py::test_endpoint_removal_while_the_container_still_runs"]
-    labels = {label for _, label in timeline_svg.marks(endpoints["v1.37.2"])}
+    labels = {label for _, label in timeline_marks.marks(endpoints["v1.37.2"])}
     assert {"zzt6z out of Endpoints", "zzt6z EndpointSlice: not ready, serving, terminating"} <= labels
-    assert "f6h7k out of EndpointSlice" in {label for _, label in timeline_svg.marks(endpoints["v1.21.14"])}
+    assert "f6h7k out of EndpointSlice" in {label for _, label in timeline_marks.marks(endpoints["v1.21.14"])}
     assert {"create service web", "create deployment web"} <= labels  # two creates, told apart
     svg = report.drawings(matrix)["test_termination_order.py::test_prestop_within_the_grace_period"]
     assert 'class="span grace"' in svg and 'class="span prestop"' in svg and "≈ SIGTERM" in svg
@@ -736,11 +736,11 @@ def test_no_two_timeline_labels_overlap(replayed_matrix: Matrix) -> None:
 
 def test_label_placement_stacks_labels_that_would_touch() -> None:
     marks = [
-        timeline_svg.Mark(t, label, "phase") for t, label in ((0.0, "a long label"), (0.1, "another"), (15, "far"))
+        timeline_marks.Mark(t, label, "phase") for t, label in ((0.0, "a long label"), (0.1, "another"), (15, "far"))
     ]
-    placed = timeline_svg.place_labels([(100 + 10 * m.t, m) for m in marks], right_edge=1000)
+    placed = timeline_layout.place_labels([(100 + 10 * m.t, m) for m in marks], right_edge=1000)
     assert [p.level for p in placed] == [0, 1, 0]
-    near_the_end = timeline_svg.place_labels([(995.0, marks[0])], right_edge=1000)[0]
+    near_the_end = timeline_layout.place_labels([(995.0, marks[0])], right_edge=1000)[0]
     assert near_the_end.x1 < 995.0  # ends left of its instant rather than running off the drawing
 
 
@@ -750,17 +750,17 @@ def test_a_wait_that_ended_without_its_outcome_is_marked_and_drawn() -> None:
         {"t": 0.0, "source": "probe", "what": "delete", "detail": {"pod": "web"}},
         {"t": 30.0, "source": "pods", "what": "TIMEOUT", "detail": {"awaited": "pod web gone"}},
     ]
-    assert (30.0, "wait ended") in timeline_svg.marks(entries)
+    assert (30.0, "wait ended") in timeline_marks.marks(entries)
     svg = timeline_svg.draw("a probe", {"v1.27.3": entries})
     assert 'class="mark timeout"' in svg and ">wait ended</text>" in svg
     assert "a wait ended without what it awaited" in timeline_svg.legend()
 
 
 def test_a_long_idle_stretch_is_cut_short_but_never_a_grace_period() -> None:
-    scale = timeline_svg.Scale.over([-5.0, 0.0, 1.0, 6.0, 45.0], 0.0, 1000.0)
+    scale = timeline_layout.Scale.over([-5.0, 0.0, 1.0, 6.0, 45.0], 0.0, 1000.0)
     assert [p.cut for p in scale.pieces] == [False, True, False]
     assert scale.x(6.0) > 700  # the events before the cut get most of the width
-    kept = timeline_svg.Scale.over([-5.0, 0.0, 1.0, 6.0, 45.0], 0.0, 1000.0, keep=[(0.0, 45.0)])
+    kept = timeline_layout.Scale.over([-5.0, 0.0, 1.0, 6.0, 45.0], 0.0, 1000.0, keep=[(0.0, 45.0)])
     assert [p.cut for p in kept.pieces] == [False]
 
 
@@ -1204,7 +1204,7 @@ def test_a_deleted_pods_exit_mark_sits_where_its_claim_measures_the_kill_and_the
             cell = replayed_matrix.cell(row, label)
             if cell is None or not isinstance(cell.observed, float):
                 continue
-            marks, _ = timeline_svg.events(entries)
+            marks, _ = timeline_marks.events(entries)
             (kill,) = [m.t for m in marks if m.label == "main exit 137 (SIGKILL)"]
             assert kill == pytest.approx(cell.observed, abs=0.01), (probe, label)
             checked += 1
@@ -1212,7 +1212,7 @@ def test_a_deleted_pods_exit_mark_sits_where_its_claim_measures_the_kill_and_the
     within = replayed_matrix.timelines["test_termination_order.py::test_prestop_within_the_grace_period"]
     seen_after_kill = {}
     for label, entries in within.items():
-        at = {m.label: m.t for m in timeline_svg.events(entries)[0]}
+        at = {m.label: m.t for m in timeline_marks.events(entries)[0]}
         if "main exit seen" in at:
             seen_after_kill[label] = at["main exit seen"] - at["main exit 137 (SIGKILL)"]
     assert max(seen_after_kill.values()) > 10, seen_after_kill  # two marks, apart where the API was late

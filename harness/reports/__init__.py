@@ -1,4 +1,4 @@
 """What renders: the behaviour matrix (report_model.py, its words report_words.py, its rendering report.py +
-templates/ + timeline_svg.py), spread.py, coverage.py (what the records say across versions), what changes between
-two releases (upgrade_model.py with its ends upgrade_ends.py and its recordings upgrade_atlas.py, its words
-upgrade_words.py, its screen upgrade.py), wording.py."""
+templates/, its timelines timeline_marks.py, timeline_layout.py and timeline_svg.py), spread.py, coverage.py (what the
+records say across versions), what changes between two releases (upgrade_model.py with its ends upgrade_ends.py and
+its recordings upgrade_atlas.py, its words upgrade_words.py, its screen upgrade.py), wording.py."""
