@@ -298,7 +298,7 @@ def test_a_replay_that_cannot_run_is_an_error_saying_what_pytest_said(tmp_path: 
 
 def test_the_report_has_a_section_of_the_ranges_its_records_saw_live() -> None:
     from harness.reports.report import render_html
-    from harness.reports.report_model import build_matrix
+    from harness.reports.report_reading import build_matrix
 
     probe = "test_active_deadline.py::test_job_deadline"
     seen = record(probe, "v1.27.3", {"job-deadline.failed": "pass"}, cluster="kind", family="active_deadline")

@@ -24,9 +24,10 @@ from harness.core import probe_helpers
 from harness.core.expectations import Claim, Expectation, load_claims, pull_requests
 from harness.core.records import load_records, origin_kind
 from harness.core.transport import Recording
-from harness.reports import findings, report, report_model, timeline_layout, timeline_marks, timeline_svg
+from harness.reports import findings, report, report_provenance, timeline_layout, timeline_marks, timeline_svg
 from harness.reports.report import render_html, render_markdown, write_report
-from harness.reports.report_model import Matrix, Side, _behaviour, build_matrix, expected_value
+from harness.reports.report_model import Matrix, Side, _behaviour, expected_value
+from harness.reports.report_reading import build_matrix
 from harness.reports.report_words import side_text
 from harness.reports.wording import expected_text
 from tests.live import as_version, live
@@ -370,7 +371,9 @@ def test_live_and_derived_observations_are_kept_apart_with_their_provenance(
         "ff35d5ff0566 + local changes",
         "unknown",
     ]
-    mixed = report_model._column_provenance([report_model._record_provenance(r) for r in load_records([live_runs])])
+    mixed = report_provenance.column_provenance(
+        [report_provenance.record_provenance(r) for r in load_records([live_runs])]
+    )
     assert mixed["suite"] == ["0123456789ab", "unknown"]  # a known commit first; the derived recording names none
     # the live observation is the one shown; the derived one stays behind it
     row = next(r for r in matrix.rows if r.probe == PHASES and r.claim == "always.sigterm-ignored.phases")
@@ -420,10 +423,10 @@ def test_provenance_of_a_live_run_record_comes_from_its_run() -> None:
         },
         "provenance": {"run_id": "r", "started": "2026-11-23T09:59:00+00:00", "suite_commit": "f" * 40},
     }
-    seen = report_model._record_provenance(record)
+    seen = report_provenance.record_provenance(record)
     assert seen["on_what"] == "kind node image kindest/node:v1.27.3@sha256:3966 (kind 0.20.0)"
     assert (seen["when"], seen["suite"]) == ("2026-11-23T10:00:00+00:00", "f" * 12)
-    existing = report_model._record_provenance(
+    existing = report_provenance.record_provenance(
         {"transport": "live", "recording_origin": {"kind": "live", "cluster": "existing", "context": "prod"}}
     )
     assert (existing["on_what"], existing["suite"]) == ("existing cluster (context prod)", "unknown")

@@ -1,6 +1,6 @@
-"""`make report`: the behaviour matrix (report_model.py) of run records, as Markdown and one HTML file; the
-headline is what changed between consecutive versions, with the PRs the expectations cite. Templates are Jinja2
-(harness/reports/templates/), their words report_words.py; timelines are drawn by harness/reports/timeline_svg.py.
+"""`make report`: the behaviour matrix (report_model.py, read by report_reading.py) of run records, as Markdown and one
+HTML file; the headline is what changed between consecutive versions, with the PRs the expectations cite. Templates
+are Jinja2 (harness/reports/templates/), their words report_words.py; timelines are drawn by timeline_svg.py.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from harness.base.run import safe_name
 from harness.core.expectations import FAIL, NOT_OBSERVABLE, PASS, UNDECIDED, load_claims, outcome_json
 from harness.core.records import load_records
 from harness.reports import findings, timeline_svg
-from harness.reports.report_model import ClaimsLoader, JsonDict, Matrix, build_matrix, document_label
+from harness.reports.report_model import ClaimsLoader, JsonDict, Matrix
+from harness.reports.report_provenance import document_label
+from harness.reports.report_reading import build_matrix
 from harness.reports.report_words import PR_URL, breakable, pr_links, side_text, side_words
 from harness.reports.upgrade_model import Upgrade
 from harness.reports.wording import expected_text, expected_words, short, show, words

@@ -1,32 +1,24 @@
-"""The behaviour matrix's model: claims × versions read from run records, every verdict re-evaluated against the
-current expectations from the recorded observation, so a corrected expectation can be tried on old recordings
-without a cluster (the matrix says which verdicts changed). Rows are grouped document → probe (its scenario) →
-claim; a version nobody recorded a claim on shows the expected value, so the table is the whole behaviour matrix.
-Every recording the suite replays is live; older run records may still name a recording derived from the documents
-(written from them and the Kubernetes sources, not recorded): such values are kept apart (a live one is shown
-first; "derived" is never called observed). What changed between consecutive versions comes with the PRs the
-expectations cite. The page's words are report_words.py, its rendering report.py.
-Over 500 lines: the matrix, its evaluation and its changes are one reading of the records.
+"""The behaviour matrix's model: claims × versions, each cell what a claim's observations on a version say. Rows are
+grouped document → probe (its scenario, report_scenarios.py) → claim; a version nobody recorded a claim on shows the
+expected value, so the table is the whole behaviour matrix. Every recording the suite replays is live; older run
+records may still name a recording derived from the documents (written from them and the Kubernetes sources, not
+recorded): such values are kept apart (a live one is shown first; "derived" is never called observed). What changed
+between consecutive versions comes with the PRs the expectations cite. The matrix is read from run records by
+report_reading.py; the page's words are report_words.py, its rendering report.py.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import datetime
-from functools import cache
 from itertools import pairwise
-from pathlib import Path
 from typing import Any
 
 from packaging.version import Version
 
-from harness.base import families
 from harness.base.versions import KubeVersion
-from harness.core.basis import Doubt
 from harness.core.expectations import (
     FAIL,
     NOT_OBSERVABLE,
@@ -34,29 +26,17 @@ from harness.core.expectations import (
     UNDECIDED,
     Claim,
     Expectation,
-    evaluate,
     load_claims,
     pull_requests,
 )
-from harness.core.records import origin_kind, origin_of
-from harness.reports import coverage
+from harness.reports.report_provenance import ORIGIN_RANK
+from harness.reports.report_scenarios import Scenario
 from harness.reports.upgrade_model import Observations, Upgrade, UpgradeEnd, compare
 from harness.reports.wording import expected_text, short
 
 JsonDict = dict[str, Any]
 ClaimsLoader = Callable[[str], dict[str, Claim]]
 SEVERITY = {PASS: 0, NOT_OBSERVABLE: 1, UNDECIDED: 2, FAIL: 3}  # several observations in one cell: the worst shows
-ORIGIN_RANK = {"live": 0, "derived": 1, "unknown": 2}  # a live observation is shown before a derived one
-# How Kubernetes spells the words a probe's name writes in lower case.
-WORDS = {
-    "daemonset": "DaemonSet",
-    "statefulset": "StatefulSet",
-    "replicaset": "ReplicaSet",
-    "sigterm": "SIGTERM",
-    "sigkill": "SIGKILL",
-    "prestop": "preStop",
-    "onfailure": "OnFailure",
-}
 RELEASE_NOTES = re.compile(r"CHANGELOG-\d+\.\d+(?: v\d+\.\d+\.\d+(?:-[a-z]+\.\d+)?)?")
 
 
@@ -85,17 +65,6 @@ class Row:
     document: str
     probe: str
     claim: str
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """A probe as a reader knows it: a title from its name and the scenario from its docstring."""
-
-    probe: str
-    family: str
-    title: str
-    text: str
-    order: tuple[int, str, int]
 
 
 @dataclass(frozen=True)
@@ -421,15 +390,6 @@ class Matrix:
         }
 
 
-@dataclass
-class _Seen:
-    origin: str
-    now: JsonDict
-    recorded: str
-    probe: str
-    where: str
-
-
 def _expectation(claim: Claim, version: str) -> Expectation | None:
     matching = [e for e in claim.expectations if KubeVersion.parse(version).satisfies(e.versions)]
     return matching[0] if len(matching) == 1 else None
@@ -456,223 +416,3 @@ def _behaviour(side: Side) -> str:
     if e is not None and e.between is not None and (side.basis == "expected" or e.matches(side.value)):
         return json.dumps(["between", list(e.between)])
     return json.dumps(["value", side.value], sort_keys=True)
-
-
-@cache
-def _probe_functions(path: Path) -> dict[str, tuple[int, str]]:
-    """A probe module's functions: name -> (line, docstring), read without importing it."""
-    try:
-        tree = ast.parse(path.read_text())
-    except (OSError, SyntaxError, ValueError):
-        return {}
-    return {
-        node.name: (node.lineno, ast.get_docstring(node) or "")
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef)
-    }
-
-
-def scenario(probe: str, family: str) -> Scenario:
-    """The probe's title (its name) and scenario (its docstring's first paragraph)."""
-    module, _, function = probe.partition("::")
-    function = function.split("[", 1)[0]
-    try:  # the family's folder says where the family comes in the report, and holds the module
-        folder = families.family(family)
-        rank, line, doc = folder.order, *_probe_functions(folder.directory / module).get(function, (10**6, ""))
-    except families.FamilyError:  # a record of a family this checkout does not have: last
-        rank, line, doc = 10**6, 10**6, ""
-    title = " ".join(WORDS.get(word, word) for word in function.removeprefix("test_").split("_"))
-    text = " ".join(doc.split("\n\n", 1)[0].split())
-    return Scenario(probe, family, title[:1].upper() + title[1:], text, (rank, family, line))
-
-
-def _when(stamps: list[str]) -> str | None:
-    """The span of recording times, in UTC minutes."""
-    parsed = []
-    for stamp in stamps:
-        try:
-            parsed.append(datetime.fromisoformat(stamp))
-        except ValueError:
-            continue
-    if not parsed:
-        return None
-    first, last = min(parsed).strftime("%Y-%m-%d %H:%M"), max(parsed).strftime("%Y-%m-%d %H:%M")
-    if first == last:
-        return f"{first} UTC"
-    if first[:10] == last[:10]:
-        return f"{first}–{last[11:]} UTC"
-    return f"{first} – {last} UTC"
-
-
-def _record_provenance(record: JsonDict) -> JsonDict:
-    """Where one record's observations come from: its kind, when, on what, and the suite's commit."""
-    origin, run = record.get("recording_origin") or {}, record.get("provenance") or {}
-    kind = origin_kind(record)
-    live_now = record.get("transport") == "live"
-    suite_from = origin if "suite_commit" in origin else run if live_now else {}
-    commit = suite_from.get("suite_commit")
-    suite = (
-        "unknown" if not commit else str(commit)[:12] + (" + local changes" if suite_from.get("suite_modified") else "")
-    )
-    if kind == "live":
-        when = origin.get("recorded_at") or (run.get("started") if live_now else None)
-        return {
-            "kind": kind,
-            "when": when,
-            "on_what": origin_of(record).on_what(),
-            "runtime": origin_of(record).runtime_words(),
-            "suite": suite,
-            "document": None,
-        }
-    document = origin.get("document")
-    return {
-        "kind": kind,
-        "when": None,
-        "on_what": "derived from documents, no cluster" if kind == "derived" else "a recording of unknown origin",
-        "suite": suite,
-        "document": document,
-    }
-
-
-def _column_provenance(entries: list[JsonDict]) -> JsonDict:
-    kinds = sorted({e["kind"] for e in entries}, key=ORIGIN_RANK.__getitem__)
-    live = [e for e in entries if e["kind"] == "live"]
-    documents = sorted({str(e["document"]) for e in entries if e["document"]})
-    return {
-        "kind": " + ".join(kinds),
-        "kinds": kinds,
-        "when": _when([str(e["when"]) for e in live if e["when"]]) or ("unknown" if live else None),
-        "on_what": sorted({e["on_what"] for e in entries}, key=lambda w: (w.startswith(("derived", "a rec")), w)),
-        # the cluster and container runtime of its live records: "kind v0.20.0 (runtime not recorded)", ...
-        "runtime": sorted({str(e["runtime"]) for e in live if e.get("runtime")}),
-        # known commits in order (a set's order changes with the hash seed), "unknown" last
-        "suite": sorted({e["suite"] for e in entries}, key=lambda s: (s == "unknown", s)),
-        "documents": [document_label(d) for d in documents],
-        "records": {kind: sum(e["kind"] == kind for e in entries) for kind in kinds},
-        # the fields earlier reports had, for readers of the data
-        "origin": " + ".join(kinds),
-    }
-
-
-def build_matrix(
-    records: Iterable[JsonDict], claims_loader: ClaimsLoader = load_claims, runtimes: Mapping[str, str] | None = None
-) -> Matrix:
-    """The matrix of the records, every verdict re-evaluated against the claims `claims_loader` gives: a column per
-    server version, and one per make matrix entry that named a runtime (`runtimes`: the run id of such an entry's
-    run -> the runtime, as harness/axis/matrix.py entry_runtimes reads them), headed by its release and runtime."""
-    records = list(records)
-    column_versions: dict[str, str] = {}
-    seen: dict[tuple[str, str, str], list[_Seen]] = {}
-    claims: dict[str, JsonDict] = {}
-    claim_objects: dict[str, Claim] = {}
-    record_provenance: dict[str, list[JsonDict]] = {}
-    probe_claims: dict[str, list[str]] = {}
-    family_of_probe: dict[str, str] = {}
-    timelines: dict[str, dict[tuple[str, str], list[JsonDict]]] = {}
-    anchors: dict[str, str] = {}
-    for record in records:
-        version = record.get("server_version")
-        if not version:
-            continue
-        column = version
-        if runtime := (runtimes or {}).get(str((record.get("provenance") or {}).get("run_id"))):
-            column = f"{version}:{runtime}"
-            column_versions[column] = version
-        probe, kind = record["probe"], origin_kind(record)
-        family_of_probe.setdefault(probe, record["family"])
-        record_provenance.setdefault(column, []).append(_record_provenance(record))
-        timeline = record.get("timeline") or {}
-        timelines.setdefault(probe, {}).setdefault((column, kind), timeline.get("entries", []))
-        anchors.setdefault(probe, timeline.get("anchor") or "anchor action")
-        where = str(
-            (record.get("recording_origin") or {}).get("file") or (record.get("provenance") or {}).get("run_id")
-        )
-        current = claims_loader(record["family"])
-        for verdict in record.get("verdicts", []):
-            claim = current.get(verdict["claim"])
-            if claim is None:
-                continue
-            claim_objects[claim.id] = claim
-            claims.setdefault(
-                claim.id, {"statement": claim.claim, "observable": claim.observable, "document": claim.document}
-            )
-            if claim.id not in probe_claims.setdefault(probe, []):
-                probe_claims[probe].append(claim.id)
-            if verdict["status"] == NOT_OBSERVABLE:
-                now = verdict
-            else:
-                doubt = Doubt.from_record(verdict.get("detail"))  # the gaps it was judged with, and where they lay
-                now = evaluate(claim, KubeVersion.parse(version), verdict["observed"], doubt).to_json()
-            seen.setdefault((probe, claim.id, column), []).append(_Seen(kind, now, verdict["status"], probe, where))
-    by_claim: dict[tuple[str, str], list[_Seen]] = {}
-    for (_, claim_id, version), observations in seen.items():
-        by_claim.setdefault((claim_id, version), []).extend(observations)
-    scenarios = {probe: scenario(probe, family) for probe, family in family_of_probe.items()}
-    rows = [
-        Row(claim_objects[claim_id].document, probe, claim_id)
-        for probe in sorted(probe_claims, key=lambda p: scenarios[p].order)
-        for claim_id in probe_claims[probe]
-    ]
-    registry = list(families.documents())  # documents in probes/documents.yaml's order, then any other by name
-    # stable: scenarios keep their order within a document
-    rows.sort(key=lambda r: (registry.index(r.document) if r.document in registry else len(registry), r.document))
-
-    def in_order(column: str) -> tuple[Version, str]:
-        return KubeVersion.parse(column_versions.get(column, column)).version, column
-
-    ordered = sorted(record_provenance, key=in_order)
-    series: dict[str, dict[str, list[JsonDict]]] = {}
-    tags: dict[str, dict[str, str]] = {}
-    for probe in sorted(timelines, key=lambda p: scenarios[p].order):
-        keys = sorted(timelines[probe], key=lambda k: (in_order(k[0]), ORIGIN_RANK[k[1]]))
-        versions_seen = [v for v, _ in keys]
-        for version, kind in keys:
-            label = version if versions_seen.count(version) == 1 else f"{version} ({kind})"
-            series.setdefault(probe, {})[label] = timelines[probe][(version, kind)]
-            tags.setdefault(probe, {})[label] = kind
-    return Matrix(
-        versions=ordered,
-        claims=dict(sorted(claims.items())),
-        cells={key: _cell(observations) for key, observations in sorted(by_claim.items())},
-        provenance={v: _column_provenance(record_provenance[v]) for v in ordered},
-        timelines=series,
-        rows=rows,
-        row_cells={key: _cell(observations) for key, observations in seen.items()},
-        claim_objects=claim_objects,
-        scenarios=scenarios,
-        timeline_tags=tags,
-        anchors=anchors,
-        live_coverage=coverage.section_for_records(records, claims_loader),
-        observations=Observations.of(records, claims_loader),
-        claims_loader=claims_loader,
-        column_versions=column_versions,
-    )
-
-
-def _cell(observations: list[_Seen]) -> Cell:
-    """The observation a cell shows: live before derived, then the worst verdict; the others listed with it."""
-    best = min(ORIGIN_RANK[o.origin] for o in observations)
-    candidates = [o for o in observations if ORIGIN_RANK[o.origin] == best]
-    shown = max(candidates, key=lambda o: SEVERITY.get(o.now["status"], SEVERITY[FAIL]))
-    others = [
-        {"origin": o.origin, "observed": o.now["observed"], "status": o.now["status"], "where": o.where}
-        for o in observations
-        if o is not shown
-    ]
-    return Cell(
-        shown.now["observed"],
-        shown.now["status"],
-        shown.recorded,
-        shown.now["expected"],
-        shown.now["message"],
-        sorted({o.probe for o in observations}),
-        shown.origin,
-        others,
-    )
-
-
-def document_label(document: str) -> str:
-    """A document's public title for its id in probes/documents.yaml; anything else (an id this checkout does
-    not know, what an old record names) as it is."""
-    known = families.documents().get(document)
-    return known.title if known else document

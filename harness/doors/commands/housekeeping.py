@@ -28,7 +28,7 @@ from harness.doors.commands.refusal import (
 )
 from harness.doors.commands.upgrade import Refusal, releases
 from harness.reports import report as report_module
-from harness.reports import report_model, upgrade_model
+from harness.reports import report_model, report_reading, upgrade_model
 
 
 def run_clean_command(args: argparse.Namespace) -> int:
@@ -129,7 +129,7 @@ def report_matrix(
             raise Refused(BAD, str(err)) from err
         said = f"live: the {sum(records_module.origin_kind(r) == 'live' for r in records)} live records under RUNS"
         chosen = upgrade_model.compare(before, after, records, [said])
-    built = report_model.build_matrix(records, runtimes=runtimes)
+    built = report_reading.build_matrix(records, runtimes=runtimes)
     if not built.versions:
         raise Refused(
             NOTHING_TO_REPORT,
