@@ -138,7 +138,7 @@ upgrade: refuse-cluster $(STAMP)
 
 # Each claim version range with the live recordings inside it (their versions, kind or local), or "not seen
 # live", and the figure "N of M claim version ranges hold a live run"; UNCOVERED=1: only the ranges without one;
-# PLAN=1: which releases to build next, the most uncovered ranges per build first (harness/reports/coverage.py).
+# PLAN=1: which releases to build next, the most uncovered ranges per build first (harness/reports/coverage_plan.py).
 coverage: refuse-cluster $(STAMP)
 	$(PY) -m harness make coverage
 

@@ -17,7 +17,7 @@ import pytest
 
 from harness.base.versions import KubeVersion, Release, release_name
 from harness.core.expectations import Claim, Expectation
-from harness.reports import coverage
+from harness.reports import coverage, coverage_plan, coverage_releases, coverage_words
 
 if TYPE_CHECKING:
     from tests.conftest import ShippedReplay
@@ -86,14 +86,14 @@ def test_a_record_of_a_derived_recording_or_without_a_version_covers_nothing() -
     by = ranges_by_label(found)
     assert not by["fam a <1.27"].covered
     assert [(r.provider, r.status) for r in by["fam a >=1.27"].runs] == [("local", "fail")]
-    assert coverage.runs_text(by["fam a >=1.27"].runs) == "local 1.28.0 (fail)"
+    assert coverage_words.runs_text(by["fam a >=1.27"].runs) == "local 1.28.0 (fail)"
 
 
 def test_many_versions_of_one_cluster_kind_are_counted_with_their_ends_in_the_terminal() -> None:
     runs = [coverage.LiveRun(KubeVersion.parse(f"v1.{m}.0"), "local", "p", "pass", "f") for m in range(21, 31)]
     runs.append(coverage.LiveRun(KubeVersion.parse("v1.27.3"), "kind", "p", "pass", "f"))
-    assert coverage.runs_text(runs, most=8) == "local 10: 1.21.0 1.22.0 1.23.0 … 1.29.0 1.30.0; kind 1.27.3"
-    assert coverage.runs_text(runs).startswith("local 1.21.0 1.22.0 1.23.0 1.24.0 1.25.0 1.26.0 1.27.0 1.28.0 ")
+    assert coverage_words.runs_text(runs, most=8) == "local 10: 1.21.0 1.22.0 1.23.0 … 1.29.0 1.30.0; kind 1.27.3"
+    assert coverage_words.runs_text(runs).startswith("local 1.21.0 1.22.0 1.23.0 1.24.0 1.25.0 1.26.0 1.27.0 1.28.0 ")
 
 
 def test_ranges_wholly_before_1_21_are_older_than_what_builds_here() -> None:
@@ -109,7 +109,7 @@ def test_ranges_wholly_before_1_21_are_older_than_what_builds_here() -> None:
 
 def test_known_releases_fill_the_numbering_gaps_of_patches_and_pre_releases() -> None:
     named = {KubeVersion.parse(v).version for v in ("1.22.3", "1.22.1", "1.28.0-alpha.2", "1.28.0-rc.0")}
-    filled = sorted(release_name(v) for v in coverage.with_gaps_filled(named))
+    filled = sorted(release_name(v) for v in coverage_releases.with_gaps_filled(named))
     assert filled == [
         "1.22.0",
         "1.22.1",
@@ -121,7 +121,7 @@ def test_known_releases_fill_the_numbering_gaps_of_patches_and_pre_releases() ->
         "1.28.0-rc.0",
     ]
     # a range names the releases in it (>=, ==, <=), not the first one after it (<)
-    assert coverage.named_in_ranges([">=1.22.5,<1.23.0", "==1.24.0-alpha.1"]) == {
+    assert coverage_releases.named_in_ranges([">=1.22.5,<1.23.0", "==1.24.0-alpha.1"]) == {
         KubeVersion.parse("1.22.5").version,
         KubeVersion.parse("1.24.0-alpha.1").version,
     }
@@ -147,7 +147,7 @@ def test_the_plan_takes_the_release_inside_the_most_uncovered_ranges_first() -> 
     observed = coverage.observed_in(records, kind_only=["test_s.py::test_s"])
     found = coverage.claim_ranges(observed, claims)
     releases = [KubeVersion.parse(v) for v in ("1.21.14", "1.22.2", "1.22.4", "1.26.2", "1.28.0-alpha.1", "1.30.0")]
-    plan = coverage.plan_builds(found, releases)
+    plan = coverage_plan.plan_builds(found, releases)
     first = plan.builds[0]
     # 1.22.4 is inside x's, y's and s's first ranges; 1.22.2 only in x's and s's
     assert first.release.text == "1.22.4"
@@ -166,7 +166,7 @@ def test_the_plan_takes_the_release_inside_the_most_uncovered_ranges_first() -> 
     assert [r.label for r in plan.older] == ["fam old <1.21"]
     assert [r.label for r in plan.unchecked] == ["fam unchecked >=1.19"]
     assert plan.planned + len(plan.no_known_release) + len(plan.older) + len(plan.unchecked) == len(found.uncovered())
-    text = coverage.render_plan(plan, found)
+    text = coverage_words.render_plan(plan, found)
     assert text.splitlines()[0].startswith("plan: 2 releases cover 4 of the 7 ranges no live run holds")
     assert "fam old <1.21 (pinned kind images: 1.19.16, 1.20.15)" in text
 
@@ -176,7 +176,7 @@ def test_a_pinned_release_goes_first_among_equals_and_kind_runs_it_without_a_bui
     records = [record("test_s.py::test_s", "v1.30.0", {"s": "pass"}, cluster="kind", family="shut")]
     found = coverage.claim_ranges(coverage.observed_in(records, kind_only=["test_s.py::test_s"]), claims)
     releases = [KubeVersion.parse(v) for v in ("1.21.13", "1.21.14", "1.21.15")]  # 1.21.14 is pinned
-    (build,) = coverage.plan_builds(found, releases).builds
+    (build,) = coverage_plan.plan_builds(found, releases).builds
     assert build.pinned and build.release.text == "1.21.14"
     assert build.commands() == ['make probe VERSION=1.21.14 PROBE="shut"']
 
@@ -186,17 +186,17 @@ def test_a_release_known_not_to_build_here_is_passed_over_for_the_next_best_and_
     records = [record("test_m.py::test_x", "v1.30.0", {"z": "pass"})]
     found = coverage.claim_ranges(coverage.observed_in(records), claims)
     releases = [KubeVersion.parse(f"1.28.0-alpha.{n}") for n in range(4)]
-    assert [b.release.text for b in coverage.plan_builds(found, releases).builds] == ["1.28.0-alpha.3"]
+    assert [b.release.text for b in coverage_plan.plan_builds(found, releases).builds] == ["1.28.0-alpha.3"]
     refused = {KubeVersion.parse(v).version: f"2026-11-27: {v} refused" for v in ("1.28.0-alpha.2", "1.28.0-alpha.3")}
-    plan = coverage.plan_builds(found, releases, refused)
+    plan = coverage_plan.plan_builds(found, releases, refused)
     assert [b.release.text for b in plan.builds] == ["1.28.0-alpha.1"]
     assert plan.passed_over == {v.text: refused[v.version] for v in releases[2:]}
-    assert "1.28.0-alpha.3     2026-11-27: 1.28.0-alpha.3 refused" in coverage.render_plan(plan, found)
+    assert "1.28.0-alpha.3     2026-11-27: 1.28.0-alpha.3 refused" in coverage_words.render_plan(plan, found)
     every = {v.version: "refused" for v in releases}
-    nothing = coverage.plan_builds(found, releases, every)
-    coverage.mark_unbuildable(found, releases, every)
+    nothing = coverage_plan.plan_builds(found, releases, every)
+    coverage_releases.mark_unbuildable(found, releases, every)
     (z,) = found.uncovered()
-    assert coverage.why_not(z) == (
+    assert coverage_words.why_not(z) == (
         " (none of the releases known in it builds here: 1.28.0-alpha.0, 1.28.0-alpha.1, 1.28.0-alpha.2, "
         "1.28.0-alpha.3; PLAN=1 says why)"
     )
@@ -221,13 +221,13 @@ def test_releases_not_built_here_come_from_bisection_skips_and_this_machines_fai
     remember_not_built(Release.parse("1.28.0-alpha.2"), "refused", tools)
     remember_not_built(Release.parse("1.28.0-alpha.2"), None, tools)  # built since
     assert list(not_built_here(tools)) == ["1.28.0-alpha.3"]
-    found = {str(v): why for v, why in coverage.not_buildable(bisections, tools, committed={}).items()}
+    found = {str(v): why for v, why in coverage_releases.not_buildable(bisections, tools, committed={}).items()}
     assert found["1.31.0a1"] == "2026-11-26: the proxy refused it"
     assert found["1.28.0a3"].endswith(": building Kubernetes v1.28.0-alpha.3 failed (go build): no package y")
     assert sorted(found) == ["1.28.0a3", "1.31.0a1"]
     (tools / "kubernetes" / "v1.31.0-alpha.1").mkdir(parents=True)
     (tools / "kubernetes" / "v1.31.0-alpha.1" / "build.json").write_text("{}")  # served and built since
-    assert sorted(str(v) for v in coverage.not_buildable(bisections, tools, committed={})) == ["1.28.0a3"]
+    assert sorted(str(v) for v in coverage_releases.not_buildable(bisections, tools, committed={})) == ["1.28.0a3"]
 
 
 def test_a_fresh_clone_knows_what_does_not_build_here_from_committed_files(tmp_path: Path) -> None:
@@ -241,7 +241,7 @@ def test_a_fresh_clone_knows_what_does_not_build_here_from_committed_files(tmp_p
         for v in ("1.31.0-alpha.4", "1.31.0-alpha.2")
     ]
     (bisections / "b.json").write_text(json.dumps({"tried": tried, "ran": {"finished": "2026-11-26T10:00:00+00:00"}}))
-    found = {release_name(v): why for v, why in coverage.not_buildable(bisections, tmp_path / "tools").items()}
+    found = {release_name(v): why for v, why in coverage_releases.not_buildable(bisections, tmp_path / "tools").items()}
     assert "1.31.0-alpha.4" not in found and found["1.31.0-alpha.2"] == "2026-11-26: 403"
     assert found["1.27.0-alpha.3"].startswith("2026-11-27: ") and "v1alpha2" in found["1.27.0-alpha.3"]
     assert "the Go module proxy refuses k8s.io/kubernetes@v1.21.0-alpha.1" in found["1.21.0-alpha.1"]
@@ -258,8 +258,8 @@ def test_a_probe_not_recorded_yet_is_taken_for_the_claims_no_recorded_probe_of_i
     assert by["fam a >=1.27"].probes == ("test_m.py::test_x",) and not by["fam a >=1.27"].unrecorded
     new = by["fam unchecked >=1.19"]
     assert new.probes == ("test_m.py::test_new",) and new.unrecorded
-    assert coverage.why_not(new) == " (no live recording yet of test_m.py::test_new)"
-    plan = coverage.plan_builds(coverage.Coverage([new]), [KubeVersion.parse("1.27.3")])
+    assert coverage_words.why_not(new) == " (no live recording yet of test_m.py::test_new)"
+    plan = coverage_plan.plan_builds(coverage.Coverage([new]), [KubeVersion.parse("1.27.3")])
     assert [b.commands() for b in plan.builds] == [["make probe VERSION=1.27.3 CLUSTER=local"]]
     assert not plan.unchecked
 
@@ -271,15 +271,15 @@ def test_the_listing_names_each_range_once_with_its_runs_or_why_none() -> None:
         record("test_m.py::test_x", "v1.21.14", {"a": "pass"}),
     ]
     found = coverage.claim_ranges(coverage.observed_in(records), CLAIMS)
-    lines = [" ".join(line.split()) for line in coverage.render(found).splitlines()]
+    lines = [" ".join(line.split()) for line in coverage_words.render(found).splitlines()]
     assert lines[:3] == ["fam", "a", "<1.27 local 1.21.14 1.26.6; kind 1.26.6"]
     assert "<1.21 not seen live (older than what builds here)" in lines
     assert ">=1.19 not seen live (no probe checks this claim)" in lines
-    uncovered = coverage.render(found, uncovered_only=True).splitlines()
+    uncovered = coverage_words.render(found, uncovered_only=True).splitlines()
     assert not any("local" in line for line in uncovered)
     assert len(uncovered) == 1 + 4 + 7  # a family, 4 claims, 7 ranges
-    assert coverage.summary(found).startswith("2 of 9 claim version ranges hold a live run (per claim:")
-    section = coverage.section_data(found)
+    assert coverage_words.summary(found).startswith("2 of 9 claim version ranges hold a live run (per claim:")
+    section = coverage_words.section_data(found)
     assert section["covered"] == 2 and section["total"] == 9
     assert section["claims"][0]["ranges"][0] == {
         "versions": "<1.27",
@@ -305,7 +305,7 @@ def test_the_report_has_a_section_of_the_ranges_its_records_saw_live() -> None:
     seen["verdicts"][0]["observed"] = "DeadlineExceeded"
     matrix = build_matrix([seen])
     expected = coverage.claim_ranges(coverage.observed_in([seen]))
-    assert matrix.live_coverage == coverage.section_data(expected)
+    assert matrix.live_coverage == coverage_words.section_data(expected)
     assert expected.covered >= 1  # the record's version is in one of the claim's ranges
     html = render_html(matrix, svgs={})
     assert f"<b>{expected.figure()}</b> in these records" in html
@@ -348,7 +348,8 @@ def test_the_known_releases_are_the_catalogued_ones_and_never_an_unpublished_nam
 
     empty = coverage.observed_in([])
     known = [
-        v.text for v in coverage.known_releases(coverage.Coverage([]), empty, tmp_path, also=[Version("1.31.0a4")])
+        v.text
+        for v in coverage_releases.known_releases(coverage.Coverage([]), empty, tmp_path, also=[Version("1.31.0a4")])
     ]
     assert "1.27.0-beta.0" in known and "1.31.0-alpha.3" in known and "1.31.0-alpha.4" not in known
     assert next(k for k in known if k.startswith("1.21.0-")) == "1.21.0-alpha.0"
@@ -367,11 +368,13 @@ def test_a_range_whose_live_runs_found_the_claim_not_observable_says_so_and_is_n
     found = coverage.claim_ranges(coverage.observed_in(records), claims)
     pre = ranges_by_label(found)["fam r >=1.24.0-alpha.0,<1.24.0-beta.0"]
     assert not pre.covered and [run.version.text for run in pre.unobservable] == ["v1.24.0-alpha.2"] * 2
-    assert coverage.why_not(pre) == " (not observable in the 2 live runs inside it: local 1.24.0-alpha.2)"
-    tried_only = coverage.plan_builds(found, [KubeVersion.parse("1.24.0-alpha.2"), KubeVersion.parse("1.24.2")])
+    assert coverage_words.why_not(pre) == " (not observable in the 2 live runs inside it: local 1.24.0-alpha.2)"
+    tried_only = coverage_plan.plan_builds(found, [KubeVersion.parse("1.24.0-alpha.2"), KubeVersion.parse("1.24.2")])
     assert tried_only.builds == [] and [r.label for r in tried_only.unobservable] == [pre.label]
-    assert "not observable on the releases inside that build here" in coverage.render_plan(tried_only, found)
-    another = coverage.plan_builds(found, [KubeVersion.parse("1.24.0-alpha.2"), KubeVersion.parse("1.24.0-alpha.4")])
+    assert "not observable on the releases inside that build here" in coverage_words.render_plan(tried_only, found)
+    another = coverage_plan.plan_builds(
+        found, [KubeVersion.parse("1.24.0-alpha.2"), KubeVersion.parse("1.24.0-alpha.4")]
+    )
     assert [b.release.text for b in another.builds] == ["1.24.0-alpha.4"] and another.unobservable == []
 
 
@@ -428,27 +431,27 @@ def test_a_range_valued_not_observable_is_counted_apart_and_never_planned() -> N
     assert found.nothing_to_hold() == [before] and before not in found.uncovered()
     assert found.figure() == "3 of 3 claim version ranges hold a live run"  # 4 ranges, one with nothing to hold
     releases = [KubeVersion.parse(v) for v in ("1.23.6", "1.24.0-alpha.2", "1.29.14", "1.31.0")]
-    plan = coverage.plan_builds(found, releases)
+    plan = coverage_plan.plan_builds(found, releases)
     assert plan.builds == [] and plan.planned == 0 and plan.nothing_to_hold == [before]
-    text = coverage.render_plan(plan, found)
+    text = coverage_words.render_plan(plan, found)
     assert text.splitlines()[0].startswith("plan: 0 releases cover 0 of the 0 ranges no live run holds")
     assert "valued not observable: nothing for a live run to hold (not planned, not counted): 1" in text
-    said = coverage.summary(found)
+    said = coverage_words.summary(found)
     assert said.endswith("; 1 more are valued not observable: nothing for a live run to hold, not counted")
-    listed = [" ".join(line.split()) for line in coverage.render(found, uncovered_only=True).splitlines()]
+    listed = [" ".join(line.split()) for line in coverage_words.render(found, uncovered_only=True).splitlines()]
     assert listed == [
         "fam",
         "d",
         "<1.30.0-alpha.3 valued not observable: nothing for a live run to hold; found so in the 2 live runs inside "
         "it: local 1.23.6; kind 1.21.14",
     ]
-    section = coverage.section_data(found)
+    section = coverage_words.section_data(found)
     assert (section["covered"], section["total"], section["nothing_to_hold"]) == (3, 3, 1)
     assert section["claims"][0]["ranges"][0]["nothing_to_hold"] is True
     # the same range with a plain value would be planned on a release inside it that no run tried yet
     valued = {"fam": {"d": claim("d", "<1.30.0-alpha.3", ">=1.30.0-alpha.3")}}
     plain = coverage.claim_ranges(coverage.observed_in(records), valued)
-    assert [b.release.text for b in coverage.plan_builds(plain, releases).builds] == ["1.29.14"]
+    assert [b.release.text for b in coverage_plan.plan_builds(plain, releases).builds] == ["1.29.14"]
 
 
 def null_valued_and_unobservable_live(found: coverage.Coverage) -> list[coverage.ClaimRange]:
@@ -478,15 +481,15 @@ def test_the_plan_over_the_shipped_recordings_takes_no_range_valued_not_observab
     marked = found.nothing_to_hold()
     assert len(marked) >= 18  # prestop_sleep's 5, sidecar_termination's 13
     assert not [r.label for r in marked if r.runs], "a live run observed a claim whose row says it cannot be"
-    not_built = coverage.not_buildable(tools=tmp_path / "tools")
-    plan = coverage.plan_builds(found, coverage.known_releases(found, observed), not_built)
+    not_built = coverage_releases.not_buildable(tools=tmp_path / "tools")
+    plan = coverage_plan.plan_builds(found, coverage_releases.known_releases(found, observed), not_built)
     planned = [r for build in plan.builds for r in build.covers]
     assert not [r.label for r in planned if r.valued_not_observable or r in null_valued_and_unobservable_live(found)]
     assert plan.nothing_to_hold == marked and plan.planned + len(marked) <= len(found.ranges)
     # Where the planner has the most to plan, no live run at all, it still plans no marked range
     unrun = replace(observed, runs={}, unobservable={})
     unrun_found = coverage.claim_ranges(unrun)
-    unrun_plan = coverage.plan_builds(unrun_found, coverage.known_releases(unrun_found, unrun), not_built)
+    unrun_plan = coverage_plan.plan_builds(unrun_found, coverage_releases.known_releases(unrun_found, unrun), not_built)
     unrun_planned = [r for build in unrun_plan.builds for r in build.covers]
     assert len(unrun_planned) > 100, "too little planned: the check below would pass vacuously"
     assert not [r.label for r in unrun_planned if r.valued_not_observable]

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from harness.base import paths
-from harness.reports import coverage
+from harness.reports import coverage_releases
 
 BISECTIONS = paths.REPO / "bisections"
 
@@ -32,5 +32,5 @@ def test_old_records_with_another_machines_paths_are_read_as_they_are() -> None:
                 path = paths.from_record(tried["run_dir"])
                 absolute += path.is_absolute() and not path.is_relative_to(paths.REPO)
     assert absolute > 0  # the old records are still as they were written
-    assert coverage.bisection_versions(BISECTIONS)
-    assert isinstance(coverage.not_buildable(BISECTIONS), dict)
+    assert coverage_releases.bisection_versions(BISECTIONS)
+    assert isinstance(coverage_releases.not_buildable(BISECTIONS), dict)

@@ -9,7 +9,7 @@ family with a probe not recorded live yet (the replay skips it), is taken for th
 
 The recordings are read by replaying them (`pytest probes --replay probes` in a child process, a few
 seconds), so the probes themselves say which claims they observe, and the version is the one the server
-reported. `make report` uses the same counting on the records it reads (`section_data`).
+reported. `make report` uses the same counting on the records it reads (coverage_words.py `section_for_records`).
 
 A row valued not observable (`not_observable: true`: the feature is absent or refused there) has nothing for a live
 run to hold: its range is counted apart, neither among the ranges that hold a live run nor among those a run could
@@ -18,39 +18,30 @@ hold, and never planned.
 A row that names the feature gates its value rests on (`gates:`) holds a live run only when every stretch of its
 range over which those gates keep one state (the gate ledger, harness/axis/gates.py) holds one.
 
-`make coverage --plan`: a greedy set cover of the ranges no live run holds, over the releases the suite knows
-(every release of the release catalog from 1.21 on; before it the pinned node images and the versions the
-recordings and expectation ranges name). A range older than what builds here (every version in it before 1.21)
-is said so, not planned; so is a range no known release is in.
+Which releases the suite knows and which of them build here is coverage_releases.py's; the build plan for the ranges
+no live run holds (`make coverage PLAN=1`: a greedy set cover) coverage_plan.py's; the lines printed and the report's
+section coverage_words.py's.
 """
 
 from __future__ import annotations
 
-import json
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from packaging.version import Version
 
-from harness.axis.gates import Stretch, refused_releases, stretches
-from harness.axis.pinned import pinned_releases
-from harness.axis.releases import first_catalogued, is_published, published_releases
+from harness.axis.gates import Stretch, stretches
 from harness.axis.replay import replay
-from harness.base import families, paths
-from harness.base.versions import KubeVersion, Release, range_parts, release_name, version_range
-from harness.clusters.kind.node_images import modules_tag
-from harness.core.expectations import NOT_OBSERVABLE, PASS, Claim, load_claims
-from harness.core.records import PROVIDER_ORDER, provider_of
-from harness.gobuild.kubernetes import OLDEST_BUILT_HERE, not_built_here
-
-if TYPE_CHECKING:
-    pass
+from harness.base import families
+from harness.base.versions import KubeVersion, range_parts, version_range
+from harness.core.expectations import NOT_OBSERVABLE, Claim, load_claims
+from harness.core.records import provider_of
+from harness.gobuild.kubernetes import OLDEST_BUILT_HERE
 
 JsonDict = dict[str, Any]
-TERMINAL_VERSIONS = 8  # more versions of one cluster kind in a range: the terminal shows their count and ends
 
 
 class CoverageError(RuntimeError):
@@ -253,364 +244,3 @@ def replay_records(
         lines = [line for line in (replayed.stderr + replayed.stdout).splitlines() if line.strip()]
         raise CoverageError(f"replaying the recordings under {root} failed: {' | '.join(lines[-3:])}")
     return replayed.records, replayed.kind_only, replayed.collected
-
-
-# ----- The releases the suite knows, and the plan: which to build next.
-
-
-def named_in_ranges(texts: Iterable[str]) -> set[Version]:
-    """The versions ranges name as in them (>=, ==, <=): the releases that start or are a behaviour."""
-    named = set()
-    for text in texts:
-        for specifiers in version_range(text):
-            named |= {Version(s.version) for s in specifiers if s.operator in (">=", "==", "<=")}
-    return named
-
-
-def bisection_versions(directory: Path) -> set[Version]:
-    """The releases the bisection records list as candidates (each between a known GOOD and BAD)."""
-    found = set()
-    for record in sorted(directory.glob("*.json")):
-        data = json.loads(record.read_text())
-        for version in [*(data.get("candidates") or []), *(t.get("version") for t in data.get("tried") or [])]:
-            if version:
-                found.add(KubeVersion.parse(str(version)).version)
-    return found
-
-
-KNOWN_NOT_BUILT_FILE = paths.REPO / "harness" / "known_not_built.json"
-
-
-def known_not_built(path: Path = KNOWN_NOT_BUILT_FILE) -> dict[str, str]:
-    """The committed releases tried here that did not build: release -> 'YYYY-MM-DD: why'."""
-    releases = json.loads(path.read_text())["releases"]
-    return {str(release): str(why) for release, why in releases.items()}
-
-
-def not_buildable(
-    bisections: Path | None = None, tools: Path | None = None, committed: Mapping[str, str] | None = None
-) -> dict[Version, str]:
-    """Releases known not to build here, each with why, from what is committed (so a fresh clone plans the same):
-    the releases tried here that did not build (harness/known_not_built.json), the proxy's refusals of the tag
-    that the gate ledger met, and the bisection records' skips that could not be built (only published releases:
-    an old record also lists names that were never released, such as 1.31.0-alpha.4); then this machine's
-    failed builds (.tools/kubernetes/not-built.json), which win, being newer. A release built here since is not
-    one. `committed`: release -> why, instead of the two committed files."""
-    tools = tools or paths.TOOLS
-    if committed is None:
-        committed = {**refused_releases(), **known_not_built()}
-    found: dict[Version, str] = {KubeVersion.parse(r).version: why for r, why in committed.items()}
-    for record in sorted((bisections or paths.REPO / "bisections").glob("*.json")):
-        data = json.loads(record.read_text())
-        finished = str((data.get("ran") or {}).get("finished") or "")[:10]
-        for tried in data.get("tried") or []:
-            why = str(tried.get("why") or "")
-            published = is_published(KubeVersion.parse(str(tried["version"])).version)
-            if tried.get("outcome") == "skip" and why.startswith("could not be built") and published:
-                first_line = why.removeprefix("could not be built: ").splitlines()[0]
-                found[KubeVersion.parse(str(tried["version"])).version] = f"{finished}: {first_line}"
-    for release, why in not_built_here(tools).items():
-        found[KubeVersion.parse(release).version] = why
-    built = {KubeVersion.parse(b.parent.name.split("+")[0]).version for b in tools.glob("kubernetes/v*/build.json")}
-    return {version: why for version, why in found.items() if version not in built}
-
-
-def with_gaps_filled(versions: Iterable[Version]) -> set[Version]:
-    """Releases numbered without gaps: a minor's patches from .0 up to the newest known, and a pre-release line's
-    numbers (alpha.0 ... alpha.N) up to the newest known; every known minor also has its x.y.0."""
-    known = set(versions)
-    newest_patch: dict[tuple[int, int], int] = {}
-    newest_pre: dict[tuple[int, int, int, str], int] = {}
-    for v in known:
-        if v.pre is None:
-            newest_patch[(v.major, v.minor)] = max(newest_patch.get((v.major, v.minor), 0), v.micro)
-        else:
-            line = (v.major, v.minor, v.micro, v.pre[0])
-            newest_pre[line] = max(newest_pre.get(line, 0), v.pre[1])
-    filled = set(known)
-    for (major, minor), newest in newest_patch.items():
-        filled |= {Version(f"{major}.{minor}.{patch}") for patch in range(newest + 1)}
-    for (major, minor, micro, word), newest in newest_pre.items():
-        filled |= {Version(f"{major}.{minor}.{micro}{word}{n}") for n in range(newest + 1)}
-    return filled
-
-
-def known_releases(
-    coverage: Coverage, observed: Observed, bisections: Path | None = None, also: Iterable[Version] = ()
-) -> list[KubeVersion]:
-    """The releases the suite knows, oldest first: every release of the release catalog (harness/releases.json,
-    from 1.21.0-alpha.0 on), and before it the pinned node images, the server versions of live records and the
-    versions the expectation ranges name, with the numbering's gaps filled. A name from 1.21 on that the catalog
-    lacks (an old bisection record's 1.31.0-alpha.4, `also`) was never published and is not one."""
-    named = {v.version for v in pinned_releases()} | set(also)
-    named |= {KubeVersion.parse(v).version for v in observed.versions}
-    named |= bisection_versions(bisections or paths.REPO / "bisections")
-    named |= named_in_ranges(r.text for r in coverage.ranges)
-    first = first_catalogued()
-    older = {v for v in with_gaps_filled(v for v in named if v < first) if v < first}
-    return sorted(KubeVersion.parse(release_name(v)) for v in older | {Version(r) for r in published_releases()})
-
-
-@dataclass
-class PlannedBuild:
-    """One release to build and probe, the uncovered ranges it would cover, and how to run it."""
-
-    release: KubeVersion
-    covers: list[ClaimRange]
-    pinned: bool  # a kind node image of it is pinned: kind runs it without a build
-
-    def commands(self) -> list[str]:
-        """The make commands that cover these ranges: a local cluster, and for kind-only probes a kind cluster."""
-        version = self.release.text
-        out = []
-        if any(not r.kind_only for r in self.covers):
-            out.append(f"make probe VERSION={version} CLUSTER=local")
-        kind_families = sorted({r.family for r in self.covers if r.kind_only})
-        if kind_families:
-            selection = " or ".join(kind_families)
-            if self.pinned:
-                out.append(f'make probe VERSION={version} PROBE="{selection}"')
-            else:
-                tag = modules_tag(Release(self.release))
-                out.append(f'make node-image VERSION={version} && make probe IMAGE={tag} PROBE="{selection}"')
-        return out
-
-
-@dataclass
-class Plan:
-    """Builds in the order that covers the most uncovered ranges per build, and the ranges no build covers."""
-
-    builds: list[PlannedBuild]
-    no_known_release: list[ClaimRange]
-    older: list[ClaimRange]
-    unchecked: list[ClaimRange]  # no probe checks the claim: no run can cover it
-    passed_over: dict[str, str] = field(default_factory=dict)  # release -> why it does not build here
-    # ranges whose only buildable releases were run and found the claim not observable: running them again won't do
-    unobservable: list[ClaimRange] = field(default_factory=list)
-    # ranges valued not observable: nothing for a live run to hold, so no build is planned for them
-    nothing_to_hold: list[ClaimRange] = field(default_factory=list)
-
-    @property
-    def planned(self) -> int:
-        return sum(len(b.covers) for b in self.builds)
-
-
-def plan_builds(
-    coverage: Coverage, releases: Sequence[KubeVersion], not_built: Mapping[Version, str] | None = None
-) -> Plan:
-    """A greedy set cover of the uncovered ranges by releases built here: each step takes the release inside the
-    most ranges still uncovered (ties: a pinned kind image first, then a release before a pre-release, then the
-    newest). A release known not to build here (`not_built`: release -> why) is not planned unless kind runs it
-    from a pinned image; those it passed over for a range are listed with their reason. A range valued not
-    observable is never planned: no run can add it."""
-    uncovered = coverage.uncovered()
-    older = [r for r in uncovered if r.older]
-    unchecked = [r for r in uncovered if not r.older and not r.probes]
-    wanted = [r for r in uncovered if not r.older and r.probes]
-    not_built = not_built or {}
-    pinned = {v.version for v in pinned_releases()}
-    buildable = [
-        v
-        for v in releases
-        if v.version >= OLDEST_BUILT_HERE.version and (v.version not in not_built or v.version in pinned)
-    ]
-    passed_over = {
-        v.text: not_built[v.version]
-        for v in releases
-        if v not in buildable and v.version in not_built and any(r.contains(v) for r in wanted)
-    }
-
-    def tried(r: ClaimRange, v: KubeVersion) -> bool:
-        return any(run.version.version == v.version for run in r.unobservable)
-
-    inside = {v: [r for r in wanted if r.contains(v) and not tried(r, v)] for v in buildable}
-    unplanned = [r for r in wanted if not any(r in ranges for ranges in inside.values())]
-    unobservable = [r for r in unplanned if r.unobservable]
-    no_known_release = [r for r in unplanned if not r.unobservable]
-    left = [r for r in wanted if r not in unplanned]
-    builds = []
-    while left:
-        best = max(
-            buildable,
-            key=lambda v: (
-                sum(r in left for r in inside[v]),
-                v.version in pinned,
-                not v.version.is_prerelease,
-                v.version,
-            ),
-        )
-        covers = [r for r in inside[best] if r in left]
-        builds.append(PlannedBuild(best, covers, best.version in pinned))
-        left = [r for r in left if r not in covers]
-    return Plan(builds, no_known_release, older, unchecked, passed_over, unobservable, coverage.nothing_to_hold())
-
-
-# ----- Terminal output and the report's section.
-
-
-def runs_text(runs: Sequence[LiveRun], most: int | None = None) -> str:
-    """'local 1.21.14 1.22.17; kind 1.26.6': each version once per cluster kind, oldest first; a verdict other
-    than pass is said after its version. With `most`, a cluster kind with more versions shows its count, its
-    three oldest and two newest: 'local 22: 1.21.14 1.22.17 1.23.17 … 1.37.0 1.37.2'."""
-    by_provider: dict[str, dict[str, str]] = {}
-    for run in sorted(runs):
-        shown = by_provider.setdefault(run.provider, {})
-        version = run.version.text.lstrip("v")
-        if run.status != PASS or version not in shown:
-            shown[version] = version if run.status == PASS else f"{version} ({run.status})"
-    parts = []
-    for provider in sorted(by_provider, key=lambda p: (p not in PROVIDER_ORDER, p)):
-        versions = list(by_provider[provider].values())
-        if most is not None and len(versions) > most:
-            parts.append(f"{provider} {len(versions)}: {' '.join(versions[:3])} … {' '.join(versions[-2:])}")
-        else:
-            parts.append(f"{provider} {' '.join(versions)}")
-    return "; ".join(parts)
-
-
-NOTHING_TO_HOLD = "valued not observable: nothing for a live run to hold"
-
-
-def nothing_to_hold_text(claim_range: ClaimRange) -> str:
-    """'valued not observable: nothing for a live run to hold; found so in the 2 live runs inside it: kind 1.21.14',
-    and the runs that observed the claim there anyway (each contradicts the row)."""
-    runs = [replace(run, status=PASS) for run in claim_range.unobservable]  # runs_text says other statuses
-    found = f"; found so in the {len(runs)} live runs inside it: {runs_text(runs)}" if runs else ""
-    observed = f"; yet observed in {runs_text(claim_range.runs)}" if claim_range.runs else ""
-    return f"{NOTHING_TO_HOLD}{found}{observed}"
-
-
-def why_not(claim_range: ClaimRange) -> str:
-    """Why a range holds no live run, when the reason is not just that nobody ran it yet."""
-    if claim_range.valued_not_observable:
-        return f" ({nothing_to_hold_text(claim_range)})"
-    if claim_range.older:
-        return " (older than what builds here)"
-    if not claim_range.probes:
-        return " (no probe checks this claim)"
-    if claim_range.unrecorded:
-        return f" (no live recording yet of {', '.join(claim_range.probes)})"
-    if claim_range.unobservable:
-        runs = [replace(run, status=PASS) for run in claim_range.unobservable]  # runs_text says other statuses
-        return f" (not observable in the {len(runs)} live runs inside it: {runs_text(runs)})"
-    if claim_range.none_builds:
-        return f" (none of the releases known in it builds here: {', '.join(claim_range.none_builds)}; PLAN=1 says why)"
-    return ""
-
-
-def mark_unbuildable(coverage: Coverage, releases: Sequence[KubeVersion], not_built: Mapping[Version, str]) -> None:
-    """Mark each uncovered range whose known releases (from 1.21) are all known not to build here."""
-    for claim_range in coverage.uncovered():
-        inside = [v for v in releases if v.version >= OLDEST_BUILT_HERE.version and claim_range.contains(v)]
-        if inside and all(v.version in not_built for v in inside) and not claim_range.older:
-            claim_range.none_builds = tuple(v.text for v in inside)
-
-
-def render(coverage: Coverage, uncovered_only: bool = False) -> str:
-    """Family, then claim, then one line per range with its live runs or 'not seen live'; the figure last."""
-    lines: list[str] = []
-    width = max((len(r.text) for r in coverage.ranges), default=0) + 2
-    family = claim = ""
-    for r in coverage.ranges:
-        if uncovered_only and r.covered:
-            continue
-        if r.family != family:
-            family, claim = r.family, ""
-            lines.append(r.family)
-        if r.claim != claim:
-            claim = r.claim
-            lines.append(f"  {r.claim}")
-        if r.valued_not_observable:
-            seen = nothing_to_hold_text(r)
-        elif r.runs:
-            seen = runs_text(r.runs, most=TERMINAL_VERSIONS)
-        else:
-            seen = f"not seen live{why_not(r)}"
-        lines.append(f"    {r.text:<{width}}{seen}")
-        lines += [f"    {'':<{width}}no live run in the gate stretch {s.label}" for s in r.lacking if r.runs]
-    return "\n".join(lines)
-
-
-def summary(coverage: Coverage) -> str:
-    """The closing figure, how it is counted, how many of the ranges without a run cannot be built here, and how
-    many are valued not observable (not counted)."""
-    older = sum(r.older for r in coverage.uncovered())
-    return (
-        f"{coverage.figure()} (per claim: a recording covers the claims its probe observed in it); of the "
-        f"{len(coverage.uncovered())} without, {older} are older than what builds here (1.19, 1.20: kind only); "
-        f"{len(coverage.nothing_to_hold())} more are {NOTHING_TO_HOLD}, not counted"
-    )
-
-
-def render_plan(plan: Plan, coverage: Coverage) -> str:
-    """The builds in order, each with its commands and the ranges it covers, then what no build can cover."""
-    uncovered = len(coverage.uncovered())
-    lines = [
-        f"plan: {len(plan.builds)} releases cover {plan.planned} of the {uncovered} ranges no live run holds "
-        "(greedy: the most uncovered ranges per build)"
-    ]
-    for number, build in enumerate(plan.builds, 1):
-        pinned = " (kind image pinned)" if build.pinned else ""
-        lines.append(f"{number:>3}. {build.release.text:<18} +{len(build.covers)}{pinned}")
-        lines += [f"       {command}" for command in build.commands()]
-        lines += [f"         {r.label}" for r in build.covers]
-    if plan.passed_over:
-        lines.append(
-            f"passed over, not built here (the proxy's answers change: `make probe VERSION=...` tries again): "
-            f"{len(plan.passed_over)}"
-        )
-        lines += [f"         {release:<18} {why}" for release, why in plan.passed_over.items()]
-    for title, ranges in (
-        (
-            "not observable on the releases inside that build here (run there already; see UNCOVERED=1)",
-            plan.unobservable,
-        ),
-        ("no known release inside (or none that builds here)", plan.no_known_release),
-        ("no probe checks the claim", plan.unchecked),
-        ("older than what builds here (not planned; kind runs the pinned images inside)", plan.older),
-    ):
-        if ranges:
-            lines.append(f"{title}: {len(ranges)}")
-            lines += [f"         {r.label}{pinned_inside(r)}" for r in ranges]
-    if plan.nothing_to_hold:
-        lines.append(f"{NOTHING_TO_HOLD} (not planned, not counted): {len(plan.nothing_to_hold)}")
-        lines += [f"         {r.label}" for r in plan.nothing_to_hold]
-    return "\n".join(lines)
-
-
-def pinned_inside(claim_range: ClaimRange) -> str:
-    """' (pinned kind images: 1.19.16, 1.20.15)', or '' when no pinned image is in the range."""
-    inside = sorted({v.version for v in pinned_releases() if claim_range.contains(v)})
-    return f" (pinned kind images: {', '.join(str(v) for v in inside)})" if inside else ""
-
-
-def section_for_records(
-    records: Iterable[JsonDict], claims_loader: Callable[[str], Mapping[str, Claim]] = load_claims
-) -> JsonDict:
-    """The report's section for the records it reads: which claim ranges their live observations are in."""
-    claims = {f.name: claims_loader(f.name) for f in families.families()}
-    return section_data(claim_ranges(observed_in(records), claims))
-
-
-def section_data(coverage: Coverage) -> JsonDict:
-    """The report's section: the figure, and per family and claim each range with its runs or why not."""
-    claims: list[JsonDict] = []
-    for r in coverage.ranges:
-        if not claims or (claims[-1]["family"], claims[-1]["claim"]) != (r.family, r.claim):
-            claims.append({"family": r.family, "claim": r.claim, "ranges": []})
-        claims[-1]["ranges"].append(
-            {
-                "versions": r.text,
-                "covered": r.covered,
-                "runs": runs_text(r.runs),
-                "why_not": why_not(r).strip(" ()"),
-                "nothing_to_hold": r.valued_not_observable,
-            }
-        )
-    return {
-        "figure": coverage.figure(),
-        "covered": coverage.covered,
-        "total": len(coverage.holdable),
-        "nothing_to_hold": len(coverage.nothing_to_hold()),
-        "claims": claims,
-    }

@@ -17,7 +17,7 @@ from harness.base.versions import KubeVersion
 from harness.core.basis import Doubt
 from harness.core.expectations import FAIL, NOT_OBSERVABLE, Claim, evaluate, load_claims
 from harness.core.records import origin_kind
-from harness.reports import coverage
+from harness.reports import coverage_words
 from harness.reports.report_model import SEVERITY, Cell, ClaimsLoader, JsonDict, Matrix, Row
 from harness.reports.report_provenance import ORIGIN_RANK, column_provenance, record_provenance
 from harness.reports.report_scenarios import scenario
@@ -121,7 +121,7 @@ def build_matrix(
         scenarios=scenarios,
         timeline_tags=tags,
         anchors=anchors,
-        live_coverage=coverage.section_for_records(records, claims_loader),
+        live_coverage=coverage_words.section_for_records(records, claims_loader),
         observations=Observations.of(records, claims_loader),
         claims_loader=claims_loader,
         column_versions=column_versions,

@@ -1,12 +1,12 @@
 """make coverage: every claim version range with the live runs inside it, or "not seen live"; with PLAN=1, which
-releases to build next to cover the most of the rest (harness/reports/coverage.py)."""
+releases to build next to cover the most of the rest (harness/reports/coverage.py and its coverage_*.py)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from harness.reports import coverage
+from harness.reports import coverage, coverage_plan, coverage_releases, coverage_words
 
 
 def run_coverage_command(args: argparse.Namespace) -> int:
@@ -20,12 +20,12 @@ def run_coverage_command(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     found = coverage.claim_ranges(observed)
-    not_built = coverage.not_buildable()
-    releases = coverage.known_releases(found, observed, also=not_built)
-    coverage.mark_unbuildable(found, releases, not_built)
+    not_built = coverage_releases.not_buildable()
+    releases = coverage_releases.known_releases(found, observed, also=not_built)
+    coverage_releases.mark_unbuildable(found, releases, not_built)
     if args.uncovered or not args.plan:
-        print(coverage.render(found, uncovered_only=args.uncovered))
+        print(coverage_words.render(found, uncovered_only=args.uncovered))
     if args.plan:
-        print(coverage.render_plan(coverage.plan_builds(found, releases, not_built), found))
-    print(coverage.summary(found))
+        print(coverage_words.render_plan(coverage_plan.plan_builds(found, releases, not_built), found))
+    print(coverage_words.summary(found))
     return 0
