@@ -90,22 +90,45 @@ def plan_builds(
         return any(run.version.version == v.version for run in r.unobservable)
 
     inside = {v: [r for r in wanted if r.contains(v) and not tried(r, v)] for v in buildable}
-    unplanned = [r for r in wanted if not any(r in ranges for ranges in inside.values())]
+    # Ranges are compared as the lists held them (by equality), through the index of each one's first equal in
+    # `wanted`: sets of those indexes instead of lists searched range by range (the greedy loop compared ranges
+    # 750,000 times over the shipped recordings' coverage, 15 s of CPU).
+    same = equal_ranges(wanted)
+    inside_ids = {v: {same[id(r)] for r in ranges} for v, ranges in inside.items()}
+    somewhere: set[int] = set()
+    for ids in inside_ids.values():
+        somewhere |= ids
+    unplanned = [r for r in wanted if same[id(r)] not in somewhere]
     unobservable = [r for r in unplanned if r.unobservable]
     no_known_release = [r for r in unplanned if not r.unobservable]
-    left = [r for r in wanted if r not in unplanned]
+    left = [r for r in wanted if same[id(r)] in somewhere]
+    left_ids = {same[id(r)] for r in left}
     builds = []
     while left:
         best = max(
             buildable,
             key=lambda v: (
-                sum(r in left for r in inside[v]),
+                sum(same[id(r)] in left_ids for r in inside[v]),
                 v.version in pinned,
                 not v.version.is_prerelease,
                 v.version,
             ),
         )
-        covers = [r for r in inside[best] if r in left]
+        covers = [r for r in inside[best] if same[id(r)] in left_ids]
         builds.append(PlannedBuild(best, covers, best.version in pinned))
-        left = [r for r in left if r not in covers]
+        left_ids -= {same[id(r)] for r in covers}
+        left = [r for r in left if same[id(r)] in left_ids]
     return Plan(builds, no_known_release, older, unchecked, passed_over, unobservable, coverage.nothing_to_hold())
+
+
+def equal_ranges(ranges: Sequence[ClaimRange]) -> dict[int, int]:
+    """For each range (by id()), the index in `ranges` of the first range equal to it: equal ranges share one."""
+    first: dict[tuple[str, str, str], list[int]] = {}  # (family, claim, range text): the indexes of unequal ones
+    same: dict[int, int] = {}
+    for index, claim_range in enumerate(ranges):
+        group = first.setdefault((claim_range.family, claim_range.claim, claim_range.text), [])
+        equal = next((i for i in group if ranges[i] == claim_range), None)
+        if equal is None:
+            group.append(index)
+        same[id(claim_range)] = index if equal is None else equal
+    return same
