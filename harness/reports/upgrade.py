@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from packaging.version import Version
 
@@ -51,13 +52,17 @@ class Behaviour:
 
     def aspects(self) -> list[Aspect]:
         """Each aspect that changes, once, with each distinct change of its claims."""
+        return list(self._aspects)
+
+    @cached_property
+    def _aspects(self) -> tuple[Aspect, ...]:  # worked out once: fitting a screen asks for them again and again
         by_aspect: dict[str, list[ClaimChange]] = {}
         for change in self.changes:
             by_aspect.setdefault(aspect(change.claim.id), []).append(change)
-        return [
+        return tuple(
             Aspect(name, len(found), tuple(dict.fromkeys(change_parts(c) for c in found)))
             for name, found in by_aspect.items()
-        ]
+        )
 
 
 @dataclass(frozen=True)
@@ -69,13 +74,22 @@ class Aspect:
     claims: int
     changes: tuple[tuple[str, str, str], ...]  # change_parts of each distinct change
 
+    @cached_property
+    def head(self) -> str:
+        return f"{self.name}{f' ×{self.claims}' if self.claims > 1 else ''}: "
+
+    @cached_property
+    def whole(self) -> str:
+        """The aspect in words, uncut."""
+        return self.head + " / ".join(change_text(c) for c in self.changes)
+
     def text(self, room: int | None = None) -> str:
         """In words, in at most `room` characters: cut inside the values (the release side kept whole where it
         can be), never in the aspect's name."""
-        head = f"{self.name}{f' ×{self.claims}' if self.claims > 1 else ''}: "
-        whole = head + " / ".join(change_text(c) for c in self.changes)
+        whole = self.whole
         if room is None or len(whole) <= room:
             return whole
+        head = self.head
         rest = " / …" if len(self.changes) > 1 else ""
         left = room - len(head) - len(rest)
         if left < SHORTEST_VALUES + len(self.changes[0][2]):

@@ -388,6 +388,7 @@ def compare(
     observed = records if isinstance(records, Observations) else Observations.of(records, claims_loader)
     before, after = (_with_runtimes(r, observed) for r in (before, after))
     rollback = before.version.version > after.version.version
+    keys = [release_key(release.version) for release in (before, after)]  # str() of a Version is slow: once
     out = []
     for family in families.families():
         try:
@@ -398,12 +399,8 @@ def compare(
             if only is not None and claim.id not in only:
                 continue
             sides = [
-                Side(
-                    release,
-                    expectation_on(claim, release.version),
-                    tuple(observed.seen.get((claim.id, release_key(release.version)), ())),
-                )
-                for release in (before, after)
+                Side(release, expectation_on(claim, release.version), tuple(observed.seen.get((claim.id, key), ())))
+                for release, key in ((before, keys[0]), (after, keys[1]))
             ]
             steps = steps_between(claim, before.version, after.version)
             out.append(ClaimChange(claim, family, sides[0], sides[1], steps, rollback))

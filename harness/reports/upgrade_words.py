@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import re
 import statistics
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from harness.core.expectations import PASS, Claim
 from harness.reports.upgrade_model import ClaimChange, Side, Upgrade, UpgradeEnd
 from harness.reports.wording import expected_words, words
+
+T = TypeVar("T")
 
 # ------------------------------------------------------------------------------------------ a side and a claim
 
@@ -20,9 +23,23 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+def worked_out_once(thing: object, name: str, work: Callable[[], T]) -> T:
+    """What `work` gives for a frozen object (a side, a change), kept in the object's __dict__ as
+    functools.cached_property keeps it: a screen asks for the same words many times while it fits its lines."""
+    kept: dict[str, Any] = thing.__dict__
+    if name not in kept:
+        kept[name] = work()
+    found: T = kept[name]
+    return found
+
+
 def measured_words(side: Side) -> str:
     """What a side says, marked: where it ran live, the median of its runs' values (with the spread when there are
     several) or the value they saw, '[live]'; where nothing ran, the expectation there, '[expected]'."""
+    return worked_out_once(side, "_measured_words", lambda: _measured_words(side))
+
+
+def _measured_words(side: Side) -> str:
     if not side.seen:
         return f"{expected_words(side.expectation)} [expected]"
     numbers = [_number(s.value) for s in side.seen]
@@ -120,6 +137,10 @@ def fit(text: str, room: int) -> str:
 def change_parts(change: ClaimChange) -> tuple[str, str, str]:
     """A change's two sides in words and its mark: ('13.0 [live]', '11.0 [live ×3: 10.8–11.2]', ''), or one mark
     for both sides where they are marked alike: ('none', '1', ' [both live]')."""
+    return worked_out_once(change, "_change_parts", lambda: _change_parts(change))
+
+
+def _change_parts(change: ClaimChange) -> tuple[str, str, str]:
     before, after = measured_words(change.before), measured_words(change.after)
     for mark in ("live", "expected"):
         if before.endswith(f" [{mark}]") and after.endswith(f" [{mark}]"):
