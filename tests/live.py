@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 
 from harness.base.families import recording_path
-from harness.core.transport import Recording
+from harness.core.transport_recording import Recording
 
 
 def live(relative: str) -> Recording:

@@ -16,7 +16,8 @@ from collections.abc import Callable
 
 from harness.base.run import Run
 from harness.core.probe import ClaimsFailed, Probe
-from harness.core.transport import JsonDict, Recording
+from harness.core.transport import JsonDict
+from harness.core.transport_recording import Recording
 
 MUTATED = "mutation (test)"
 ACT_CALLS = ("delete", "evict", "node_shutdown")

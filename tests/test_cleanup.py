@@ -151,7 +151,7 @@ class StreamedWatch:
 
 def test_a_watch_the_server_ends_with_504_is_started_again() -> None:
     """Seen live on v1.37.0 under load: a namespace's deletion watch got 504 'Too large resource version'."""
-    from harness.core.transport import watch_until
+    from harness.core.transport_raw import watch_until
 
     too_large = {"kind": "Status", "code": 504, "reason": "Timeout", "message": "Too large resource version: 799"}
     answers = [

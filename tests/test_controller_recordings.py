@@ -13,7 +13,7 @@ import pytest
 
 from harness.base.run import Run
 from harness.core.probe import ClaimsFailed, Probe
-from harness.core.transport import Recording
+from harness.core.transport_recording import Recording
 from probes.job_replacement import test_job_replacement as replacement_probes
 from probes.node_shutdown import test_node_shutdown as shutdown_probes
 from probes.statefulset_status import test_statefulset_status as statefulset_probes

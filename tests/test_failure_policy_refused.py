@@ -22,7 +22,7 @@ import pytest
 from harness.base.run import Run
 from harness.core.expectations import NOT_OBSERVABLE, PASS
 from harness.core.probe import ClaimsFailed, Probe
-from harness.core.transport import Recording
+from harness.core.transport_recording import Recording
 from probes.job_failure_policy import test_job_failure_policy as policy_probes
 from probes.job_replacement import test_job_replacement as replacement_probes
 from tests.live import as_version, live

@@ -16,7 +16,7 @@ import pytest
 from harness.base import families
 from harness.base.manifests import load_manifest
 from harness.core.expectations import load_claims
-from harness.core.transport import Recording
+from harness.core.transport_recording import Recording
 from harness.reports import report
 from tests.test_recordings import NOT_RECORDED_YET
 

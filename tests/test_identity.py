@@ -20,7 +20,7 @@ from harness.base.run import Run
 from harness.core.expectations import PASS, UNDECIDED
 from harness.core.observe import Change, in_server_order
 from harness.core.probe import Probe
-from harness.core.transport import Recording
+from harness.core.transport_recording import Recording
 from probes.statefulset_status.test_statefulset_status import replicas_below_pods
 from tests.live import live
 from tests.mutations import (

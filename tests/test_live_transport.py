@@ -15,7 +15,8 @@ import pytest
 from kubernetes import client
 
 from harness.base.kubeapi import KubeApi, query_name
-from harness.core.transport import LiveTransport, Rejected
+from harness.core.transport import Rejected
+from harness.core.transport_live import LiveTransport
 from tests.doubles import pod
 from tests.fake_apiserver import Script, fake_apiserver
 
@@ -262,7 +263,7 @@ import sys
 from kubernetes import client
 from harness.clusters.lifecycle import wait_nodes_ready
 from harness.core.namespaces import create_probe_namespace
-from harness.core.transport import LiveTransport
+from harness.core.transport_live import LiveTransport
 from tests.fake_apiserver import Script, fake_apiserver
 
 with fake_apiserver(Script()) as url:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from harness.base.run import suite_version
-from harness.core.transport import Recording
+from harness.core.transport_recording import Recording
 from tests.live import live
 
 REPO = Path(__file__).resolve().parent.parent
@@ -541,7 +541,7 @@ def test_a_probe_whose_every_claim_was_not_observable_fails_and_one_that_skipped
     assert "1 failed" in summary and "1 error" in summary  # pytest also counts the unmade calls' call phase
     nothing = "FAILED ::test_observes_nothing[observes_nothing] - harness.core.probe.NothingObserved"
     assert f"{nothing}: the probe observed no claim: all 1 were not observable" in proc.stdout
-    unmade = "ERROR ::test_leaves_a_call_unmade[leaves_a_call_unmade] - harness.core.transport.RecordingMismatch"
+    unmade = "ERROR ::test_leaves_a_call_unmade[leaves_a_call_unmade] - harness.core.transport_replay.RecordingMismatch"
     assert (
         f"{unmade}: the probe finished without making these recorded calls: [\"list_events(namespace='plp-test')\"]"
         in (proc.stdout)

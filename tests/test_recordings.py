@@ -20,7 +20,7 @@ import pytest
 from harness.base.families import all_recordings, families
 from harness.base.run import Run
 from harness.core.probe import ClaimsFailed, ClaimsUndecided, Probe
-from harness.core.transport import Recording
+from harness.core.transport_recording import Recording
 from probes.phase_after_deletion import test_phase_after_deletion as phase_probes
 from tests.live import as_version, live
 

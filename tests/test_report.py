@@ -23,7 +23,7 @@ from harness.base.versions import KubeVersion
 from harness.core import probe_helpers
 from harness.core.expectations import Claim, Expectation, load_claims, pull_requests
 from harness.core.records import load_records, origin_kind
-from harness.core.transport import Recording
+from harness.core.transport_recording import Recording
 from harness.reports import findings, report, report_provenance, timeline_layout, timeline_marks, timeline_svg
 from harness.reports.report import render_html, render_markdown, write_report
 from harness.reports.report_model import Matrix, Side, _behaviour, expected_value

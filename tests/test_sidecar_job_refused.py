@@ -19,7 +19,8 @@ import pytest
 from harness.base.run import Run
 from harness.core.expectations import NOT_OBSERVABLE, PASS
 from harness.core.probe import ClaimsFailed, Probe
-from harness.core.transport import Recording, Rejected
+from harness.core.transport import Rejected
+from harness.core.transport_recording import Recording
 from probes.sidecar_termination import test_sidecar_termination as sidecar_probes
 from tests.live import as_version, live
 

@@ -1,4 +1,4 @@
-"""Recording and replaying a probe's conversation with a cluster (harness/core/transport.py)."""
+"""Recording and replaying a probe's conversation with a cluster (harness/core/transport.py and its transport_*.py)."""
 
 from __future__ import annotations
 
@@ -11,18 +11,11 @@ from typing import Any, ClassVar
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from harness.core.transport import (
-    LiveTransport,
-    Recording,
-    RecordingMismatch,
-    RecordingTransport,
-    Rejected,
-    ReplayTransport,
-    Transport,
-    WatchEvent,
-    _LiveWatch,
-    is_transient,
-)
+from harness.core.transport import Rejected, Transport, WatchEvent
+from harness.core.transport_live import LiveTransport, _LiveWatch
+from harness.core.transport_raw import is_transient
+from harness.core.transport_recording import Recording, RecordingTransport
+from harness.core.transport_replay import RecordingMismatch, ReplayTransport
 from tests.doubles import ScriptedWatch, pod
 
 

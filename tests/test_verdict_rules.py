@@ -27,7 +27,8 @@ from harness.core.basis import Basis, Gap
 from harness.core.expectations import FAIL, NOT_OBSERVABLE, PASS, UNDECIDED, Verdict
 from harness.core.observe import Sighting
 from harness.core.probe import ClaimsFailed, Probe
-from harness.core.transport import ACTIONS, JsonDict, Recording
+from harness.core.transport import ACTIONS, JsonDict
+from harness.core.transport_recording import Recording
 
 RECORDINGS = [path for path in all_recordings() if "-live-" in path.name]
 SYNTHETIC = "synthetic gap (test)"

@@ -17,7 +17,8 @@ from harness.base.families import recording_path
 from harness.base.run import Run
 from harness.core.expectations import FAIL, PASS, UNDECIDED
 from harness.core.probe import ClaimsFailed, ClaimsUndecided, Probe
-from harness.core.transport import JsonDict, Recording
+from harness.core.transport import JsonDict
+from harness.core.transport_recording import Recording
 from probes.job_replacement import test_job_replacement as job_probes
 from probes.node_shutdown import test_node_shutdown as shutdown_probes
 from probes.phase_after_deletion import test_phase_after_deletion as phase_probes

@@ -5,7 +5,7 @@ Why: in client 37.x every method of `CoreV1Api`, `BatchV1Api`, ... carries pydan
 imports its group's models. Importing `kubernetes.client.api.core_v1_api` costs about 1.2 s of CPU (batch and
 apps 0.6 s each), in every process. Live on v1.37.0 (local, 14 pytest-xdist workers on 2 cores), each worker's
 first probe spent 8.5-11 s in set-up, nearly all of it those imports made at once. The suite reads the API
-server's JSON as sent anyway (harness.core.transport.raw_call), so the classes gave it nothing but the paths.
+server's JSON as sent anyway (harness.core.transport_raw.raw_call), so the classes gave it nothing but the paths.
 
 Each method keeps the client's name, argument order (name, namespace, body) and keyword arguments (snake_case
 query parameters, `_preload_content`, `_request_timeout`, `_content_type`), so the callers and their stand-ins

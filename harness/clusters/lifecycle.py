@@ -21,7 +21,9 @@ from typing import Any, Protocol
 
 from harness.base.errors import ClusterFailed
 from harness.base.kubeapi import KubeApi
-from harness.core.transport import JsonDict, LiveTransport, raw_call, watch_until
+from harness.core.transport import JsonDict
+from harness.core.transport_live import LiveTransport
+from harness.core.transport_raw import raw_call, watch_until
 
 Note = Callable[..., None]
 NodeLister = Callable[[str], list[JsonDict]]

@@ -1,6 +1,6 @@
 """Each probe's namespace on the live cluster: created labelled and usable, and removed with the suite's finalizer.
 
-Every call reads the API server's JSON as sent (harness.core.transport.raw_call / raw_watch_events), not the
+Every call reads the API server's JSON as sent (harness.core.transport_raw.raw_call / raw_watch_events), not the
 client's models, so objects from older servers cannot fail the client's validation.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from harness.base.run import PROBE_FINALIZER, RUN_LABEL, SUITE_LABEL
-from harness.core.transport import api_retry, raw_call, watch_until
+from harness.core.transport_raw import api_retry, raw_call, watch_until
 
 if TYPE_CHECKING:
     from harness.base.kubeapi import KubeApi
@@ -143,7 +143,7 @@ def _namespace_gone(core: KubeApi, name: str, timeout_s: float) -> bool:
             raise
         return False
 
-    # Watched in slices, each after a fresh look: a watch that had to start again (harness/core/transport.py
+    # Watched in slices, each after a fresh look: a watch that had to start again (harness/core/transport_raw.py
     # watch_until) would not see a DELETED that fell between its two watches.
     deadline = time.monotonic() + timeout_s
     while not gone():

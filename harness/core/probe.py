@@ -34,7 +34,9 @@ from harness.core.expectations import (
 )
 from harness.core.node_containers import container_state_on_node
 from harness.core.observe import Observer, PodObserver, Timeline, cannot_start, key_of
-from harness.core.transport import JsonDict, Recording, ReplayTransport, Transport
+from harness.core.transport import JsonDict, Transport
+from harness.core.transport_recording import Recording
+from harness.core.transport_replay import ReplayTransport
 from harness.core.views import PodView
 
 # Budget for a pod to be scheduled, pull its (small, pinned) image and become Ready on a fresh node.

@@ -29,7 +29,7 @@ from typing import Any
 from xdist.scheduler import LoadScheduling  # type: ignore[import-untyped]
 
 from harness.base.versions import KubeVersion, VersionError
-from harness.core.transport import Recording
+from harness.core.transport_recording import Recording
 
 LATEST = 3  # a probe's duration: the longest of its 3 most recent measurements (known_durations says why)
 SLACK_S = 5.0  # how much later than the longest probe the planned run may end

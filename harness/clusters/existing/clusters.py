@@ -14,7 +14,7 @@ from harness.base.run import SUITE_LABEL, Run
 from harness.clusters.kinds import AddOption, ClusterKind, Leftovers, Option, Request, Runnable, Say
 from harness.clusters.lifecycle import ClusterProvider, Note, Reached
 from harness.core.namespaces import cleanup_probe_namespace
-from harness.core.transport import raw_call
+from harness.core.transport_raw import raw_call
 
 if TYPE_CHECKING:
     from harness.base.kubeapi import KubeApi

@@ -12,7 +12,7 @@ import pytest
 
 from harness.base.errors import BAD_INPUT_CLASS
 from harness.clusters.registry import options_said
-from harness.core.transport import Recording
+from harness.core.transport_recording import Recording
 from harness.doors.plugin.keys import CLUSTER, DURATIONS, PROBE_FIXTURE, RECORDINGS, REFUSED_KEY
 from harness.doors.schedule import PlannedScheduling, longest_first
 
@@ -22,7 +22,7 @@ def probe_id(function: Any) -> str:
 
 
 def recordings_under(root: Path) -> dict[str, list[Path]]:
-    """The recordings under --replay by probe id, each known from its head (harness/core/transport.py
+    """The recordings under --replay by probe id, each known from its head (harness/core/transport_recording.py
     Recording.probe_of); a path that is missing or holds a non-recording is refused."""
     if not root.exists():
         raise pytest.UsageError(f"--replay {root}: no such file or directory")

@@ -16,7 +16,8 @@ from harness.base.run import Run, safe_name
 from harness.clusters.lifecycle import LiveTarget, ScheduledRestart
 from harness.core.namespaces import cleanup_probe_namespace, create_probe_namespace
 from harness.core.probe import Probe
-from harness.core.transport import Recording, RecordingMismatch, RecordingTransport, ReplayTransport
+from harness.core.transport_recording import Recording, RecordingTransport
+from harness.core.transport_replay import RecordingMismatch, ReplayTransport
 from harness.doors.plugin.collection import probe_id
 from harness.doors.plugin.keys import REPORTS, UNDECIDED_OUTCOME
 from harness.doors.plugin.outcomes import is_undecided
