@@ -1,10 +1,11 @@
 """An undo runs to its end through Ctrl-C (harness/base/process.py run_to_the_end), and a kind cluster's deletion is
 one: seen live, Ctrl-C during `kind delete cluster` stopped kind half-way and left the node container running,
-while the run said the cluster was removed."""
+while the run said the cluster was removed. An interrupt while a child starts waits for the block that starts it."""
 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -66,3 +67,40 @@ def test_a_cluster_made_here_deletes_through_the_undo_runner_unless_a_runner_sta
     stand_in = lambda argv, timeout: Completed(tuple(argv), 0, "", "")  # noqa: E731
     assert KindCluster("c", "i", tmp_path / "k", runner=stand_in).undo_runner is stand_in
     assert KindCluster("c", "i", tmp_path / "k", runner=run_command).undo_runner is run_to_the_end
+
+
+HELD_INTERRUPT = """
+import os, signal, sys, time
+from harness.base.process import interrupts_held
+
+def as_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+signal.signal(signal.SIGTERM, as_interrupt)
+before = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+order = []
+try:
+    with interrupts_held():
+        os.kill(os.getpid(), int(sys.argv[1]))
+        time.sleep(0.2)
+        order.append("block ended")
+    order.append("after the block")
+except KeyboardInterrupt:
+    order.append("interrupted")
+print(",".join(order))
+print(all(signal.getsignal(number) is handler for number, handler in before.items()))
+"""
+
+
+def test_an_interrupt_while_a_child_starts_is_held_to_the_end_of_the_block_then_delivered() -> None:
+    """harness/base/process.py interrupts_held, as run_step starts go: the block is not cut, the interrupt follows."""
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        done = subprocess.run(
+            [sys.executable, "-c", HELD_INTERRUPT, str(int(stop))],
+            cwd=Path(__file__).resolve().parent.parent,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.stdout.splitlines() == ["block ended,interrupted", "True"], (stop, done.stdout, done.stderr)

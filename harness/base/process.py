@@ -8,7 +8,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO
 
@@ -40,6 +40,30 @@ def run_command(argv: Sequence[str], timeout: float) -> Completed:
         out = err.stdout.decode() if isinstance(err.stdout, bytes) else (err.stdout or "")
         return Completed(tuple(argv), 124, out, f"timed out after {timeout:.0f}s")
     return Completed(tuple(argv), proc.returncode, proc.stdout, proc.stderr)
+
+
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM while the block runs (a child being started), then deliver the first that came.
+
+    Popen returns only once its child has exec'd; a KeyboardInterrupt raised inside it (seen under load: the child
+    already running, the parent not yet past Popen) leaves a child nobody holds to stop. Held here, the interrupt
+    comes right after the block, where the caller holds the child. Off the main thread no signal arrives anyway.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    for number in previous:
+        signal.signal(number, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if held:
+            signal.raise_signal(held[0])
 
 
 class InterruptedUndo(KeyboardInterrupt):

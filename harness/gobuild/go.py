@@ -23,6 +23,7 @@ from typing import IO
 
 from harness.base.inputs import BadInput
 from harness.base.paths import TOOLS
+from harness.base.process import interrupts_held
 
 # The oldest Go on PATH that can switch toolchains (GOTOOLCHAIN), which every build here relies on.
 GO_ON_PATH = "Go 1.21 or newer"
@@ -189,10 +190,12 @@ def run_step(
     """One build step (go, or a generator it built) with its output in build.log, in its own process group,
     which is killed whole when this process is interrupted or, for a build on a background thread (which no
     Ctrl-C reaches), when `stop` is set: then BuildStopped is raised. Its exit code."""
-    process = subprocess.Popen(
-        command, cwd=cwd, env=dict(env), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-    )
+    process: subprocess.Popen[bytes] | None = None
     try:
+        with interrupts_held():  # an interrupt during Popen comes after it, with the child held here
+            process = subprocess.Popen(
+                command, cwd=cwd, env=dict(env), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
         while True:
             try:
                 return process.wait(timeout=None if stop is None else 0.5)
@@ -200,9 +203,10 @@ def run_step(
                 if stop is not None and stop.is_set():
                     raise BuildStopped(f"stopped: {' '.join(command[:2])} was stopped with the command") from None
     except BaseException:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+        if process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
         raise
 
 
