@@ -1250,9 +1250,9 @@ def test_the_matrix_marks_a_change_of_behaviour_along_a_row_and_not_a_race_flip(
 def test_the_report_stays_one_file_well_under_its_old_size(written_report: tuple[Matrix, Path]) -> None:
     """81 claims × 31 versions with 24 timelines were 4.4 MB before the matrix drew runs and the drawings shared a
     style; 2.73 MB after, 4.3 MB with 52 versions and 34 timelines (2.5 MB of drawings, 0.9 MB of data), 1.4 MB
-    with the drawings and the data packed (gzip, base64) and unpacked in the browser."""
+    with the drawings and the data packed (gzip, base64) and unpacked in the browser; 2.0 MB with 68 versions."""
     page = written_report[1] / "report.html"
-    assert page.stat().st_size <= 2_000_000  # every shipped recording: 1.4 MB, the timelines and the data packed
+    assert page.stat().st_size <= 2_500_000  # every shipped recording, the timelines and the data packed
     assert "<link" not in page.read_text() and 'src="http' not in page.read_text()  # one file, nothing fetched
 
 
