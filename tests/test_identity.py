@@ -18,7 +18,7 @@ import pytest
 from harness.base.families import all_recordings, families
 from harness.base.run import Run
 from harness.core.expectations import PASS, UNDECIDED
-from harness.core.observe import Change, in_server_order
+from harness.core.observe_readings import Change, in_server_order
 from harness.core.probe import Probe
 from harness.core.transport_recording import Recording
 from probes.statefulset_status.test_statefulset_status import replicas_below_pods

@@ -28,8 +28,9 @@ from harness.clusters.kind.node_shutdown import (
     cluster_config,
     control_plane_of,
 )
-from harness.core.observe import ProbeTimeout, Timeline
+from harness.core.observe import ProbeTimeout
 from harness.core.probe import Probe
+from harness.core.timeline import Timeline
 from harness.core.transport import Transport
 from harness.nodeimage.shutdown import ensure_derived_image
 from harness.nodeimage.tags import shutdown_image_tag as derived_image_tag

@@ -1,4 +1,5 @@
-"""Bounded, event-driven waits and the timeline (harness/core/observe.py), on scripted watch events."""
+"""Bounded, event-driven waits and the timeline (harness/core/observe.py, timeline.py, observe_readings.py), on scripted
+watch events."""
 
 from __future__ import annotations
 
@@ -7,17 +8,9 @@ from dataclasses import dataclass, field
 import pytest
 
 from harness.core.basis import Basis, Gap, Moment
-from harness.core.observe import (
-    Observer,
-    PodObserver,
-    ProbeImpossible,
-    ProbeTimeout,
-    Sighting,
-    Timeline,
-    cannot_start,
-    delete_requested_at,
-    order_of,
-)
+from harness.core.observe import Observer, ProbeImpossible, ProbeTimeout
+from harness.core.observe_readings import PodObserver, cannot_start, delete_requested_at
+from harness.core.timeline import Sighting, Timeline, order_of
 from harness.core.transport import WatchEvent
 from harness.core.views import JobView, PodView
 from tests.doubles import ScriptedWatch, pod
@@ -173,7 +166,7 @@ def test_job_views_read_conditions_and_counts() -> None:
 
 
 def test_two_watches_are_merged_in_the_servers_order_not_their_arrival_order() -> None:
-    from harness.core.observe import in_server_order
+    from harness.core.observe_readings import in_server_order
 
     timeline = Timeline()
     later_arrival = ScriptedWatch([WatchEvent(5.0, "MODIFIED", {"metadata": {"name": "web", "resourceVersion": "12"}})])

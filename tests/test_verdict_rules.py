@@ -25,8 +25,8 @@ from harness.base.families import all_recordings
 from harness.base.run import Run
 from harness.core.basis import Basis, Gap
 from harness.core.expectations import FAIL, NOT_OBSERVABLE, PASS, UNDECIDED, Verdict
-from harness.core.observe import Sighting
 from harness.core.probe import ClaimsFailed, Probe
+from harness.core.timeline import Sighting
 from harness.core.transport import ACTIONS, JsonDict
 from harness.core.transport_recording import Recording
 

@@ -83,7 +83,7 @@ class Basis:
     until: Moment = START
     steps: tuple[Step, ...] = ()  # a sequence: its states in order (the first is the state at `since`)
     parts: tuple[Basis, ...] = ()  # an observation resting on several bases: each chooses its own gaps
-    ordered: tuple[Any, Any] | None = None  # two sightings (harness/core/observe.py Sighting) in the order claimed
+    ordered: tuple[Any, Any] | None = None  # two sightings (harness/core/timeline.py Sighting) in the order claimed
     read: str = ""  # read outside every watch: what
 
     # ------------------------------------------------------------------------------ constructors
@@ -115,7 +115,7 @@ class Basis:
 
     @classmethod
     def order(cls, first: Any, then: Any, watch: Watched) -> Basis:
-        """Two sightings (harness/core/observe.py Sighting) in the order claimed: open only where the stretch a gap
+        """Two sightings (harness/core/timeline.py Sighting) in the order claimed: open only where the stretch a gap
         gives one of them overlaps the other."""
         return cls(watches=(watch,), ordered=(first, then))
 

@@ -20,7 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.core.basis import Moment
-from harness.core.observe import Observer, Sighting, V, key_of
+from harness.core.observe import Observer, key_of
+from harness.core.timeline import Sighting, V
 from harness.core.views import PodView
 
 

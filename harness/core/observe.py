@@ -1,150 +1,23 @@
-"""Observation: a timeline of everything a probe saw, and bounded, event-driven waits over watches."""
+"""Observation: bounded, event-driven waits over a watch, and what it saw (by uid), put on the timeline."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import Any, Generic, NamedTuple, Self, TypeVar
+from typing import Any, Generic, Self
 
 from harness.core.basis import Basis, Gap, Moment, Step
+from harness.core.timeline import Sighting, Timeline, V
 from harness.core.transport import WatchEvent, WatchHandle
 from harness.core.views import (
-    CountersView,
     EndpointsView,
     JobView,
     PodView,
     StatefulSetView,
     daemonset_view,
     deployment_view,
-    parse_time,
 )
 
 JsonDict = dict[str, Any]
-V = TypeVar("V", PodView, JobView, CountersView, EndpointsView, StatefulSetView)
-
-
-@dataclass
-class TimelineEntry:
-    t: float  # seconds on the transport's clock
-    source: str  # "pod/<name>", "probe", "node/<name>"
-    what: str  # ADDED, MODIFIED, DELETED, RELISTED, or an action such as "delete"
-    detail: JsonDict = field(default_factory=dict)
-    gap: str | None = None
-    uid: str | None = None  # the observed object's uid: a name can be taken again by a new object
-
-
-@dataclass
-class Timeline:
-    """Everything the probe did and saw, in order; times are shown relative to the anchor action."""
-
-    entries: list[TimelineEntry] = field(default_factory=list)
-    anchor_t: float | None = None
-    anchor_label: str | None = None
-
-    def action(self, t: float, label: str, detail: JsonDict | None = None, anchor: bool = False) -> None:
-        self.entries.append(TimelineEntry(t, "probe", label, detail or {}))
-        if anchor:
-            self.anchor_t, self.anchor_label = t, label
-
-    def observed(
-        self, t: float, source: str, what: str, detail: JsonDict, gap: str | None = None, uid: str | None = None
-    ) -> None:
-        self.entries.append(TimelineEntry(t, source, what, detail, gap, uid))
-
-    def rel(self, t: float) -> float:
-        return t - (self.anchor_t if self.anchor_t is not None else 0.0)
-
-    @property
-    def gaps(self) -> list[str]:
-        return [e.gap for e in self.entries if e.gap]
-
-    def in_order(self) -> list[TimelineEntry]:
-        """Entries by time: events of several watches are taken in as each is read, not as they arrived."""
-        return sorted(self.entries, key=lambda e: e.t)
-
-    def to_json(self) -> JsonDict:
-        return {
-            "anchor": self.anchor_label,
-            "entries": [
-                {
-                    "t": round(self.rel(e.t), 3),
-                    "source": e.source,
-                    "what": e.what,
-                    **({"uid": e.uid} if e.uid else {}),
-                    **({"gap": e.gap} if e.gap else {}),
-                    "detail": e.detail,
-                }
-                for e in self.in_order()
-            ],
-        }
-
-    def render(self, last: int | None = None) -> str:
-        """Human-readable lines; an observed state shows only what changed since the previous state of the same object
-        (by uid), and an object that takes a name another had says so (`new uid ...`)."""
-        lines: list[str] = []
-        previous: dict[tuple[str, str | None], JsonDict] = {}
-        holder: dict[str, str] = {}  # source -> the uid last shown under it
-        for entry in self.in_order():
-            shown = entry.detail
-            new_uid = ""
-            if entry.source != "probe":
-                before = previous.get((entry.source, entry.uid), {})
-                shown = {k: v for k, v in entry.detail.items() if before.get(k) != v}
-                previous[(entry.source, entry.uid)] = entry.detail
-                if entry.uid:
-                    if holder.get(entry.source, entry.uid) != entry.uid:
-                        new_uid = f"(new uid {entry.uid[:8]}) "
-                    holder[entry.source] = entry.uid
-            text = new_uid + " ".join(f"{k}={_compact(v)}" for k, v in shown.items() if v not in (None, {}, []))
-            gap = f" [gap: {entry.gap}]" if entry.gap else ""
-            lines.append(f"{self.rel(entry.t):+8.2f}s {entry.source:<24} {entry.what:<10}{gap} {text}".rstrip())
-        if last is not None and len(lines) > last:
-            lines = [f"... {len(lines) - last} earlier entries", *lines[-last:]]
-        return "\n".join(lines)
-
-
-def _compact(value: Any) -> str:
-    """Timeline values on one short line: containers as 'main:terminated(137,Error,finishedAt)'."""
-    if isinstance(value, dict):
-        return ",".join(f"{k}={v}" for k, v in value.items())
-    if isinstance(value, list) and all(isinstance(v, dict) and "state" in v for v in value):
-        parts = []
-        for c in value:
-            detail = [str(c[k]) for k in ("exitCode", "reason", "finishedAt") if c.get(k) is not None]
-            parts.append(f"{c.get('name')}:{c['state']}" + (f"({','.join(detail)})" if detail else ""))
-        return ";".join(parts)
-    return str(value)
-
-
-@dataclass(frozen=True)
-class Sighting(Generic[V]):
-    """The first time a watch showed something, and since when it may already have been so.
-
-    Seen through the watch, it happened when it arrived (`not_before` == `t`); seen only in the re-list after
-    a gap, it happened somewhere in the gap: `not_before` is the gap's start and `gap` is that gap.
-    """
-
-    t: float
-    not_before: float
-    type: str
-    view: V
-    gap: Gap | None = None
-
-    @property
-    def why(self) -> str | None:
-        """Why its instant is not known exactly (the gap's reason), or None when it was seen as it happened."""
-        return self.gap.why if self.gap is not None else None
-
-
-def order_of(first: Sighting[Any], then: Sighting[Any]) -> bool:
-    """Whether `first` came before `then`, as far as the watch shows: for certain unless the stretch a gap gives
-    one of them overlaps the other (`Basis.order` says which gaps leave it open), else by arrival."""
-    if first.t < then.not_before:
-        return True
-    if then.t < first.not_before:
-        return False
-    return first.t < then.t
 
 
 class ProbeTimeout(AssertionError):
@@ -212,7 +85,7 @@ class Observer(Generic[V]):
         for obj in initial:
             self._record(self._last_t, view := self._view(obj))
             self.listed.add(key_of(view))
-            self._last_version = _later_version(self._last_version, obj)
+            self._last_version = later_version(self._last_version, obj)
 
     def close(self) -> None:
         self._handle.close()
@@ -279,7 +152,7 @@ class Observer(Generic[V]):
             self.gaps.append(self._gap(event, items))
         self._last_t = event.t
         for item in items:
-            self._last_version = _later_version(self._last_version, item)
+            self._last_version = later_version(self._last_version, item)
         if event.type == "RELISTED":  # after a gap: what exists now; a uid missing was deleted meanwhile
             present = {key_of(view): view for view in map(self._view, items)}
             for uid in [uid for uid in self.states if uid not in present and uid not in self.deleted]:
@@ -464,136 +337,9 @@ def _same_version(before: Any, after: Any) -> bool:
     return bool(version) and version == str(getattr(after, "resource_version", "") or "")
 
 
-def _later_version(current: int | None, obj: JsonDict) -> int | None:
+def later_version(current: int | None, obj: JsonDict) -> int | None:
     """The larger of `current` and the object's resourceVersion (when that is an integer)."""
     version = str((obj.get("metadata") or {}).get("resourceVersion", ""))
     if not version.isdigit():
         return current
     return int(version) if current is None else max(current, int(version))
-
-
-class PodObserver(Observer[PodView]):
-    """An observer of Pods: one pod (focus) or every pod of the namespace."""
-
-    def deletion_sighting(self, pod: PodView) -> Sighting[PodView] | None:
-        """The first state of the pod (by uid) with a deletionTimestamp, with when it was seen."""
-        return self.first_sighting(lambda _, view: view.uid == pod.uid and view.deletion_timestamp is not None)
-
-    def as_deleted(self, pod: PodView) -> PodView | None:
-        """The pod (by uid) as its deletion first showed it: the first state with a deletionTimestamp.
-
-        The API server sets deletionTimestamp = time of the delete + grace. Later deletes rewrite it: once the
-        containers stopped, the kubelet deletes the pod again with grace 0, and the server moves
-        deletionTimestamp and deletionGracePeriodSeconds (staging/src/k8s.io/apiserver/pkg/registry/rest/
-        delete.go BeforeDelete). Read from a later state, the end of the grace moved 5 s early (live, 1.27.3).
-        A first state seen only in a re-list may already be a rewritten one: `deletion_sighting` says so.
-        """
-        sighting = self.deletion_sighting(pod)
-        return None if sighting is None else sighting.view
-
-    def first_condition(self, pod: PodView, type_: str) -> JsonDict | None:
-        """A condition the pod (by uid) was given, as first seen (status, reason, message); None if never.
-
-        By uid, because a StatefulSet's replacement takes the same name; first seen, because a later state
-        (or the pod's deletion) may drop what the writer of the condition said.
-        """
-        for _, view in self.history:
-            condition = view.condition(type_) if view.uid == pod.uid else None
-            if condition is not None:
-                return {k: condition.get(k) for k in ("status", "reason", "message")}
-        return None
-
-    def condition_sighting(self, pod: PodView, type_: str) -> Sighting[PodView] | None:
-        """When the pod (by uid) was first seen with the condition."""
-        return self.first_sighting(lambda _, view: view.uid == pod.uid and view.condition(type_) is not None)
-
-    def phases(self, pod: PodView, since: float) -> tuple[list[str | None], Basis]:
-        """The phases the pod (by uid) was in from `since` on: the phase then, then each change (repeats
-        collapsed), with what they rest on (`Observer.sequence`)."""
-        return self.sequence(pod, since, lambda view: view.phase)
-
-
-def delete_requested_at(deleted: PodView) -> datetime | None:
-    """The delete's instant on the server's clock (deletionTimestamp - deletionGracePeriodSeconds), from the
-    state `PodObserver.as_deleted` gives: in a later state both fields may have been rewritten.
-    """
-    grace_ends = parse_time(deleted.deletion_timestamp)
-    if grace_ends is None:
-        return None
-    return grace_ends - timedelta(seconds=deleted.deletion_grace_period_seconds or 0)
-
-
-def conditions_before_failed(jobs: Observer[JobView]) -> tuple[list[str], Basis]:
-    """The condition types that were True in some state of the Job (the focus) seen before its Failed condition
-    appeared, with what that rests on: every state of the Job from the start until Failed was seen (now, if never).
-    """
-    job = jobs.latest
-    seen: list[str] = []
-    failed_at: float | None = None
-    for t, view in jobs.history:
-        if key_of(view) != key_of(job):
-            continue
-        if view.condition("Failed") is not None:
-            failed_at = t
-            break
-        seen.extend(c.type for c in view.conditions if c.status == "True" and c.type not in seen)
-    return seen, jobs.during(0.0, failed_at, job)
-
-
-# Waiting reasons after which a container will not start by itself (kubelet/images and CRI reasons).
-UNSTARTABLE_REASONS = frozenset(
-    {
-        "ErrImagePull",
-        "ImagePullBackOff",
-        "InvalidImageName",
-        "ErrImageNeverPull",
-        "CreateContainerConfigError",
-        "CreateContainerError",
-        "CrashLoopBackOff",
-        "RunContainerError",
-    }
-)
-
-
-def cannot_start(observer: Observer[PodView]) -> str | None:
-    """Veto for waits on a starting pod: gone, terminal, or a container stuck in a waiting reason."""
-    pod = observer.latest
-    if observer.gone:
-        return "the pod was deleted"
-    if pod.phase in ("Failed", "Succeeded"):
-        return f"the pod reached phase {pod.phase} before it was running"
-    stuck = [c for c in pod.containers if c.state == "waiting" and c.reason in UNSTARTABLE_REASONS]
-    if stuck:
-        return "; ".join(f"container {c.name} is waiting: {c.reason}" for c in stuck)
-    return None
-
-
-class Change(NamedTuple):
-    """One change in the stream of several watches (in_server_order)."""
-
-    t: float  # when it arrived (transport clock)
-    kind: str  # the watched kind: Pod, StatefulSet, ...
-    type: str  # ADDED / MODIFIED / DELETED, or GONE (missing from a re-list)
-    view: Any  # the object as changed (PodView, StatefulSetView, ...)
-
-
-def in_server_order(*observers: Observer[Any]) -> list[Change]:
-    """Every change seen by several watches, as one stream in the order the API server made them.
-
-    Each watch delivers its own kind in order, but two watches interleave by arrival. The server's order is
-    the resourceVersion: in kind (one etcd) it is the etcd revision, an integer that grows with every write.
-    The API asks clients to treat it as opaque; the suite uses it only to order what it already saw. A GONE (an
-    object a re-list no longer showed) has no version of its own: it happened in its gap, and is placed just after
-    the last change the watch delivered before that gap (the earliest it can have been: a pod counted gone too
-    early can hide a violation, never make one). Arrival order only when some change has no integer version
-    (another storage).
-    """
-    keyed: list[tuple[tuple[int, int, float], Change]] = []
-    for o in observers:
-        gap_start = {gap.until: gap.since_version for gap in o.gaps}
-        for t, type_, view in o.changes:
-            version = gap_start.get(t) if type_ == "GONE" else _later_version(None, view.raw)
-            keyed.append(((-1 if version is None else version, type_ == "GONE", t), Change(t, o.kind, type_, view)))
-    if any(key[0] < 0 for key, _ in keyed):
-        return sorted((change for _, change in keyed), key=lambda change: change.t)
-    return [change for _, change in sorted(keyed, key=lambda item: item[0])]

@@ -33,7 +33,9 @@ from harness.core.expectations import (
     not_observable,
 )
 from harness.core.node_containers import container_state_on_node
-from harness.core.observe import Observer, PodObserver, Timeline, cannot_start, key_of
+from harness.core.observe import Observer, key_of
+from harness.core.observe_readings import PodObserver, cannot_start
+from harness.core.timeline import Timeline
 from harness.core.transport import JsonDict, Transport
 from harness.core.transport_recording import Recording
 from harness.core.transport_replay import ReplayTransport

@@ -18,7 +18,8 @@ from datetime import datetime, timedelta
 import pytest
 
 from harness.core.basis import Basis
-from harness.core.observe import Observer, PodObserver, ProbeTimeout, conditions_before_failed
+from harness.core.observe import Observer, ProbeTimeout
+from harness.core.observe_readings import PodObserver, conditions_before_failed
 from harness.core.probe import Probe
 from harness.core.probe_helpers import DEADLINE_SLACK_S, container_exit, finished_at, written_instants
 from harness.core.transport import JsonDict

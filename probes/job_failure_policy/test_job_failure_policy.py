@@ -24,7 +24,8 @@ import pytest
 
 from harness.core.basis import Basis
 from harness.core.identity import running_ready
-from harness.core.observe import Observer, ProbeTimeout, conditions_before_failed, key_of
+from harness.core.observe import Observer, ProbeTimeout, key_of
+from harness.core.observe_readings import conditions_before_failed
 from harness.core.probe import Probe
 from harness.core.probe_helpers import POD_START_BUDGET_S, container_exit, pod_failure_policy_kept
 from harness.core.transport import JsonDict, Rejected

@@ -26,9 +26,10 @@ import pytest
 
 from harness.core.basis import Basis, Moment
 from harness.core.identity import controller_uid, running_ready, successor
-from harness.core.observe import Observer, ProbeTimeout, Sighting, order_of
+from harness.core.observe import Observer, ProbeTimeout
 from harness.core.probe import Probe
 from harness.core.probe_helpers import POD_START_BUDGET_S, pod_failure_policy_kept
+from harness.core.timeline import Sighting, order_of
 from harness.core.transport import JsonDict, Rejected
 from harness.core.views import JobView, PodView
 

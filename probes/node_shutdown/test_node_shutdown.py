@@ -34,8 +34,10 @@ import pytest
 
 from harness.core.basis import Basis
 from harness.core.identity import controller_uid, running_ready, successor
-from harness.core.observe import Observer, PodObserver, Sighting, key_of
+from harness.core.observe import Observer, key_of
+from harness.core.observe_readings import PodObserver
 from harness.core.probe import POD_START_BUDGET_S, Probe
+from harness.core.timeline import Sighting
 from harness.core.views import PodView
 
 pytestmark = [pytest.mark.probe("node_shutdown"), pytest.mark.node_shutdown]

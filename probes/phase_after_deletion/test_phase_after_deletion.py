@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 
 from harness.core.basis import Basis
-from harness.core.observe import PodObserver
+from harness.core.observe_readings import PodObserver
 from harness.core.probe import Probe
 from harness.core.probe_helpers import STOP_SLACK_S, container_exit, exit_status_kept, finished_at
 from harness.core.transport import JsonDict

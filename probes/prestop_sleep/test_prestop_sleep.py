@@ -17,7 +17,8 @@ from __future__ import annotations
 import pytest
 
 from harness.core.basis import Basis
-from harness.core.observe import Observer, PodObserver
+from harness.core.observe import Observer
+from harness.core.observe_readings import PodObserver
 from harness.core.probe import Probe
 from harness.core.probe_helpers import STOP_SLACK_S, first_absent, written_instants
 from harness.core.transport import JsonDict, Rejected

@@ -19,7 +19,7 @@ from datetime import datetime
 import pytest
 
 from harness.core.basis import Basis
-from harness.core.observe import PodObserver
+from harness.core.observe_readings import PodObserver
 from harness.core.probe import Probe
 from harness.core.probe_helpers import POD_START_BUDGET_S, STOP_SLACK_S, written_instants
 from harness.core.transport import JsonDict

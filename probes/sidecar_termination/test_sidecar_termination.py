@@ -21,7 +21,8 @@ import copy
 import pytest
 
 from harness.core.basis import Basis
-from harness.core.observe import ProbeTimeout, cannot_start
+from harness.core.observe import ProbeTimeout
+from harness.core.observe_readings import cannot_start
 from harness.core.probe import Probe
 from harness.core.probe_helpers import (
     DEADLINE_SLACK_S,

@@ -9,7 +9,7 @@ came back at the new revision (k/k#119684, k/k#119685). k/k#120731 judges comple
 k/k#117865 was cherry-picked into patch lines that did not all get k/k#120731: the expectations list which.
 
 The probe records every StatefulSet and pod change from before it creates anything, orders them as the
-API server made them (resourceVersion, see harness.core.observe.in_server_order) and checks three invariants
+API server made them (resourceVersion, see harness.core.observe_readings.in_server_order) and checks three invariants
 over the whole stream; a violation is reported with the offending status update and the pods then.
 
 Its variant runs the same scenario with pods whose container exits 1 on SIGTERM: from 1.27 (k/k#115331) the
@@ -26,7 +26,8 @@ import pytest
 
 from harness.core.basis import Basis, Moment
 from harness.core.identity import controller_uid, successor
-from harness.core.observe import Change, Observer, PodObserver, in_server_order, key_of
+from harness.core.observe import Observer, key_of
+from harness.core.observe_readings import Change, PodObserver, in_server_order
 from harness.core.probe import POD_START_BUDGET_S, Probe
 from harness.core.views import PodView, StatefulSetView
 

@@ -22,7 +22,8 @@ import pytest
 
 from harness.core.basis import Basis
 from harness.core.identity import controller_uid, running_ready, successor
-from harness.core.observe import Observer, PodObserver, delete_requested_at, key_of
+from harness.core.observe import Observer, key_of
+from harness.core.observe_readings import PodObserver, delete_requested_at
 from harness.core.probe import NotServed, Probe
 from harness.core.probe_helpers import (
     POD_START_BUDGET_S,
