@@ -94,17 +94,13 @@ def plan_builds(
     # `wanted`: sets of those indexes instead of lists searched range by range (the greedy loop compared ranges
     # 750,000 times over the shipped recordings' coverage, 15 s of CPU).
     same = equal_ranges(wanted)
-    inside_ids = {v: {same[id(r)] for r in ranges} for v, ranges in inside.items()}
-    somewhere: set[int] = set()
-    for ids in inside_ids.values():
-        somewhere |= ids
+    somewhere = {same[id(r)] for ranges in inside.values() for r in ranges}
     unplanned = [r for r in wanted if same[id(r)] not in somewhere]
     unobservable = [r for r in unplanned if r.unobservable]
     no_known_release = [r for r in unplanned if not r.unobservable]
-    left = [r for r in wanted if same[id(r)] in somewhere]
-    left_ids = {same[id(r)] for r in left}
+    left_ids = set(somewhere)  # the ranges (by their first equal's index) a build still has to cover
     builds = []
-    while left:
+    while left_ids:
         best = max(
             buildable,
             key=lambda v: (
@@ -117,7 +113,6 @@ def plan_builds(
         covers = [r for r in inside[best] if same[id(r)] in left_ids]
         builds.append(PlannedBuild(best, covers, best.version in pinned))
         left_ids -= {same[id(r)] for r in covers}
-        left = [r for r in left if same[id(r)] in left_ids]
     return Plan(builds, no_known_release, older, unchecked, passed_over, unobservable, coverage.nothing_to_hold())
 
 
