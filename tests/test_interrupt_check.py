@@ -22,12 +22,18 @@ except KeyboardInterrupt:
 # The same, but a child of its session that ignores SIGINT outlives it. Its marker comes first: the tool
 # shortens each command line, and the interpreter's path before it is as long as the clone's folder makes it.
 CHILD_MARKER = "leaky_child = 1"
-IGNORING = f"{CHILD_MARKER}; import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(20)"
+# The parent says its phase only once the child has said it set SIGINT aside (a fixed 1 s wait was not enough under
+# load: the child, not yet started, died with the Ctrl-C and nothing was left to find).
+IGNORING = (
+    f"{CHILD_MARKER}; import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+    "print('aside', flush=True); time.sleep(20)"
+)
 LEAKY = CLEAN.replace(
     "import sys, time",
     "import subprocess, sys, time\n"
-    f"subprocess.Popen([sys.executable, '-c', {IGNORING!r}], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
-    "time.sleep(1)  # the child has set SIGINT aside by now",
+    f"child = subprocess.Popen([sys.executable, '-c', {IGNORING!r}],\n"
+    "                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)\n"
+    "child.stdout.readline()  # until the child has set SIGINT aside (or ended)",
 )
 
 
