@@ -5,13 +5,16 @@ builds and the probes (no Kubernetes is built); events, not sleeps, say what ran
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Sequence
 
 import pytest
 
 from harness.axis.bisect import BAD, GOOD, SKIP, bisect, first_candidates, next_candidates
-from harness.axis.build_ahead import BuildAhead
+from harness.axis.build_ahead import BUILD_NICENESS, BuildAhead
 from harness.axis.release_axis import Readied
 from harness.base.versions import Release
 
@@ -195,3 +198,23 @@ def test_it_says_when_a_build_ends_or_is_stopped_and_a_close_is_no_stop_of_the_s
     assert any(line.startswith("stopped the build of 1.27.8 after ") for line in said)
     assert any(line.startswith("1.27.5 made runnable in ") for line in said)
     assert not any("1.27.9" in line for line in said[1:] if "background" not in line)
+
+
+def test_a_build_ahead_and_its_processes_yield_the_cpu_to_the_probes_and_the_rest_of_the_process_does_not() -> None:
+    niceness_of_child: list[int] = []
+
+    def build(release: str, stop: threading.Event, quiet: bool) -> Readied:
+        child = subprocess.run(
+            [sys.executable, "-c", "import os; print(os.nice(0))"], capture_output=True, text=True, check=True
+        )
+        niceness_of_child.append(int(child.stdout))
+        return Readied(Release.parse(release), {"version": release})
+
+    before = os.nice(0)
+    builder = BuildAhead(build, say=lambda line: None)
+    try:
+        builder.ready("1.27.3")
+    finally:
+        builder.close()
+    assert niceness_of_child == [min(before + BUILD_NICENESS, 19)]
+    assert os.nice(0) == before  # the thread that probes keeps its priority

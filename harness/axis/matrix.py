@@ -11,7 +11,6 @@ the others go on.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import threading
 import time
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.axis.build_ahead import BUILD_NICENESS, yield_the_cpu
 from harness.axis.release_axis import PlannedVersion, Readied
 from harness.base.process import Terminated, run_through_interrupt, terminate_waited_children
 
@@ -137,7 +137,7 @@ class Builder:
         self,
         build: Callable[[str], Readied],
         is_built: Callable[[str], bool] = lambda release: False,
-        nice: int = 19,
+        nice: int = BUILD_NICENESS,
     ) -> None:
         self._build = build
         self._is_built = is_built  # a reused build compiles nothing: the cache is left alone for it
@@ -155,11 +155,8 @@ class Builder:
     def _one(self, release: str) -> Readied:
         if self._is_built(release):
             return self._build(release)
-        # The build yields the CPU to the probes running beside it: seen live, a build at a higher priority
-        # than the cluster delayed the kubelet's status reports by seconds and failed timing-bound probes.
-        # Linux keeps a niceness per thread, and the go processes this thread starts inherit it.
-        if self._nice and not self._niced:
-            os.nice(self._nice)
+        if not self._niced:  # the build yields the CPU to the probes beside it (build_ahead.yield_the_cpu)
+            yield_the_cpu(self._nice)
             self._niced = True
         self.building = release
         try:
