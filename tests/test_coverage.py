@@ -205,7 +205,7 @@ def test_a_release_known_not_to_build_here_is_passed_over_for_the_next_best_and_
 
 
 def test_releases_not_built_here_come_from_bisection_skips_and_this_machines_failed_builds(tmp_path: Path) -> None:
-    from harness.gobuild.kubernetes import not_built_here, remember_not_built
+    from harness.gobuild.not_built import not_built_here, remember_not_built
 
     bisections = tmp_path / "bisections"
     bisections.mkdir()

@@ -17,7 +17,7 @@ import pytest
 from harness.base.versions import Release, VersionError
 from harness.gobuild import go as go_command
 from harness.gobuild import kubernetes as kube_build
-from harness.gobuild import modules, openapi, staging, standins
+from harness.gobuild import modules, openapi, openapi_build, staging, standins
 from harness.gobuild import toolchain as go_toolchain
 
 GO_MOD = """module k8s.io/kubernetes
@@ -382,8 +382,9 @@ def _stand_in_build(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, source: Pat
     monkeypatch.setattr(kube_build, "resolve_module", lambda version, tools: module)
     monkeypatch.setattr(kube_build, "choose_toolchain", lambda *a: ("go1.16.15", "upstream's"))
     monkeypatch.setattr(kube_build, "served_modules", lambda pairs, env, cwd: set(pairs))
-    monkeypatch.setattr(kube_build, "module_dirs", lambda pairs, env, cwd: {m: twins[m] for m, _ in pairs})
-    monkeypatch.setattr(kube_build, "module_version", lambda module, env, cwd: "v0.0.0-20211110012726-3cc51fd1e909")
+    for owner in (kube_build, openapi_build):
+        monkeypatch.setattr(owner, "module_dirs", lambda pairs, env, cwd: {m: twins[m] for m, _ in pairs})
+    monkeypatch.setattr(openapi_build, "module_version", lambda module, env, cwd: "v0.0.0-20211110012726-3cc51fd1e909")
 
     def run(command: list[str], cwd: Path, env: Any, out: Any, stop: Any = None) -> int:
         commands.append(command)
@@ -553,7 +554,7 @@ def test_a_twin_requires_its_staging_siblings_at_v0_0_0_as_in_the_staging_tree(t
 def test_a_failed_build_names_its_error_lines_last_not_the_packages_go_printed_after_them(tmp_path: Path) -> None:
     """Seen on v1.29.0-alpha.1: `go build -v` went on naming packages after the compile error, so the log's last
     line was 'k8s.io/kubernetes/cmd/kubelet' and said nothing of why."""
-    from harness.gobuild.kubernetes import failure_lines
+    from harness.gobuild.not_built import failure_lines
 
     log = tmp_path / "build.log"
     error = "modules/k8s.io/kube-aggregator/pkg/x/aggregator.go:96:4: unknown field V3Config in struct literal"
@@ -570,7 +571,7 @@ def test_a_release_the_proxy_refuses_is_remembered_as_not_built_here(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Seen: v1.24.0-alpha.1 answered 403 before any build started; `make coverage PLAN=1` should not plan it."""
-    from harness.gobuild import kubernetes
+    from harness.gobuild import kubernetes, not_built
 
     def refused(module: str, version: str, env: object, cwd: object) -> dict[str, object]:
         raise go_command.BuildError(f"the Go module proxy does not serve {module}@{version}: 403 Forbidden")
@@ -578,8 +579,8 @@ def test_a_release_the_proxy_refuses_is_remembered_as_not_built_here(
     monkeypatch.setattr(kubernetes, "download_module", refused)
     with pytest.raises(go_command.BuildError):
         kubernetes.resolve_module(Release.parse("1.24.0-alpha.1"), tmp_path)
-    (why,) = kubernetes.not_built_here(tmp_path).values()
-    assert list(kubernetes.not_built_here(tmp_path)) == ["1.24.0-alpha.1"]
+    (why,) = not_built.not_built_here(tmp_path).values()
+    assert list(not_built.not_built_here(tmp_path)) == ["1.24.0-alpha.1"]
     assert why.endswith(": the Go module proxy does not serve k8s.io/kubernetes@v1.24.0-alpha.1: 403 Forbidden")
 
 

@@ -55,7 +55,7 @@ def test_a_build_keeps_its_go_minors_cache_the_shared_one_and_the_last_other_use
     the build's own: the other cache used last, so a bisection alternating between go1.20 and go1.21 keeps both."""
     import os
 
-    from harness.gobuild.kubernetes import build_cache_name, trim_build_caches
+    from harness.gobuild.go import build_cache_name, trim_build_caches
 
     assert build_cache_name("go1.20.14") == build_cache_name("go1.20.8") == "go1.20"
     caches = tmp_path / "go" / "cache"
@@ -74,7 +74,7 @@ def test_a_build_keeps_its_go_minors_cache_the_shared_one_and_the_last_other_use
 def test_an_empty_build_cache_is_not_the_other_one_kept(tmp_path: Path) -> None:
     """Seen: a pre-release whose modules did not load left an empty go1.18 cache, used last, and the next build kept
     it and removed a 6 GB go1.20 cache."""
-    from harness.gobuild.kubernetes import trim_build_caches
+    from harness.gobuild.go import trim_build_caches
 
     caches = tmp_path / "go" / "cache"
     (caches / "go1.20" / "00").mkdir(parents=True)
@@ -412,7 +412,7 @@ def test_an_interrupted_matrix_says_what_its_running_version_and_build_ahead_bec
 
 def test_a_release_that_cannot_be_built_says_which_step_failed_and_why() -> None:
     from harness.gobuild.go import BuildError
-    from harness.gobuild.kubernetes import build_failure
+    from harness.gobuild.not_built import build_failure
 
     log_tail = "go: finding module\n.../apiserver.go:32:2: module k8s.io/apiserver found, but does not contain it"
     err = BuildError(f"building Kubernetes v1.28.0-alpha.3 failed (go build); last lines of build.log:\n{log_tail}\n")

@@ -143,6 +143,48 @@ def trim_cache_to(cache: Path, budget_bytes: int) -> tuple[int, int]:
 
 
 @functools.cache
+def build_cache_name(toolchain: str) -> str:
+    """'go1.20.14' -> 'go1.20': builds share a Go build cache by the Go minor of their toolchain. Its keys name the
+    toolchain and each module's version (v0.0.0 for k8s.io/kubernetes and its staging twins here), so the patches
+    of a Kubernetes minor, and consecutive minors built with one Go minor, reuse every package that is the same."""
+    return ".".join(toolchain.split(".")[:2])
+
+
+# Go build caches kept besides the one a build uses: the most recently used other one, so a bisection or a matrix
+# whose releases alternate between two Go minors (1.27.3 on go1.20, 1.27.11 on go1.21) does not rebuild each
+# from nothing every time it changes toolchain.
+OTHER_CACHES_KEPT = 1
+
+
+def trim_build_caches(tools: Path, name: str, others: int = OTHER_CACHES_KEPT) -> list[str]:
+    """Before a build with cache `name`, mark it used and remove the Go build caches but it, "shared" and the
+    `others` most recently used (each a few GB; another Go minor's serves nothing to this build). Seen: with
+    bisections and single builds trimming nothing, `.tools/go` reached 47 GB with six caches (one 13 GB, from
+    five patches on four Go releases) and left 8 GB free. The names removed."""
+    caches = tools / "go" / "cache"
+    (caches / name).mkdir(parents=True, exist_ok=True)
+    (caches / name / ".used").touch()
+
+    def last_used(cache: Path) -> float:
+        marker = cache / ".used"
+        return marker.stat().st_mtime if marker.is_file() else 0.0
+
+    def holds_something(cache: Path) -> bool:
+        return any(entry.name != ".used" for entry in cache.iterdir())
+
+    # A cache with nothing in it (its build failed before compiling, e.g. a pre-release whose modules do not load)
+    # is not the other one worth keeping: seen, an empty go1.18 cache kept over a 6 GB go1.20 one.
+    rest = sorted(
+        (p for p in caches.iterdir() if p.is_dir() and p.name not in (name, "shared")),
+        key=lambda cache: (holds_something(cache), last_used(cache)),
+        reverse=True,
+    )
+    removed = sorted(p.name for p in rest[others:])
+    for old in removed:
+        shutil.rmtree(caches / old, ignore_errors=True)
+    return removed
+
+
 def _host_go_setting(name: str, default: str) -> str:
     """One of the host Go's settings (environment, go env file, GOROOT/go.env), or the default without Go."""
     if os.environ.get(name):

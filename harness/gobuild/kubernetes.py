@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import shutil
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,16 +32,18 @@ from typing import Any
 
 from harness.base.paths import TOOLS
 from harness.base.versions import KubeVersion, Release, VersionError
-from harness.gobuild import openapi, progress
+from harness.gobuild import openapi, openapi_build, progress
 from harness.gobuild.go import (
     BuildError,
     BuildStopped,
     build_cache_budget,
+    build_cache_name,
     check_go,
     compiler_gc,
     go_build_cache,
     go_environment,
     run_step,
+    trim_build_caches,
     trim_cache_to,
 )
 from harness.gobuild.modules import (
@@ -52,10 +53,10 @@ from harness.gobuild.modules import (
     lookup_failure,
     module_dirs,
     module_links,
-    module_version,
     served_modules,
     served_versions,
 )
+from harness.gobuild.not_built import failure_lines, remember_not_built
 from harness.gobuild.staging import (
     main_module_directives,
     replacements,
@@ -156,63 +157,6 @@ def ldflags(release: Release, commit: str, built_at: str) -> str:
     return " ".join(flags)
 
 
-def _generate_openapi(
-    source: Path, directory: Path, versions: Mapping[str, str], env: Mapping[str, str], run: Callable[[list[str]], None]
-) -> dict[str, str]:
-    """zz_generated.openapi.go for a tag that lacks it, the way upstream's `make` made it; build from a copy.
-
-    openapi-gen is built in the throw-away module, whose replace lines pin k8s.io/kube-openapi and k8s.io/gengo
-    at the tag's versions, with the tag's toolchain, and run there in module mode over the input packages the
-    tag's Makefile would give it (harness/gobuild/openapi.py). Its output goes to a scratch dir, then into a
-    writable copy of the tag's source, `src/`, which `replace k8s.io/kubernetes => ./src` makes the source the
-    components are built from: the tag plus this one file. Its API rule report is compared with the tag's
-    known violations, as the Makefile does (a difference is recorded, not fatal: the Makefile's check guards
-    the API source, which a tag cannot change).
-    """
-    try:
-        return _generate_openapi_steps(source, directory, versions, env, run)
-    except openapi.OpenAPIError as error:
-        raise BuildError(f"cannot generate {openapi.OPENAPI_FILE} as upstream did: {error}") from error
-
-
-def _generate_openapi_steps(
-    source: Path, directory: Path, versions: Mapping[str, str], env: Mapping[str, str], run: Callable[[list[str]], None]
-) -> dict[str, str]:
-    settings = openapi.makefile_settings(source)
-    twins = module_dirs(sorted(versions.items()), env, directory)
-    # A twin served nowhere (k8s.io/sample-cli-plugin at some tags) cannot be scanned; it is said in the
-    # record, and the API rule comparison below shows whether the inputs still match upstream's.
-    unscanned = sorted(set(versions) - set(twins))
-    packages = openapi.input_packages(source, twins, settings)
-    scratch = directory / "openapi-gen"
-    if scratch.exists():
-        shutil.rmtree(scratch)
-    scratch.mkdir()
-    openapi.writable_copy(source, directory / "src")
-    run(["go", "mod", "edit", "-replace=k8s.io/kubernetes=./src"])
-    run(["go", "build", "-o", str(scratch / "openapi-gen"), "k8s.io/kube-openapi/cmd/openapi-gen"])
-    report = scratch / "violations.report"
-    boilerplate = openapi.boilerplate_path(source, twins, settings)
-    run([str(scratch / "openapi-gen"), *openapi.generator_args(packages, settings, boilerplate, report, scratch)])
-    output = scratch / openapi.KUBERNETES / openapi.OPENAPI_FILE
-    if not output.is_file():
-        raise BuildError(f"openapi-gen wrote no {openapi.OPENAPI_FILE} (see {directory / 'build.log'})")
-    shutil.copyfile(output, directory / "src" / openapi.OPENAPI_FILE)
-    known = source / settings.known_violations if settings.known_violations else None
-    if known is not None and known.is_file() and report.is_file():
-        same = report.read_text() == known.read_text()
-        check = f"API rule violations {'the same as' if same else 'DIFFER from'} the tag's {settings.known_violations}"
-    else:
-        check = "API rule violations not compared (no known-violations list in the tag)"
-    if unscanned:
-        check += f"; staging modules not served, not scanned: {', '.join(unscanned)}"
-    generator = module_version("k8s.io/kube-openapi", env, directory)
-    shutil.rmtree(scratch)
-    return {
-        openapi.OPENAPI_FILE: f"openapi-gen of k8s.io/kube-openapi@{generator}, {len(packages)} input packages; {check}"
-    }
-
-
 def build_directory(release: Release, tools: Path = TOOLS, policy: str | None = None) -> Path:
     """`.tools/kubernetes/vX.Y.Z/` (the default toolchain policy) or `vX.Y.Z+exact-go/` (GO_TOOLCHAIN=exact)."""
     text = release_text(release)
@@ -226,14 +170,6 @@ def existing_build(release: Release, tools: Path = TOOLS, components: Sequence[s
     if not record.is_file() or not all((directory / "bin" / c).is_file() for c in components):
         return None
     return Build(release_text(release), directory, json.loads(record.read_text()))
-
-
-def build_failure(err: Exception) -> str:
-    """Why a release could not be built, in one line: the step that failed (the error's first line) and why (a build
-    log's last line; seen: "module k8s.io/apiserver ... does not contain package k8s.io/apiserver/pkg/reconcilers"
-    for v1.28.0-alpha.3, whose kube-aggregator twin the proxy serves at no 0.28 pre-release)."""
-    lines = [line.strip() for line in str(err).splitlines() if line.strip()] or ["(no message)"]
-    return "could not be built: " + " ... ".join(dict.fromkeys([lines[0][:300], lines[-1][:300]]))
 
 
 def build_summary(record: Mapping[str, Any]) -> str:
@@ -297,98 +233,6 @@ def build_kubernetes(
             for component in missing:
                 (directory / "bin" / component).unlink(missing_ok=True)
         raise
-
-
-# Releases whose last build on this machine failed (the proxy refused the tag or a twin, or `go build` failed),
-# kept so `make coverage PLAN=1` plans around them; a later build that succeeds removes its entry. The proxy's
-# answers change (a tag refused one day is served another), so each entry keeps the day it was seen.
-NOT_BUILT_RECORD = "not-built.json"
-
-
-def not_built_here(tools: Path = TOOLS) -> dict[str, str]:
-    """Release ('1.28.0-alpha.3') -> 'YYYY-MM-DD: why its last build here failed' (the error's first and last line)."""
-    path = tools / "kubernetes" / NOT_BUILT_RECORD
-    try:
-        answer = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return {str(k): str(v) for k, v in answer.items()} if isinstance(answer, dict) else {}
-
-
-def remember_not_built(release: Release, why: str | None, tools: Path = TOOLS) -> None:
-    """Note that this release's build failed here (why), or forget it (None: it built)."""
-    name = release_text(release).removeprefix("v")
-    known = not_built_here(tools)
-    if why is None and name not in known:
-        return
-    if why is None:
-        del known[name]
-    else:
-        lines = [line.strip() for line in why.splitlines() if line.strip()] or ["the build failed"]
-        first = lines[0].split("; last lines of ")[0]  # what failed (the log's path is this machine's)
-        said = first if len(lines) == 1 else f"{first}: {lines[-1]}"  # and its last error line (failure_lines)
-        known[name] = f"{datetime.now(UTC).date().isoformat()}: {said}"
-    path = tools / "kubernetes" / NOT_BUILT_RECORD
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n")
-
-
-# A line of `go build` output that says what failed: a compile error (file.go:12:3: ...), or the go command's own.
-_ERROR_LINE = re.compile(
-    r"\.go:\d+(:\d+)?: |^go: (?!downloading|finding|extracting)|: module \S+ found|cannot find module|missing go.sum"
-)
-
-
-def failure_lines(log: Path, most: int = 20) -> str:
-    """The log's last lines and, last of all, its error lines: with `go build -v` the package names it went on
-    printing come after the error that stopped it (seen: v1.29.0-alpha.1's 'unknown field V3Config')."""
-    lines = log.read_text(errors="replace").splitlines()
-    errors = [line for line in lines if _ERROR_LINE.search(line)][-5:]
-    tail = [line for line in lines[-most:] if line not in errors]
-    said = f"last lines of {log}:\n" + "\n".join(tail)
-    return said + ("\nerrors:\n" + "\n".join(errors) if errors else "")
-
-
-def build_cache_name(toolchain: str) -> str:
-    """'go1.20.14' -> 'go1.20': builds share a Go build cache by the Go minor of their toolchain. Its keys name the
-    toolchain and each module's version (v0.0.0 for k8s.io/kubernetes and its staging twins here), so the patches
-    of a Kubernetes minor, and consecutive minors built with one Go minor, reuse every package that is the same."""
-    return ".".join(toolchain.split(".")[:2])
-
-
-# Go build caches kept besides the one a build uses: the most recently used other one, so a bisection or a matrix
-# whose releases alternate between two Go minors (1.27.3 on go1.20, 1.27.11 on go1.21) does not rebuild each
-# from nothing every time it changes toolchain.
-OTHER_CACHES_KEPT = 1
-
-
-def trim_build_caches(tools: Path, name: str, others: int = OTHER_CACHES_KEPT) -> list[str]:
-    """Before a build with cache `name`, mark it used and remove the Go build caches but it, "shared" and the
-    `others` most recently used (each a few GB; another Go minor's serves nothing to this build). Seen: with
-    bisections and single builds trimming nothing, `.tools/go` reached 47 GB with six caches (one 13 GB, from
-    five patches on four Go releases) and left 8 GB free. The names removed."""
-    caches = tools / "go" / "cache"
-    (caches / name).mkdir(parents=True, exist_ok=True)
-    (caches / name / ".used").touch()
-
-    def last_used(cache: Path) -> float:
-        marker = cache / ".used"
-        return marker.stat().st_mtime if marker.is_file() else 0.0
-
-    def holds_something(cache: Path) -> bool:
-        return any(entry.name != ".used" for entry in cache.iterdir())
-
-    # A cache with nothing in it (its build failed before compiling, e.g. a pre-release whose modules do not load)
-    # is not the other one worth keeping: seen, an empty go1.18 cache kept over a 6 GB go1.20 one.
-    rest = sorted(
-        (p for p in caches.iterdir() if p.is_dir() and p.name not in (name, "shared")),
-        key=lambda cache: (holds_something(cache), last_used(cache)),
-        reverse=True,
-    )
-    removed = sorted(p.name for p in rest[others:])
-    for old in removed:
-        shutil.rmtree(caches / old, ignore_errors=True)
-    return removed
 
 
 def _build(
@@ -475,7 +319,7 @@ def _build(
         kubernetes = twins["k8s.io/kubernetes"]
         run(["go", "mod", "edit", "-require=k8s.io/kubernetes@v0.0.0", f"-replace=k8s.io/kubernetes={kubernetes}"])
         if openapi.lacks_openapi(source):
-            generated = _generate_openapi(source, directory, versions, env, run)
+            generated = openapi_build.generate_openapi(source, directory, versions, env, run)
         built_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         packages = [f"k8s.io/kubernetes/cmd/{c}" for c in components]
         if log_progress:

@@ -16,7 +16,8 @@ from harness.axis.pinned import pinned_releases
 from harness.axis.releases import first_catalogued, is_published, published_releases
 from harness.base import paths
 from harness.base.versions import KubeVersion, release_name, version_range
-from harness.gobuild.kubernetes import OLDEST_BUILT_HERE, not_built_here
+from harness.gobuild.kubernetes import OLDEST_BUILT_HERE
+from harness.gobuild.not_built import not_built_here
 from harness.reports.coverage import Coverage, Observed
 
 

@@ -34,7 +34,6 @@ from harness.clusters.local.provider import LocalProvider, local_origin
 from harness.gobuild.go import BuildError, check_go
 from harness.gobuild.kubernetes import (
     OLDEST_BUILT_HERE,
-    build_failure,
     build_kubernetes,
     build_summary,
     existing_build,
@@ -42,6 +41,7 @@ from harness.gobuild.kubernetes import (
     resolve_module,
     twins_served_nowhere,
 )
+from harness.gobuild.not_built import build_failure
 
 
 class LocalClusters(ClusterKind):
