@@ -15,13 +15,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from harness.base.families import family as family_folder
 from harness.base.manifests import load_manifest
 from harness.base.run import RUN_LABEL, SUITE_LABEL, Run, safe_name
 from harness.base.versions import KubeVersion
 from harness.core.basis import Basis, Moment
+from harness.core.evidence import write_evidence
 from harness.core.expectations import (
     FAIL,
     NOT_OBSERVABLE,
@@ -431,37 +430,10 @@ class Probe:
         return path
 
     def save_evidence(self, live: Transport | None) -> Path:
-        """Objects, events, container logs, the node's containers and the timeline of a failed probe.
-
-        `live` is the cluster behind the probe, asked directly (not through the recording); when the
-        probe replayed a recording there is none, and the evidence is what the recording holds.
-        """
+        """Objects, events, container logs, the node's containers and the timeline of a failed probe
+        (harness/core/evidence.py); `live` is the cluster behind the probe, None when it replayed a recording."""
         directory = self.run.path("evidence", self.record_name, "timeline.txt").parent
-        (directory / "timeline.txt").write_text(self.timeline.render() + "\n")
-        last_seen = [pod.raw for pod in self.pods.values()]
-        (directory / "objects-last-seen.yaml").write_text(yaml.safe_dump_all(last_seen, sort_keys=False))
-        if live is None:
-            (directory / "README.txt").write_text(
-                "Replayed from a recording: no cluster to ask for events, logs or the node's containers.\n"
-            )
-            return directory
-        for name, call in {
-            "objects-now.yaml": lambda: yaml.safe_dump_all(
-                [live.get("Pod", self.namespace, name) for name in {pod.name for pod in self.pods.values()}],
-                sort_keys=False,
-            ),
-            "events.yaml": lambda: yaml.safe_dump(live.list_events(self.namespace), sort_keys=False),
-            "node-containers.json": lambda: json.dumps(
-                {node: live.node_containers(node) for node in {p.node_name for p in self.pods.values() if p.node_name}},
-                indent=1,
-            ),
-        }.items():
-            (directory / name).write_text(_attempt(call))
-        for pod in self.pods.values():
-            for container in pod.containers:
-                log = _attempt(lambda p=pod, c=container: live.read_log(self.namespace, p.name, c.name))
-                (directory / f"log-{pod.name}-{container.name}.txt").write_text(log)
-        return directory
+        return write_evidence(directory, self.timeline, list(self.pods.values()), self.namespace, live)
 
 
 def labelled(manifest: JsonDict, run_id: str) -> JsonDict:
@@ -479,10 +451,3 @@ def _event_time(event: JsonDict) -> str:
     return str(
         event.get("eventTime") or event.get("firstTimestamp") or event["metadata"].get("creationTimestamp") or ""
     )
-
-
-def _attempt(call: Any) -> str:
-    try:
-        return str(call())
-    except Exception as err:  # evidence is best effort: say what failed instead of hiding the probe's failure
-        return f"(could not collect: {type(err).__name__}: {err})\n"
