@@ -28,7 +28,7 @@ from harness.doors import cli
 from harness.doors.commands import probe as probe_command
 from harness.gobuild import go as go_command
 from harness.gobuild import kubernetes as build_module
-from harness.nodeimage import node
+from harness.nodeimage import base_rootfs
 
 if TYPE_CHECKING:
     from tests.conftest import NodeImageBuild
@@ -210,15 +210,15 @@ def test_ctrl_c_before_anything_started_still_says_so_in_one_line(
 def test_ctrl_c_during_a_node_image_build_removes_its_unfinished_base(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr("harness.nodeimage.node.shutil.which", lambda tool: f"/usr/sbin/{tool}")
+    monkeypatch.setattr("harness.nodeimage.base_rootfs.shutil.which", lambda tool: f"/usr/sbin/{tool}")
 
     def debootstrap(argv: list[str], stdin: bytes | None = None, timeout: float = 0) -> str:
         Path(argv[-1], "etc").mkdir(parents=True)  # half a root file system
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(node, "run", debootstrap)
+    monkeypatch.setattr(base_rootfs, "run", debootstrap)
     with pytest.raises(KeyboardInterrupt):
-        node.base_rootfs(False, tmp_path)
+        base_rootfs.base_rootfs(False, tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 

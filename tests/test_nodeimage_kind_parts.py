@@ -21,7 +21,7 @@ from harness.clusters.kind.images import known_images
 from harness.clusters.kind.provider import node_runtime
 from harness.clusters.kinds import Runnable
 from harness.gobuild.kubernetes import Build
-from harness.nodeimage import kind_parts, node, tags
+from harness.nodeimage import containerd_config, kind_parts, node, tags
 from harness.nodeimage.images import NodeImageError
 from harness.nodeimage.kind_parts import Part, PartsError
 
@@ -145,13 +145,13 @@ KIND_CONFIG = """version = 2
 
 
 def test_kinds_containerd_config_is_kept_but_for_oom_scores_and_the_old_cgroup_driver() -> None:
-    new = node.kind_node_containerd_config(KIND_CONFIG, KubeVersion.parse("1.27.16"))
-    old = node.kind_node_containerd_config(KIND_CONFIG, KubeVersion.parse("1.23.17"))
+    new = containerd_config.kind_node_containerd_config(KIND_CONFIG, KubeVersion.parse("1.27.16"))
+    old = containerd_config.kind_node_containerd_config(KIND_CONFIG, KubeVersion.parse("1.23.17"))
     assert "restrict_oom_score_adj = true" in new and "restrict_oom_score_adj = false" not in new
     assert "SystemdCgroup = true" in new and "SystemdCgroup = false" in old
-    assert node.kind_sandbox_image(new) == "registry.k8s.io/pause:3.10"
+    assert containerd_config.kind_sandbox_image(new) == "registry.k8s.io/pause:3.10"
     with pytest.raises(NodeImageError, match="restrict_oom_score_adj"):
-        node.kind_node_containerd_config("version = 2\n", KubeVersion.parse("1.27.16"))
+        containerd_config.kind_node_containerd_config("version = 2\n", KubeVersion.parse("1.27.16"))
 
 
 def _part(tmp_path: Path, component: str, version: str, binaries: list[str], **record: str) -> Part:

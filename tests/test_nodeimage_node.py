@@ -15,14 +15,14 @@ import yaml
 
 from harness.base.versions import KubeVersion
 from harness.gobuild.kubernetes import Build
-from harness.nodeimage import node
+from harness.nodeimage import base_rootfs, containerd_config, node
 from harness.nodeimage.images import NodeImageError
 from harness.nodeimage.node import KIND_RELEASE, kind_release_for
 
 
 def test_containerd_keeps_oom_scores_restricted_and_uses_systemd_cgroups_from_1_24() -> None:
-    new = node.containerd_config(KubeVersion.parse("1.27.3"), "registry.k8s.io/pause:3.9")
-    old = node.containerd_config(KubeVersion.parse("1.23.17"), "registry.k8s.io/pause:3.6")
+    new = containerd_config.containerd_config(KubeVersion.parse("1.27.3"), "registry.k8s.io/pause:3.9")
+    old = containerd_config.containerd_config(KubeVersion.parse("1.23.17"), "registry.k8s.io/pause:3.6")
     assert "restrict_oom_score_adj = true" in new and "restrict_oom_score_adj = true" in old
     assert "SystemdCgroup = true" in new and "SystemdCgroup = false" in old
     assert 'sandbox_image = "registry.k8s.io/pause:3.9"' in new
@@ -34,7 +34,7 @@ def test_containerd_keeps_oom_scores_restricted_and_uses_systemd_cgroups_from_1_
 )
 def test_runcs_cgroup_driver_is_the_one_kind_gives_the_kubelet(version: str, systemd: bool) -> None:
     """kind v0.20.0: cgroupfs below 1.24.0 as ParseGeneric reads it, so 1.24.0's pre-releases are systemd."""
-    config = node.containerd_config(KubeVersion.parse(version), "k8s.gcr.io/pause:3.7")
+    config = containerd_config.containerd_config(KubeVersion.parse(version), "k8s.gcr.io/pause:3.7")
     assert f"SystemdCgroup = {'true' if systemd else 'false'}" in config
 
 
@@ -57,7 +57,7 @@ def test_systemd_starts_only_what_a_node_needs_and_the_shutdown_image_adds_dbus_
                 "etc/systemd/journald.conf",
             ],
         )
-        node.trim_systemd(rootfs, shutdown)
+        base_rootfs.trim_systemd(rootfs, shutdown)
         wanted = sorted(p.name for p in (rootfs / "etc/systemd/system").glob("*.wants/*"))
         assert wanted == (["dbus.service", "systemd-logind.service"] if shutdown else [])
         assert not (rootfs / "lib/systemd/system/multi-user.target.wants/systemd-logind.service").exists()
@@ -129,12 +129,12 @@ def test_the_pod_network_manifest_has_one_daemonset_whose_first_container_has_en
 
 def test_a_failed_step_says_which_command_and_what_it_printed() -> None:
     with pytest.raises(NodeImageError, match=r"`sh -c echo broken >&2; exit 3` failed \(3\):\nbroken"):
-        node.run(["sh", "-c", "echo broken >&2; exit 3"])
+        base_rootfs.run(["sh", "-c", "echo broken >&2; exit 3"])
 
 
 def test_base_images_are_keyed_by_their_package_list() -> None:
-    assert node.base_key(False) != node.base_key(True)
-    assert node.base_key(False) == node.base_key(False)
+    assert base_rootfs.base_key(False) != base_rootfs.base_key(True)
+    assert base_rootfs.base_key(False) == base_rootfs.base_key(False)
 
 
 def test_the_host_check_names_each_missing_tool_with_where_it_comes_from(monkeypatch: pytest.MonkeyPatch) -> None:

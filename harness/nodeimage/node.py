@@ -20,15 +20,13 @@ went into it in `/kind/plp-node.json` and `.tools/node-images/<tag>.json` (kind_
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +35,13 @@ from packaging.version import Version
 from harness.base import paths
 from harness.base.versions import KubeVersion, Release
 from harness.gobuild.kubernetes import Build
+from harness.nodeimage.base_rootfs import SUITE, Run, base_rootfs, discard, run
+from harness.nodeimage.containerd_config import (
+    SYSTEMD_CGROUP,
+    containerd_config,
+    kind_node_containerd_config,
+    kind_sandbox_image,
+)
 from harness.nodeimage.images import ImageArchive, NodeImageError, kubeadm_images, node_images
 from harness.nodeimage.kind_parts import KINDNETD_NOT_SERVED, Part, Plan, build_plan, runtime_origin
 from harness.nodeimage.oci_images import BUSYBOX, LOCAL_PROBE_IMAGE
@@ -71,46 +76,8 @@ def runner_kind(components_kind: str, version: KubeVersion) -> str:
     return needed if older else components_kind
 
 
-SUITE = "bookworm"
-PACKAGES = (
-    "systemd",
-    "systemd-sysv",
-    "conntrack",
-    "iptables",
-    "nftables",
-    "iproute2",
-    "ethtool",
-    "util-linux",
-    "mount",
-    "kmod",
-    "libseccomp2",
-    "pigz",
-    "bash",
-    "ca-certificates",
-    "curl",
-    "jq",
-    "procps",
-)
-# The named fallback's runtime (PARTS=debian): Debian's containerd 1.6, runc and CNI plugins. An image with kind's
-# components (harness/nodeimage/kind_parts.py) has none of these packages.
-DEBIAN_RUNTIME = ("containerd", "runc", "containernetworking-plugins")
-# What the kubelet's graceful shutdown manager needs: the system bus and logind (kubernetes/kubernetes
-# pkg/kubelet/nodeshutdown/nodeshutdown_manager_linux.go start(); kind#3135: kind nodes run no D-Bus).
-SHUTDOWN_PACKAGES = ("dbus",)
 BUSYBOX_NAME = LOCAL_PROBE_IMAGE  # the pod network's image (node-files/kind/manifests/default-cni.yaml)
 UNITS = ("containerd.service", "kubelet.service", "plp-undo-cgroups-mount.service")
-
-
-Run = Callable[[Sequence[str]], str]
-
-
-def run(argv: Sequence[str], stdin: bytes | None = None, timeout: float = 1800) -> str:
-    """Run a build step; a failure raises NodeImageError with the command and its output."""
-    done = subprocess.run(list(argv), input=stdin, capture_output=True, timeout=timeout, check=False)
-    if done.returncode != 0:
-        output = (done.stdout + done.stderr).decode(errors="replace").strip()[-3000:]
-        raise NodeImageError(f"`{' '.join(argv)}` failed ({done.returncode}):\n{output}")
-    return done.stdout.decode(errors="replace")
 
 
 # What building an image runs on the host, and where it comes from (the local cluster lists its own likewise).
@@ -131,149 +98,6 @@ def host_problems() -> list[str]:
     if not BUSYBOX.is_file():  # the probes' image and the pod network's
         problems.append(f"{BUSYBOX} (apt-get install busybox-static)")
     return problems
-
-
-def base_packages(shutdown: bool, debian_runtime: bool = True) -> tuple[str, ...]:
-    return PACKAGES + (DEBIAN_RUNTIME if debian_runtime else ()) + (SHUTDOWN_PACKAGES if shutdown else ())
-
-
-def base_key(shutdown: bool, debian_runtime: bool = True) -> str:
-    packages = base_packages(shutdown, debian_runtime)
-    return hashlib.sha256(f"{SUITE} {' '.join(packages)} v1".encode()).hexdigest()[:12]
-
-
-def base_rootfs(shutdown: bool, work: Path = WORK, debian_runtime: bool = True) -> tuple[Path, dict[str, Any]]:
-    """The Debian root file system all node images of a kind start from (debootstrap once, then reused)."""
-    directory = work / f"base-{base_key(shutdown, debian_runtime)}"
-    record_file = directory / "base.json"
-    if record_file.is_file():
-        return directory / "rootfs", dict(json.loads(record_file.read_text()))
-    if shutil.which("debootstrap") is None:
-        raise NodeImageError("building a node image needs debootstrap (apt-get install debootstrap)")
-    discard(directory)
-    directory.mkdir(parents=True)
-    try:
-        return _debootstrap(directory, shutdown, debian_runtime)
-    except BaseException:  # a base without base.json is never reused; nothing of it stays mounted or on disk
-        discard(directory)
-        raise
-
-
-def discard(directory: Path) -> None:
-    """Remove an unfinished build folder: first what is mounted under it (debootstrap mounts /proc, /sys)."""
-    if not directory.exists():
-        return
-    prefix = f"{directory.resolve()}/"
-    with open("/proc/self/mounts") as mounts:
-        targets = [line.split()[1] for line in mounts if line.split()[1].startswith(prefix)]
-    for target in sorted(targets, key=len, reverse=True):
-        subprocess.run(["umount", "--lazy", target], capture_output=True, check=False)
-    shutil.rmtree(directory, ignore_errors=True)
-
-
-def _debootstrap(directory: Path, shutdown: bool, debian_runtime: bool = True) -> tuple[Path, dict[str, Any]]:
-    record_file = directory / "base.json"
-    rootfs = directory / "rootfs"
-    packages = base_packages(shutdown, debian_runtime)
-    started = time.monotonic()
-    run(["debootstrap", "--variant=minbase", f"--include={','.join(packages)}", SUITE, str(rootfs)], timeout=3600)
-    trim_systemd(rootfs, shutdown)
-    for leftover in ("var/cache/apt/archives", "var/lib/apt/lists"):
-        for path in (rootfs / leftover).glob("*"):
-            if path.is_file():
-                path.unlink()
-    record = {
-        "debian": SUITE,
-        "packages": dict(
-            line.split("\t", 1)
-            for line in run(["chroot", str(rootfs), "dpkg-query", "-W"]).splitlines()
-            if "\t" in line
-        ),
-        "debootstrap_s": round(time.monotonic() - started, 1),
-        "shutdown_capable": shutdown,
-    }
-    record_file.write_text(json.dumps(record, indent=1) + "\n")
-    return rootfs, record
-
-
-def trim_systemd(rootfs: Path, shutdown: bool) -> None:
-    """Start only what a node needs, as kind's base image does; the shutdown image also D-Bus and logind."""
-    lib = rootfs / "lib/systemd/system"
-    patterns = [
-        "sysinit.target.wants/systemd-tmpfiles-setup.service",
-        "multi-user.target.wants/*",
-        "local-fs.target.wants/*",
-        "sockets.target.wants/*udev*",
-        "sockets.target.wants/*initctl*",
-        "basic.target.wants/*",
-    ]
-    for pattern in patterns:
-        for path in lib.glob(pattern):
-            path.unlink()
-    for path in (rootfs / "etc/systemd/system").glob("*.wants/*"):
-        path.unlink()
-    with (rootfs / "etc/systemd/journald.conf").open("a") as journald:
-        journald.write("ReadKMsg=no\n")
-    if shutdown:
-        wants = rootfs / "etc/systemd/system/multi-user.target.wants"
-        wants.mkdir(parents=True, exist_ok=True)
-        for unit in ("dbus.service", "systemd-logind.service"):
-            (wants / unit).symlink_to(f"/lib/systemd/system/{unit}")
-
-
-# The kubelet's cgroup driver kind v0.20.0 writes into its kubeadm config: cgroupfs below 1.24.0, else systemd
-# (pkg/cluster/internal/kubeadm/config.go). kind reads the version there with ParseGeneric, which ignores a
-# pre-release, so 1.24.0's pre-releases get systemd too; containerd's runc must use the same driver.
-SYSTEMD_CGROUP = ">=1.24.0-alpha.0"
-
-
-def containerd_config(version: KubeVersion, pause_image: str) -> str:
-    """containerd's configuration in the node: kind's choices, plus restrict_oom_score_adj for this host kind."""
-    systemd_cgroup = "true" if version.satisfies(SYSTEMD_CGROUP) else "false"
-    return (
-        "# containerd in a pod-lifecycle-probes kind node (harness/nodeimage/node.py)\n"
-        "version = 2\n\n"
-        '[plugins."io.containerd.grpc.v1.cri"]\n'
-        f'  sandbox_image = "{pause_image}"\n'
-        "  tolerate_missing_hugepages_controller = true\n"
-        "  # Hosts whose root lacks CAP_SYS_RESOURCE refuse negative OOM scores (-998 for sandboxes).\n"
-        "  restrict_oom_score_adj = true\n\n"
-        '[plugins."io.containerd.grpc.v1.cri".containerd]\n'
-        "  discard_unpacked_layers = true\n"
-        '  snapshotter = "overlayfs"\n'
-        '  default_runtime_name = "runc"\n\n'
-        '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n'
-        '  runtime_type = "io.containerd.runc.v2"\n'
-        '  base_runtime_spec = "/etc/containerd/cri-base.json"\n'
-        '  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n'
-        f"    SystemdCgroup = {systemd_cgroup}\n"
-    )
-
-
-def kind_node_containerd_config(kind_config: str, version: KubeVersion) -> str:
-    """kind's own containerd config.toml of the release, with what this builder must change, each said in it:
-    restrict_oom_score_adj (hosts whose root lacks CAP_SYS_RESOURCE refuse negative OOM scores), and SystemdCgroup
-    off below 1.24, as kind's node image build does for such releases (configureContainerdSystemdCgroupFalse)."""
-    config, changed = re.subn(
-        r"^(\s*)restrict_oom_score_adj = false$",
-        r"\1# pod-lifecycle-probes: true (kind: false), as hosts whose root lacks CAP_SYS_RESOURCE need\n"
-        r"\1restrict_oom_score_adj = true",
-        kind_config,
-        flags=re.M,
-    )
-    if changed != 1:
-        raise NodeImageError("kind's containerd config.toml has no `restrict_oom_score_adj = false` line to change")
-    if not version.satisfies(SYSTEMD_CGROUP):
-        config = re.sub(r"^(\s*)SystemdCgroup = true$", r"\1SystemdCgroup = false", config, flags=re.M)
-    return "# kind's images/base/files/etc/containerd/config.toml, as harness/nodeimage/node.py adapts it\n" + config
-
-
-def kind_sandbox_image(config: str) -> str:
-    """The sandbox (pause) image a containerd config names."""
-    found = re.search(r'^\s*sandbox_image\s*=\s*"([^"]+)"', config, re.M)
-    if not found:
-        raise NodeImageError("the containerd config names no sandbox_image")
-    return found[1]
 
 
 def install_parts(rootfs: Path, parts: Mapping[str, Part]) -> None:
