@@ -343,7 +343,8 @@ def node_image_build_raising(monkeypatch: pytest.MonkeyPatch) -> NodeImageBuild:
     and its parts planned as the given kind release's, nothing resolved; the build itself raises what it is given
     (Ctrl-C, a part that cannot be built), so a test sees what the command makes of it."""
     from harness.clusters.kind import node_images
-    from harness.nodeimage.kind_parts import Plan, kind_release
+    from harness.nodeimage.kind_parts import kind_release
+    from harness.nodeimage.kind_plan import Plan
 
     def stub(kind: str, raised: BaseException) -> None:
         for check in ("check_docker", "check_engine", "check_go", "resolve_module"):

@@ -26,7 +26,7 @@ from harness.clusters.kind import node_images
 from harness.doors import cli
 from harness.doors.commands import runtimes as runtimes_command
 from harness.doors.commands import version_axis
-from harness.nodeimage import kind_parts, tags
+from harness.nodeimage import kind_plan, tags
 from harness.nodeimage.node import built_tag
 from tests.test_nodeimage_kind_parts import LISTED, SERVED, FakeProxy
 
@@ -35,10 +35,10 @@ WITH_2_3_4 = {**SERVED, "github.com/containerd/containerd/v2": ["v2.1.4", "v2.3.
 
 
 def test_each_runtime_names_the_image_make_node_image_builds_with_those_variables(tmp_path: Path) -> None:
-    """The tag of a kind-components image comes from one naming (kind_parts.tag_suffix), planned or built: the tag an
+    """The tag of a kind-components image comes from one naming (kind_plan.tag_suffix), planned or built: the tag an
     entry runs is the one a build from the plan of the same PARTS, CONTAINERD and KIND gets."""
     proxy = FakeProxy(tmp_path, WITH_2_3_4, LISTED)
-    planned = kind_parts.plan("v0.25.0", V1_27_16.kube, "2.3.4", tools=tmp_path, go=proxy)
+    planned = kind_plan.plan("v0.25.0", V1_27_16.kube, "2.3.4", tools=tmp_path, go=proxy)
     built = built_tag("v1.27.16", planned.suffix)  # as build_node_images names what it built
     assert node_images.image_runtime("containerd=2.3.4").tag(V1_27_16) == built
     assert built == "plp-node:v1.27.16-kind.v0.25.0-containerd.v2.3.4"
@@ -90,7 +90,7 @@ def stood_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Stood:
     monkeypatch.setattr(
         node_images,
         "plan",
-        functools.partial(kind_parts.plan, tools=tmp_path, go=FakeProxy(tmp_path, WITH_2_3_4, LISTED)),
+        functools.partial(kind_plan.plan, tools=tmp_path, go=FakeProxy(tmp_path, WITH_2_3_4, LISTED)),
     )
 
     def make_node_image(release: Release, source: str, say: Callable[[str], None], **chosen: str) -> str:

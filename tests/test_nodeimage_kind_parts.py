@@ -21,7 +21,7 @@ from harness.clusters.kind.images import known_images
 from harness.clusters.kind.provider import node_runtime
 from harness.clusters.kinds import Runnable
 from harness.gobuild.kubernetes import Build
-from harness.nodeimage import containerd_config, kind_parts, node, tags
+from harness.nodeimage import containerd_config, kind_parts, kind_plan, node, tags
 from harness.nodeimage.images import NodeImageError
 from harness.nodeimage.kind_parts import Part, PartsError
 
@@ -85,7 +85,7 @@ class FakeProxy:
         if version not in self.served.get(module, []):
             return subprocess.CompletedProcess(args, 1, json.dumps({"Error": "403 Forbidden"}), "")
         directory = self.tmp_path / "mod" / f"{module}@{version}"
-        config = directory / kind_parts.KIND_CONFIG_FILE
+        config = directory / kind_plan.KIND_CONFIG_FILE
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text('version = 2\nsandbox_image = "registry.k8s.io/pause:3.10"\n')
         return subprocess.CompletedProcess(args, 0, json.dumps({"Version": version, "Dir": str(directory)}), "")
@@ -104,7 +104,7 @@ LISTED = {"sigs.k8s.io/cri-tools": ["v1.34.0", "v1.37.0"], "github.com/container
 
 def test_a_plan_builds_kinds_pins_and_names_a_substitution_where_the_proxy_refuses_one(tmp_path: Path) -> None:
     proxy = FakeProxy(tmp_path, {**SERVED, "sigs.k8s.io/cri-tools": ["v1.34.0"]}, LISTED)
-    planned = kind_parts.plan("v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=proxy)
+    planned = kind_plan.plan("v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=proxy)
     versions = {name: resolved.version for name, resolved in planned.resolved.items()}
     assert versions == {"containerd": "v1.7.18", "runc": "v1.1.13", "crictl": "v1.34.0", "cni_plugins": "v1.5.1"}
     assert planned.resolved["crictl"].substitution.startswith("sigs.k8s.io/cri-tools@v1.30.0 is not served")
@@ -115,15 +115,15 @@ def test_a_plan_builds_kinds_pins_and_names_a_substitution_where_the_proxy_refus
 
 def test_another_containerd_is_built_exactly_or_refused_before_any_build(tmp_path: Path) -> None:
     proxy = FakeProxy(tmp_path, SERVED, LISTED)
-    planned = kind_parts.plan("v0.25.0", KubeVersion.parse("1.27.16"), "2.1.4", tools=tmp_path, go=proxy)
+    planned = kind_plan.plan("v0.25.0", KubeVersion.parse("1.27.16"), "2.1.4", tools=tmp_path, go=proxy)
     assert planned.resolved["containerd"].module == "github.com/containerd/containerd/v2"
     assert planned.suffix == "-kind.v0.25.0-containerd.v2.1.4"
     with pytest.raises(PartsError, match=r"^containerd v1\.7\.99: the Go module proxy does not serve .* v1\.6\.36"):
-        kind_parts.plan("v0.25.0", KubeVersion.parse("1.27.16"), "1.7.99", tools=tmp_path, go=proxy)
+        kind_plan.plan("v0.25.0", KubeVersion.parse("1.27.16"), "1.7.99", tools=tmp_path, go=proxy)
     with pytest.raises(PartsError, match=r"containerd v1\.5\.18 is too old for Kubernetes 1\.27\.16: .*k/k#110618"):
-        kind_parts.plan("v0.25.0", KubeVersion.parse("1.27.16"), "1.5.18", tools=tmp_path, go=proxy)
+        kind_plan.plan("v0.25.0", KubeVersion.parse("1.27.16"), "1.5.18", tools=tmp_path, go=proxy)
     with pytest.raises(PartsError, match="is not a version"):
-        kind_parts.plan("v0.25.0", KubeVersion.parse("1.27.16"), "latest", tools=tmp_path, go=proxy)
+        kind_plan.plan("v0.25.0", KubeVersion.parse("1.27.16"), "latest", tools=tmp_path, go=proxy)
     assert not (tmp_path / kind_parts.PARTS).exists() or not any((tmp_path / kind_parts.PARTS).glob("*/build.json")), (
         "nothing built"
     )
@@ -132,7 +132,7 @@ def test_another_containerd_is_built_exactly_or_refused_before_any_build(tmp_pat
 def test_a_release_whose_containerd_config_cannot_be_read_is_refused(tmp_path: Path) -> None:
     proxy = FakeProxy(tmp_path, {**SERVED, "sigs.k8s.io/kind": []}, LISTED)
     with pytest.raises(PartsError, match=r"kind v0\.25\.0: its images/base/files/etc/containerd/config.toml cannot"):
-        kind_parts.plan("v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=proxy)
+        kind_plan.plan("v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=proxy)
 
 
 KIND_CONFIG = """version = 2
@@ -188,11 +188,11 @@ def test_the_node_gets_kinds_components_where_kinds_base_image_puts_them(tmp_pat
     assert "restrict_oom_score_adj = true" in (rootfs / "etc/containerd/config.toml").read_text()
 
 
-def _kind_v0_25_parts(tmp_path: Path, crictl_recorded_pin: str) -> tuple[kind_parts.Plan, dict[str, Part]]:
+def _kind_v0_25_parts(tmp_path: Path, crictl_recorded_pin: str) -> tuple[kind_plan.Plan, dict[str, Part]]:
     """kind v0.25.0's plan for v1.27.16 and its built parts, crictl v1.34.0 substituted; its record keeping the pin
     `crictl_recorded_pin` (the plan's own, or another kind release's when the build is reused)."""
     proxy = FakeProxy(tmp_path, SERVED, LISTED)
-    planned = kind_parts.plan("v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=proxy)
+    planned = kind_plan.plan("v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=proxy)
     parts = {
         "containerd": _part(tmp_path, "containerd", "v1.7.18", []),
         "runc": _part(tmp_path, "runc", "v1.1.13", []),
@@ -204,7 +204,7 @@ def _kind_v0_25_parts(tmp_path: Path, crictl_recorded_pin: str) -> tuple[kind_pa
 
 def test_the_runtime_origin_names_each_version_and_every_substitute(tmp_path: Path) -> None:
     planned, parts = _kind_v0_25_parts(tmp_path, crictl_recorded_pin="v1.30.0")
-    said = kind_parts.runtime_origin(planned, parts)
+    said = kind_plan.runtime_origin(planned, parts)
     assert said["containerd"] == "v1.7.18 (built here from github.com/containerd/containerd with go1.22.9)"
     assert said["crictl"].endswith("; kind v0.25.0 pins v1.30.0, not served")
     assert "crictl v1.34.0 for v1.30.0" in said["node_components"]
@@ -272,7 +272,7 @@ def test_an_image_that_cannot_be_pulled_is_built_from_modules_said_in_one_line(
     calls: list[list[str]] = []
     monkeypatch.setattr(kind_clusters, "run_command", _docker({"inspect": 1, "pull": 1}, calls))
     monkeypatch.setattr(tags, "node_image_record", lambda tag: tmp_path / "never-built.json")
-    planned = kind_parts.plan(
+    planned = kind_plan.plan(
         "v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=FakeProxy(tmp_path, SERVED, LISTED)
     )
     monkeypatch.setattr(kind_clusters, "plan_parts", lambda version, kind: planned)
@@ -303,7 +303,7 @@ def test_an_equal_built_earlier_is_said_to_be_run_not_built(monkeypatch: pytest.
     record.write_text("{}")
     monkeypatch.setattr(kind_clusters, "run_command", docker)
     monkeypatch.setattr(tags, "node_image_record", lambda tag: tmp_path / f"{tag.replace(':', '-')}.json")
-    planned = kind_parts.plan(
+    planned = kind_plan.plan(
         "v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=FakeProxy(tmp_path, SERVED, LISTED)
     )
     monkeypatch.setattr(kind_clusters, "plan_parts", lambda version, kind: planned)
@@ -319,7 +319,7 @@ def test_an_equal_built_earlier_is_said_to_be_run_not_built(monkeypatch: pytest.
 def test_when_neither_pull_nor_build_can_work_one_line_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kind_clusters, "run_command", _docker({"inspect": 1, "pull": 1}, []))
 
-    def refused(version: str, kind: str) -> kind_parts.Plan:
+    def refused(version: str, kind: str) -> kind_plan.Plan:
         raise PrerequisiteMissing("building a node image from Go modules needs: root (debootstrap and chroot)")
 
     monkeypatch.setattr(kind_clusters, "plan_parts", refused)
@@ -364,7 +364,7 @@ def _recorded(tools: Path, relative: str, seconds: float) -> None:
 
 
 def test_the_build_estimate_rests_on_this_machines_own_builds_and_says_when_it_guesses(tmp_path: Path) -> None:
-    planned = kind_parts.plan(
+    planned = kind_plan.plan(
         "v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=FakeProxy(tmp_path, SERVED, LISTED)
     )
     guessed = node_images.equal_build_minutes(Release.parse("1.27.16"), planned, tools=tmp_path)
@@ -473,7 +473,7 @@ def test_a_cached_part_built_for_another_kind_release_is_said_with_this_releases
     and v0.22.0, and their origins said "kind v0.22.0 pins v1.33.0": the pin is the plan's, not the part's record."""
     planned, parts = _kind_v0_25_parts(tmp_path, crictl_recorded_pin="v1.33.0")
     assert planned.resolved["crictl"].wanted == "v1.30.0"
-    said = kind_parts.runtime_origin(planned, parts)
+    said = kind_plan.runtime_origin(planned, parts)
     assert said["crictl"].endswith("; kind v0.25.0 pins v1.30.0, not served")
     assert "crictl v1.34.0 for v1.30.0" in said["node_components"] and "v1.33.0" not in str(said)
 
@@ -494,7 +494,7 @@ def test_a_cached_part_built_with_another_kind_releases_go_says_so() -> None:
         cni = Part(Path("/nonexistent"), {"component": "cni_plugins", "version": "v1.3.0",
                    "module": "github.com/containernetworking/plugins", "wanted": "v1.3.0",
                    "toolchain": "go version go1.20.14 linux/amd64", "toolchain_note": note})  # fmt: skip
-        planned = kind_parts.Plan(release, {}, "", "")
-        assert kind_parts.runtime_origin(planned, {"cni_plugins": cni})["cni"] == (
+        planned = kind_plan.Plan(release, {}, "", "")
+        assert kind_plan.runtime_origin(planned, {"cni_plugins": cni})["cni"] == (
             f"the suite's ptp DaemonSet with CNI plugins {said}; kind's kindnetd is not served"
         )

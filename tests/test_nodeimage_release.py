@@ -89,7 +89,8 @@ def test_from_modules_an_unserved_version_is_refused_before_anything_is_built(
     """Stood in: Docker, the engine and Go checks (pass) and the proxy (refuses); the builder must not run."""
     from harness.doors import cli
     from harness.gobuild.go import BuildError
-    from harness.nodeimage.kind_parts import Plan, kind_release
+    from harness.nodeimage.kind_parts import kind_release
+    from harness.nodeimage.kind_plan import Plan
 
     built: list[str] = []
     monkeypatch.setattr(kind_node_images, "check_docker", lambda: None)

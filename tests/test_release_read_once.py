@@ -21,7 +21,7 @@ from harness.doors import cli
 from harness.doors.commands import version_axis
 from harness.gobuild import kubernetes
 from harness.gobuild.kubernetes import Build
-from harness.nodeimage.kind_parts import Plan
+from harness.nodeimage.kind_plan import Plan
 from harness.reports import coverage, upgrade_atlas
 
 

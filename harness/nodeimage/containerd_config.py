@@ -52,7 +52,10 @@ def kind_node_containerd_config(kind_config: str, version: KubeVersion) -> str:
         raise NodeImageError("kind's containerd config.toml has no `restrict_oom_score_adj = false` line to change")
     if not version.satisfies(SYSTEMD_CGROUP):
         config = re.sub(r"^(\s*)SystemdCgroup = true$", r"\1SystemdCgroup = false", config, flags=re.M)
-    return "# kind's images/base/files/etc/containerd/config.toml, as harness/nodeimage/containerd_config.py adapts it\n" + config
+    return (
+        "# kind's images/base/files/etc/containerd/config.toml, as harness/nodeimage/containerd_config.py adapts it\n"
+        + config
+    )
 
 
 def kind_sandbox_image(config: str) -> str:

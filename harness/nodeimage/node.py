@@ -43,7 +43,8 @@ from harness.nodeimage.containerd_config import (
     kind_sandbox_image,
 )
 from harness.nodeimage.images import ImageArchive, NodeImageError, kubeadm_images, node_images
-from harness.nodeimage.kind_parts import KINDNETD_NOT_SERVED, Part, Plan, build_plan, runtime_origin
+from harness.nodeimage.kind_parts import KINDNETD_NOT_SERVED, Part
+from harness.nodeimage.kind_plan import Plan, build_plan, runtime_origin
 from harness.nodeimage.oci_images import BUSYBOX, LOCAL_PROBE_IMAGE
 from harness.nodeimage.tags import NODE_IMAGE_WORK, NODE_IMAGES, node_image_record, node_image_tag, shutdown_image_tag
 
@@ -281,7 +282,7 @@ def build_node_images(
     parts_plan: Plan | None = None,
 ) -> list[str]:
     """Build the node image of a release and its shutdown-capable sibling from Go modules (each reused if present):
-    with kind's components when `parts_plan` is given (planned first by kind_parts.plan), else the named fallback
+    with kind's components when `parts_plan` is given (planned first by kind_plan.plan), else the named fallback
     (Debian's containerd and runc, the suite's crictl)."""
     from harness.gobuild.kubernetes import NODE_IMAGE_COMPONENTS, build_kubernetes
     from harness.nodeimage.crictl import build_crictl, crictl_record

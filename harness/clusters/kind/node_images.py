@@ -24,16 +24,8 @@ from harness.gobuild.kubernetes import NODE_IMAGE_COMPONENTS, existing_build, re
 from harness.nodeimage import release as node_image_release
 from harness.nodeimage import tags
 from harness.nodeimage.images import NodeImageError
-from harness.nodeimage.kind_parts import (
-    PartsError,
-    Plan,
-    check_containerd,
-    existing_part,
-    kind_release,
-    normal,
-    plan,
-    tag_suffix,
-)
+from harness.nodeimage.kind_parts import PartsError, existing_part, kind_release, normal
+from harness.nodeimage.kind_plan import Plan, check_containerd, plan, tag_suffix
 from harness.nodeimage.node import build_node_images, built_tag, kind_release_for
 from harness.nodeimage.node import host_problems as node_image_host_problems
 
