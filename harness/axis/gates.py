@@ -167,6 +167,14 @@ def releases_in(specifier: str) -> list[str]:
 def stretches(gates: tuple[str, ...], specifier: str) -> tuple[list[Stretch], list[str]]:
     """The range's catalogued releases cut where a named gate's state changes, and the releases the ledger has no
     state for (refused, not read), which belong to no stretch."""
+    cut, unread = _stretches(tuple(gates), specifier)
+    return list(cut), list(unread)
+
+
+@cache
+def _stretches(gates: tuple[str, ...], specifier: str) -> tuple[tuple[Stretch, ...], tuple[str, ...]]:
+    """stretches, worked out once a process for each gates and range: the ledger does not change within a run, and
+    every coverage count and report asks it again for the same few dozen rows (1,988 times for a test module)."""
     out: list[Stretch] = []
     unread: list[str] = []
     for release in releases_in(specifier):
@@ -178,7 +186,7 @@ def stretches(gates: tuple[str, ...], specifier: str) -> tuple[list[Stretch], li
             out[-1] = Stretch(gates, states, (*out[-1].releases, release))
         else:
             out.append(Stretch(gates, states, (release,)))
-    return out, unread
+    return tuple(out), tuple(unread)
 
 
 def default_changes(gate: str, specifier: str) -> list[str]:
