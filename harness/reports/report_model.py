@@ -170,6 +170,15 @@ class Matrix:
     _expectations: dict[tuple[str, str], Expectation | None] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    # (row, version) -> what the matrix shows there and the behaviour it says, worked out once: the changes between
+    # columns and each row's cells on both pages read every one of them
+    _said: dict[tuple[Row, str], tuple[Side, str] | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    # the changes between consecutive columns, found once: report.md and report.html both list them
+    _changes: tuple[tuple[str, str, tuple[Change, ...]], ...] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def version_of(self, column: str) -> str:
         """The server version of a column: itself, or the release a matrix entry on its own runtime ran."""
@@ -245,19 +254,33 @@ class Matrix:
             return None
         return Side(version, expected_value(expectation), "expected", None, expectation)
 
+    def said(self, row: Row, version: str) -> tuple[Side, str] | None:
+        """What the matrix shows for a row on a version (side) with the behaviour it says (_behaviour), or None."""
+        key = (row, version)
+        if key not in self._said:
+            side = self.side(row, version)
+            self._said[key] = None if side is None else (side, _behaviour(side))
+        return self._said[key]
+
     def changes(self) -> list[tuple[str, str, list[Change]]]:
         """For each pair of consecutive versions, the claims whose value (observed or expected) differs.
 
         A claim several probes check that changes the same way in each is one change, naming every probe.
         """
+        if self._changes is None:
+            self._changes = tuple((a, b, tuple(found)) for a, b, found in self._find_changes())
+        return [(a, b, list(found)) for a, b, found in self._changes]
+
+    def _find_changes(self) -> list[tuple[str, str, list[Change]]]:
         out = []
         for a, b in pairwise(self.versions):
             found: dict[tuple[str, str, str], Change] = {}
             for row in self.rows:
-                was, now = self.side(row, a), self.side(row, b)
-                if was is None or now is None or _behaviour(was) == _behaviour(now):
+                before, after = self.said(row, a), self.said(row, b)
+                if before is None or after is None or before[1] == after[1]:
                     continue
-                key = (row.claim, _behaviour(was), _behaviour(now))
+                (was, was_said), (now, now_said) = before, after
+                key = (row.claim, was_said, now_said)
                 if key in found:
                     known = found[key]
                     found[key] = replace(
@@ -309,7 +332,8 @@ class Matrix:
         texts: list[str] = []
         cells: list[RowCell] = []
         for version in self.versions:
-            cell, side = self.cell(row, version), self.side(row, version)
+            cell, said = self.cell(row, version), self.said(row, version)
+            side, behaviour = said if said is not None else (None, "")
             expectation = side.expectation if side is not None else None
             race = bool(expectation is not None and expectation.one_of)
             if cell is not None and cell.status == NOT_OBSERVABLE:
@@ -324,7 +348,7 @@ class Matrix:
                     "race: " + expected_text(expectation),
                 )
             else:
-                key = _behaviour(side)
+                key = behaviour
                 text = (
                     expected_text(expectation)
                     if "between" in key[:12] or side.basis == "expected"
