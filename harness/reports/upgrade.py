@@ -10,8 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from packaging.version import Version
-
+from harness.axis.releases import sort_key
 from harness.base import families
 from harness.reports.upgrade_model import ClaimChange, Upgrade
 from harness.reports.upgrade_words import (
@@ -116,7 +115,7 @@ def behaviours(changes: Iterable[ClaimChange], per_claim: bool = False) -> list[
     for (name, release, *_), found in grouped.items():
         prs = [pr for change in found if change.key_step for pr in change.key_step.prs]
         out.append(Behaviour(families_by_name[name], release, tuple(dict.fromkeys(prs)), tuple(found)))
-    return sorted(out, key=lambda b: (Version(b.release) if b.release else Version("0"), b.family.order))
+    return sorted(out, key=lambda b: (sort_key(b.release or "0"), b.family.order))
 
 
 def claim_lines(behaviour: Behaviour, rollback: bool, wrap: bool, width: int = SCREEN_WIDTH) -> list[str]:
@@ -220,7 +219,7 @@ def render_text(upgrade: Upgrade, width: int = SCREEN_WIDTH, height: int = SCREE
         lead = f"Decided by a race on one side, may differ run to run: {len(ids)} claims ("
         tail.append(lead + _listed(ids, width - len(lead) - 1) + ")")
     if upgrade.on_the_way:
-        releases = sorted({s.release for c in upgrade.on_the_way for s in c.steps}, key=Version)
+        releases = sorted({s.release for c in upgrade.on_the_way for s in c.steps}, key=sort_key)
         span = releases[0] if len(releases) == 1 else f"{releases[0]} … {releases[-1]}"
         tail.append(
             f"Alike on both, different in between: {len(upgrade.on_the_way)} claims ({len(releases)} releases, {span})"

@@ -144,27 +144,47 @@ class Upgrade:
     @property
     def changed(self) -> list[ClaimChange]:
         """Claims whose behaviour differs, neither side decided by a race."""
-        return [c for c in self.claims if c.changes and not c.race]
+        return list(self._sorted[0])
 
     @property
     def raced(self) -> list[ClaimChange]:
         """Claims whose behaviour differs where a race of one side decides it (may differ run to run)."""
-        return [c for c in self.claims if c.changes and c.race]
+        return list(self._sorted[1])
 
     @property
     def on_the_way(self) -> list[ClaimChange]:
         """Claims the same on both releases that differ on releases between (the patches of a minor passed)."""
-        return [c for c in self.claims if not c.changes and c.steps]
+        return list(self._sorted[2])
 
     @property
     def same_race(self) -> list[ClaimChange]:
         """Claims a race decides on both releases alike: not a change, but their values may differ run to run."""
-        return [c for c in self.claims if not c.changes and not c.steps and c.race]
+        return list(self._sorted[3])
 
     @property
     def disagreeing(self) -> list[ClaimChange]:
         """Claims whose live observation on either release differs from its expectation."""
-        return [c for c in self.claims if c.before.disagrees or c.after.disagrees]
+        return list(self._sorted[4])
+
+    @cached_property
+    def _sorted(self) -> tuple[tuple[ClaimChange, ...], ...]:
+        """The claims sorted once into changed, raced, on_the_way, same_race and disagreeing (a claim may be in
+        several): a screen asks for each of them many times while it fits its lines."""
+        changed: list[ClaimChange] = []
+        raced: list[ClaimChange] = []
+        on_the_way: list[ClaimChange] = []
+        same_race: list[ClaimChange] = []
+        disagreeing: list[ClaimChange] = []
+        for c in self.claims:
+            if c.changes:
+                (raced if c.race else changed).append(c)
+            elif c.steps:
+                on_the_way.append(c)
+            elif c.race:
+                same_race.append(c)
+            if c.before.disagrees or c.after.disagrees:
+                disagreeing.append(c)
+        return tuple(changed), tuple(raced), tuple(on_the_way), tuple(same_race), tuple(disagreeing)
 
     @property
     def unchanged(self) -> int:
@@ -239,10 +259,19 @@ def _expectation_on(claim: Claim, version: KubeVersion) -> Expectation | None:
 
 
 def outcome_key(expectation: Expectation | None) -> Any:
-    """What an expectation says, for comparing two: its value, its bounds, its outcomes (not its sources)."""
+    """What an expectation says, for comparing two: its value, its bounds, its outcomes (not its sources); worked out
+    once an expectation (kept in its __dict__, as functools.cached_property keeps a value): every pair of releases
+    compares every claim's two sides."""
     if expectation is None:
         return None
-    return (repr(expectation.value), expectation.between, tuple(outcome_key(o) for o in expectation.one_of))
+    kept: dict[str, Any] = expectation.__dict__
+    if "_outcome_key" not in kept:
+        kept["_outcome_key"] = (
+            repr(expectation.value),
+            expectation.between,
+            tuple(outcome_key(o) for o in expectation.one_of),
+        )
+    return kept["_outcome_key"]
 
 
 def steps_between(claim: Claim, before: KubeVersion, after: KubeVersion) -> tuple[Step, ...]:
