@@ -202,8 +202,9 @@ class Matrix:
 
     def changed(self) -> list[tuple[str, str, Cell]]:
         """Cells whose verdict under the current expectations differs from the recorded one."""
-        ordered = sorted(self.cells.items(), key=lambda item: (item[0][0], self._column_key(item[0][1])))
-        return [(claim, version, cell) for (claim, version), cell in ordered if cell.changed]
+        changed = [item for item in self.cells.items() if item[1].changed]  # the few, then sorted: not every cell
+        ordered = sorted(changed, key=lambda item: (item[0][0], self._column_key(item[0][1])))
+        return [(claim, version, cell) for (claim, version), cell in ordered]
 
     def differences(self, a: str, b: str) -> list[tuple[str, Cell, Cell]]:
         """Claims observed on both versions whose observed value differs between them."""
