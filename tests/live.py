@@ -5,17 +5,16 @@ The alteration happens in memory (or in the test's tmp_path); the files under re
 
 from __future__ import annotations
 
-import copy
-
 from harness.base.families import recording_path
 from harness.core.transport_recording import Recording
 
 
 def live(relative: str) -> Recording:
-    """A fresh copy of the live recording at `relative` under recordings/ ('family/name.json')."""
+    """A fresh copy of the live recording at `relative` under recordings/ ('family/name.json'): read from its file
+    each time, so that no two callers share a part of it."""
     path = recording_path(relative)
     assert "-live-" in path.name, f"{relative}: tests alter live recordings only"
-    return copy.deepcopy(Recording.load(path))
+    return Recording.load(path)
 
 
 def as_version(recording: Recording, version: str) -> Recording:

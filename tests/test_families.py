@@ -81,6 +81,21 @@ def test_an_overlay_may_take_its_base_from_another_family() -> None:
     assert load_manifest(overlay.name)["spec"]["terminationGracePeriodSeconds"] == 7
 
 
+def test_each_caller_gets_its_own_copy_of_a_yaml_file(tmp_path: Path) -> None:
+    """A YAML file is parsed once per process; what a caller changes in its copy, nested or not, no other sees."""
+    path = tmp_path / "pod.yaml"
+    path.write_text("spec: {containers: [{name: main, args: [a]}]}\nwhen: 2024-01-02\nshared: &x [1]\nagain: *x\n")
+    first = families.load_yaml(path)
+    first["spec"]["containers"][0]["args"].append("b")
+    first["when"] = None
+    first["again"].append(2)
+    second = families.load_yaml(path)
+    assert second["spec"]["containers"] == [{"name": "main", "args": ["a"]}]
+    assert str(second["when"]) == "2024-01-02" and second["shared"] == second["again"] == [1]
+    second["again"].append(3)
+    assert second["shared"] == [1]  # an alias is copied apart: changing one leaves the other
+
+
 NEW_FAMILY = {
     "../documents.yaml": """\
 new-document:

@@ -14,13 +14,14 @@ overlay may name a base in another family's folder by its file name (tests/test_
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from harness.base.json_copy import json_copy
 
 FAMILIES_ROOT = Path(__file__).resolve().parents[2] / "probes"
 METADATA = "family.yaml"
@@ -35,7 +36,7 @@ SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 def load_yaml(path: Path) -> Any:
     """A YAML file of the suite, safely loaded; each text is parsed once per process (a replay of every recording
     reads the same family.yaml, expectations and manifests about 3,700 times). The caller gets its own copy."""
-    return copy.deepcopy(_parsed_yaml(path.read_text()))
+    return json_copy(_parsed_yaml(path.read_text()))
 
 
 @lru_cache(maxsize=1024)

@@ -7,7 +7,6 @@ against the expectation for the version the API server reports, and writes the p
 
 from __future__ import annotations
 
-import copy
 import json
 import warnings
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.base.families import family as family_folder
+from harness.base.json_copy import json_copy
 from harness.base.manifests import load_manifest
 from harness.base.run import RUN_LABEL, SUITE_LABEL, Run, safe_name
 from harness.base.versions import KubeVersion
@@ -177,7 +177,7 @@ class Probe:
 
     def create(self, manifest: JsonDict, anchor: bool = False) -> JsonDict:
         """Create any object the transport handles; `anchor` makes its creation the timeline's zero."""
-        created = self.transport.create(self.namespace, copy.deepcopy(manifest))
+        created = self.transport.create(self.namespace, json_copy(manifest))
         t = self.transport.last_call_started()
         self.timeline.action(t, "create", {manifest["kind"].lower(): created["metadata"]["name"]}, anchor=anchor)
         if manifest["kind"] == "Pod":
