@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any, TypedDict
 
 JsonDict = dict[str, Any]
@@ -39,6 +40,7 @@ def api_fields(view: object, *attributes: str) -> JsonDict:
     return {_api_name(attribute): getattr(view, attribute) for attribute in attributes}
 
 
+@cache  # a handful of names, asked for at every observation a timeline keeps
 def _api_name(attribute: str) -> str:
     first, *rest = attribute.split("_")
     return first + "".join(part.capitalize() for part in rest)
