@@ -185,6 +185,36 @@ def test_a_run_is_planned_from_its_own_minor_where_that_was_measured(tmp_path: P
     }
 
 
+def test_a_recording_as_written_is_read_for_its_times_as_if_parsed_whole(tmp_path: Path) -> None:
+    """Planning reads a recording Recording.write laid out off its text, without its events: what it reads is what
+    the file parsed whole says, for every family's recordings (a sample) and one whose events hold keys named as
+    the calls' times; a file cut short, or laid out otherwise, is parsed whole (one cut short is not JSON)."""
+    from harness.core.transport_recording import Recording
+
+    def both_ways(text: str) -> tuple[schedule.RecordedTimes, schedule.RecordedTimes]:
+        return schedule.RecordedTimes.of(text), schedule.RecordedTimes.parsed(json.loads(text))
+
+    shipped = sorted((REPO / "probes").glob("*/recordings/*.json"))
+    sample = [path for family in {p.parent for p in shipped} for path in sorted(family.glob("*.json"))[:4]]
+    for path in sample:
+        read, parsed = both_ways(path.read_text())
+        assert read == parsed and read.version and read.duration(), path
+    nested = {"t_start": 1.0, "t_end": 900.0, "closed_at": 901.0, "call": "server_version"}  # an object's own keys
+    steps = [
+        {"call": "list_objects", "request": {"kind": "Pod"}, "t_start": 3.5, "t_end": 3.75, "response": nested},
+        {"call": "server_version", "request": {}, "t_start": 4.0, "t_end": 4.25, "response": {"gitVersion": "v1.2.3"}},
+        {"call": "watch", "request": {}, "t_start": 5, "events": [{"t": 6.0, "object": nested}], "closed_at": 9.5},
+        {"call": "delete", "request": {}, "t_start": 7.0, "t_end": None},
+    ]
+    Recording("t.py::a", {"kind": "live", "cluster": "kind"}, steps).write(tmp_path / "a.json")
+    text = (tmp_path / "a.json").read_text()
+    read, parsed = both_ways(text)
+    assert read == parsed == schedule.RecordedTimes("t.py::a", {"kind": "live", "cluster": "kind"}, "v1.2.3", 3.5, 9.5)
+    assert schedule.RecordedTimes.of(json.dumps(json.loads(text))) == parsed  # laid out otherwise: parsed whole
+    with pytest.raises(json.JSONDecodeError):
+        schedule.RecordedTimes.of(text[: len(text) // 2])
+
+
 def test_the_committed_live_recordings_give_the_probes_durations() -> None:
     """The 26 single-node probes and the two node-shutdown ones had live recordings when this was written. The Job
     with retries cannot end before its 37 s deadline: its newest recording (v1.31.0, run alone) took 43 s, the

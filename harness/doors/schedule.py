@@ -45,20 +45,93 @@ def probe_of(item: str) -> str:
     return f"{Path(path).name}::{function.split('[', 1)[0]}"
 
 
-def recording_duration(recording: Mapping[str, Any]) -> float | None:
-    """A live recording's first call to its last answer, in seconds; None for one not recorded on a cluster."""
-    if (recording.get("origin") or {}).get("kind") != "live":
+@dataclass(frozen=True)
+class RecordedTimes:
+    """What planning reads of a recording: its probe and origin, the server version it recorded, and when its calls
+    began (the first start) and ended (the last start, end or watch close)."""
+
+    probe: object
+    origin: Mapping[str, Any]
+    version: str | None
+    first: float | None
+    last: float | None
+
+    @classmethod
+    def of(cls, text: str) -> RecordedTimes:
+        """Read off the text where Recording.write laid it out: a recording is nearly all watch events, which planning
+        does not read (parsing the 2,400 shipped recordings whole took 1.7 s of CPU at every make probe PARALLEL=auto,
+        reading them so 0.6 s); a file laid out otherwise is parsed whole. Raises ValueError for one not JSON."""
+        cut = text.find(_INTERACTIONS)
+        if not (text.startswith(_WRITTEN) and text.endswith(_WRITTEN_END)) or cut < 0:  # not whole as written
+            data = json.loads(text)
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            return cls.parsed(data)
+        head = json.loads(text[:cut].rstrip(",") + "}")  # format, probe, origin: Recording.write puts them first
+        starts, ends = [], []
+        for key in ("t_start", "t_end", "closed_at"):
+            for seconds in _call_values(text, key, cut):
+                ends.append(seconds)
+                if key == "t_start":
+                    starts.append(seconds)
+        first, last = min(starts, default=None), max(ends, default=None)
+        version = None
+        if (asked := text.find(_SERVER_VERSION, cut)) >= 0:  # the first server_version call, parsed alone
+            begins, ends_at = text.rfind("\n  {", cut, asked), text.find("\n  }", asked)
+            call = json.loads(text[begins : ends_at + len("\n  }")])
+            version = _recorded_version({**head, "interactions": [call]})
+        return cls(head.get("probe"), head.get("origin") or {}, version, first, last)
+
+    @classmethod
+    def parsed(cls, data: Mapping[str, Any]) -> RecordedTimes:
+        """From a recording parsed whole."""
+        starts, ends = [], []
+        for interaction in data.get("interactions") or []:
+            if isinstance(interaction.get("t_start"), int | float):
+                starts.append(float(interaction["t_start"]))
+            ends += [
+                float(interaction[k])
+                for k in ("t_start", "t_end", "closed_at")
+                if isinstance(interaction.get(k), int | float)
+            ]
+        first, last = min(starts, default=None), max(ends, default=None)
+        return cls(data.get("probe"), data.get("origin") or {}, _recorded_version(data), first, last)
+
+    def duration(self) -> float | None:
+        """A live recording's first call to its last answer, in seconds; None for one not recorded on a cluster."""
+        if self.origin.get("kind") != "live" or self.first is None or self.last is None:
+            return None
+        return self.last - self.first
+
+
+# How Recording.write lays a recording out (json.dumps with indent=1): its format, probe and origin, then its calls,
+# each from a line "  {" to a line "  }", its own keys each beginning a line indented by three spaces (anything
+# nested in a call, a watch's events, is indented further).
+_WRITTEN = '{\n "format": '
+_INTERACTIONS = '\n "interactions": ['
+_WRITTEN_END = "\n  }\n ]\n}\n"
+_SERVER_VERSION = '\n   "call": "server_version",\n'
+
+
+def _call_values(text: str, key: str, start: int) -> Iterable[float]:
+    """The numbers a key of the calls holds, in a recording as Recording.write lays it out (found by str.find: a
+    regular expression tried at every line of the events took as long as parsing them)."""
+    needle = f'\n   "{key}": '
+    at = text.find(needle, start)
+    while at >= 0:
+        begins = at + len(needle)
+        ends = text.find("\n", begins)
+        if (seconds := _number(text[begins:ends].rstrip(","))) is not None:
+            yield seconds
+        at = text.find(needle, ends)
+
+
+def _number(text: str) -> float | None:
+    """A JSON number as a float; None for any other value (null, a string): not a time, as parsed whole."""
+    try:
+        return float(text)
+    except ValueError:
         return None
-    starts, ends = [], []
-    for interaction in recording.get("interactions") or []:
-        if isinstance(interaction.get("t_start"), int | float):
-            starts.append(float(interaction["t_start"]))
-        ends += [
-            float(interaction[k])
-            for k in ("t_start", "t_end", "closed_at")
-            if isinstance(interaction.get(k), int | float)
-        ]
-    return max(ends) - min(starts) if starts else None
 
 
 def known_durations(recordings: Iterable[Path], run_dir: Path, cluster: str = "", minor: str = "") -> dict[str, float]:
@@ -88,11 +161,11 @@ def known_durations(recordings: Iterable[Path], run_dir: Path, cluster: str = ""
             measured = seen.setdefault(probe, {}).setdefault(closeness, [])
             measured.append((when if isinstance(when, str) else "", round(seconds + extra, 1)))
 
-    for data in _json_files(sorted(recordings)):
-        origin = data.get("origin") or {}
-        version = _recorded_version(data)
-        when = origin.get("recorded_at")
-        note(data.get("probe"), recording_duration(data), origin.get("cluster"), version, when, NAMESPACE_S)
+    for times in _recorded_times(sorted(recordings)):
+        origin = times.origin
+        note(
+            times.probe, times.duration(), origin.get("cluster"), times.version, origin.get("recorded_at"), NAMESPACE_S
+        )
     for data in _json_files(sorted(run_dir.glob("*/probes/*.json"))):
         if data.get("transport") == "live" and isinstance(data.get("duration_s"), int | float):
             measured_on = (data.get("provenance") or {}).get("cluster")
@@ -128,6 +201,16 @@ def _minor_of(version: str) -> str:
         return KubeVersion.parse(version).minor
     except VersionError:
         return ""
+
+
+def _recorded_times(paths: Iterable[Path]) -> Iterable[RecordedTimes]:
+    """What planning reads of these recordings; unreadable ones (not JSON, not an object) are passed over."""
+    for path in paths:
+        try:
+            times = RecordedTimes.of(path.read_text())
+        except (OSError, ValueError):
+            continue
+        yield times
 
 
 def _json_files(paths: Iterable[Path]) -> Iterable[dict[str, Any]]:
