@@ -11,8 +11,6 @@ the same kind to run it.
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -75,6 +73,9 @@ def build_node_image(
 
 def release_downloads_reachable(url: str = "https://dl.k8s.io/", timeout: float = 5.0) -> bool:
     """Whether kind's release builder could download a server tarball here (any HTTP answer counts)."""
+    import urllib.error  # here: with ssl, a few hundredths of a second in every pytest of the suite
+    import urllib.request
+
     try:
         urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout).close()
     except urllib.error.HTTPError:

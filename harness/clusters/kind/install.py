@@ -23,7 +23,6 @@ import platform
 import re
 import shutil
 import subprocess
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -56,6 +55,8 @@ def asset_name(system: str | None = None, machine: str | None = None) -> str:
 
 def fetch_url(url: str, timeout: float) -> bytes:
     """Download a URL (https:, or file: for tests and mirrors)."""
+    import urllib.request  # here: with ssl, a few hundredths of a second in every pytest of the suite
+
     with urllib.request.urlopen(url, timeout=timeout) as response:
         return bytes(response.read())
 

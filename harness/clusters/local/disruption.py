@@ -17,7 +17,6 @@ import base64
 import json
 import subprocess
 import time
-import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,8 @@ READY_TIMEOUT_S = 90.0
 
 def _etcd_call(port: int, etcd_pki: Path, method: str, body: JsonDict) -> JsonDict:
     """One call of etcd's JSON gateway (`/v3/kv/...`) with the API server's client certificate."""
+    import urllib.request  # here: with ssl, a few hundredths of a second in every pytest of the suite
+
     context = tls_client_context(
         etcd_pki / "ca.crt", etcd_pki / "apiserver-etcd-client.crt", etcd_pki / "apiserver-etcd-client.key"
     )

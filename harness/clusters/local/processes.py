@@ -7,9 +7,12 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import ssl
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where a context is made: ssl and its certificates cost every pytest of the suite
+    import ssl
 
 
 def log_tail(path: Path, lines: int = 25) -> str:
@@ -64,6 +67,8 @@ def http_ok(url: str) -> bool:
 
 def tls_client_context(ca: Path, cert: Path, key: Path) -> ssl.SSLContext:
     """A TLS client that trusts `ca` and shows the certificate `cert` (with `key`)."""
+    import ssl
+
     context = ssl.create_default_context(cafile=str(ca))
     context.load_cert_chain(str(cert), str(key))
     return context
