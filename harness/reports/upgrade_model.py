@@ -18,6 +18,7 @@ upgrade_words.py, its screen upgrade.py.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -81,7 +82,7 @@ class Side:
     def live(self) -> bool:
         return bool(self.seen)
 
-    @property
+    @cached_property
     def disagrees(self) -> bool:
         return any(s.status == FAIL for s in self.seen)
 
@@ -249,7 +250,18 @@ def _boundaries(claim: Claim) -> list[Version]:
 
 def expectation_on(claim: Claim, version: KubeVersion) -> Expectation | None:
     """The claim's expectation on a release, or None where no single range covers it."""
-    found: Expectation | None = _memo(claim, version.version, lambda: _expectation_on(claim, version))
+    return _reading(claim, version)[0]
+
+
+def _reading(claim: Claim, version: KubeVersion) -> tuple[Expectation | None, int]:
+    """The claim's expectation on a release, and how many of its boundaries (_transitions) are at or before it:
+    worked out once a release."""
+
+    def work() -> tuple[Expectation | None, int]:
+        points = [point for point, _, _ in _transitions(claim)]
+        return _expectation_on(claim, version), bisect_right(points, version.version)
+
+    found: tuple[Expectation | None, int] = _memo(claim, version.version, work)
     return found
 
 
@@ -278,10 +290,11 @@ def steps_between(claim: Claim, before: KubeVersion, after: KubeVersion) -> tupl
     """The releases in (before, after] where the claim's expectation changes, each with the new one (for a
     rollback, before later than after: the same releases, oldest first, which the way back undoes)."""
     low, high = (before, after) if before.version <= after.version else (after, before)
-    current = outcome_key(expectation_on(claim, low))
+    (expectation, first), (_, end) = _reading(claim, low), _reading(claim, high)
+    current = outcome_key(expectation)
     steps = []
-    for point, key, step in _transitions(claim):
-        if low.version < point <= high.version and key != current:
+    for _, key, step in _transitions(claim)[first:end]:  # the boundaries in (low, high]
+        if key != current:
             steps.append(step)
             current = key
     return tuple(steps)
@@ -294,7 +307,7 @@ def _transitions(claim: Claim) -> list[tuple[Version, Any, Step]]:
         out = []
         for point in boundaries(claim):
             release = release_name(point)
-            now = expectation_on(claim, KubeVersion.parse(release))
+            now = _expectation_on(claim, KubeVersion.parse(release))
             prs = tuple(pull_requests(now.sources)) if now is not None else ()
             out.append((point, outcome_key(now), Step(release, now, step_reason(now), prs)))
         return out
@@ -403,6 +416,13 @@ class Observations:
         records = list(records)
         return cls(live_observations(records, claims_loader), live_runtimes(records), frozenset(also_ran))
 
+    def sides_on(self, release: UpgradeEnd) -> dict[int, tuple[Claim, Side]]:
+        """The claims on a release as compare made them for these observations, by the claim's id() (the claim kept
+        beside its side, so that its id() is not reused): make upgrade's every pair of releases, and a report's every
+        pair of columns, meet each release again and again."""
+        sides: dict[UpgradeEnd, dict[int, tuple[Claim, Side]]] = self.__dict__.setdefault("_sides", {})
+        return sides.setdefault(release, {})
+
 
 def compare(
     before: UpgradeEnd,
@@ -418,6 +438,7 @@ def compare(
     before, after = (_with_runtimes(r, observed) for r in (before, after))
     rollback = before.version.version > after.version.version
     keys = [release_key(release.version) for release in (before, after)]  # str() of a Version is slow: once
+    made = observed.sides_on(before), observed.sides_on(after)
     out = []
     for family in families.families():
         try:
@@ -428,12 +449,24 @@ def compare(
             if only is not None and claim.id not in only:
                 continue
             sides = [
-                Side(release, expectation_on(claim, release.version), tuple(observed.seen.get((claim.id, key), ())))
-                for release, key in ((before, keys[0]), (after, keys[1]))
+                _side(claim, release, key, observed, known)
+                for release, key, known in ((before, keys[0], made[0]), (after, keys[1], made[1]))
             ]
             steps = steps_between(claim, before.version, after.version)
             out.append(ClaimChange(claim, family, sides[0], sides[1], steps, rollback))
     return Upgrade(before, after, out, list(sources))
+
+
+def _side(
+    claim: Claim, release: UpgradeEnd, key: str, observed: Observations, made: dict[int, tuple[Claim, Side]]
+) -> Side:
+    """The claim on a release (`key`: its release_key) with what was seen live there, made once (`made`:
+    Observations.sides_on the release)."""
+    known = made.get(id(claim))
+    if known is None or known[0] is not claim:
+        side = Side(release, expectation_on(claim, release.version), tuple(observed.seen.get((claim.id, key), ())))
+        known = made[id(claim)] = (claim, side)
+    return known[1]
 
 
 def _with_runtimes(release: UpgradeEnd, observed: Observations) -> UpgradeEnd:
