@@ -112,9 +112,10 @@ class ClaimChange:
     steps: tuple[Step, ...]
     rollback: bool = False  # `before` is the later release: the steps are undone on the way back
 
-    @cached_property
+    @property
     def changes(self) -> bool:
-        """The behaviour differs between the two releases."""
+        """The behaviour differs between the two releases (each side's outcome_key is kept in its expectation: a
+        cached_property's lock would cost more than the comparison)."""
         return bool(outcome_key(self.before.expectation) != outcome_key(self.after.expectation))
 
     @property
