@@ -31,7 +31,13 @@ def pinned_releases() -> tuple[KubeVersion, ...]:
 
 def pinned_minors() -> list[str]:
     """Every Kubernetes minor with a pinned image, oldest first."""
-    return list(dict.fromkeys(v.minor for v in pinned_releases()))
+    return list(_pinned_minors())
+
+
+@cache
+def _pinned_minors() -> tuple[str, ...]:
+    """pinned_minors, read once (make upgrade checks each end against them, the tests every pair of releases)."""
+    return tuple(dict.fromkeys(v.minor for v in pinned_releases()))
 
 
 def pinned_release(wanted: Release) -> KubeVersion:
