@@ -13,9 +13,10 @@ cluster runs on a host at a time: a kubelet removes the /var/log/pods folders of
 know, so two would delete each other's logs.
 
 This module starts the components in order; what it relies on lives beside it: host.py (what the host must
-give), processes.py (one process: alive, log, health, stop), containerd.py (the suite's containerd through
-`ctr`), components.py (arguments that depend on the host or release), pki.py (what it signs), teardown.py
-(removing all of it, also from another process); the images it imports are made by harness/nodeimage/oci_images.py.
+give), processes.py (one process: alive, log, health, stop), containerd.py (the suite's containerd, its
+configuration and the pod network, through `ctr`), images.py (the pause and probe images it imports, made by
+harness/nodeimage/oci_images.py), components.py (the components' arguments and the kubelet's configuration),
+pki.py (what it signs), teardown.py (removing all of it, also from another process).
 """
 
 from __future__ import annotations
@@ -39,11 +40,17 @@ from harness.clusters.local.components import (
     etcd_argv,
     insecure_ports_off,
     kubelet_cgroup_settings,
+    kubelet_configuration,
     remote_runtime_flag,
 )
-from harness.clusters.local.containerd import containerd_runc_cgroup_option, ctr, list_containers
+from harness.clusters.local.containerd import (
+    cni_conflist,
+    containerd_config,
+    containerd_runc_cgroup_option,
+    ctr,
+    list_containers,
+)
 from harness.clusters.local.host import (
-    CNI_PLUGINS,
     DEFAULT_ROOT,
     NODE_NAME,
     HostCgroups,
@@ -51,6 +58,7 @@ from harness.clusters.local.host import (
     host_cgroups,
     node_ip,
 )
+from harness.clusters.local.images import import_images, pause_image
 from harness.clusters.local.processes import alive, http_ok, https_ok, log_tail
 from harness.clusters.local.teardown import (
     HOST_PATHS_WRITTEN,
@@ -64,15 +72,6 @@ from harness.clusters.local.teardown import (
 from harness.gobuild.go import go_environment
 from harness.gobuild.kubernetes import Build
 from harness.gobuild.modules import download_module
-from harness.nodeimage.oci_images import (
-    LOCAL_PROBE_IMAGE,
-    PROBE_IMAGE_NAMES,
-    ImageError,
-    busybox_layer,
-    oci_archive,
-    pause_layer,
-    pause_tag,
-)
 
 if TYPE_CHECKING:  # imported where the certificates are made: cryptography is slow to import, and most never need it
     from harness.clusters.local.pki import Pki
@@ -219,48 +218,18 @@ class LocalCluster:
             d.mkdir(parents=True, exist_ok=True)
         bridge = f"plp{zlib.crc32(self.name.encode()) % 10**6:06d}"  # at most 15 characters
         self.record["bridge"] = bridge
-        cni = {
-            "cniVersion": "0.4.0",
-            "name": "plp-local",
-            "plugins": [
-                {
-                    "type": "bridge",
-                    "bridge": bridge,
-                    "isGateway": False,  # no route out, so no ip_forward change on the host: pods need none
-                    "ipMasq": False,
-                    "ipam": {"type": "host-local", "dataDir": str(cni_data), "ranges": [[{"subnet": "10.244.0.0/24"}]]},
-                }
-            ],
-        }
-        (cni_conf / "10-plp-local.conflist").write_text(json.dumps(cni, indent=1))
-        # the sandbox image: the pause tag this release's kubeadm names, built from its source (_import_images)
+        (cni_conf / "10-plp-local.conflist").write_text(json.dumps(cni_conflist(bridge, cni_data), indent=1))
+        # the sandbox image: the pause tag this release's kubeadm names, built from its source (images.py)
         source = Path(download_module("k8s.io/kubernetes", self.build.version, go_environment(), self.state)["Dir"])
-        self.record["pause_image"] = f"registry.k8s.io/pause:{pause_tag(source)}"
+        self.record["pause_image"] = pause_image(source)
         self.record["kubernetes_source"] = str(source)
-        config = f"""version = 2
-root = "{base / "root"}"
-state = "{base / "state"}"
-[grpc]
-  address = "{self.containerd_socket}"
-[ttrpc]
-  address = "{self.containerd_socket}.ttrpc"
-[debug]
-  level = "info"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "{self.record["pause_image"]}"
-  restrict_oom_score_adj = true
-  stream_server_address = "127.0.0.1"
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        {containerd_runc_cgroup_option(self.cgroups)}
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "{CNI_PLUGINS}"
-    conf_dir = "{cni_conf}"
-"""
+        config = containerd_config(
+            base,
+            self.containerd_socket,
+            str(self.record["pause_image"]),
+            containerd_runc_cgroup_option(self.cgroups),
+            cni_conf,
+        )
         (base / "config.toml").write_text(config)
         self._spawn("containerd", ["containerd", "--config", str(base / "config.toml")])
         self._wait_for("containerd", lambda: self._ctr("plugins", "ls").returncode == 0, 30, "answering on its socket")
@@ -280,49 +249,10 @@ state = "{base / "state"}"
     def _ctr(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         return ctr(self.state, *args, timeout=timeout)
 
-    def _import(self, name: str, archive: bytes) -> None:
-        path = self.state / f"{name.rsplit('/', 1)[-1].replace(':', '_')}.oci.tar"
-        path.write_bytes(archive)
-        done = self._ctr("images", "import", "--snapshotter", "overlayfs", str(path))
-        path.unlink()
-        if done.returncode != 0:
-            raise ImageError(f"ctr images import of {name} failed: {done.stderr.strip()}")
-
     def _import_images(self) -> None:
-        pause = str(self.record["pause_image"])
-        work = self.state / "images"
-        work.mkdir(exist_ok=True)
-        source = Path(self.record["kubernetes_source"]) / "build" / "pause" / "linux" / "pause.c"
-        archive, pause_digest = oci_archive(
-            pause,
-            pause_layer(source, work, pause.rsplit(":", 1)[1]),
-            {
-                "Entrypoint": ["/pause"],
-                "User": "65535:65535",
-            },
+        self.record["images"] = import_images(
+            self.state, str(self.record["pause_image"]), Path(self.record["kubernetes_source"]), self.build.version
         )
-        self._import(pause, archive)
-        env = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
-        archive, probe_digest = oci_archive(LOCAL_PROBE_IMAGE, busybox_layer(), {"Env": env, "Cmd": ["/bin/sh"]})
-        self._import(LOCAL_PROBE_IMAGE, archive)
-        for alias in PROBE_IMAGE_NAMES:
-            tagged = self._ctr("images", "tag", "--force", LOCAL_PROBE_IMAGE, alias)
-            if tagged.returncode != 0:
-                raise ImageError(f"ctr images tag {alias} failed: {tagged.stderr.strip()}")
-        busybox = subprocess.run(
-            ["dpkg-query", "-W", "-f", "busybox-static ${Version}", "busybox-static"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        self.record["images"] = {
-            pause: {"digest": pause_digest, "built_from": f"{source.name} of k8s.io/kubernetes@{self.build.version}"},
-            LOCAL_PROBE_IMAGE: {
-                "digest": probe_digest,
-                "built_from": f"Debian {busybox.stdout.strip() or 'busybox-static'} (/bin/busybox and its applets)",
-                "also_named": list(PROBE_IMAGE_NAMES),
-            },
-        }
         self._save()
 
     def _make_pki(self, address: str, port: int) -> Pki:
@@ -454,38 +384,13 @@ state = "{base / "state"}"
     def _start_kubelet(self, pki: Pki, address: str, ports: dict[str, int]) -> None:
         root_dir = self.state / "kubelet"
         root_dir.mkdir(exist_ok=True)
-        config = {
-            "apiVersion": "kubelet.config.k8s.io/v1beta1",
-            "kind": "KubeletConfiguration",
-            **kubelet_cgroup_settings(self.cgroups, self._cgroup_root(), self.build.version),
-            "failSwapOn": False,
-            "address": address,
-            "port": ports["kubelet"],
-            "healthzBindAddress": "127.0.0.1",
-            "healthzPort": ports["healthz"],
-            "readOnlyPort": 0,
-            "authentication": {
-                "anonymous": {"enabled": False},
-                "webhook": {"enabled": True},
-                "x509": {"clientCAFile": str(pki.ca_file)},
-            },
-            "authorization": {"mode": "Webhook"},
-            "tlsCertFile": str(pki.directory / "kubelet-serving.crt"),
-            "tlsPrivateKeyFile": str(pki.directory / "kubelet-serving.key"),
-            "clusterDomain": "cluster.local",
-            "clusterDNS": ["10.96.0.10"],  # no DNS runs; an empty list makes the kubelet warn on every pod
-            # kind's choices: no disk-pressure evictions and no image GC (a collected image cannot come back)
-            "evictionHard": {
-                "memory.available": "100Mi",
-                "nodefs.available": "0%",
-                "nodefs.inodesFree": "0%",
-                "imagefs.available": "0%",
-            },
-            "imageGCHighThresholdPercent": 100,
-            "makeIPTablesUtilChains": False,
-            "serializeImagePulls": False,
-            "staticPodPath": "",
-        }
+        config = kubelet_configuration(
+            kubelet_cgroup_settings(self.cgroups, self._cgroup_root(), self.build.version),
+            address,
+            ports,
+            pki.ca_file,
+            pki.directory / "kubelet-serving",
+        )
         if "failCgroupV1" in config:
             self.record["kubelet_notes"] = ["cgroup v1 host: failCgroupV1 false"]
         path = self.state / "kubelet.yaml"

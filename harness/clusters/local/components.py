@@ -1,5 +1,5 @@
-"""The arguments of the local cluster's components that depend on the host or the release: the kubelet's cgroup
-fields, etcd's TLS, how the API server reaches etcd, and flags only some releases know.
+"""The arguments of the local cluster's components: the kubelet's configuration and its cgroup fields for this host,
+etcd's TLS, how the API server reaches etcd, and flags only some releases know.
 """
 
 from __future__ import annotations
@@ -22,6 +22,45 @@ def kubelet_cgroup_settings(cgroups: HostCgroups, cgroup_root: str, version: str
     `failCgroupV1: false` (from 1.35 the kubelet refuses a v1 host unless told; the field is unknown before)."""
     settings: JsonDict = {"cgroupDriver": cgroups.driver, "cgroupRoot": cgroup_root}
     return {**settings, **host_kubelet_settings(KubeVersion.parse(version), cgroups.version)}
+
+
+def kubelet_configuration(
+    cgroup_settings: JsonDict, address: str, ports: dict[str, int], ca_file: Path, serving: Path
+) -> JsonDict:
+    """The kubelet's KubeletConfiguration: its cgroup fields, its ports, webhook authentication and authorization
+    against the cluster's CA with its serving certificate (`serving`.crt and .key), and kind's choices."""
+    return {
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        **cgroup_settings,
+        "failSwapOn": False,
+        "address": address,
+        "port": ports["kubelet"],
+        "healthzBindAddress": "127.0.0.1",
+        "healthzPort": ports["healthz"],
+        "readOnlyPort": 0,
+        "authentication": {
+            "anonymous": {"enabled": False},
+            "webhook": {"enabled": True},
+            "x509": {"clientCAFile": str(ca_file)},
+        },
+        "authorization": {"mode": "Webhook"},
+        "tlsCertFile": f"{serving}.crt",
+        "tlsPrivateKeyFile": f"{serving}.key",
+        "clusterDomain": "cluster.local",
+        "clusterDNS": ["10.96.0.10"],  # no DNS runs; an empty list makes the kubelet warn on every pod
+        # kind's choices: no disk-pressure evictions and no image GC (a collected image cannot come back)
+        "evictionHard": {
+            "memory.available": "100Mi",
+            "nodefs.available": "0%",
+            "nodefs.inodesFree": "0%",
+            "imagefs.available": "0%",
+        },
+        "imageGCHighThresholdPercent": 100,
+        "makeIPTablesUtilChains": False,
+        "serializeImagePulls": False,
+        "staticPodPath": "",
+    }
 
 
 def etcd_argv(data_dir: Path, pki_dir: Path, ports: dict[str, int]) -> list[str]:

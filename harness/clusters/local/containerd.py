@@ -9,10 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.clusters.local.host import (
-    NODE_NAME,
-    HostCgroups,
-)
+from harness.clusters.local.host import CNI_PLUGINS, NODE_NAME, HostCgroups
 
 JsonDict = dict[str, Any]
 
@@ -20,6 +17,53 @@ JsonDict = dict[str, Any]
 def containerd_runc_cgroup_option(cgroups: HostCgroups) -> str:
     """runc's cgroup option in containerd's CRI config: the same driver as the kubelet's, or pods fail to start."""
     return f"SystemdCgroup = {'true' if cgroups.driver == 'systemd' else 'false'}"
+
+
+def cni_conflist(bridge: str, cni_data: Path) -> JsonDict:
+    """The pod network: one bridge of the cluster's own, addresses from 10.244.0.0/24, no route out."""
+    return {
+        "cniVersion": "0.4.0",
+        "name": "plp-local",
+        "plugins": [
+            {
+                "type": "bridge",
+                "bridge": bridge,
+                "isGateway": False,  # no route out, so no ip_forward change on the host: pods need none
+                "ipMasq": False,
+                "ipam": {"type": "host-local", "dataDir": str(cni_data), "ranges": [[{"subnet": "10.244.0.0/24"}]]},
+            }
+        ],
+    }
+
+
+def containerd_config(base: Path, socket: Path, pause_image: str, runc_cgroup_option: str, cni_conf: Path) -> str:
+    """The config.toml of the suite's containerd: its own root, state and socket under `base`, the CRI with this
+    release's pause image, runc with the kubelet's cgroup driver, CNI from the suite's folder; negative OOM scores
+    restricted (hosts whose root lacks CAP_SYS_RESOURCE refuse them)."""
+    return f"""version = 2
+root = "{base / "root"}"
+state = "{base / "state"}"
+[grpc]
+  address = "{socket}"
+[ttrpc]
+  address = "{socket}.ttrpc"
+[debug]
+  level = "info"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "{pause_image}"
+  restrict_oom_score_adj = true
+  stream_server_address = "127.0.0.1"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        {runc_cgroup_option}
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "{CNI_PLUGINS}"
+    conf_dir = "{cni_conf}"
+"""
 
 
 def ctr(state: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
