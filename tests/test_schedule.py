@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from harness.base.versions import Release
-from harness.clusters.registry import KINDS
+from harness.clusters.registry import KINDS, kind_for
 from harness.doors import cli, schedule, selection
 from harness.doors.commands import probe as probe_command
 from harness.doors.commands import refusal
@@ -349,7 +349,7 @@ def started_with(monkeypatch: pytest.MonkeyPatch, argv: list[str], tmp_path: Pat
     """What main() starts after its checks: ("parallel", PARALLEL) or ("serial", the pytest command line)."""
     for kind in KINDS:  # the host checked and the runnable made ready: stood in
         monkeypatch.setattr(type(kind), "prepare", lambda self, runnable, say, warn: runnable.with_facts())
-    monkeypatch.setattr(probe_command, "run_parallel", lambda args, kind, runnable: ("parallel", args.parallel))
+    monkeypatch.setattr(probe_command, "run_parallel", lambda args, kind, runnable, chosen: ("parallel", args.parallel))
 
     def execv(path: str, command: list[str]) -> None:
         raise SystemExit(("serial", command))
@@ -403,6 +403,37 @@ def test_the_cli_plans_from_the_selected_probes_and_writes_the_schedule(
     assert schedule.read_durations(written) == durations(a=60, b=30, c=25)
     args.parallel = 3
     assert probe_command.plan_workers(args, tmp_path, "kind")[0].workers == 3
+    asked.clear()
+    collected_by_the_input_check = selection.Selection(0, items("a", "b"))
+    plan = probe_command.plan_workers(args, tmp_path, "kind", None, collected_by_the_input_check)[0]
+    assert asked == [] and {item for share in plan.shares for item in share} == set(items("a", "b"))
+
+
+def test_make_probe_with_probe_and_parallel_collects_the_selection_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The input check's collection (the refusal of a PROBE that selects nothing) is the one the plan is made from."""
+    collections: list[str] = []
+
+    def select(expression: str, run_dir: str, timeout: float = 120, extra: Any = ()) -> Any:
+        collections.append(expression)
+        return selection.Selection(0, items("a"))
+
+    monkeypatch.setattr(selection, "select", select)
+    planned_from: list[object] = []
+
+    def run_parallel(args: Any, kind: Any, runnable: Any, chosen: Any = None) -> int:
+        planned_from.append(probe_command.plan_workers(args, tmp_path, kind.name, None, chosen)[0])
+        return 0
+
+    monkeypatch.setattr(probe_command, "run_parallel", run_parallel)
+    monkeypatch.setattr(schedule, "known_durations", lambda *a: durations(a=10))
+    argv = ["probe", "--version", "1.27.16", "--cluster", "kind", "--probe", "x", "--parallel", "2"]
+    args = cli.parse_args([*argv, "--run-dir", str(tmp_path)])
+    kind = type(kind_for("kind", ""))
+    monkeypatch.setattr(kind, "prepare", lambda self, runnable, say, warn: runnable)  # nothing installed or built
+    assert probe_command.run_probe_command(args) == 0
+    assert collections == ["x"] and len(planned_from) == 1
 
 
 def test_a_probe_is_planned_from_its_three_latest_measurements(tmp_path: Path) -> None:

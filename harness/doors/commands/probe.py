@@ -32,8 +32,8 @@ from harness.doors.commands.refusal import (
     MISSING,
     NO_TESTS_COLLECTED,
     Refused,
+    refusal_of_selection,
     refuse,
-    selection_problem,
 )
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def run_probe_command(args: argparse.Namespace) -> int:
     kind release installed, the release built), then the probes: in this process become pytest, or with PARALLEL
     on a cluster made here."""
     try:
-        kind, runnable = check_probe_input(args)
+        kind, runnable, chosen = check_probe_input(args)
         runnable = kind.prepare(runnable, say=print, warn=_warn)
     except Refused as refused:
         return refuse(refused.kind, refused.problem)
@@ -59,7 +59,7 @@ def run_probe_command(args: argparse.Namespace) -> int:
     if args.parallel == "":  # the default: the kind's (auto where make probe makes the cluster, else one at a time)
         args.parallel = kind.default_parallel
     if args.parallel == AUTO or args.parallel > 1:
-        return run_parallel(args, kind, runnable)
+        return run_parallel(args, kind, runnable, chosen)
     command = pytest_argv(args, ["--cluster-spec", runnable.to_json()])
     print("+ " + " ".join(command), flush=True)
     # Become pytest: Ctrl-C and CI's SIGTERM then reach it directly and its teardown cleans up; its
@@ -71,10 +71,11 @@ def _warn(said: str) -> None:
     print(said, file=sys.stderr)
 
 
-def check_probe_input(args: argparse.Namespace) -> tuple[ClusterKind, Runnable]:
+def check_probe_input(args: argparse.Namespace) -> tuple[ClusterKind, Runnable, selection.Selection | None]:
     """Every check of make probe's input, in seconds and before anything starts; raises BadInput or Refused.
 
-    Returns the kind of cluster the run is on and what it resolved the input to (kept for the whole run)."""
+    Returns the kind of cluster the run is on, what it resolved the input to (kept for the whole run) and, with
+    PROBE, the probes it selects (collected once: a parallel run plans its workers from them)."""
     kind = kind_for(args.cluster, args.kubeconfig)
     if not args.kubeconfig:
         inputs.check_existing_cluster(args.kubeconfig, args.context)  # a CONTEXT without KUBECONFIG_FILE
@@ -93,9 +94,15 @@ def check_probe_input(args: argparse.Namespace) -> tuple[ClusterKind, Runnable]:
     runnable = kind.resolve(asked, warn=_warn)
     if runnable.version is not None:
         print(inputs.check_manifests_for(runnable.version.kube))
-    if args.probe and (refused := selection_problem(args.probe, args.run_dir)):
+    chosen = selected_probes(args) if args.probe else None
+    if chosen is not None and (refused := refusal_of_selection(args.probe, chosen)):
         raise Refused(*refused)
-    return kind, runnable
+    return kind, runnable, chosen
+
+
+def selected_probes(args: argparse.Namespace) -> selection.Selection:
+    """The probes PROBE selects, REPEAT times each, collected in a child pytest (about half a second of CPU)."""
+    return selection.select(args.probe, args.run_dir, extra=["--repeat", str(args.repeat)] if args.repeat > 1 else [])
 
 
 def pytest_argv(args: argparse.Namespace, target: Sequence[str] = ()) -> list[str]:
@@ -112,7 +119,9 @@ def pytest_argv(args: argparse.Namespace, target: Sequence[str] = ()) -> list[st
     return argv + list(args.pytest_args)
 
 
-def run_parallel(args: argparse.Namespace, kind: ClusterKind, runnable: Runnable) -> int:
+def run_parallel(
+    args: argparse.Namespace, kind: ClusterKind, runnable: Runnable, chosen: selection.Selection | None = None
+) -> int:
     """One cluster of the kind, created here through the one owner of a run's clusters (harness/clusters/owner.py);
     the probes on it `--parallel` at a time as pytest-xdist workers, which re-attach to it as the kind says.
 
@@ -125,7 +134,9 @@ def run_parallel(args: argparse.Namespace, kind: ClusterKind, runnable: Runnable
 
     run = Run.start(Path(args.run_dir))
     run.write_provenance(parallel=args.parallel)
-    plan, schedule_file, with_shutdown_probes, alone = plan_workers(args, run.directory, kind.name, runnable.version)
+    plan, schedule_file, with_shutdown_probes, alone = plan_workers(
+        args, run.directory, kind.name, runnable.version, chosen
+    )
     print(f"PARALLEL={args.parallel}: {plan.why()}", flush=True)
     if alone:
         print(f"then {len(alone)} alone, one at a time, once the others have ended: {_names(alone)}", flush=True)
@@ -250,17 +261,22 @@ def _shutdown_probes_ended(shutdown: tuple[subprocess.Popen[bytes], Path], code:
 
 
 def plan_workers(
-    args: argparse.Namespace, directory: Path, cluster: str, release: Release | None = None
+    args: argparse.Namespace,
+    directory: Path,
+    cluster: str,
+    release: Release | None = None,
+    chosen: selection.Selection | None = None,
 ) -> tuple[schedule.Plan, Path, bool, list[str]]:
     """The probes this run selects (collected in a child pytest, about a second; the node-shutdown ones, which
     run on their own cluster, and those marked alone, which run after all others, are left out and returned
     apart), planned longest first on
     PARALLEL workers or, with auto, on as few as finish about when the longest probe does; the durations and
     the plan go to <run>/schedule.json, which the pytest-xdist controller hands out from. `cluster` (kind,
-    local) and `release`: whose durations count first (harness/doors/schedule.py)."""
+    local) and `release`: whose durations count first (harness/doors/schedule.py). `chosen`: the selection the
+    input check collected already, if any."""
     from harness.doors import schedule  # with pytest-xdist's scheduler, hence pytest: only for a parallel run
 
-    chosen = selection.select(args.probe, args.run_dir, extra=["--repeat", str(args.repeat)] if args.repeat > 1 else [])
+    chosen = selected_probes(args) if chosen is None else chosen
     alone = [item for item in chosen.alone if item not in chosen.node_shutdown]
     # the node-shutdown probes run on their own cluster; those marked alone after these, one at a time
     items = [item for item in chosen.selected if item not in chosen.node_shutdown and item not in alone]

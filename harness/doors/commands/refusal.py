@@ -71,7 +71,11 @@ def selection_problem(expression: str, run_dir: str) -> tuple[str, str] | None:
 
     pytest collects in a child process (harness/doors/selection.py), in about a second, before any cluster.
     """
-    found = selection.select(expression, run_dir)
+    return refusal_of_selection(expression, selection.select(expression, run_dir))
+
+
+def refusal_of_selection(expression: str, found: selection.Selection) -> tuple[str, str] | None:
+    """(class, why) when what PROBE selected (`found`) is nothing or an error; None when it selected some."""
     if found.exit_code == NO_TESTS_COLLECTED or (found.exit_code == 0 and not found.selected):
         names = ", ".join(found.probe_names())
         return NOTHING_TO_RUN, (
