@@ -29,7 +29,7 @@ from typing import Any
 from xdist.scheduler import LoadScheduling  # type: ignore[import-untyped]
 
 from harness.base.versions import KubeVersion, VersionError
-from harness.core.transport_recording import Recording
+from harness.core.transport_recording import Recording, RecordingText
 
 LATEST = 3  # a probe's duration: the longest of its 3 most recent measurements (known_durations says why)
 SLACK_S = 5.0  # how much later than the longest probe the planned run may end
@@ -58,29 +58,25 @@ class RecordedTimes:
 
     @classmethod
     def of(cls, text: str) -> RecordedTimes:
-        """Read off the text where Recording.write laid it out: a recording is nearly all watch events, which planning
-        does not read (parsing the 2,400 shipped recordings whole took 1.7 s of CPU at every make probe PARALLEL=auto,
-        reading them so 0.6 s); a file laid out otherwise is parsed whole. Raises ValueError for one not JSON."""
-        cut = text.find(_INTERACTIONS)
-        if not (text.startswith(_WRITTEN) and text.endswith(_WRITTEN_END)) or cut < 0:  # not whole as written
+        """Read off the text where Recording.write laid it out (harness/core/transport_recording.py RecordingText:
+        parsing the 2,400 shipped recordings whole took 1.7 s of CPU at every make probe PARALLEL=auto, reading them
+        so 0.6 s); a file laid out otherwise is parsed whole. Raises ValueError for one not JSON."""
+        written = RecordingText.of(text)
+        if written is None:  # not whole as written
             data = json.loads(text)
             if not isinstance(data, dict):
                 raise ValueError("not a JSON object")
             return cls.parsed(data)
-        head = json.loads(text[:cut].rstrip(",") + "}")  # format, probe, origin: Recording.write puts them first
-        starts, ends = [], []
-        for key in ("t_start", "t_end", "closed_at"):
-            for seconds in _call_values(text, key, cut):
-                ends.append(seconds)
-                if key == "t_start":
-                    starts.append(seconds)
-        first, last = min(starts, default=None), max(ends, default=None)
-        version = None
-        if (asked := text.find(_SERVER_VERSION, cut)) >= 0:  # the first server_version call, parsed alone
-            begins, ends_at = text.rfind("\n  {", cut, asked), text.find("\n  }", asked)
-            call = json.loads(text[begins : ends_at + len("\n  }")])
-            version = _recorded_version({**head, "interactions": [call]})
-        return cls(head.get("probe"), head.get("origin") or {}, version, first, last)
+        starts = list(written.call_values("t_start"))
+        ends = [*starts, *written.call_values("t_end"), *written.call_values("closed_at")]
+        head = written.head
+        try:
+            version = written.server_git_version()
+        except (KeyError, TypeError):  # an answer without its gitVersion: none, as _recorded_version says
+            version = None
+        return cls(
+            head.get("probe"), head.get("origin") or {}, version, min(starts, default=None), max(ends, default=None)
+        )
 
     @classmethod
     def parsed(cls, data: Mapping[str, Any]) -> RecordedTimes:
@@ -102,36 +98,6 @@ class RecordedTimes:
         if self.origin.get("kind") != "live" or self.first is None or self.last is None:
             return None
         return self.last - self.first
-
-
-# How Recording.write lays a recording out (json.dumps with indent=1): its format, probe and origin, then its calls,
-# each from a line "  {" to a line "  }", its own keys each beginning a line indented by three spaces (anything
-# nested in a call, a watch's events, is indented further).
-_WRITTEN = '{\n "format": '
-_INTERACTIONS = '\n "interactions": ['
-_WRITTEN_END = "\n  }\n ]\n}\n"
-_SERVER_VERSION = '\n   "call": "server_version",\n'
-
-
-def _call_values(text: str, key: str, start: int) -> Iterable[float]:
-    """The numbers a key of the calls holds, in a recording as Recording.write lays it out (found by str.find: a
-    regular expression tried at every line of the events took as long as parsing them)."""
-    needle = f'\n   "{key}": '
-    at = text.find(needle, start)
-    while at >= 0:
-        begins = at + len(needle)
-        ends = text.find("\n", begins)
-        if (seconds := _number(text[begins:ends].rstrip(","))) is not None:
-            yield seconds
-        at = text.find(needle, ends)
-
-
-def _number(text: str) -> float | None:
-    """A JSON number as a float; None for any other value (null, a string): not a time, as parsed whole."""
-    try:
-        return float(text)
-    except ValueError:
-        return None
 
 
 def known_durations(recordings: Iterable[Path], run_dir: Path, cluster: str = "", minor: str = "") -> dict[str, float]:
