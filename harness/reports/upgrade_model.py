@@ -19,10 +19,10 @@ upgrade_words.py, its screen upgrade.py.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from packaging.version import Version
 
@@ -38,6 +38,8 @@ from harness.core.expectations import (
     pull_requests,
 )
 from harness.core.records import JsonDict, origin_kind, origin_of
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -277,14 +279,22 @@ def outcome_key(expectation: Expectation | None) -> Any:
     compares every claim's two sides."""
     if expectation is None:
         return None
-    kept: dict[str, Any] = expectation.__dict__
-    if "_outcome_key" not in kept:
-        kept["_outcome_key"] = (
-            repr(expectation.value),
-            expectation.between,
-            tuple(outcome_key(o) for o in expectation.one_of),
-        )
-    return kept["_outcome_key"]
+    return worked_out_once(
+        expectation,
+        "_outcome_key",
+        lambda: (repr(expectation.value), expectation.between, tuple(outcome_key(o) for o in expectation.one_of)),
+    )
+
+
+def worked_out_once(thing: object, name: str, work: Callable[[], T]) -> T:
+    """What `work` gives for a frozen object (an expectation, a side, a change), kept in the object's __dict__ as
+    functools.cached_property keeps it, without its lock: a screen and every pair of releases ask for the same
+    again and again."""
+    kept: dict[str, Any] = thing.__dict__
+    if name not in kept:
+        kept[name] = work()
+    found: T = kept[name]
+    return found
 
 
 def steps_between(claim: Claim, before: KubeVersion, after: KubeVersion) -> tuple[Step, ...]:
@@ -421,7 +431,7 @@ class Observations:
         """The claims on a release as compare made them for these observations, by the claim's id() (the claim kept
         beside its side, so that its id() is not reused): make upgrade's every pair of releases, and a report's every
         pair of columns, meet each release again and again."""
-        sides: dict[UpgradeEnd, dict[int, tuple[Claim, Side]]] = self.__dict__.setdefault("_sides", {})
+        sides: dict[UpgradeEnd, dict[int, tuple[Claim, Side]]] = worked_out_once(self, "_sides", dict)
         return sides.setdefault(release, {})
 
 

@@ -7,30 +7,17 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from harness.core.expectations import PASS, Claim
-from harness.reports.upgrade_model import ClaimChange, Side, Upgrade, UpgradeEnd
+from harness.reports.upgrade_model import ClaimChange, Side, Upgrade, UpgradeEnd, worked_out_once
 from harness.reports.wording import expected_words, words
-
-T = TypeVar("T")
 
 # ------------------------------------------------------------------------------------------ a side and a claim
 
 
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def worked_out_once(thing: object, name: str, work: Callable[[], T]) -> T:
-    """What `work` gives for a frozen object (a side, a change), kept in the object's __dict__ as
-    functools.cached_property keeps it: a screen asks for the same words many times while it fits its lines."""
-    kept: dict[str, Any] = thing.__dict__
-    if name not in kept:
-        kept[name] = work()
-    found: T = kept[name]
-    return found
 
 
 def measured_words(side: Side) -> str:
