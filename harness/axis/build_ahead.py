@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from harness.axis.release_axis import Readied
 
 # The niceness of a build ahead. Seen live, a build at the probes' priority delayed the kubelet's status reports by
-# seconds and failed timing-bound probes; a bisection's probe runs beside a build took 105-140 s against 48 s alone.
+# seconds and failed timing-bound probes; a bisection's probe runs beside a build took 103-140 s, 47-60 s niced.
 BUILD_NICENESS = 19
 
 
