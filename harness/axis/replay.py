@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.base import families, paths
+from harness.base.json_read import read_json
 
 if TYPE_CHECKING:
     import pytest
@@ -69,7 +70,7 @@ def replay(
             cwd=paths.REPO,
         )
         answer: JsonDict = json.loads(out.read_text()) if out.is_file() else {}
-    records = [json.loads(path.read_text()) for path in sorted(run_dir.glob("*/probes/*.json"))]
+    records = [read_json(path) for path in sorted(run_dir.glob("*/probes/*.json"))]
     code = answer.get("exit_code")
     return Replayed(
         int(code) if isinstance(code, int) else None,

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.base.json_read import read_json
+
 JsonDict = dict[str, Any]
 
 
@@ -160,7 +162,7 @@ def load_records(paths: Iterable[Path]) -> list[JsonDict]:
 def _read_record(path: Path) -> JsonDict:
     """One probe record, or RecordError saying why the file is not one."""
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        data = read_json(path)
     except OSError as err:
         raise RecordError(f"cannot read {path}: {err.strerror or err}") from err
     except (UnicodeDecodeError, json.JSONDecodeError) as err:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.base.json_read import read_json
 from harness.core.transport import ACTIONS, JsonDict, Rejected, Transport, WatchEvent, WatchHandle
 
 RECORDING_FORMAT = "pod-lifecycle-probes/recording/v1"
@@ -53,7 +54,7 @@ class Recording:
 
     @classmethod
     def load(cls, path: Path) -> Recording:
-        data = json.loads(path.read_text())
+        data = read_json(path)
         if data.get("format") != RECORDING_FORMAT:
             raise ValueError(f"{path}: not a recording in format {RECORDING_FORMAT} (format={data.get('format')!r})")
         return cls(data["probe"], data["origin"], data["interactions"])
