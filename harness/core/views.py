@@ -37,10 +37,14 @@ def identity(meta: JsonDict) -> Identity:
 
 def api_fields(view: object, *attributes: str) -> JsonDict:
     """A view's attributes under their API names (deletion_timestamp -> deletionTimestamp): what a timeline keeps."""
-    return {_api_name(attribute): getattr(view, attribute) for attribute in attributes}
+    return {api: getattr(view, attribute) for attribute, api in _api_names(attributes)}
 
 
-@cache  # a handful of names, asked for at every observation a timeline keeps
+@cache  # a few tuples of attributes, asked for at every observation a timeline keeps
+def _api_names(attributes: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((attribute, _api_name(attribute)) for attribute in attributes)
+
+
 def _api_name(attribute: str) -> str:
     first, *rest = attribute.split("_")
     return first + "".join(part.capitalize() for part in rest)
@@ -62,7 +66,11 @@ class ContainerView:
     @classmethod
     def from_status(cls, status: JsonDict) -> ContainerView:
         state = status.get("state") or {}
-        name = next((key for key in ("terminated", "running", "waiting") if state.get(key) is not None), "unknown")
+        for name in ("terminated", "running", "waiting"):
+            if state.get(name) is not None:
+                break
+        else:
+            name = "unknown"
         detail = state.get(name) or {}
         return cls(
             name=status.get("name", ""),
@@ -133,7 +141,10 @@ class PodView:
         spec = obj.get("spec") or {}
         status = obj.get("status") or {}
         return cls(
-            **identity(meta),
+            name=meta.get("name", ""),  # identity(meta), its fields given one by one: a view is made at every event
+            namespace=meta.get("namespace", ""),
+            uid=meta.get("uid", ""),
+            resource_version=meta.get("resourceVersion", ""),
             phase=status.get("phase"),
             reason=status.get("reason"),
             message=status.get("message"),
