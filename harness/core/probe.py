@@ -11,6 +11,7 @@ import json
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,22 @@ NODE_POLL_S = 3.0
 
 
 class ClaimsFailed(AssertionError):
-    """At least one claim did not hold (or could not be decided) on this cluster."""
+    """At least one claim did not hold (or could not be decided) on this cluster.
+
+    The timeline it is given (a copy: entries added after the failure are not its) is rendered after its message
+    when the failure is read: the tests that alter recordings raise thousands of failures and read none of them.
+    """
+
+    def __init__(self, message: str, timeline: Timeline | None = None) -> None:
+        super().__init__(message)
+        self._timeline = None if timeline is None else replace(timeline, entries=list(timeline.entries))
+        self._text: str | None = None
+
+    def __str__(self) -> str:
+        if self._text is None:
+            told = super().__str__()
+            self._text = told if self._timeline is None else f"{told}\ntimeline:\n{self._timeline.render()}"
+        return self._text
 
 
 class ClaimsUndecided(ClaimsFailed):
@@ -378,9 +394,7 @@ class Probe:
         ]
         error = ClaimsFailed if failed else ClaimsUndecided
         raise error(
-            f"{self.headline()} on Kubernetes {self.server_version}:\n"
-            + "\n".join(sections)
-            + f"{suffix}\ntimeline:\n{self.timeline.render()}"
+            f"{self.headline()} on Kubernetes {self.server_version}:\n" + "\n".join(sections) + suffix, self.timeline
         )
 
     def headline(self) -> str:
