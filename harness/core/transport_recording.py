@@ -78,7 +78,7 @@ _WRITTEN_END = "\n  }\n ]\n}\n"
 class RecordingText:
     """A recording read off the text Recording.write laid out, its calls not parsed: a recording is nearly all watch
     events, which a reader of its head, its call times or its server version does not need (parsing the 2,400
-    shipped recordings whole takes about 2 s of CPU)."""
+    shipped recordings whole takes about 1 s of CPU through orjson, 2 s through json)."""
 
     text: str
     cut: int  # where its calls begin
