@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -114,6 +115,40 @@ def test_pruning_deletes_only_the_suites_own_folders(tmp_path: Path) -> None:
     assert sorted(p.name for p in deleted) == ["run-0", "run-1"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "run-2", "run-3"]
     assert (mine / "notes.txt").read_text() == "my own notes"
+
+
+def test_pruning_beside_a_starting_run_neither_counts_nor_deletes_it(tmp_path: Path) -> None:
+    """make unit prunes while its tests run: the run folder they make meanwhile is not one of the `keep` kept."""
+    made = [outputs.new_output_dir(tmp_path, f"run-{i}") for i in range(4)]
+    for age, folder in enumerate(made[:3]):
+        os.utime(folder, (1_000_000 + age, 1_000_000 + age))
+    deleted = outputs.prune(tmp_path, 2, older_than=2_000_000)  # run-3 made after the pruning started
+    assert [p.name for p in deleted] == ["run-0"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run-1", "run-2", "run-3"]
+
+
+def test_a_folder_pruned_halfway_keeps_its_marker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Interrupted while deleting, a run folder is still the suite's own (its marker goes last): the next pruning
+    deletes the rest of it."""
+    folder = outputs.new_output_dir(tmp_path, "run-0")
+    for name in ("probes", "evidence"):
+        (folder / name).mkdir()
+        (folder / name / "record.json").write_text("{}")
+    removed: list[str] = []
+    rmtree = shutil.rmtree
+
+    def interrupted(path: Path) -> None:
+        if removed:
+            raise KeyboardInterrupt
+        removed.append(Path(path).name)
+        rmtree(path)
+
+    monkeypatch.setattr(shutil, "rmtree", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        outputs.prune(tmp_path, 0)
+    assert len(removed) == 1 and outputs.is_ours(folder)
+    monkeypatch.undo()
+    assert outputs.prune(tmp_path, 0) == [folder] and not folder.exists()
 
 
 # ----------------------------------------------------------------------------------- make atlas, through real make

@@ -14,6 +14,7 @@ import os
 import secrets
 import shutil
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -102,14 +103,30 @@ def own(folder: Path) -> Path:
     return folder if is_ours(folder) else mark(folder)
 
 
-def prune(parent: Path, keep: int) -> list[Path]:
-    """Delete all but the `keep` newest of the suite's marked folders directly under `parent`; what was deleted.
-    Folders without the marker (the user's, or older than the marker) are never touched."""
+def prune(parent: Path, keep: int, older_than: float | None = None) -> list[Path]:
+    """Delete all but the `keep` newest of the suite's marked folders directly under `parent` (of those last changed
+    before `older_than`, a time.time(), when given: a run starting beside the pruning is not counted); what was
+    deleted. Folders without the marker (the user's, or older than the marker) are never touched."""
     ours = [p for p in parent.iterdir() if p.is_dir() and not p.is_symlink() and is_ours(p)] if parent.is_dir() else []
+    if older_than is not None:
+        ours = [p for p in ours if p.stat().st_mtime < older_than]
     ours.sort(key=lambda p: p.stat().st_mtime, reverse=True)
     for folder in ours[keep:]:
-        shutil.rmtree(folder)
+        _delete(folder)
     return ours[keep:]
+
+
+def _delete(folder: Path) -> None:
+    """The folder's files, then its marker and itself: one deleted halfway (interrupted) is still the suite's."""
+    for entry in folder.iterdir():
+        if entry.name == MARKER:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    (folder / MARKER).unlink()
+    folder.rmdir()
 
 
 def _made(folder: Path) -> Path:
@@ -118,11 +135,13 @@ def _made(folder: Path) -> Path:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m harness.base.outputs prune DIR KEEP` (make unit: the last KEEP test runs' records)."""
+    """`python -m harness.base.outputs prune DIR KEEP` (make unit: the last KEEP test runs' records, pruned while the
+    tests run: a folder changed since this started is the new run's)."""
+    started = time.time()
     if len(argv) != 3 or argv[0] != "prune" or not argv[2].isdigit():
         print("usage: python -m harness.base.outputs prune DIR KEEP", file=sys.stderr)
         return 2
-    prune(Path(argv[1]), int(argv[2]))
+    prune(Path(argv[1]), int(argv[2]), older_than=started)
     return 0
 
 
