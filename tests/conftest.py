@@ -7,6 +7,9 @@
 - A module with a module-scoped fixture (runs made once and shared by its tests) is one unit of work, given
   to one worker, so the fixture is made once, and handed out before the rest; every other test is a unit of
   its own, as with `--dist load`.
+- The modules marked `mostly_waits` (their tests spend most of their time waiting on child processes, signals and
+  timers: three to six times their CPU) are one unit together, handed out first: one worker waits through them
+  while the others keep both cores busy; scattered, two of them waiting at once left a core idle.
   pytest-xdist's `--dist loadgroup` would do this by marker, but not under pytest 9: it renames test ids
   through an attribute pytest 9 no longer reads, so every marked test is scheduled on its own.
 - A `make test` started in the background by a script (`make test &`: a shell without job control) has SIGINT
@@ -51,6 +54,8 @@ if TYPE_CHECKING:
     from harness.reports import coverage
 
 MODULE_FIXTURE = re.compile(r"^@pytest\.fixture\(.*scope=\"module\"", re.M)
+MOSTLY_WAITS = re.compile(r"^pytestmark = .*\bpytest\.mark\.mostly_waits\b", re.M)
+WAITING = "the modules that mostly wait"  # their unit of work (a scope no node id has)
 
 
 PROBES_FIRST = "plp_probes_first"  # a worker's workerinput: the session's probe replays are handed out first
@@ -111,6 +116,11 @@ def shares_a_module_fixture(module: Path) -> bool:
 
 
 @cache
+def mostly_waits(module: Path) -> bool:
+    return module.suffix == ".py" and module.is_file() and bool(MOSTLY_WAITS.search(module.read_text()))
+
+
+@cache
 def reads_the_shipped_replay(module: Path) -> bool:
     return module.suffix == ".py" and module.is_file() and "shipped_replay" in module.read_text()
 
@@ -139,12 +149,17 @@ class ModulesWithSharedFixturesTogether(LoadScopeScheduling):  # type: ignore[mi
         self.indexes: dict[object, dict[str, int]] = {}  # each worker's collection: a node id's index
 
     def _split_scope(self, nodeid: str) -> str:
-        module = nodeid.split("::", 1)[0]
-        return module if shares_a_module_fixture(Path(self.config.rootpath, module)) else nodeid
+        module = Path(self.config.rootpath, nodeid.split("::", 1)[0])
+        if mostly_waits(module):
+            return WAITING
+        return nodeid.split("::", 1)[0] if shares_a_module_fixture(module) else nodeid
 
     def turn(self, scope: str) -> int:
-        """When a unit goes out: the probes, then the modules reading their records (the longest), the other
-        modules, then the other single tests (sorted stably: pytest-xdist's order within each)."""
+        """When a unit goes out: the modules that mostly wait, the probes, then the modules reading their records
+        (the longest), the other modules, then the other single tests (sorted stably: pytest-xdist's order within
+        each)."""
+        if scope == WAITING:
+            return -1
         if replays_a_probe(scope):
             return 0
         if "::" in scope:  # a single test

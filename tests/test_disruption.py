@@ -22,6 +22,8 @@ from harness.clusters.local.disruption import compact_etcd, restart_apiserver
 from harness.clusters.local.pki import Pki
 from harness.clusters.local.processes import alive, stop_process
 
+pytestmark = pytest.mark.mostly_waits  # on an API server restart's waits
+
 # A stand-in API server: HTTPS on 127.0.0.1:<port>, asking for a client certificate of the cluster's CA, 200 on
 # every GET (so /readyz answers once it listens). argv: port, certificate, key, CA.
 STAND_IN_APISERVER = """

@@ -30,6 +30,8 @@ from harness.gobuild import go as go_command
 from harness.gobuild import kubernetes as build_module
 from harness.nodeimage import base_rootfs
 
+pytestmark = pytest.mark.mostly_waits  # on signals, the processes they stop and their timers
+
 if TYPE_CHECKING:
     from tests.conftest import NodeImageBuild
 

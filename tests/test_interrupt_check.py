@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.mostly_waits  # on the processes it stops
+
 TOOL = Path(__file__).resolve().parent.parent / "tools" / "interrupt_check.py"
 
 # A command that says a phase has begun, then stops on SIGINT with 130 and one line.

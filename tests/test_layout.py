@@ -231,3 +231,14 @@ def test_the_reports_and_the_version_axis_never_branch_on_a_kinds_name() -> None
     said = {path.name: SAID_KIND.findall(path.read_text()) for path in paths}
     assert len(paths) > 10 and {name: found for name, found in said.items() if found} == {}
     assert SAID_KIND.findall('if cluster.startswith("local") or p != "kind":') == ['startswith("local"', '!= "kind"']
+
+
+def test_every_module_marked_mostly_waits_is_found_by_the_scheduler() -> None:
+    """The pytest-xdist scheduler (tests/conftest.py) reads a module's text for its `mostly_waits` mark, not its
+    markers: a module naming the mark in another way would be scheduled as any other."""
+    from tests.conftest import MOSTLY_WAITS
+
+    modules = [p for p in sorted(Path(__file__).parent.glob("test_*.py")) if p != Path(__file__)]
+    naming = [p for p in modules if "mark.mostly_waits" in p.read_text()]
+    assert len(naming) >= 5
+    assert [p.name for p in naming if not MOSTLY_WAITS.search(p.read_text())] == []

@@ -20,6 +20,8 @@ from harness.core.transport_live import LiveTransport
 from tests.doubles import pod
 from tests.fake_apiserver import Script, fake_apiserver
 
+pytestmark = pytest.mark.mostly_waits  # on the stand-in API server's delays and retries
+
 MANIFEST = {
     "apiVersion": "v1",
     "kind": "Pod",

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.mostly_waits  # on the stand-in probes' grace periods
+
 REPO = Path(__file__).resolve().parent.parent
 ALWAYS_POD = "test_always_pod_ignoring_sigterm and not default"
 

@@ -17,6 +17,8 @@ import pytest
 from harness.base.versions import Release
 from tests.test_make_probe import StandInRun, probe_with_stand_ins
 
+pytestmark = pytest.mark.mostly_waits  # on the stand-in probes' grace periods
+
 # A probe its workers run (one not marked alone) that the stand-in API server can play: its pod ignores SIGTERM and,
 # with no finalizer to hold it, is gone once Failed
 UNMARKED_POD = "test_pod_without_finalizer_ignoring_sigterm"

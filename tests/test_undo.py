@@ -11,9 +11,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from harness.base.process import Completed, InterruptedUndo
 from harness.clusters.kind.cluster import KindCluster
 from harness.clusters.kind.provider import KindProvider
+
+pytestmark = pytest.mark.mostly_waits  # on signals and the processes they stop
 
 # Ctrl-C, as a terminal sends it to its whole foreground group, 0.3 s into a 1 s undo. Run in a session of its
 # own so that the signal reaches nothing of the test run.
