@@ -11,6 +11,7 @@ import pytest
 from harness.base.run import Run
 
 if TYPE_CHECKING:
+    from harness.base.families import Family
     from harness.clusters.owner import RunClusters
     from harness.doors.plugin.choice import ChosenCluster
 
@@ -27,6 +28,8 @@ SHARED_RUN_ID = pytest.StashKey[str]()
 CLUSTER: pytest.StashKey[ChosenCluster] = pytest.StashKey()  # the cluster the options chose, resolved
 RUN_CLUSTERS: pytest.StashKey[RunClusters] = pytest.StashKey()  # their owner (harness/clusters/owner.py)
 RECORDINGS = pytest.StashKey[dict[str, list[Path]]]()  # --replay: recording files by the probe they are of
+# the family of each probe module (and the family its probe marker names, if any), found once a session
+MODULE_FAMILIES: pytest.StashKey[dict[tuple[Path, str | None], Family]] = pytest.StashKey()
 DURATIONS = pytest.StashKey[dict[str, float]]()  # --schedule: seconds per probe id (harness/doors/schedule.py)
 INTERRUPTED_LINE = pytest.StashKey[str]()  # said last, after pytest's own summary
 REFUSED_LINE = pytest.StashKey[str]()  # pytest-xdist's controller: why its workers ran no probe (no cluster)
