@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import fcntl
 import gc
+import itertools
 import json
 import os
 import re
@@ -374,3 +375,25 @@ def node_image_build_raising(monkeypatch: pytest.MonkeyPatch) -> NodeImageBuild:
         monkeypatch.setattr(node_images, "build_node_images", build)
 
     return stub
+
+
+RSA_KEYS: list[Any] = []  # the local cluster's keys, made once a process (keys_from_a_pool)
+
+
+@pytest.fixture
+def keys_from_a_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local cluster's RSA keys (2,048 bits: about 65 ms of CPU each, 25 of them in these tests) taken in order
+    from a pool kept for the process: a test's keys differ from one another, as a cluster's do; no test compares
+    keys across tests."""
+    from harness.clusters.local import pki
+
+    made = pki._key
+    handed = itertools.count()
+
+    def key() -> Any:
+        index = next(handed)
+        while len(RSA_KEYS) <= index:
+            RSA_KEYS.append(made())
+        return RSA_KEYS[index]
+
+    monkeypatch.setattr(pki, "_key", key)

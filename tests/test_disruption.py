@@ -89,7 +89,7 @@ class _EtcdHandler(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def etcd(tmp_path: Path) -> Iterator[StandInEtcd]:
+def etcd(tmp_path: Path, keys_from_a_pool: None) -> Iterator[StandInEtcd]:
     server = StandInEtcd(Pki(tmp_path / "pki" / "etcd"))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

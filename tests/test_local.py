@@ -65,7 +65,9 @@ def test_the_pause_tag_is_kubeadms_constant(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------- certificates
 
 
-def test_certificates_are_signed_by_the_clusters_ca_with_their_identities(tmp_path: Path) -> None:
+def test_certificates_are_signed_by_the_clusters_ca_with_their_identities(
+    tmp_path: Path, keys_from_a_pool: None
+) -> None:
     pki = Pki(tmp_path)
     cert_file, _ = pki.issue("kubelet", "system:node:n", "system:nodes", server=True, ips=("192.0.2.2",))
     ca = x509.load_pem_x509_certificate(pki.ca_file.read_bytes())
@@ -77,7 +79,9 @@ def test_certificates_are_signed_by_the_clusters_ca_with_their_identities(tmp_pa
     assert oct((tmp_path / "kubelet.key").stat().st_mode & 0o777) == "0o600"
 
 
-def test_every_private_key_is_readable_by_its_owner_only_even_where_a_file_was_left(tmp_path: Path) -> None:
+def test_every_private_key_is_readable_by_its_owner_only_even_where_a_file_was_left(
+    tmp_path: Path, keys_from_a_pool: None
+) -> None:
     (tmp_path / "sa.key").write_text("left by an earlier cluster")
     (tmp_path / "sa.key").chmod(0o644)
     pki = Pki(tmp_path)
@@ -88,7 +92,7 @@ def test_every_private_key_is_readable_by_its_owner_only_even_where_a_file_was_l
     assert pki.ca_key_file == tmp_path / "ca.key" and pki.ca_file == tmp_path / "ca.crt"
 
 
-def test_kubeconfigs_load_with_the_official_client(tmp_path: Path) -> None:
+def test_kubeconfigs_load_with_the_official_client(tmp_path: Path, keys_from_a_pool: None) -> None:
     pki = Pki(tmp_path)
     cert, key = pki.issue("admin", "kubernetes-admin", "system:masters")
     path = pki.kubeconfig(tmp_path / "admin.kubeconfig", "https://192.0.2.2:6443", "admin", cert, key, "plp-x")

@@ -57,7 +57,9 @@ def test_the_api_server_reaches_etcd_over_tls_with_the_one_client_certificate(tm
     }
 
 
-def test_etcds_ca_signs_no_client_certificate_but_the_api_servers_and_its_own_peer_one(tmp_path: Path) -> None:
+def test_etcds_ca_signs_no_client_certificate_but_the_api_servers_and_its_own_peer_one(
+    tmp_path: Path, keys_from_a_pool: None
+) -> None:
     cluster = local.LocalCluster("plp-test", Build("v1.27.3", tmp_path / "build", {}), tmp_path / "logs", tmp_path)
     cluster.state.mkdir()
     pki = cluster._make_etcd_pki()
