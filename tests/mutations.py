@@ -237,11 +237,12 @@ def mutated(recording: Recording, mutation: Callable[[Recording], bool]) -> Reco
     """A copy of the recording, altered; None when the mutation does not apply to it.
 
     Only the Pod watch's list of events is copied (a mutation replaces events, never changes one in place, and a
-    replay only reads them): a deep copy of every recording for every mutation would cost more than the replays.
+    replay only reads them): a deep copy of every recording for every mutation would cost more than the replays. So
+    the copy shares the views the recording's replays made of its objects (Recording.views).
     """
     if not any(s["call"] == "watch" and s["request"]["kind"] == "Pod" for s in recording.interactions):
         return None  # the API server refused the pod (a field before its release): no pod events to alter
     watch = pod_watch(recording)
     steps = [{**step, "events": list(step["events"])} if step is watch else step for step in recording.interactions]
-    copied = Recording(recording.probe, recording.origin, steps)
+    copied = Recording(recording.probe, recording.origin, steps, recording.views)
     return copied if mutation(copied) else None

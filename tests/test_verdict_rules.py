@@ -130,7 +130,7 @@ def with_its_own_watches(recording: Recording) -> Recording:
     events, never changes an event): the rest is shared, a replay only reads it. Parsing the file again, or a deep
     copy, cost more than the replay."""
     steps = [{**step} if step["call"] == "watch" else step for step in recording.interactions]
-    return Recording(recording.probe, recording.origin, steps)
+    return Recording(recording.probe, recording.origin, steps, recording.views)
 
 
 def lose_before_every_stretch(recording: Recording, probe: Probe) -> int:

@@ -7,7 +7,7 @@ from typing import Any, Generic, Self
 
 from harness.core.basis import Basis, Gap, Moment, Step
 from harness.core.timeline import Sighting, Timeline, V
-from harness.core.transport import WatchEvent, WatchHandle
+from harness.core.transport import ViewMemo, WatchEvent, WatchHandle
 from harness.core.views import (
     EndpointsView,
     JobView,
@@ -65,13 +65,16 @@ class Observer(Generic[V]):
         kind: str,
         initial: Iterable[JsonDict] = (),
         focus: str | None = None,
+        views: ViewMemo | None = None,
     ) -> None:
+        """`views`: the views made of objects already (a replay's), shared; None: each object's view made anew."""
         self._handle = handle
         self._timeline = timeline
         self._now = now
         self.kind = kind
         self.focus = focus
-        self._view: Callable[[JsonDict], V] = VIEWS[kind]
+        self._make_view: Callable[[JsonDict], V] = VIEWS[kind]
+        self._views = views
         self.states: dict[str, V] = {}  # by uid: each object's latest state, in the order first seen
         self.deleted: set[str] = set()  # uids of the objects seen deleted (DELETED, or missing from a re-list)
         self.listed: set[str] = set()  # uids of the objects that existed when the watch began (its initial list)
@@ -131,6 +134,19 @@ class Observer(Generic[V]):
 
     def source(self, name: str) -> str:
         return f"{self.kind.lower()}/{name}"
+
+    def _view(self, obj: JsonDict) -> V:
+        """The view of an object as it was observed (made once per object in a replay: harness/core/transport.py
+        ViewMemo)."""
+        if self._views is None:
+            return self._make_view(obj)
+        made = self._views.get((self.kind, id(obj)))
+        if made is not None and made[0] is obj:
+            view: V = made[1]
+            return view
+        view = self._make_view(obj)
+        self._views[self.kind, id(obj)] = (obj, view)
+        return view
 
     def _record(self, t: float, view: V) -> None:
         uid = key_of(view)

@@ -155,7 +155,9 @@ class Probe:
     def watch_pod(self, pod: PodView) -> PodObserver:
         """Watch a pod from the version last seen, so no later change is missed."""
         handle = self.transport.watch("Pod", self.namespace, pod.name, pod.resource_version)
-        observer = PodObserver(handle, self.timeline, self.transport.now, "Pod", initial=[pod.raw], focus=pod.name)
+        observer = PodObserver(
+            handle, self.timeline, self.transport.now, "Pod", [pod.raw], pod.name, self.transport.views
+        )
         self._observers.append(observer)
         return observer
 
@@ -208,7 +210,8 @@ class Probe:
             raise NotServed(f"the API server ({self.server_version}) does not serve the API version used for {kind}")
         handle = self.transport.watch(kind, self.namespace, None, listing["metadata"]["resourceVersion"])
         observer_class = PodObserver if kind == "Pod" else Observer
-        observer = observer_class(handle, self.timeline, self.transport.now, kind, listing.get("items", []), focus)
+        items = listing.get("items", [])
+        observer = observer_class(handle, self.timeline, self.transport.now, kind, items, focus, self.transport.views)
         self._observers.append(observer)
         return observer
 

@@ -18,6 +18,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 JsonDict = dict[str, Any]
+# The view made of each object a replay's watches showed, by the observed kind and the object's id(), with the
+# object itself (kept, so that no other object takes its id): the copies a test makes of a recording, which share
+# its objects and never change one, share it too (harness/core/transport_recording.py Recording.views).
+ViewMemo = dict[tuple[str, int], tuple[JsonDict, Any]]
 # Calls that act on the cluster: their start is the instant the action happened (also when replayed).
 ACTIONS = frozenset({"create", "delete", "patch", "evict", "node_shutdown"})
 
@@ -63,6 +67,7 @@ class Transport(ABC):
     """
 
     node_access: bool  # False on clusters the suite did not create: node checks are "not observable"
+    views: ViewMemo | None = None  # a replay's: the views its observers made of the recording's objects
 
     @abstractmethod
     def now(self) -> float: ...

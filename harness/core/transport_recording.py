@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.base.json_read import read_json
-from harness.core.transport import ACTIONS, JsonDict, Rejected, Transport, WatchEvent, WatchHandle
+from harness.core.transport import ACTIONS, JsonDict, Rejected, Transport, ViewMemo, WatchEvent, WatchHandle
 
 RECORDING_FORMAT = "pod-lifecycle-probes/recording/v1"
 # How Recording.write begins a file: its format, then the probe it is of (all --replay's collection needs of it).
@@ -27,6 +27,10 @@ class Recording:
     probe: str
     origin: JsonDict
     interactions: list[JsonDict] = field(default_factory=list)
+    # The views its replays made of its objects (harness/core/transport.py ViewMemo): a copy that shares its
+    # objects and never changes one in place may share them (the tests that replay a recording several times, a
+    # watch's events altered or lost, make each view once).
+    views: ViewMemo = field(default_factory=dict, repr=False, compare=False)
 
     def to_json(self) -> JsonDict:
         return {

@@ -24,6 +24,7 @@ class ReplayTransport(Transport):
     def __init__(self, recording: Recording, node_access: bool = True) -> None:
         self.recording = recording
         self.node_access = node_access and recording.origin.get("node_access", True)
+        self.views = recording.views
         self._steps = list(recording.interactions)
         self._position = 0
         self._now = 0.0
