@@ -13,7 +13,6 @@ import contextlib
 import importlib
 from collections.abc import Callable
 
-from harness.base.json_copy import json_copy
 from harness.base.run import Run
 from harness.core.probe import ClaimsFailed, Probe
 from harness.core.transport import JsonDict
@@ -129,7 +128,9 @@ def rejected_sibling(recording: Recording) -> bool:
     if step is not None:
         created_at = max(created_at, float(step["t_start"]) - 0.002)
     failed_at = created_at + 0.003
-    sibling = json_copy(template["object"])
+    # Its own metadata and status, the rest shared with the template (a replay only reads it): a copy of the whole pod
+    # for each recording cost more than its replays
+    sibling = {**template["object"], "metadata": dict(template["object"]["metadata"])}
     meta = sibling["metadata"]
     meta["name"] = f"{meta.get('generateName') or meta['name'] + '-'}rejected"
     meta["uid"] = "sibling-" + meta["uid"][8:]
@@ -137,8 +138,7 @@ def rejected_sibling(recording: Recording) -> bool:
         meta.pop(key, None)
     sibling["status"] = {"phase": "Pending"}
     _insert(events, {"t": round(created_at, 4), "type": "ADDED", "object": sibling})
-    failed = json_copy(sibling)
-    failed["status"] = dict(REJECTED_STATUS)
+    failed = {**sibling, "metadata": dict(meta), "status": dict(REJECTED_STATUS)}
     _insert(events, {"t": round(failed_at, 4), "type": "MODIFIED", "object": failed})
     return True
 
