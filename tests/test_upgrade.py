@@ -560,12 +560,16 @@ def test_the_answer_is_one_screen_at_every_pair_of_recorded_releases(
         assert cited <= shown or cut, (given_from, given_to)
         # each behaviour is named: the release it changed in, and its family (or the claim, one a line)
         verb = "undoes" if found.rollback else "in"
+        by_lead: dict[str, list[str]] = {}  # each line by its start up to its first " (": '  in 1.27.0-rc.0 ('
+        for line in lines:
+            if " (" in line:
+                by_lead.setdefault(line[: line.index(" (") + 2], []).append(line)
         for change in found.changed:
             step = change.key_step
             named = (change.family.name, change.claim.id)
             assert cut or any(
-                line.startswith(f"  {verb} {step.release if step else ''} (") and any(f" {n}:" in line for n in named)
-                for line in lines
+                any(f" {n}:" in line for n in named)
+                for line in by_lead.get(f"  {verb} {step.release if step else ''} (", [])
             ), (given_from, given_to, change.claim.id)
 
 

@@ -179,14 +179,16 @@ class Upgrade:
         on_the_way: list[ClaimChange] = []
         same_race: list[ClaimChange] = []
         disagreeing: list[ClaimChange] = []
-        for c in self.claims:
-            if c.changes:
-                (raced if c.race else changed).append(c)
+        for c in self.claims:  # c.changes and c.race, their properties unfolded: every pair sorts every claim
+            before, after = c.before, c.after
+            race = before.race or after.race
+            if outcome_key(before.expectation) != outcome_key(after.expectation):
+                (raced if race else changed).append(c)
             elif c.steps:
                 on_the_way.append(c)
-            elif c.race:
+            elif race:
                 same_race.append(c)
-            if c.before.disagrees or c.after.disagrees:
+            if before.disagrees or after.disagrees:
                 disagreeing.append(c)
         return tuple(changed), tuple(raced), tuple(on_the_way), tuple(same_race), tuple(disagreeing)
 
@@ -302,9 +304,16 @@ def steps_between(claim: Claim, before: KubeVersion, after: KubeVersion) -> tupl
     rollback, before later than after: the same releases, oldest first, which the way back undoes)."""
     low, high = (before, after) if before.version <= after.version else (after, before)
     (expectation, first), (_, end) = _reading(claim, low), _reading(claim, high)
+    return _steps(claim, expectation, first, end)
+
+
+def _steps(claim: Claim, expectation: Expectation | None, first: int, end: int) -> tuple[Step, ...]:
+    """The steps of _transitions[first:end] (the boundaries in (low, high]) from `expectation`, the one on low."""
+    if first >= end:  # no boundary between: most claims at most pairs of releases
+        return ()
     current = outcome_key(expectation)
     steps = []
-    for _, key, step in _transitions(claim)[first:end]:  # the boundaries in (low, high]
+    for _, key, step in _transitions(claim)[first:end]:
         if key != current:
             steps.append(step)
             current = key
@@ -427,11 +436,12 @@ class Observations:
         records = list(records)
         return cls(live_observations(records, claims_loader), live_runtimes(records), frozenset(also_ran))
 
-    def sides_on(self, release: UpgradeEnd) -> dict[int, tuple[Claim, Side]]:
+    def sides_on(self, release: UpgradeEnd) -> dict[int, tuple[Claim, Side, int]]:
         """The claims on a release as compare made them for these observations, by the claim's id() (the claim kept
-        beside its side, so that its id() is not reused): make upgrade's every pair of releases, and a report's every
-        pair of columns, meet each release again and again."""
-        sides: dict[UpgradeEnd, dict[int, tuple[Claim, Side]]] = worked_out_once(self, "_sides", dict)
+        beside its side, so that its id() is not reused), each with how many of its boundaries are at or before the
+        release (_reading): make upgrade's every pair of releases, and a report's every pair of columns, meet each
+        release again and again."""
+        sides: dict[UpgradeEnd, dict[int, tuple[Claim, Side, int]]] = worked_out_once(self, "_sides", dict)
         return sides.setdefault(release, {})
 
 
@@ -459,25 +469,27 @@ def compare(
         for claim in claims.values():
             if only is not None and claim.id not in only:
                 continue
-            sides = [
-                _side(claim, release, key, observed, known)
-                for release, key, known in ((before, keys[0], made[0]), (after, keys[1], made[1]))
-            ]
-            steps = steps_between(claim, before.version, after.version)
-            out.append(ClaimChange(claim, family, sides[0], sides[1], steps, rollback))
+            _, side_before, first_before = _side(claim, before, keys[0], observed, made[0])
+            _, side_after, first_after = _side(claim, after, keys[1], observed, made[1])
+            if rollback:  # as steps_between: the boundaries in (after, before], from the expectation on after
+                steps = _steps(claim, side_after.expectation, first_after, first_before)
+            else:
+                steps = _steps(claim, side_before.expectation, first_before, first_after)
+            out.append(ClaimChange(claim, family, side_before, side_after, steps, rollback))
     return Upgrade(before, after, out, list(sources))
 
 
 def _side(
-    claim: Claim, release: UpgradeEnd, key: str, observed: Observations, made: dict[int, tuple[Claim, Side]]
-) -> Side:
-    """The claim on a release (`key`: its release_key) with what was seen live there, made once (`made`:
-    Observations.sides_on the release)."""
+    claim: Claim, release: UpgradeEnd, key: str, observed: Observations, made: dict[int, tuple[Claim, Side, int]]
+) -> tuple[Claim, Side, int]:
+    """The claim on a release (`key`: its release_key) with what was seen live there, and how many of its
+    boundaries are at or before the release, made once (`made`: Observations.sides_on the release)."""
     known = made.get(id(claim))
     if known is None or known[0] is not claim:
-        side = Side(release, expectation_on(claim, release.version), tuple(observed.seen.get((claim.id, key), ())))
-        known = made[id(claim)] = (claim, side)
-    return known[1]
+        expectation, first = _reading(claim, release.version)
+        side = Side(release, expectation, tuple(observed.seen.get((claim.id, key), ())))
+        known = made[id(claim)] = (claim, side, first)
+    return known
 
 
 def _with_runtimes(release: UpgradeEnd, observed: Observations) -> UpgradeEnd:
