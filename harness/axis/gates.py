@@ -71,13 +71,18 @@ def gate_state(gate: str, version: str | KubeVersion) -> GateState | None:
         raise NotRead(f"{_release(version)}: {status}")
     gates = _ledger()["gates"]
     assert isinstance(gates, dict)
-    changes = gates[gate]
-    at = sort_key(_release(version))
-    state = "absent"
-    for release, text in changes:
-        if sort_key(release) <= at:
-            state = text
-    return GateState.parse(state)
+    if gate not in gates:
+        raise KeyError(gate)  # a gate no release ever had
+    return _state_at(_read_changes(gate), sort_key(_release(version)))
+
+
+def _state_at(changes: tuple[tuple[Version, GateState | None], ...], at: Version) -> GateState | None:
+    """The state of the last of a gate's changes (_read_changes) at or before `at`, in the ledger's order."""
+    state = None
+    for release, read in changes:
+        if release <= at:
+            state = read
+    return state
 
 
 def _release(version: str | KubeVersion) -> str:
@@ -105,6 +110,13 @@ def _changes(gate: str) -> list[tuple[str, str]]:
     return [(str(release), str(text)) for release, text in gates[gate]]
 
 
+@cache
+def _read_changes(gate: str) -> tuple[tuple[Version, GateState | None], ...]:
+    """The gate's changes in the ledger's order, each release and state read once a process: the ledger does not
+    change within a run, and patch_default_changes asks every gate's state at every read release."""
+    return tuple((sort_key(release), GateState.parse(text)) for release, text in _changes(gate))
+
+
 def effective_default(gate: str, version: str | KubeVersion) -> bool:
     """Whether the gate is on by default at a release: its default; a gate not there yet is off, and a removed one
     keeps the default it last had (removed after GA: on, its code path the only one left; dropped while off: off).
@@ -112,9 +124,12 @@ def effective_default(gate: str, version: str | KubeVersion) -> bool:
     state = gate_state(gate, version)
     if state is not None:
         return state.default
-    at = sort_key(_release(version))
-    before = [GateState.parse(text) for release, text in _changes(gate) if _upstream_of(sort_key(release), at)]
-    present = [s for s in before if s is not None]
+    return _absent_default(_read_changes(gate), sort_key(_release(version)))
+
+
+def _absent_default(changes: tuple[tuple[Version, GateState | None], ...], at: Version) -> bool:
+    """effective_default where the gate is absent at `at`: off before it came, else the default it last had."""
+    present = [read for release, read in changes if read is not None and _upstream_of(release, at)]
     return bool(present) and present[-1].default
 
 
@@ -222,14 +237,15 @@ class PatchChange:
 
 def patch_default_changes() -> list[PatchChange]:
     """Every change of a gate's effective default inside a patch line, as the ledger's read releases show it."""
-    read = [r for r in published_releases() if release_status(r) == "read"]
+    read = [(r, sort_key(r)) for r in published_releases() if release_status(r) == "read"]
     out: list[PatchChange] = []
     for gate in known_gates():
+        changes = _read_changes(gate)
         last_of_minor: dict[tuple[int, int], tuple[str, bool]] = {}
-        for release in read:
-            version = sort_key(release)
+        for release, version in read:  # every gate at every read release: effective_default, its checks done once
             minor = (version.major, version.minor)
-            on = effective_default(gate, release)
+            state = _state_at(changes, version)
+            on = state.default if state is not None else _absent_default(changes, version)
             previous = last_of_minor.get(minor)
             if previous is not None and previous[1] != on and not version.is_prerelease and version.micro >= 1:
                 out.append(PatchChange(gate, previous[0], release, on))
