@@ -179,16 +179,17 @@ class Upgrade:
         on_the_way: list[ClaimChange] = []
         same_race: list[ClaimChange] = []
         disagreeing: list[ClaimChange] = []
-        for c in self.claims:  # c.changes and c.race, their properties unfolded: every pair sorts every claim
-            before, after = c.before, c.after
-            race = before.race or after.race
-            if outcome_key(before.expectation) != outcome_key(after.expectation):
+        for c in self.claims:  # c.changes and c.race from each side's traits: every pair sorts every claim
+            key_before, race_before, disagrees_before = _traits(c.before)
+            key_after, race_after, disagrees_after = _traits(c.after)
+            race = race_before or race_after
+            if key_before != key_after:
                 (raced if race else changed).append(c)
             elif c.steps:
                 on_the_way.append(c)
             elif race:
                 same_race.append(c)
-            if before.disagrees or after.disagrees:
+            if disagrees_before or disagrees_after:
                 disagreeing.append(c)
         return tuple(changed), tuple(raced), tuple(on_the_way), tuple(same_race), tuple(disagreeing)
 
@@ -211,6 +212,15 @@ class Upgrade:
         if self.disagreeing:
             parts.append(f"{len(self.disagreeing)} seen otherwise than expected")
         return ", ".join(parts)
+
+
+def _traits(side: Side) -> tuple[Any, bool, bool]:
+    """A side's outcome_key, race and disagrees, worked out once a side (compare makes each side once a release)."""
+    kept: dict[str, Any] = side.__dict__
+    found: tuple[Any, bool, bool] | None = kept.get("_traits")
+    if found is None:
+        found = kept["_traits"] = (outcome_key(side.expectation), side.race, side.disagrees)
+    return found
 
 
 # ------------------------------------------------------------------------------------------ the releases on the way
