@@ -121,14 +121,12 @@ def report_matrix(
     """The behaviour matrix of the records, with what changes between FROM and TO when either is given; Refused when
     FROM and TO cannot be used or no record reached a server (`where`: where the records were read). `runtimes`: the
     runs of make matrix entries that named a runtime, each its own column (harness/axis/matrix.py entry_runtimes)."""
-    chosen = None
+    ends = None
     if from_version or to_version:
         try:
-            before, after = releases(from_version, to_version, records)
+            ends = releases(from_version, to_version, records)
         except Refusal as err:
             raise Refused(BAD, str(err)) from err
-        said = f"live: the {sum(records_module.origin_kind(r) == 'live' for r in records)} live records under RUNS"
-        chosen = upgrade_model.compare(before, after, records, [said])
     built = report_reading.build_matrix(records, runtimes=runtimes)
     if not built.versions:
         raise Refused(
@@ -136,6 +134,11 @@ def report_matrix(
             f"{len(records)} records, none from a run that reached a server: looked for probe records "
             f"(probes/*.json) under {where}",
         )
+    chosen = None
+    if ends is not None:  # read from the matrix's observations of the records: judged once, not twice
+        said = f"live: the {sum(records_module.origin_kind(r) == 'live' for r in records)} live records under RUNS"
+        observed = built.observations or upgrade_model.Observations.of(records)
+        chosen = upgrade_model.compare(*ends, observed, [said])
     return built, chosen
 
 
