@@ -217,9 +217,10 @@ typecheck: refuse-cluster $(STAMP)
 # good part of the tests waits on child processes, so a third worker on 2 cores took 48.5 s against 55.3 s
 # for two (and 49.2 s for four). Counted only for the targets that take it (unit, atlas), where their recipes run:
 # counted when the Makefile was read, every make call started a Python for it (0.1 s of CPU; the tests make some
-# sixty make calls).
+# sixty make calls). Counted by nproc (the cores this process may run on, as os.sched_getaffinity counts them), not
+# by a Python: a python3 reached through pyenv's shim took 0.11 s of CPU to start, nproc none.
 ifeq ($(origin TEST_WORKERS),undefined)
-unit atlas: export TEST_WORKERS = $(shell $(PYTHON) -c "import os; print(len(os.sched_getaffinity(0)) + 1)" 2>/dev/null || echo auto)
+unit atlas: export TEST_WORKERS = $(shell cores=$$(nproc 2>/dev/null) && echo $$((cores + 1)) || echo auto)
 endif
 # The tests' Python bytecode, pytest's rewritten test modules among it, is kept in .venv/pycache even where
 # PYTHONDONTWRITEBYTECODE is set: else every worker and every child process compiles the tests again (2 s of CPU
