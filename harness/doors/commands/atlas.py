@@ -14,14 +14,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness.axis.replay import replay
 from harness.base import outputs
 from harness.base.inputs import BadInput
-from harness.core import records as records_module
-from harness.doors.commands.housekeeping import report_matrix
 from harness.doors.commands.refusal import BAD, Refused, refuse, selection_problem
-from harness.doors.commands.upgrade import Refusal, releases
-from harness.reports import report as report_module
 
 
 def workers(text: str) -> str:
@@ -32,19 +27,27 @@ def workers(text: str) -> str:
 
 
 def run_atlas_command(args: argparse.Namespace) -> int:
-    """Check every input, replay into a new folder, report, then swap the new atlas in."""
+    """Check every input, replay into a new folder, report, then swap the new atlas in. The replay's and the
+    report's modules are imported only once the inputs are known good: a refusal loads none of them."""
     try:
         atlas = outputs.check_output_dir(args.atlas, "ATLAS")
-        if args.from_version or args.to_version:
-            releases(args.from_version, args.to_version, [])  # known from the recordings' names: no replay yet
     except BadInput as err:
         return refuse(BAD, str(err))
-    except Refusal as err:
-        return refuse(BAD, str(err))
+    if args.from_version or args.to_version:
+        from harness.doors.commands.upgrade import Refusal, releases
+
+        try:
+            releases(args.from_version, args.to_version, [])  # known from the recordings' names: no replay yet
+        except (BadInput, Refusal) as err:
+            return refuse(BAD, str(err))
     if args.probe:
         with tempfile.TemporaryDirectory(prefix="plp-atlas-selection-") as scratch:
             if not_selected := selection_problem(args.probe, scratch):
                 return refuse(*not_selected)
+    from harness.core import records as records_module
+    from harness.doors.commands.housekeeping import report_matrix
+    from harness.reports import report as report_module
+
     try:
         with outputs.replacing(atlas) as staging:
             code = _replay(staging / "records", args.probe, args.workers)
@@ -74,4 +77,6 @@ class _ReplayFailed(Exception):
 
 def _replay(run_dir: Path, probe: str, worker_count: str) -> int:
     """pytest on the shipped recordings, its output shown as make test's; its exit code."""
+    from harness.axis.replay import replay
+
     return replay(run_dir, select=probe, workers=worker_count, shown=True).returncode
