@@ -14,7 +14,6 @@ What is left — wrong types, values outside an enum, malformed formats — is a
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,10 +25,16 @@ from harness.base.versions import KubeVersion
 if TYPE_CHECKING:
     from referencing import Registry
 
-SCHEMA_PACKAGE_VERSION = importlib.metadata.version("kubernetes-validate")
+# jsonschema, referencing and kubernetes-validate (and importlib.metadata, for its version) are imported when a
+# manifest is first checked, not with this module: the harness refuses bad input before that without waiting for them.
 
-# jsonschema, referencing and kubernetes-validate are imported when a manifest is first checked, not with this
-# module: the harness refuses bad input before that without waiting for them.
+
+@functools.cache
+def schema_package_version() -> str:
+    """The installed kubernetes-validate's version, whose schemas the manifests are checked against."""
+    import importlib.metadata
+
+    return importlib.metadata.version("kubernetes-validate")
 
 
 def _schema_files() -> Any:  # kubernetes_validate.utils (the package has no type information)
@@ -111,7 +116,7 @@ def check_manifests(version: KubeVersion, directory: Path | None = None) -> tupl
     schema = schema_version(version)
     if schema is None:
         return [], (
-            f"manifests not checked against a schema: kubernetes-validate {SCHEMA_PACKAGE_VERSION} has none "
+            f"manifests not checked against a schema: kubernetes-validate {schema_package_version()} has none "
             f"for Kubernetes {version} (the server still validates them at create)"
         )
     as_their_overlays = templates(directory)  # read once: each reads every manifest
