@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.axis import radar
-from harness.axis.releases import catalogued
 from harness.base import inputs
 from harness.base.paths import TOOLS
 from harness.base.process import run_through_interrupt
@@ -20,10 +18,9 @@ from harness.base.run import new_run_id
 from harness.base.versions import KubeVersion, Release
 from harness.core.records import RecordError, load_records
 from harness.doors.commands.refusal import BAD, MISSING, NOTHING_TO_RUN, refuse, selection_problem
-from harness.doors.commands.version_axis import axis_host_refusal, release_axis
-from harness.gobuild import go as go_command
-from harness.gobuild import modules as go_modules
-from harness.reports import coverage
+
+# The axis, the Go module proxy's and the report's modules are imported where they are first used, after the
+# inputs are checked: a refused BASELINE or TRIES loads none of them.
 
 JsonDict = dict[str, Any]
 
@@ -43,6 +40,11 @@ class Steps:
 def release_steps(args: argparse.Namespace, tools: Path = TOOLS) -> Steps:
     """The radar on the kind CLUSTER names (releases built here, or kind node images of them with SOURCE=...); the
     proxy asked through Go with the builds' own Go environment and module cache under `tools`."""
+    from harness.axis.releases import catalogued
+    from harness.doors.commands.version_axis import release_axis
+    from harness.gobuild import modules as go_modules
+    from harness.reports import coverage
+
     _, axis = release_axis(args, tools)
     named: dict[str, Release] = {}
 
@@ -96,6 +98,8 @@ def run_radar_command(args: argparse.Namespace) -> int:
     inputs.check_run_dir(args.run_dir)
     if args.probe and (not_selected := selection_problem(args.probe, args.run_dir)):
         return refuse(*not_selected)
+    from harness.doors.commands.version_axis import axis_host_refusal, release_axis
+
     _, axis = release_axis(args)
     # the proxy is asked through Go, as a build here asks it; a kind whose releases are built here checks its host
     if refused := axis_host_refusal(axis, one_at_a_time=True, go=True, host=axis.builds_here):
@@ -105,6 +109,9 @@ def run_radar_command(args: argparse.Namespace) -> int:
 
 def run_radar(args: argparse.Namespace, steps: Steps) -> int:
     """Resolve the newest served pre-release, build the newest that builds, probe it and the baseline, compare."""
+    from harness.axis import radar
+    from harness.gobuild import go as go_command
+
     try:
         listed = steps.listed()
     except go_command.BuildError as err:
@@ -156,6 +163,9 @@ def _baseline(
     args: argparse.Namespace, steps: Steps, release: KubeVersion, base: Path
 ) -> tuple[str, list[JsonDict], str]:
     """(the release the pre-release is compared with, its records, where they come from)."""
+    from harness.axis import radar
+    from harness.doors.commands.version_axis import release_axis
+
     if args.baseline:
         records = load_records([Path(args.baseline)])
         versions = sorted({str(r.get("server_version")) for r in records if r.get("server_version")})
