@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.axis.matrix import entry_runtimes
 from harness.base import inputs, outputs, paths
@@ -26,9 +27,12 @@ from harness.doors.commands.refusal import (
     missing_arguments,
     refuse,
 )
-from harness.doors.commands.upgrade import Refusal, releases
-from harness.reports import report as report_module
-from harness.reports import report_model, report_reading, upgrade_model
+
+if TYPE_CHECKING:
+    from harness.reports import report_model, upgrade_model
+
+# The report's modules are imported where a report is made, after its inputs are checked: make report refused (RUNS
+# not there) and the commands that only may report (make matrix, make bisect) load none of them before then.
 
 
 def run_clean_command(args: argparse.Namespace) -> int:
@@ -69,6 +73,8 @@ def run_report_command(args: argparse.Namespace) -> int:
         return refuse(BAD, str(err))
     except Refused as refused:
         return refuse(refused.kind, refused.problem)
+    from harness.reports import report as report_module
+
     try:
         if out is None:
             out = outputs.new_output_dir(report_home(args.runs), f"report-{new_run_id()}")
@@ -121,6 +127,9 @@ def report_matrix(
     """The behaviour matrix of the records, with what changes between FROM and TO when either is given; Refused when
     FROM and TO cannot be used or no record reached a server (`where`: where the records were read). `runtimes`: the
     runs of make matrix entries that named a runtime, each its own column (harness/axis/matrix.py entry_runtimes)."""
+    from harness.doors.commands.upgrade import Refusal, releases
+    from harness.reports import report_reading, upgrade_model
+
     ends = None
     if from_version or to_version:
         try:
