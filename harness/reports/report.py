@@ -203,14 +203,33 @@ def _render(template: str, **context: Any) -> str:
 def drawings(matrix: Matrix) -> dict[str, str]:
     """Each probe's timeline drawing (SVG), by probe."""
     return {
-        probe: timeline_svg.draw(
+        probe: _drawing(
             matrix.scenarios[probe].title if probe in matrix.scenarios else probe,
             series,
-            matrix.timeline_tags.get(probe),
+            matrix.timeline_tags.get(probe) or {},
             matrix.anchors.get(probe, "anchor action"),
         )
         for probe, series in matrix.timelines.items()
     }
+
+
+# Drawings made in this process, by their title, rows (each row's label and the very list of entries it draws, which
+# is its record's own, never changed once read), tags and anchor; each kept with those lists, so that their id()s are
+# not reused while it is kept. Matrices of the same records (a report's pages, the tests' matrices of one replay with
+# other expectations or records beside) draw a probe's timeline once.
+_DRAWN: dict[tuple[Any, ...], tuple[str, tuple[list[JsonDict], ...]]] = {}
+_DRAWN_KEPT = 512
+
+
+def _drawing(title: str, series: dict[str, list[JsonDict]], tags: dict[str, str], anchor: str) -> str:
+    """timeline_svg.draw of a probe's rows, drawn once a process for the same entries."""
+    rows = tuple((label, id(entries), len(entries)) for label, entries in series.items())
+    key = (title, rows, tuple(tags.items()), anchor)
+    if key not in _DRAWN:
+        if len(_DRAWN) >= _DRAWN_KEPT:
+            _DRAWN.clear()
+        _DRAWN[key] = (timeline_svg.draw(title, series, tags, anchor), tuple(series.values()))
+    return _DRAWN[key][0]
 
 
 def render_html(matrix: Matrix, svgs: dict[str, str] | None = None, upgrade: Upgrade | None = None) -> str:
