@@ -50,11 +50,18 @@ def atlas(shipped_replay: ShippedReplay) -> list[dict[str, Any]]:
     return shipped_replay.records
 
 
-def between(atlas: list[dict[str, Any]], given_from: str, given_to: str) -> upgrade_model.Upgrade:
+@pytest.fixture(scope="module")
+def observed(atlas: list[dict[str, Any]]) -> upgrade_model.Observations:
+    """What the atlas's live records saw, judged once for the module: compare reads records so (0.14 s of CPU each
+    time), and the tests compare the same atlas again and again."""
+    return upgrade_model.Observations.of(atlas)
+
+
+def between(observed: upgrade_model.Observations, given_from: str, given_to: str) -> upgrade_model.Upgrade:
     return upgrade_model.compare(
         upgrade_ends.resolve(upgrade_ends.read_end(given_from, "FROM"), "FROM"),
         upgrade_ends.resolve(upgrade_ends.read_end(given_to, "TO"), "TO"),
-        atlas,
+        observed,
         ["test"],
     )
 
@@ -94,9 +101,9 @@ def test_the_atlas_is_every_shipped_recording_replayed_live(atlas: list[dict[str
 
 
 def test_1_26_to_1_27_says_a_deleted_pod_ends_failed_from_1_27_with_its_pr_seen_live_on_both(
-    atlas: list[dict[str, Any]],
+    observed: upgrade_model.Observations,
 ) -> None:
-    found = between(atlas, "1.26", "1.27")
+    found = between(observed, "1.26", "1.27")
     assert (found.before.name, found.after.name) == ("v1.26.15", "v1.27.16")  # as make probe resolves the minors
     changed = by_id(found.changed)
     phases = changed[PHASES]
@@ -122,9 +129,9 @@ def test_1_26_to_1_27_says_a_deleted_pod_ends_failed_from_1_27_with_its_pr_seen_
 
 
 def test_1_24_to_1_31_lists_every_release_on_the_way_and_cites_no_pr_for_what_a_release_lacks(
-    atlas: list[dict[str, Any]],
+    observed: upgrade_model.Observations,
 ) -> None:
-    found = between(atlas, "1.24", "1.31")
+    found = between(observed, "1.24", "1.31")
     assert (found.before.name, found.after.name) == ("v1.24.17", "v1.31.14")
     changed = by_id(found.changed)
     assert {PHASES, "job-deadline.conditions-before-failed", "prestop-in-time.killed-after-delete"} <= set(changed)
@@ -147,8 +154,8 @@ def test_1_24_to_1_31_lists_every_release_on_the_way_and_cites_no_pr_for_what_a_
     assert revision.steps[-1].reason == "k/k#120731"
 
 
-def test_a_release_without_a_live_recording_is_said_to_be_only_expected(atlas: list[dict[str, Any]]) -> None:
-    found = between(atlas, "1.29", "1.30")  # 1.30 resolves to v1.30.13; it was recorded live on v1.30.12
+def test_a_release_without_a_live_recording_is_said_to_be_only_expected(observed: upgrade_model.Observations) -> None:
+    found = between(observed, "1.29", "1.30")  # 1.30 resolves to v1.30.13; it was recorded live on v1.30.12
     assert found.after.name == "v1.30.13"
     assert all(not c.after.live for c in found.claims) and any(c.before.live for c in found.claims)
     # Nothing seen live changes between them; only the preStop sleep action, on by default from v1.30.0-alpha.3
@@ -255,10 +262,10 @@ def test_values_cut_where_they_differ_early_are_cut_at_their_ends() -> None:
 
 
 def test_make_upgrade_shows_how_the_zero_sleeps_refusal_changes_at_1_30_0_alpha_3(
-    atlas: list[dict[str, Any]],
+    observed: upgrade_model.Observations,
 ) -> None:
     """On one screen the two refusals are cut: what the line says of each side is where they differ."""
-    lines = upgrade.render_text(between(atlas, "1.30.0-alpha.2", "1.30.0-alpha.3")).splitlines()
+    lines = upgrade.render_text(between(observed, "1.30.0-alpha.2", "1.30.0-alpha.3")).splitlines()
     said = [line for line in lines if "sleep-zero" in line or "accepted ×" in line]
     assert said, lines
     assert any("preStop: Required" in line and "preStop.sleep: Invalid" in line for line in lines), lines
@@ -426,17 +433,17 @@ def test_make_upgrade_replays_only_the_two_releases_and_answers_as_with_every_re
 
 
 def test_any_published_release_is_answered_at_that_release_with_the_nearest_live_runs_named(
-    atlas: list[dict[str, Any]],
+    observed: upgrade_model.Observations,
 ) -> None:
     """1.29.5 has no pinned image and no recording: its expectations answer, the nearest live releases are named, and
     nothing of it is called live; a pre-release and a patch of another line are answered the same way."""
-    found = between(atlas, "1.29.5", "1.30")
+    found = between(observed, "1.29.5", "1.30")
     assert found.before.name == "v1.29.5" and found.before.how == "as given" and not found.before.ran
     assert found.before.nearest == ("v1.29.14",)  # releases, not the 1.29.0-alpha.3 that ran too
     assert not any(c.before.live for c in found.claims)
     screen = upgrade.render_text(found)
     assert "from: v1.29.5 (as given): not run here, expected values; nearest live v1.29.14" in screen
-    pre = between(atlas, "1.26.2", "1.27.0-rc.1")
+    pre = between(observed, "1.26.2", "1.27.0-rc.1")
     assert pre.after.name == "v1.27.0-rc.1" and PHASES in by_id(pre.changed)
     assert by_id(pre.changed)[PHASES].key_step == by_id(pre.changed)[PHASES].steps[-1]
 
@@ -451,13 +458,13 @@ def test_a_release_older_than_the_catalog_is_answered_where_a_pinned_image_runs_
     )
 
 
-def test_a_rollback_says_what_going_back_undoes(atlas: list[dict[str, Any]]) -> None:
-    back = between(atlas, "1.27", "1.26")
+def test_a_rollback_says_what_going_back_undoes(observed: upgrade_model.Observations) -> None:
+    back = between(observed, "1.27", "1.26")
     assert back.rollback and (back.before.name, back.after.name) == ("v1.27.16", "v1.26.15")
     phases = by_id(back.changed)[PHASES]
     assert phases.before.expectation is not None and phases.before.expectation.value == ["Running", "Failed"]
     assert [s.release for s in phases.steps] == ["1.27.0-rc.0"]
-    forward = between(atlas, "1.26", "1.27")
+    forward = between(observed, "1.26", "1.27")
     assert set(by_id(back.changed)) == set(by_id(forward.changed))  # the same claims, the other way
     screen = upgrade.render_text(back)
     assert screen.startswith("Rolling back Kubernetes 1.27 → 1.26: v1.27.16 → v1.26.15\n")
@@ -465,10 +472,10 @@ def test_a_rollback_says_what_going_back_undoes(atlas: list[dict[str, Any]]) -> 
 
 
 def test_measured_values_are_the_median_of_the_live_runs_with_their_spread_and_marked(
-    atlas: list[dict[str, Any]],
+    observed: upgrade_model.Observations,
 ) -> None:
     claim = "prestop-in-time.killed-after-delete"
-    found = by_id(between(atlas, "1.27", "1.28").changed)[claim]
+    found = by_id(between(observed, "1.27", "1.28").changed)[claim]
     assert found.before.expectation is not None and found.before.expectation.between == (12.0, 16.0)
     values = sorted(float(s.value) for s in found.after.seen)
     said = upgrade_words.measured_words(found.after)
@@ -512,11 +519,6 @@ def test_live_is_qualified_by_the_runtime_the_record_names() -> None:
     assert origin_of(new_kind).runtime_words() == (
         "kind v0.33.0 (containerd 2.1.4, runc 1.3.0, crictl 1.33.0, cgroup v1)"
     )
-
-
-@pytest.fixture(scope="module")
-def observed(atlas: list[dict[str, Any]]) -> upgrade_model.Observations:
-    return upgrade_model.Observations.of(atlas)
 
 
 def _recorded_releases() -> list[str]:
