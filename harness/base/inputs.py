@@ -12,14 +12,15 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness.base.errors import BadInput as BadInput  # re-exported: its home was here, callers import it from here
 from harness.base.errors import PrerequisiteMissing
-from harness.base.kubeconfig import kubeconfig_problem
-from harness.base.manifest_check import check_manifests
 from harness.base.paths import RUNS
 from harness.base.versions import KubeVersion, Release, VersionError
+
+if TYPE_CHECKING:
+    from harness.base.manifest_check import ManifestProblem
 
 N = TypeVar("N", int, float)
 
@@ -145,6 +146,8 @@ def check_existing_cluster(kubeconfig: str | None, context: str | None) -> None:
     """An existing cluster is named by a kubeconfig the suite can read and an explicit context in it."""
     if context and not kubeconfig:
         raise BadInput("--context (CONTEXT) names a context of --kubeconfig (KUBECONFIG_FILE), which is not given")
+    from harness.base.kubeconfig import kubeconfig_problem  # (and YAML) imported only for a kubeconfig to read
+
     if kubeconfig and (problem := kubeconfig_problem(kubeconfig, context or "")):
         raise BadInput(problem)
 
@@ -219,6 +222,14 @@ def _os_reason(err: BaseException) -> str:
         if marker in text:
             return text.split(marker, 1)[1].strip().removeprefix("[Errno 111] ").rstrip(")")
     return text.split(": ", 1)[-1] if ": " in text else text
+
+
+def check_manifests(version: KubeVersion) -> tuple[list[ManifestProblem], str]:
+    """harness/base/manifest_check.py's check of every manifest, imported (with the manifests' YAML) only when a
+    command checks them: a command refused before then loads none of it."""
+    from harness.base.manifest_check import check_manifests as check_every_manifest
+
+    return check_every_manifest(version)
 
 
 def check_manifests_for(version: KubeVersion) -> str:

@@ -10,8 +10,6 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-import yaml
-
 from harness.base.versions import VersionError
 from harness.gobuild.go import BuildError, run_go
 
@@ -33,6 +31,8 @@ def upstream_go_version(source: Path) -> str:
     match = re.search(r"go(\d+\.\d+(?:\.\d+)?)", cross.read_text()) if cross.is_file() else None
     if match:
         return match[1]
+    import yaml  # imported only here: every command reads GO_TOOLCHAIN (toolchain_policy), few read this file
+
     dependencies = source / "build" / "dependencies.yaml"
     if dependencies.is_file():
         for entry in (yaml.safe_load(dependencies.read_text()) or {}).get("dependencies") or []:
