@@ -21,7 +21,7 @@ from harness.reports import coverage_words
 from harness.reports.report_model import SEVERITY, Cell, ClaimsLoader, JsonDict, Matrix, Row
 from harness.reports.report_provenance import ORIGIN_RANK, column_provenance, record_provenance
 from harness.reports.report_scenarios import scenario
-from harness.reports.upgrade_model import Observations
+from harness.reports.upgrade_model import Observations, Seen, live_runtimes
 
 
 @dataclass
@@ -49,6 +49,7 @@ def build_matrix(
     family_of_probe: dict[str, str] = {}
     timelines: dict[str, dict[tuple[str, str], list[JsonDict]]] = {}
     anchors: dict[str, str] = {}
+    live_seen: dict[tuple[str, str], list[Seen]] = {}  # what upgrade_model.live_observations finds, judged here once
     for record in records:
         version = record.get("server_version")
         if not version:
@@ -67,6 +68,7 @@ def build_matrix(
             (record.get("recording_origin") or {}).get("file") or (record.get("provenance") or {}).get("run_id")
         )
         current = claims_loader(record["family"])
+        release = str(KubeVersion.parse(version).version)  # a live observation's, as make upgrade names it
         for verdict in record.get("verdicts", []):
             claim = current.get(verdict["claim"])
             if claim is None:
@@ -82,6 +84,9 @@ def build_matrix(
             else:
                 doubt = Doubt.from_record(verdict.get("detail"))  # the gaps it was judged with, and where they lay
                 now = evaluate(claim, KubeVersion.parse(version), verdict["observed"], doubt).to_json()
+                if kind == "live":
+                    judged = Seen(verdict["observed"], now["status"], where)
+                    live_seen.setdefault((claim.id, release), []).append(judged)
             seen.setdefault((probe, claim.id, column), []).append(_Seen(kind, now, verdict["status"], probe, where))
     by_claim: dict[tuple[str, str], list[_Seen]] = {}
     for (_, claim_id, version), observations in seen.items():
@@ -122,7 +127,7 @@ def build_matrix(
         timeline_tags=tags,
         anchors=anchors,
         live_coverage=coverage_words.section_for_records(records, claims_loader),
-        observations=Observations.of(records, claims_loader),
+        observations=Observations(live_seen, live_runtimes(records)),
         claims_loader=claims_loader,
         column_versions=column_versions,
     )
