@@ -14,6 +14,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from packaging.version import Version
+
 from harness.base import families
 from harness.base.versions import KubeVersion, version_range
 from harness.core.basis import Doubt
@@ -74,11 +76,18 @@ class Claim:
     expectations: tuple[Expectation, ...]
 
     def expectation_for(self, version: KubeVersion) -> Expectation:
+        """The one expectation whose range holds the version, found once a release (kept in the claim's __dict__, as
+        functools.cached_property keeps a value): a report and the replays judge a claim on the same few dozen
+        releases thousands of times."""
+        found: dict[Version, Expectation] = self.__dict__.setdefault("_expectation_for", {})
+        if (known := found.get(version.version)) is not None:
+            return known
         matching = [e for e in self.expectations if version.satisfies(e.versions)]
         if len(matching) != 1:
             ranges = ", ".join(e.versions for e in self.expectations)
             problem = "no expectation" if not matching else "more than one expectation"
             raise ExpectationError(f"claim {self.id}: {problem} for Kubernetes {version} (ranges: {ranges})")
+        found[version.version] = matching[0]
         return matching[0]
 
 
