@@ -26,6 +26,7 @@ from harness.core.expectations import (
     UNDECIDED,
     Claim,
     Expectation,
+    ExpectationError,
     load_claims,
     pull_requests,
 )
@@ -416,8 +417,12 @@ class Matrix:
 
 
 def _expectation(claim: Claim, version: str) -> Expectation | None:
-    matching = [e for e in claim.expectations if KubeVersion.parse(version).satisfies(e.versions)]
-    return matching[0] if len(matching) == 1 else None
+    """The claim's one expectation on the version (as judging found it, once a release), or None where no range or
+    more than one holds it."""
+    try:
+        return claim.expectation_for(KubeVersion.parse(version))
+    except ExpectationError:
+        return None
 
 
 def _basis_rank(side: Side) -> int:
