@@ -175,11 +175,12 @@ def observed_in(
             continue
         found.versions.add(str(record["server_version"]))
         where = str(origin.get("file") or (record.get("provenance") or {}).get("run_id") or "")
+        provider = provider_of(record)  # the record's, read once for all its verdicts
         for verdict in record.get("verdicts") or []:
             key = (str(record["family"]), str(verdict["claim"]))
             found.probes.setdefault(key, set()).add(str(record["probe"]))
             version = KubeVersion.parse(str(verdict.get("server_version") or record["server_version"]))
-            run = LiveRun(version, provider_of(record), str(record["probe"]), str(verdict.get("status")), where)
+            run = LiveRun(version, provider, str(record["probe"]), str(verdict.get("status")), where)
             held = found.unobservable if verdict.get("status") == NOT_OBSERVABLE else found.runs
             held.setdefault(key, []).append(run)
     return found
