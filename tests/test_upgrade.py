@@ -610,3 +610,29 @@ def test_a_long_upgrade_says_each_behaviour_by_its_release_and_family_and_what_e
     assert timings and all(c.before.live and c.after.live for c in timings)
     assert "killed-after-delete ×2: " + " / ".join(upgrade_words.change_words(c) for c in timings) in screen
     assert " alike" not in screen
+
+
+def test_a_live_verdict_with_watch_gaps_is_judged_again_with_them_as_the_report_judges_it() -> None:
+    """A live record keeps the gaps its verdict was judged with (`watch_gaps`, `gap_slots`); make upgrade judges the
+    observation again with them, as the report's matrix does, rather than taking the list of gaps for a doubt."""
+    from harness.reports.report_reading import build_matrix
+
+    record = {
+        "probe": "test_active_deadline.py::test_pod_deadline",
+        "family": "active_deadline",
+        "server_version": "v1.27.3",
+        "transport": "replay",
+        "recording_origin": {"kind": "live", "cluster": "local", "file": "f"},
+        "verdicts": [
+            {
+                "claim": "pod-deadline.status",
+                "status": "undecided",
+                "observed": "Failed",
+                "detail": {"watch_gaps": ["the watch re-listed after 3.0 s"]},  # a record from before gap_slots
+            }
+        ],
+    }
+    seen = upgrade_model.live_observations([record])
+    matrix = build_matrix([record])
+    assert matrix.observations is not None
+    assert seen == matrix.observations.seen and seen[("pod-deadline.status", "1.27.3")]

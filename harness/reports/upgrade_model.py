@@ -28,6 +28,7 @@ from packaging.version import Version
 
 from harness.base import families
 from harness.base.versions import KubeVersion, release_name, version_range
+from harness.core.basis import Doubt
 from harness.core.expectations import (
     FAIL,
     NOT_OBSERVABLE,
@@ -401,8 +402,8 @@ def live_observations(
             claim = claims.get(verdict["claim"])
             if claim is None or verdict["status"] == NOT_OBSERVABLE:
                 continue
-            gaps = (verdict.get("detail") or {}).get("watch_gaps")
-            judged = evaluate(claim, KubeVersion.parse(version), verdict["observed"], gaps)
+            doubt = Doubt.from_record(verdict.get("detail"))  # the gaps it was judged with, as the report reads them
+            judged = evaluate(claim, KubeVersion.parse(version), verdict["observed"], doubt)
             found.setdefault((claim.id, release), []).append(Seen(verdict["observed"], judged.status, where))
     return found
 
