@@ -44,7 +44,7 @@ from harness.doors.commands import radar as radar_command
 from harness.doors.plugin.choice import ChosenCluster, chosen_cluster
 from harness.doors.plugin.clusters import _cluster
 from harness.doors.plugin.keys import CLUSTER
-from harness.reports import coverage, coverage_words, upgrade_model
+from harness.reports import coverage, coverage_words, upgrade_compare
 from tests import stand_in_kind
 from tests.stand_in_kind import StandInClusters, asked
 
@@ -287,9 +287,9 @@ def test_the_reports_read_its_recordings_origin_as_they_read_any(tmp_path: Path)
     observed = coverage.observed_in([record])
     (run,) = observed.runs[("active_deadline", "pod-deadline.status")]
     assert coverage_words.runs_text([run]) == "stand-in 1.27.3"
-    seen = upgrade_model.live_observations([record])
+    seen = upgrade_compare.live_observations([record])
     assert [s.status for s in seen[("pod-deadline.status", "1.27.3")]] == ["fail"]  # judged as any record is
-    assert list(upgrade_model.live_runtimes([record])) == ["1.27.3"]
+    assert list(upgrade_compare.live_runtimes([record])) == ["1.27.3"]
     records = tmp_path / "runs" / "20260101-000000-abcd" / "probes"
     records.mkdir(parents=True)
     (records / "p.json").write_text(json.dumps(record))

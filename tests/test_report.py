@@ -1292,7 +1292,7 @@ def test_what_changed_is_one_reading_in_report_md_report_html_and_make_upgrade(
 ) -> None:
     """Every consecutive pair of the shipped recordings' versions: report.md and report.html count what changes in
     the same words as make upgrade between those two releases, and list the same claims as changes of behaviour."""
-    from harness.reports import upgrade_ends, upgrade_model
+    from harness.reports import upgrade_compare, upgrade_ends
 
     markdown = render_markdown(replayed_matrix)
     observed = replayed_matrix.observations
@@ -1305,7 +1305,7 @@ def test_what_changed_is_one_reading_in_report_md_report_html_and_make_upgrade(
             upgrade_ends.resolve(upgrade_ends.read_end(a, "FROM"), "FROM"),
             upgrade_ends.resolve(upgrade_ends.read_end(b, "TO"), "TO"),
         )
-        terminal = upgrade_model.compare(before, after, observed, only=replayed_matrix.claims)
+        terminal = upgrade_compare.compare(before, after, observed, only=replayed_matrix.claims)
         counts = terminal.counts()
         assert replayed_matrix.pair(a, b).counts() == counts, (a, b)
         if not found:

@@ -17,7 +17,7 @@ from harness.base.versions import KubeVersion, release_name
 from harness.core.expectations import Claim, Expectation
 from harness.core.records import origin_of
 from harness.doors import cli
-from harness.reports import upgrade, upgrade_atlas, upgrade_ends, upgrade_model, upgrade_words
+from harness.reports import upgrade, upgrade_atlas, upgrade_compare, upgrade_ends, upgrade_model, upgrade_words
 from harness.reports.wording import expected_words, words
 
 if TYPE_CHECKING:
@@ -51,14 +51,14 @@ def atlas(shipped_replay: ShippedReplay) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def observed(atlas: list[dict[str, Any]]) -> upgrade_model.Observations:
+def observed(atlas: list[dict[str, Any]]) -> upgrade_compare.Observations:
     """What the atlas's live records saw, judged once for the module: compare reads records so (0.14 s of CPU each
     time), and the tests compare the same atlas again and again."""
-    return upgrade_model.Observations.of(atlas)
+    return upgrade_compare.Observations.of(atlas)
 
 
-def between(observed: upgrade_model.Observations, given_from: str, given_to: str) -> upgrade_model.Upgrade:
-    return upgrade_model.compare(
+def between(observed: upgrade_compare.Observations, given_from: str, given_to: str) -> upgrade_model.Upgrade:
+    return upgrade_compare.compare(
         upgrade_ends.resolve(upgrade_ends.read_end(given_from, "FROM"), "FROM"),
         upgrade_ends.resolve(upgrade_ends.read_end(given_to, "TO"), "TO"),
         observed,
@@ -97,11 +97,11 @@ def test_the_atlas_is_every_shipped_recording_replayed_live(atlas: list[dict[str
     from harness.base.families import all_recordings
 
     assert len(atlas) == len(all_recordings()) > 700
-    assert {"v1.26.15", "v1.27.16", "v1.27.0-rc.0"} <= upgrade_model.live_versions(atlas)
+    assert {"v1.26.15", "v1.27.16", "v1.27.0-rc.0"} <= upgrade_compare.live_versions(atlas)
 
 
 def test_1_26_to_1_27_says_a_deleted_pod_ends_failed_from_1_27_with_its_pr_seen_live_on_both(
-    observed: upgrade_model.Observations,
+    observed: upgrade_compare.Observations,
 ) -> None:
     found = between(observed, "1.26", "1.27")
     assert (found.before.name, found.after.name) == ("v1.26.15", "v1.27.16")  # as make probe resolves the minors
@@ -129,7 +129,7 @@ def test_1_26_to_1_27_says_a_deleted_pod_ends_failed_from_1_27_with_its_pr_seen_
 
 
 def test_1_24_to_1_31_lists_every_release_on_the_way_and_cites_no_pr_for_what_a_release_lacks(
-    observed: upgrade_model.Observations,
+    observed: upgrade_compare.Observations,
 ) -> None:
     found = between(observed, "1.24", "1.31")
     assert (found.before.name, found.after.name) == ("v1.24.17", "v1.31.14")
@@ -154,7 +154,7 @@ def test_1_24_to_1_31_lists_every_release_on_the_way_and_cites_no_pr_for_what_a_
     assert revision.steps[-1].reason == "k/k#120731"
 
 
-def test_a_release_without_a_live_recording_is_said_to_be_only_expected(observed: upgrade_model.Observations) -> None:
+def test_a_release_without_a_live_recording_is_said_to_be_only_expected(observed: upgrade_compare.Observations) -> None:
     found = between(observed, "1.29", "1.30")  # 1.30 resolves to v1.30.13; it was recorded live on v1.30.12
     assert found.after.name == "v1.30.13"
     assert all(not c.after.live for c in found.claims) and any(c.before.live for c in found.claims)
@@ -191,7 +191,7 @@ def test_runs_add_live_records_and_a_live_value_that_differs_from_the_expectatio
     record["server_version"] = "v1.30.13"
     record["transport"], record["recording_origin"] = "live", {}
     next(v for v in record["verdicts"] if v["claim"] == PHASES)["observed"] = ["Running"]
-    found = upgrade_model.compare(
+    found = upgrade_compare.compare(
         upgrade_ends.resolve(upgrade_ends.read_end("1.26", "FROM"), "FROM"),
         upgrade_ends.resolve(upgrade_ends.read_end("1.30", "TO"), "TO"),
         [*atlas, record],
@@ -262,7 +262,7 @@ def test_values_cut_where_they_differ_early_are_cut_at_their_ends() -> None:
 
 
 def test_make_upgrade_shows_how_the_zero_sleeps_refusal_changes_at_1_30_0_alpha_3(
-    observed: upgrade_model.Observations,
+    observed: upgrade_compare.Observations,
 ) -> None:
     """On one screen the two refusals are cut: what the line says of each side is where they differ."""
     lines = upgrade.render_text(between(observed, "1.30.0-alpha.2", "1.30.0-alpha.3")).splitlines()
@@ -341,9 +341,9 @@ def test_make_upgrade_prints_the_answer_from_the_shipped_recordings_with_no_clus
     print(f"make upgrade took {time.monotonic() - started:.1f} s")  # a figure, not a bound a loaded machine moves
     # its replay of the two releases only answers as every recording replayed (the session's) does
     said = f"live: {len(shipped_replay.records)} shipped recordings (probes/*/recordings/), replayed offline"
-    every = upgrade_model.Observations.of(shipped_replay.records)
+    every = upgrade_compare.Observations.of(shipped_replay.records)
     assert out == upgrade.render_text(
-        upgrade_model.compare(
+        upgrade_compare.compare(
             upgrade_ends.resolve(upgrade_ends.read_end("1.26", "FROM"), "FROM"),
             upgrade_ends.resolve(upgrade_ends.read_end("1.27", "TO"), "TO"),
             every,
@@ -390,7 +390,7 @@ def test_the_recordings_of_one_release_are_replayed_alone(shipped_replay: Shippe
 
 def test_make_upgrade_replays_only_the_two_releases_and_answers_as_with_every_recording_replayed(
     shipped_replay: ShippedReplay,
-    observed: upgrade_model.Observations,
+    observed: upgrade_compare.Observations,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
@@ -402,7 +402,7 @@ def test_make_upgrade_replays_only_the_two_releases_and_answers_as_with_every_re
     assert sum(len(files) for files in shipped.values()) == len(shipped_replay.records)  # every recording named
     monkeypatch.setattr(upgrade_atlas, "shipped_by_release", lambda: shipped)  # the same files all along: listed once
     monkeypatch.setattr(upgrade_atlas, "replay_atlas", replay_as_selected(shipped_replay, tmp_path))
-    atlas_records, compare = upgrade_atlas.atlas_records, upgrade_model.compare
+    atlas_records, compare = upgrade_atlas.atlas_records, upgrade_compare.compare
     replayed: list[upgrade_atlas.Atlas] = []
     answered: list[upgrade_model.Upgrade] = []
 
@@ -415,7 +415,7 @@ def test_make_upgrade_replays_only_the_two_releases_and_answers_as_with_every_re
         return answered[-1]
 
     monkeypatch.setattr(upgrade_atlas, "atlas_records", noted_atlas)
-    monkeypatch.setattr(upgrade_model, "compare", noted_answer)
+    monkeypatch.setattr(upgrade_compare, "compare", noted_answer)
     said = f"live: {len(shipped_replay.records)} shipped recordings (probes/*/recordings/), replayed offline"
     pairs = [pair.split() for pair in UPGRADE_PAIRS.replace("\n", " | ").split(" | ") if pair.strip()]
     assert len(pairs) == 52
@@ -433,7 +433,7 @@ def test_make_upgrade_replays_only_the_two_releases_and_answers_as_with_every_re
 
 
 def test_any_published_release_is_answered_at_that_release_with_the_nearest_live_runs_named(
-    observed: upgrade_model.Observations,
+    observed: upgrade_compare.Observations,
 ) -> None:
     """1.29.5 has no pinned image and no recording: its expectations answer, the nearest live releases are named, and
     nothing of it is called live; a pre-release and a patch of another line are answered the same way."""
@@ -458,7 +458,7 @@ def test_a_release_older_than_the_catalog_is_answered_where_a_pinned_image_runs_
     )
 
 
-def test_a_rollback_says_what_going_back_undoes(observed: upgrade_model.Observations) -> None:
+def test_a_rollback_says_what_going_back_undoes(observed: upgrade_compare.Observations) -> None:
     back = between(observed, "1.27", "1.26")
     assert back.rollback and (back.before.name, back.after.name) == ("v1.27.16", "v1.26.15")
     phases = by_id(back.changed)[PHASES]
@@ -472,7 +472,7 @@ def test_a_rollback_says_what_going_back_undoes(observed: upgrade_model.Observat
 
 
 def test_measured_values_are_the_median_of_the_live_runs_with_their_spread_and_marked(
-    observed: upgrade_model.Observations,
+    observed: upgrade_compare.Observations,
 ) -> None:
     claim = "prestop-in-time.killed-after-delete"
     found = by_id(between(observed, "1.27", "1.28").changed)[claim]
@@ -527,7 +527,7 @@ def _recorded_releases() -> list[str]:
 
 @pytest.mark.parametrize("minor", [f"1.{m}" for m in range(21, 38)])
 def test_the_answer_is_one_screen_at_every_pair_of_recorded_releases(
-    minor: str, observed: upgrade_model.Observations
+    minor: str, observed: upgrade_compare.Observations
 ) -> None:
     """From each recorded release of a minor to every later recorded release, and back from the newest recorded
     release of the minor to the newest of every earlier minor: at most 40 lines of at most 120 characters, and no PR
@@ -548,7 +548,7 @@ def test_the_answer_is_one_screen_at_every_pair_of_recorded_releases(
         if KubeVersion.parse(older).version < KubeVersion.parse(newest[minor]).version
     ]
     for given_from, given_to in pairs:
-        found = upgrade_model.compare(
+        found = upgrade_compare.compare(
             upgrade_ends.resolve(upgrade_ends.read_end(given_from, "FROM"), "FROM"),
             upgrade_ends.resolve(upgrade_ends.read_end(given_to, "TO"), "TO"),
             observed,
@@ -576,12 +576,12 @@ def test_the_answer_is_one_screen_at_every_pair_of_recorded_releases(
 
 
 def test_a_long_upgrade_says_each_behaviour_by_its_release_and_family_and_what_each_aspect_goes_from_and_to(
-    observed: upgrade_model.Observations,
+    observed: upgrade_compare.Observations,
 ) -> None:
     """1.23 -> 1.31 changes too many claims for a line each: a line per behaviour (a family's claims that change in
     one release) with every PR, then what each aspect of it goes from and to, measured where it ran, on the lines
     the screen has room for; what does not fit is counted, never dropped silently."""
-    found = upgrade_model.compare(
+    found = upgrade_compare.compare(
         upgrade_ends.resolve(upgrade_ends.read_end("1.23", "FROM"), "FROM"),
         upgrade_ends.resolve(upgrade_ends.read_end("1.31", "TO"), "TO"),
         observed,
@@ -632,7 +632,7 @@ def test_a_live_verdict_with_watch_gaps_is_judged_again_with_them_as_the_report_
             }
         ],
     }
-    seen = upgrade_model.live_observations([record])
+    seen = upgrade_compare.live_observations([record])
     matrix = build_matrix([record])
     assert matrix.observations is not None
     assert seen == matrix.observations.seen and seen[("pod-deadline.status", "1.27.3")]

@@ -32,7 +32,8 @@ from harness.core.expectations import (
 )
 from harness.reports.report_provenance import ORIGIN_RANK
 from harness.reports.report_scenarios import Scenario
-from harness.reports.upgrade_model import Observations, Upgrade, UpgradeEnd, compare
+from harness.reports.upgrade_compare import Observations, compare
+from harness.reports.upgrade_model import Upgrade, UpgradeEnd
 from harness.reports.wording import expected_text, short
 
 JsonDict = dict[str, Any]

@@ -21,7 +21,8 @@ from harness.reports import coverage_words
 from harness.reports.report_model import SEVERITY, Cell, ClaimsLoader, JsonDict, Matrix, Row
 from harness.reports.report_provenance import ORIGIN_RANK, column_provenance, record_provenance
 from harness.reports.report_scenarios import scenario
-from harness.reports.upgrade_model import Observations, Seen, live_runtimes
+from harness.reports.upgrade_compare import Observations, live_runtimes
+from harness.reports.upgrade_model import Seen
 
 
 @dataclass
@@ -49,7 +50,7 @@ def build_matrix(
     family_of_probe: dict[str, str] = {}
     timelines: dict[str, dict[tuple[str, str], list[JsonDict]]] = {}
     anchors: dict[str, str] = {}
-    live_seen: dict[tuple[str, str], list[Seen]] = {}  # what upgrade_model.live_observations finds, judged here once
+    live_seen: dict[tuple[str, str], list[Seen]] = {}  # what upgrade_compare.live_observations finds, judged here once
     for record in records:
         version = record.get("server_version")
         if not version:

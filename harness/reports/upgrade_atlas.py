@@ -17,7 +17,7 @@ from harness.axis.replay import replay
 from harness.base import families
 from harness.base.versions import KubeVersion
 from harness.core.records import JsonDict, load_records
-from harness.reports.upgrade_model import Observations
+from harness.reports.upgrade_compare import Observations
 
 
 def replay_atlas(out: Path, select: str = "") -> Path:

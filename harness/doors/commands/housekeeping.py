@@ -128,7 +128,7 @@ def report_matrix(
     FROM and TO cannot be used or no record reached a server (`where`: where the records were read). `runtimes`: the
     runs of make matrix entries that named a runtime, each its own column (harness/axis/matrix.py entry_runtimes)."""
     from harness.doors.commands.upgrade import Refusal, releases
-    from harness.reports import report_reading, upgrade_model
+    from harness.reports import report_reading, upgrade_compare
 
     ends = None
     if from_version or to_version:
@@ -146,8 +146,8 @@ def report_matrix(
     chosen = None
     if ends is not None:  # read from the matrix's observations of the records: judged once, not twice
         said = f"live: the {sum(records_module.origin_kind(r) == 'live' for r in records)} live records under RUNS"
-        observed = built.observations or upgrade_model.Observations.of(records)
-        chosen = upgrade_model.compare(*ends, observed, [said])
+        observed = built.observations or upgrade_compare.Observations.of(records)
+        chosen = upgrade_compare.compare(*ends, observed, [said])
     return built, chosen
 
 

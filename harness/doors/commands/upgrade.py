@@ -11,7 +11,7 @@ from harness.base.versions import VersionError
 from harness.core import records
 from harness.core.records import JsonDict
 from harness.doors.commands.refusal import BAD, refuse
-from harness.reports import upgrade, upgrade_atlas, upgrade_ends, upgrade_model
+from harness.reports import upgrade, upgrade_atlas, upgrade_compare, upgrade_ends, upgrade_model
 
 
 class Refusal(ValueError):
@@ -64,6 +64,6 @@ def run_upgrade_command(args: argparse.Namespace) -> int:
     if args.runs:
         live = sum(records.origin_kind(r) == "live" for r in extra)
         sources.append(f"live: {live} run records under {', '.join(args.runs)}")
-    found = upgrade_model.compare(before, after, atlas.observations(extra), sources)
+    found = upgrade_compare.compare(before, after, atlas.observations(extra), sources)
     print((upgrade.render_detail if detail == "1" else upgrade.render_text)(found), end="")
     return 0
