@@ -7,11 +7,11 @@
 - A module with a module-scoped fixture (runs made once and shared by its tests) is one unit of work, given
   to one worker, so the fixture is made once, and handed out before the rest; every other test is a unit of
   its own, as with `--dist load`.
+  pytest-xdist's `--dist loadgroup` would do this by marker, but not under pytest 9: it renames test ids
+  through an attribute pytest 9 no longer reads, so every marked test is scheduled on its own.
 - The modules marked `mostly_waits` (their tests spend most of their time waiting on child processes, signals and
   timers: three to six times their CPU) are one unit together, handed out first: one worker waits through them
   while the others keep both cores busy; scattered, two of them waiting at once left a core idle.
-  pytest-xdist's `--dist loadgroup` would do this by marker, but not under pytest 9: it renames test ids
-  through an attribute pytest 9 no longer reads, so every marked test is scheduled on its own.
 - A `make test` started in the background by a script (`make test &`: a shell without job control) has SIGINT
   ignored, and so would every child it starts: the interrupt tests' Ctrl-C would then reach nothing (seen: three
   of them failed, one waited out its 600 s guard, in a make test run beside another). Each process of the run
@@ -51,6 +51,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
+from harness.doors.plugin.collection import REPLAY_GC_THRESHOLDS
+
 if TYPE_CHECKING:
     from harness.reports import coverage
 
@@ -63,11 +65,11 @@ PROBES_FIRST = "plp_probes_first"  # a worker's workerinput: the session's probe
 
 
 # The garbage collector's thresholds in the processes that load this file (the session and its workers, not the
-# commands they start): the youngest objects collected every 100,000 allocations, not 700, and all of them more
-# rarely. The tests make millions of objects that live on (recordings read whole, records, matrices), which every
-# collection walks again: the whole suite under pytest-xdist took 171 s of CPU, against 181 s with Python's
-# defaults, run back to back (load 4-10).
-GC_THRESHOLDS = (100_000, 50, 100)
+# commands they start), a replay's (harness/doors/plugin/collection.py): the youngest objects collected every
+# 100,000 allocations, not 700, and all of them more rarely. The tests make millions of objects that live on
+# (recordings read whole, records, matrices), which every collection walks again: the whole suite under pytest-xdist
+# took 171 s of CPU, against 181 s with Python's defaults, run back to back (load 4-10).
+GC_THRESHOLDS = REPLAY_GC_THRESHOLDS
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -150,10 +152,11 @@ class ModulesWithSharedFixturesTogether(LoadScopeScheduling):  # type: ignore[mi
         self.indexes: dict[object, dict[str, int]] = {}  # each worker's collection: a node id's index
 
     def _split_scope(self, nodeid: str) -> str:
-        module = Path(self.config.rootpath, nodeid.split("::", 1)[0])
-        if mostly_waits(module):
+        module = nodeid.split("::", 1)[0]
+        path = Path(self.config.rootpath, module)
+        if mostly_waits(path):
             return WAITING
-        return nodeid.split("::", 1)[0] if shares_a_module_fixture(module) else nodeid
+        return module if shares_a_module_fixture(path) else nodeid
 
     def turn(self, scope: str) -> int:
         """When a unit goes out: the modules that mostly wait, the probes, then the modules reading their records
