@@ -31,8 +31,6 @@ from harness.core.expectations import (
     PASS,
     UNDECIDED,
     Claim,
-    Expectation,
-    ExpectationError,
     load_claims,
     pull_requests,
 )
@@ -140,18 +138,11 @@ class Finding:
         return self.expectation.startswith("no expectation yet") or self.pre_release.get("status") in (FAIL, UNDECIDED)
 
 
-def _expectation(claim: Claim, version: KubeVersion) -> Expectation | None:
-    try:
-        return claim.expectation_for(version)
-    except ExpectationError:
-        return None
-
-
 def what_expectations_say(claim: Claim | None, release: KubeVersion, pre_release: KubeVersion) -> tuple[str, list[str]]:
     """(what the expectations say of the pre-release, the PRs its range cites)."""
     if claim is None:
         return "no expectation yet: no claim of that id in the expectations", []
-    on_pre, on_release = _expectation(claim, pre_release), _expectation(claim, release)
+    on_pre, on_release = claim.expectation_or_none(pre_release), claim.expectation_or_none(release)
     if on_pre is None:
         return f"no expectation yet: no range holds {pre_release}", []
     if on_pre == on_release:

@@ -90,6 +90,14 @@ class Claim:
         found[version.version] = matching[0]
         return matching[0]
 
+    def expectation_or_none(self, version: KubeVersion) -> Expectation | None:
+        """expectation_for, or None where no range or more than one holds the version (a report's cell, make
+        upgrade's side, the radar's reading of a pre-release)."""
+        try:
+            return self.expectation_for(version)
+        except ExpectationError:
+            return None
+
 
 @dataclass
 class Verdict:

@@ -26,7 +26,6 @@ from harness.core.expectations import (
     UNDECIDED,
     Claim,
     Expectation,
-    ExpectationError,
     load_claims,
     pull_requests,
 )
@@ -226,7 +225,7 @@ class Matrix:
         key = (claim, version)
         if key not in self._expectations:
             self._expectations[key] = (
-                _expectation(self.claim_objects[claim], self.version_of(version))
+                self.claim_objects[claim].expectation_or_none(KubeVersion.parse(self.version_of(version)))
                 if claim in self.claim_objects
                 else None
             )
@@ -415,15 +414,6 @@ class Matrix:
             "undecided": sum(c.status == UNDECIDED for c in self.row_cells.values()),
             "verdicts_changed": len(self.changed()),
         }
-
-
-def _expectation(claim: Claim, version: str) -> Expectation | None:
-    """The claim's one expectation on the version (as judging found it, once a release), or None where no range or
-    more than one holds it."""
-    try:
-        return claim.expectation_for(KubeVersion.parse(version))
-    except ExpectationError:
-        return None
 
 
 def _basis_rank(side: Side) -> int:

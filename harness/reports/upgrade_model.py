@@ -212,11 +212,7 @@ class Upgrade:
 
 def _traits(side: Side) -> tuple[Any, bool, bool]:
     """A side's outcome_key, race and disagrees, worked out once a side (compare makes each side once a release)."""
-    kept: dict[str, Any] = side.__dict__
-    found: tuple[Any, bool, bool] | None = kept.get("_traits")
-    if found is None:
-        found = kept["_traits"] = (outcome_key(side.expectation), side.race, side.disagrees)
-    return found
+    return worked_out_once(side, "_traits", lambda: (outcome_key(side.expectation), side.race, side.disagrees))
 
 
 # ------------------------------------------------------------------------------------------ the releases on the way
@@ -230,16 +226,14 @@ def _successor(version: Version) -> Version:
     return Version(f"{major}.{minor}.{patch + 1}")
 
 
-_MEMO: dict[tuple[int, Any], tuple[Claim, Any]] = {}  # (claim's id(), what) -> the claim (kept alive) and the answer
-
-
 def _memo(claim: Claim, what: Any, answer: Any) -> Any:
-    """What was worked out for a claim once (its boundaries, its expectation on a release): make upgrade compares
-    many releases, the report every pair of its columns, and the claims do not change within a run."""
-    known = _MEMO.get((id(claim), what))
-    if known is None or known[0] is not claim:
-        known = _MEMO[(id(claim), what)] = (claim, answer())
-    return known[1]
+    """What was worked out for a claim once (its boundaries, its expectation on a release), kept in the claim
+    (worked_out_once): make upgrade compares many releases, the report every pair of its columns, and the claims do
+    not change within a run."""
+    known: dict[Any, Any] = worked_out_once(claim, "_upgrade_readings", dict)
+    if what not in known:
+        known[what] = answer()
+    return known[what]
 
 
 def boundaries(claim: Claim) -> list[Version]:
@@ -270,15 +264,10 @@ def claim_reading(claim: Claim, version: KubeVersion) -> tuple[Expectation | Non
 
     def work() -> tuple[Expectation | None, int]:
         points = [point for point, _, _ in _transitions(claim)]
-        return _expectation_on(claim, version), bisect_right(points, version.version)
+        return claim.expectation_or_none(version), bisect_right(points, version.version)
 
     found: tuple[Expectation | None, int] = _memo(claim, version.version, work)
     return found
-
-
-def _expectation_on(claim: Claim, version: KubeVersion) -> Expectation | None:
-    matching = [e for e in claim.expectations if version.satisfies(e.versions)]
-    return matching[0] if len(matching) == 1 else None
 
 
 def outcome_key(expectation: Expectation | None) -> Any:
@@ -333,7 +322,7 @@ def _transitions(claim: Claim) -> list[tuple[Version, Any, Step]]:
         out = []
         for point in boundaries(claim):
             release = release_name(point)
-            now = _expectation_on(claim, KubeVersion.parse(release))
+            now = claim.expectation_or_none(KubeVersion.parse(release))
             prs = tuple(pull_requests(now.sources)) if now is not None else ()
             out.append((point, outcome_key(now), Step(release, now, step_reason(now), prs)))
         return out
