@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.doors.cluster_gate import READY, ClusterGate, wait_at_gate
+from tests.pytest_here import pytest_here
 
 
 def test_a_worker_waits_until_the_gate_opens_and_reads_the_outcome(tmp_path: Path) -> None:
@@ -68,13 +69,14 @@ def test_a_maker_that_dies_lets_the_workers_through_with_no_outcome(tmp_path: Pa
         holder.wait()
 
 
-def test_workers_behind_the_gate_take_a_kubeconfig_that_is_not_written_yet(tmp_path: Path) -> None:
+def test_workers_behind_the_gate_take_a_kubeconfig_that_is_not_written_yet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """make probe PARALLEL starts its workers before the cluster (and its kubeconfig) exists: the kubeconfig is
     checked after the gate, and a cluster that failed is said as such (seen live: refused at start-up before)."""
     repo = Path(__file__).resolve().parent.parent
     gate = ClusterGate(tmp_path / "gate")
     gate.open("the cluster failed: etcd did not start")
-    pytest_run = [sys.executable, "-m", "pytest", str(repo / "probes"), "-p", "no:cacheprovider", "-q"]
     cluster = ["--kubeconfig", str(tmp_path / "not-yet" / "admin.kubeconfig"), "--context", "plp-1-37-0000"]
     selected = [
         "--cluster-gate",
@@ -84,13 +86,7 @@ def test_workers_behind_the_gate_take_a_kubeconfig_that_is_not_written_yet(tmp_p
         "-k",
         "test_deletion_fields_from",
     ]
-    done = subprocess.run(
-        [*pytest_run, *cluster, *selected],
-        capture_output=True,
-        text=True,
-        cwd=repo,
-        timeout=600,
-    )
+    done = pytest_here(str(repo / "probes"), "-q", *cluster, *selected, monkeypatch=monkeypatch, cwd=repo)
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     assert "no cluster to run on: the cluster failed: etcd did not start" in done.stdout
     assert "not found" not in done.stdout + done.stderr

@@ -1,13 +1,17 @@
-"""The pytest wiring in conftest.py, run as a user would: pytest in a child process."""
+"""The suite's pytest plugin, run as a user would run pytest: on the selection, replay or option the test gives,
+in the test's own process (tests/pytest_here.py) where pytest and the plugin are the subject; in a child process
+where the process is (a signal, a live cluster's client and threads)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +20,23 @@ import pytest
 from harness.base.run import suite_version
 from harness.core.transport_recording import Recording
 from tests.live import live
+from tests.pytest_here import pytest_here
 
 REPO = Path(__file__).resolve().parent.parent
 
+PytestRun = Callable[..., subprocess.CompletedProcess[str]]
 
-def pytest_run(*args: str, timeout: float = 600, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+
+@pytest.fixture
+def pytest_run(monkeypatch: pytest.MonkeyPatch) -> PytestRun:
+    """pytest with the given arguments from the repository's root, run in this process."""
+    return functools.partial(pytest_here, monkeypatch=monkeypatch)
+
+
+def pytest_child(
+    *args: str, timeout: float = 600, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """pytest with the given arguments from the repository's root, in a child process."""
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
         cwd=REPO,
@@ -31,7 +47,7 @@ def pytest_run(*args: str, timeout: float = 600, env: dict[str, str] | None = No
     )
 
 
-def test_a_contradicting_recording_fails_the_probe_and_leaves_evidence(tmp_path: Path) -> None:
+def test_a_contradicting_recording_fails_the_probe_and_leaves_evidence(pytest_run: PytestRun, tmp_path: Path) -> None:
     recording = live("phase_after_deletion/always_pod_trapping_sigterm--v1.27.3-live-local.json")
     for step in recording.interactions:
         for event in step.get("events", []):
@@ -61,7 +77,9 @@ def test_a_contradicting_recording_fails_the_probe_and_leaves_evidence(tmp_path:
     assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
 
 
-def test_collection_reads_a_recordings_head_and_its_replay_the_whole_file(tmp_path: Path) -> None:
+def test_collection_reads_a_recordings_head_and_its_replay_the_whole_file(
+    pytest_run: PytestRun, tmp_path: Path
+) -> None:
     """--replay's collection knows a recording's probe from the head Recording.write gives it (a file that begins
     otherwise is read whole, as before); the probe's replay reads the rest, and a file whose head is a recording's
     but whose body is not, or whose body names another probe, fails that probe in one line, never passes."""
@@ -86,7 +104,9 @@ def test_collection_reads_a_recordings_head_and_its_replay_the_whole_file(tmp_pa
 
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist"])
-def test_without_a_cluster_probes_are_refused_in_one_line_never_green(tmp_path: Path, workers: list[str]) -> None:
+def test_without_a_cluster_probes_are_refused_in_one_line_never_green(
+    pytest_run: PytestRun, tmp_path: Path, workers: list[str]
+) -> None:
     """No cluster option, no existing cluster, no replay: not 29 skipped and exit 0 (a CI job calling pytest would go
     green having probed nothing), but a usage error naming the options, before any probe, with no run record."""
     proc = pytest_run("probes", "--run-dir", str(tmp_path / "runs"), *workers)
@@ -102,37 +122,32 @@ def test_without_a_cluster_probes_are_refused_in_one_line_never_green(tmp_path: 
     assert "passed" not in proc.stdout and not list((tmp_path / "runs").glob("*/run*.json"))
 
 
-def test_a_selection_with_no_probe_is_not_refused(tmp_path: Path) -> None:
+def test_a_selection_with_no_probe_is_not_refused(pytest_run: PytestRun, tmp_path: Path) -> None:
     proc = pytest_run("probes", "--run-dir", str(tmp_path), "-k", "nosuchprobe")
     assert proc.returncode == 5, proc.stdout  # pytest's own "no tests collected", not a pass either
 
 
-def test_a_run_record_says_passed_only_when_a_probe_ran(tmp_path: Path) -> None:
+def test_a_run_record_says_passed_only_when_a_probe_ran(pytest_run: PytestRun, tmp_path: Path) -> None:
     """A run whose pytest ended green with no probe run (every probe skipped) records "no probe ran"."""
     (tmp_path / "test_no_probe.py").write_text("def test_only_the_run(run):\n    pass\n")
-    proc = subprocess.run(
-        [
-            *(sys.executable, "-m", "pytest", "-p", "harness.doors.pytest_plugin", "-p", "no:cacheprovider"),
-            *(str(tmp_path / "test_no_probe.py"), "--rootdir", str(REPO), "--run-dir", str(tmp_path / "runs")),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+    proc = pytest_run(
+        *("-p", "harness.doors.pytest_plugin", str(tmp_path / "test_no_probe.py"), "--rootdir", str(REPO)),
+        *("--run-dir", str(tmp_path / "runs")),
     )
     assert proc.returncode == 0, proc.stdout
     (run_json,) = (tmp_path / "runs").glob("*/run.json")
     assert json.loads(run_json.read_text())["status"] == "no probe ran"
 
 
-def test_an_unknown_version_is_a_usage_error_listing_the_known_ones(tmp_path: Path) -> None:
+def test_an_unknown_version_is_a_usage_error_listing_the_known_ones(pytest_run: PytestRun, tmp_path: Path) -> None:
     proc = pytest_run("probes", "--kind-version", "9.99", "--run-dir", str(tmp_path))
     assert proc.returncode == 4
     assert "no pinned node image for Kubernetes 9.99; known versions: 1.19 (1.19.16)" in proc.stderr
 
 
-def test_a_probe_without_recording_is_skipped_by_name_as_a_version_no_cluster_ran(tmp_path: Path) -> None:
+def test_a_probe_without_recording_is_skipped_by_name_as_a_version_no_cluster_ran(
+    pytest_run: PytestRun, tmp_path: Path
+) -> None:
     """Nothing to replay is never a pass: each probe without a recording is skipped, named with the reason."""
     only_one = tmp_path / "recordings"
     only_one.mkdir()
@@ -223,7 +238,7 @@ def test_sigterm_while_a_probe_waits_still_runs_teardown(tmp_path: Path) -> None
     }
 
 
-def test_repeat_runs_each_live_probe_n_times(tmp_path: Path) -> None:
+def test_repeat_runs_each_live_probe_n_times(pytest_run: PytestRun, tmp_path: Path) -> None:
     proc = pytest_run(
         "probes/termination_order/test_termination_order.py",
         "--repeat",
@@ -238,7 +253,7 @@ def test_repeat_runs_each_live_probe_n_times(tmp_path: Path) -> None:
     assert "21 tests collected" in proc.stdout
 
 
-def test_a_run_directory_that_is_not_writable_is_a_usage_error(tmp_path: Path) -> None:
+def test_a_run_directory_that_is_not_writable_is_a_usage_error(pytest_run: PytestRun, tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     proc = pytest_run("probes/phase_after_deletion/test_phase_after_deletion.py", "--run-dir", str(blocker / "runs"))
@@ -292,7 +307,7 @@ def _probe_existing_cluster(
             "users: [{name: u, user: {token: t}}]\ncontexts: [{name: fake, context: {cluster: fake, user: u}}]\n"
         )
         before = kubeconfig.read_bytes()
-        proc = pytest_run(
+        proc = pytest_child(
             TRAPPING_PROBE,
             "--kubeconfig",
             str(kubeconfig),
@@ -306,7 +321,9 @@ def _probe_existing_cluster(
     return proc, kubeconfig, before
 
 
-def test_a_live_run_on_an_existing_cluster_cleans_up_and_its_recording_replays(tmp_path: Path) -> None:
+def test_a_live_run_on_an_existing_cluster_cleans_up_and_its_recording_replays(
+    pytest_run: PytestRun, tmp_path: Path
+) -> None:
     """The whole live path, against the loopback stand-in API server (tests/fake_apiserver.py) playing a
     1.27 cluster whose kubelet ends a deleted pod in Succeeded: conftest's existing-cluster mode, namespace
     setup, the probe through LiveTransport + RecordingTransport, cleanup, records; then the recording it wrote
@@ -357,7 +374,9 @@ def test_keep_leaves_a_failed_probes_namespace_for_a_look_and_the_summary_says_s
     assert "make clean" in proc.stdout
 
 
-def test_pytest_xdist_workers_share_one_run_directory_and_the_summary_names_it(tmp_path: Path) -> None:
+def test_pytest_xdist_workers_share_one_run_directory_and_the_summary_names_it(
+    pytest_run: PytestRun, tmp_path: Path
+) -> None:
     """`pytest -n 2` without --run-id (make test): one run directory, a run-<worker>.json per worker in it; with
     --repeat the controller says the spread from all the workers' records (make probe REPEAT=3 PARALLEL=auto)."""
     proc = pytest_run(
@@ -382,7 +401,7 @@ def test_pytest_xdist_workers_share_one_run_directory_and_the_summary_names_it(t
     assert len(records) > 1 and f"{len(records)} passed" in proc.stdout
 
 
-def test_junit_xml_carries_each_claim_and_its_sources(tmp_path: Path) -> None:
+def test_junit_xml_carries_each_claim_and_its_sources(pytest_run: PytestRun, tmp_path: Path) -> None:
     junit = tmp_path / "junit.xml"
     proc = pytest_run(
         "probes/phase_after_deletion/test_phase_after_deletion.py",
@@ -455,7 +474,9 @@ def test_leaves_a_call_unmade(probe):
 WRITTEN = ("forgets_to_conclude", "checks_nothing", "forgets_to_conclude_but_holds", "checks_after_concluding")
 
 
-def run_written_probes(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+def run_written_probes(
+    pytest_run: PytestRun, tmp_path: Path, *args: str
+) -> tuple[subprocess.CompletedProcess[str], Path]:
     """The probes above, each replaying a recording of only the server's version (v1.27.3), through conftest."""
     probes = tmp_path / "test_written.py"
     probes.write_text(WRITTEN_PROBES)
@@ -471,30 +492,14 @@ def run_written_probes(tmp_path: Path, *args: str) -> tuple[subprocess.Completed
         Recording(f"test_written.py::test_{name}", origin, steps).write(recordings / f"{name}.json")
     options = ["--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"), "--replay", str(recordings)]
     options += ["--run-dir", str(tmp_path / "runs"), "-rA", *args]
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "harness.doors.pytest_plugin",
-            "-p",
-            "no:cacheprovider",
-            str(probes),
-            *options,
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "400"},  # summary lines unabridged
-    )
+    plugin = ["-p", "harness.doors.pytest_plugin"]
+    proc = pytest_run(*plugin, str(probes), *options, env={"COLUMNS": "400"})  # summary lines unabridged
     return proc, tmp_path / "runs"
 
 
-def test_a_probe_passes_only_on_concluded_claims(tmp_path: Path) -> None:
+def test_a_probe_passes_only_on_concluded_claims(pytest_run: PytestRun, tmp_path: Path) -> None:
     """Verdicts a probe did not conclude are concluded by the harness; a probe that checked nothing fails."""
-    proc, runs = run_written_probes(tmp_path, "-k", "not left_undecided and not observes and not unmade")
+    proc, runs = run_written_probes(pytest_run, tmp_path, "-k", "not left_undecided and not observes and not unmade")
     assert proc.returncode == 1, proc.stdout
     assert "3 failed, 1 passed" in proc.stdout.splitlines()[-1]
     assert "PASSED ::test_forgets_to_conclude_but_holds[forgets_to_conclude_but_holds]" in proc.stdout
@@ -511,10 +516,10 @@ def test_a_probe_passes_only_on_concluded_claims(tmp_path: Path) -> None:
     assert [v["status"] for v in record["verdicts"]] == ["fail"]
 
 
-def test_an_undecided_probe_fails_apart_from_failed_ones(tmp_path: Path) -> None:
+def test_an_undecided_probe_fails_apart_from_failed_ones(pytest_run: PytestRun, tmp_path: Path) -> None:
     """Undecided is never a pass, and it is never called failed: headline, summary, JUnit, record, run."""
     junit = tmp_path / "junit.xml"
-    proc, runs = run_written_probes(tmp_path, "-k", "left_undecided", f"--junitxml={junit}")
+    proc, runs = run_written_probes(pytest_run, tmp_path, "-k", "left_undecided", f"--junitxml={junit}")
     assert proc.returncode == 1, proc.stdout
     summary = proc.stdout.splitlines()[-1]
     assert "1 undecided" in summary and "failed" not in summary and "passed" not in summary
@@ -531,11 +536,11 @@ def test_an_undecided_probe_fails_apart_from_failed_ones(tmp_path: Path) -> None
 
 
 def test_a_probe_whose_every_claim_was_not_observable_fails_and_one_that_skipped_a_recorded_call_too(
-    tmp_path: Path,
+    pytest_run: PytestRun, tmp_path: Path
 ) -> None:
     """Not observable is never a pass: with nothing else checked the probe fails (docs/verdicts.md). A replay
     that passed without making every recorded call fails: the probe no longer does what was recorded."""
-    proc, runs = run_written_probes(tmp_path, "-k", "observes_nothing or leaves_a_call_unmade")
+    proc, runs = run_written_probes(pytest_run, tmp_path, "-k", "observes_nothing or leaves_a_call_unmade")
     assert proc.returncode == 1, proc.stdout
     summary = proc.stdout.splitlines()[-1]
     assert "1 failed" in summary and "1 error" in summary  # pytest also counts the unmade calls' call phase

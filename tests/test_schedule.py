@@ -19,6 +19,7 @@ from harness.doors import cli, schedule, selection
 from harness.doors.commands import probe as probe_command
 from harness.doors.commands import refusal
 from harness.doors.schedule import choose_workers, known_durations, longest_first, pack, plan_for, probe_of
+from tests.pytest_here import pytest_here
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -258,21 +259,22 @@ def test_e(): ran("e", 0.1)
 """
 
 
-def run_dummies(tmp_path: Path, *args: str) -> dict[str, list[str]]:
+def run_dummies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> dict[str, list[str]]:
     """pytest on five sleeping dummy tests with the suite's plugin; which tests each worker ran, in order."""
     (tmp_path / "conftest.py").write_text('pytest_plugins = ["harness.doors.pytest_plugin"]\n')
     (tmp_path / "test_dummy.py").write_text(DUMMY_TESTS)
     log = tmp_path / "ran"
     log.mkdir()
-    command = [sys.executable, "-m", "pytest", "test_dummy.py", "-p", "no:cacheprovider", "-q", *args]
-    proc = subprocess.run(
-        [*command, "--run-dir", str(tmp_path / "runs")],
+    outside = {"RAN_LOG": str(log), "PYTEST_XDIST_WORKER": None}  # not this worker's name, if it is one
+    proc = pytest_here(
+        "test_dummy.py",
+        "-q",
+        *args,
+        "--run-dir",
+        str(tmp_path / "runs"),
+        monkeypatch=monkeypatch,
+        env=outside,
         cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "RAN_LOG": str(log)},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return {worker.name: worker.read_text().split() for worker in log.iterdir()}
@@ -284,19 +286,23 @@ SCHEDULE = {"durations_s": {"test_dummy.py::test_b": 6, "test_dummy.py::test_c":
                             "test_dummy.py::test_a": 0.5}}  # fmt: skip
 
 
-def test_two_xdist_workers_get_the_planned_shares_in_longest_first_order(tmp_path: Path) -> None:
+def test_two_xdist_workers_get_the_planned_shares_in_longest_first_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """xdist's own `load` would send the first worker d and b (the two longest) before anything else."""
     (tmp_path / "schedule.json").write_text(json.dumps(SCHEDULE))
-    ran = run_dummies(tmp_path, "-n", "2", "--schedule", str(tmp_path / "schedule.json"))
+    ran = run_dummies(tmp_path, monkeypatch, "-n", "2", "--schedule", str(tmp_path / "schedule.json"))
     assert sorted(ran.values()) == [["b", "e", "a"], ["d", "c"]]
     measured = json.loads((tmp_path / "schedule.json").read_text())["measured_s"]
     assert set(measured) == {f"test_dummy.py::test_{name}" for name in "abcde"}
     assert measured["test_dummy.py::test_b"] >= 0.6  # the worker's whole item, sleep included
 
 
-def test_without_xdist_the_schedule_orders_the_run_longest_first(tmp_path: Path) -> None:
+def test_without_xdist_the_schedule_orders_the_run_longest_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "schedule.json").write_text(json.dumps(SCHEDULE))
-    assert run_dummies(tmp_path, "--schedule", str(tmp_path / "schedule.json")) == {"main": list("dbcea")}
+    assert run_dummies(tmp_path, monkeypatch, "--schedule", str(tmp_path / "schedule.json")) == {"main": list("dbcea")}
 
 
 # ------------------------------------------------------------------------------------------- the CLI
