@@ -33,6 +33,7 @@ from harness.axis import matrix
 from harness.base.families import recording_path
 from harness.clusters import janitor, lifecycle
 from harness.clusters.existing import clusters as existing_clusters
+from harness.clusters.kind import axis as kind_axis
 from harness.clusters.kind import clusters as kind_clusters
 from harness.clusters.kind import node_images as kind_node_images
 from harness.clusters.local import clusters as local_clusters
@@ -428,8 +429,10 @@ def forbid(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return reach
 
     for owner, names in (
-        (kind_clusters, ["check_docker", "check_engine", "ensure_kind", "check_prerequisites", "make_node_image"]),
+        (kind_clusters, ["check_docker", "check_engine", "ensure_kind", "check_prerequisites"]),
+        (kind_axis, ["check_docker", "check_engine", "make_node_image"]),
         (kind_node_images, ["check_docker", "check_engine", "ensure_kind", "check_go", "resolve_module"]),
+        (kind_node_images, ["make_node_image"]),
         (kind_node_images, ["build_node_images"]),
         (local_clusters, ["build_kubernetes", "check_go", "resolve_module"]),
         (existing_clusters, ["clean_namespaces"]),

@@ -471,7 +471,7 @@ KIND_RUNTIME_MATRIX = textwrap.dedent(
     from harness.axis.release_axis import PlannedVersion
     from harness.base.process import sigterm_as_interrupt
     from harness.base.versions import Release
-    from harness.clusters.kind import clusters
+    from harness.clusters.kind import axis as kind_axis
     from harness.clusters.kind.node_images import ImageRuntime, image_runtime
     from harness.nodeimage import tags
 
@@ -479,9 +479,9 @@ KIND_RUNTIME_MATRIX = textwrap.dedent(
     tags.node_image_record = lambda tag: base / "records" / (tag.replace(":", "-") + ".json")  # none built yet
     (base / "records").mkdir()
     ImageRuntime.command = lambda self, release: [sys.executable, "-c", build, str(base), how]
-    clusters.BUILD_CLEANUP_S = 2.0
-    clusters.discard_unfinished = lambda tag: (shutil.rmtree(base / "work"), (base / "discarded").write_text(tag))
-    axis = clusters.KindRuntimeAxis(argparse.Namespace(source="modules"), image_runtime("debian"))
+    kind_axis.BUILD_CLEANUP_S = 2.0
+    kind_axis.discard_unfinished = lambda tag: (shutil.rmtree(base / "work"), (base / "discarded").write_text(tag))
+    axis = kind_axis.KindRuntimeAxis(argparse.Namespace(source="modules"), image_runtime("debian"))
     release = Release.parse("1.27.16")
     plan = [PlannedVersion("1.27.16", release, runtime="debian")]
     stop = threading.Event()

@@ -21,7 +21,7 @@ from harness.axis import matrix, runtimes
 from harness.base import paths
 from harness.base.inputs import BadInput
 from harness.base.versions import Release
-from harness.clusters.kind import clusters as kind_clusters
+from harness.clusters.kind import axis as kind_axis
 from harness.clusters.kind import node_images
 from harness.doors import cli
 from harness.doors.commands import runtimes as runtimes_command
@@ -85,7 +85,7 @@ def stood_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Stood:
     monkeypatch.setattr(tags, "node_image_record", lambda tag: records / f"{tag.replace(':', '-')}.json")
     (records / "plp-node-v1.27.16.json").write_text("{}")
     for name in ("check_docker", "check_engine"):
-        monkeypatch.setattr(kind_clusters, name, lambda: None)
+        monkeypatch.setattr(kind_axis, name, lambda: None)
     monkeypatch.setattr(version_axis, "check_go", lambda: "go version go1.24.13 (stood in)")
     monkeypatch.setattr(
         node_images,
@@ -119,8 +119,8 @@ def stood_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Stood:
         (run / "recordings" / "p.json").write_text(json.dumps({"probe": "p.py::test_p", "origin": origin}))
         return 0
 
-    monkeypatch.setattr(kind_clusters, "make_node_image", make_node_image)
-    monkeypatch.setattr(kind_clusters, "run_until_stopped", build_in_a_child)
+    monkeypatch.setattr(kind_axis, "make_node_image", make_node_image)
+    monkeypatch.setattr(kind_axis, "run_until_stopped", build_in_a_child)
     monkeypatch.setattr(matrix, "run_through_interrupt", probe_run)
     monkeypatch.setattr(matrix, "disk_gb", lambda tools: 1.5)  # (du over the real .tools/ takes seconds)
     monkeypatch.setattr(version_axis, "run_report_command", lambda args: stood.asked.append(("report", args.runs)))
@@ -234,6 +234,6 @@ def test_make_runtimes_takes_runs_as_words_and_version_as_given() -> None:
 
 
 def test_the_version_of_an_entry_is_read_as_make_probe_reads_it() -> None:
-    axis = kind_clusters.KindAxis(cli.parse_args(["matrix"])).on_runtime("debian")
+    axis = kind_axis.KindAxis(cli.parse_args(["matrix"])).on_runtime("debian")
     assert axis is not None
     assert [str(r) for r in axis.releases([Release.parse("1.27"), Release.parse("v1.27.3")])] == ["1.27.16", "1.27.3"]

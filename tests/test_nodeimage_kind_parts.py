@@ -15,7 +15,6 @@ import yaml
 from harness.base.errors import PrerequisiteMissing
 from harness.base.process import Completed
 from harness.base.versions import KubeVersion, Release
-from harness.clusters.kind import clusters as kind_clusters
 from harness.clusters.kind import node_images
 from harness.clusters.kind.images import known_images
 from harness.clusters.kind.provider import node_runtime
@@ -261,8 +260,8 @@ def _docker(answers: dict[str, int], calls: list[list[str]]) -> Callable[[Sequen
 
 def test_a_pinned_image_that_is_here_or_pulls_is_run_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
-    monkeypatch.setattr(kind_clusters, "run_command", _docker({"inspect": 1, "pull": 0}, calls))
-    assert kind_clusters.pinned_image_or_equal(_runnable(), print) == ""
+    monkeypatch.setattr(node_images, "run_command", _docker({"inspect": 1, "pull": 0}, calls))
+    assert node_images.pinned_image_or_equal(_runnable(), print) == ""
     assert [c[:2] for c in calls] == [["docker", "image"], ["docker", "pull"]]
 
 
@@ -270,22 +269,22 @@ def test_an_image_that_cannot_be_pulled_is_built_from_modules_said_in_one_line(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     calls: list[list[str]] = []
-    monkeypatch.setattr(kind_clusters, "run_command", _docker({"inspect": 1, "pull": 1}, calls))
+    monkeypatch.setattr(node_images, "run_command", _docker({"inspect": 1, "pull": 1}, calls))
     monkeypatch.setattr(tags, "node_image_record", lambda tag: tmp_path / "never-built.json")
     planned = kind_plan.plan(
         "v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=FakeProxy(tmp_path, SERVED, LISTED)
     )
-    monkeypatch.setattr(kind_clusters, "plan_parts", lambda version, kind: planned)
-    monkeypatch.setattr(kind_clusters, "equal_build_minutes", lambda version, plan: (17, "this machine's builds"))
+    monkeypatch.setattr(node_images, "plan_parts", lambda version, kind: planned)
+    monkeypatch.setattr(node_images, "equal_build_minutes", lambda version, plan: (17, "this machine's builds"))
     built: list[tuple[str, str, str]] = []
 
     def make(release: Release, source: str, say: Callable[[str], None], parts: str, kind: str) -> str:
         built.append((str(release), source, kind))
         return "plp-node:v1.27.16-kind.v0.25.0"
 
-    monkeypatch.setattr(kind_clusters, "make_node_image", make)
+    monkeypatch.setattr(node_images, "make_node_image", make)
     said: list[str] = []
-    assert kind_clusters.pinned_image_or_equal(_runnable(), said.append) == "plp-node:v1.27.16-kind.v0.25.0"
+    assert node_images.pinned_image_or_equal(_runnable(), said.append) == "plp-node:v1.27.16-kind.v0.25.0"
     assert built == [("1.27.16", "modules", "v0.25.0")]
     assert said == [
         "kindest/node:v1.27.16 cannot be pulled (Error response from daemon: Get https://registry-1.docker.io/v2/:"
@@ -301,15 +300,15 @@ def test_an_equal_built_earlier_is_said_to_be_run_not_built(monkeypatch: pytest.
 
     record = tmp_path / "plp-node-v1.27.16-kind.v0.25.0.json"
     record.write_text("{}")
-    monkeypatch.setattr(kind_clusters, "run_command", docker)
+    monkeypatch.setattr(node_images, "run_command", docker)
     monkeypatch.setattr(tags, "node_image_record", lambda tag: tmp_path / f"{tag.replace(':', '-')}.json")
     planned = kind_plan.plan(
         "v0.25.0", KubeVersion.parse("1.27.16"), tools=tmp_path, go=FakeProxy(tmp_path, SERVED, LISTED)
     )
-    monkeypatch.setattr(kind_clusters, "plan_parts", lambda version, kind: planned)
-    monkeypatch.setattr(kind_clusters, "make_node_image", lambda *args, **kwargs: "plp-node:v1.27.16-kind.v0.25.0")
+    monkeypatch.setattr(node_images, "plan_parts", lambda version, kind: planned)
+    monkeypatch.setattr(node_images, "make_node_image", lambda *args, **kwargs: "plp-node:v1.27.16-kind.v0.25.0")
     said: list[str] = []
-    assert kind_clusters.pinned_image_or_equal(_runnable(), said.append) == "plp-node:v1.27.16-kind.v0.25.0"
+    assert node_images.pinned_image_or_equal(_runnable(), said.append) == "plp-node:v1.27.16-kind.v0.25.0"
     assert said == [
         f"kindest/node:v1.27.16 cannot be pulled ({NO_REGISTRY}): running its equal with kind v0.25.0's components,"
         " plp-node:v1.27.16-kind.v0.25.0, built here earlier"
@@ -317,14 +316,14 @@ def test_an_equal_built_earlier_is_said_to_be_run_not_built(monkeypatch: pytest.
 
 
 def test_when_neither_pull_nor_build_can_work_one_line_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kind_clusters, "run_command", _docker({"inspect": 1, "pull": 1}, []))
+    monkeypatch.setattr(node_images, "run_command", _docker({"inspect": 1, "pull": 1}, []))
 
     def refused(version: str, kind: str) -> kind_plan.Plan:
         raise PrerequisiteMissing("building a node image from Go modules needs: root (debootstrap and chroot)")
 
-    monkeypatch.setattr(kind_clusters, "plan_parts", refused)
+    monkeypatch.setattr(node_images, "plan_parts", refused)
     with pytest.raises(PrerequisiteMissing) as caught:
-        kind_clusters.pinned_image_or_equal(_runnable(), print)
+        node_images.pinned_image_or_equal(_runnable(), print)
     message = str(caught.value)
     assert "\n" not in message
     assert message.startswith("kindest/node:v1.27.16 cannot be pulled (") and message.endswith(
@@ -334,11 +333,11 @@ def test_when_neither_pull_nor_build_can_work_one_line_says_why(monkeypatch: pyt
 
 def test_an_image_of_ones_own_is_never_pulled(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
-    monkeypatch.setattr(kind_clusters, "run_command", _docker({"inspect": 1, "pull": 1}, calls))
+    monkeypatch.setattr(node_images, "run_command", _docker({"inspect": 1, "pull": 1}, calls))
     own = Runnable(
         "kind", Release.parse("v1.27.16"), {"image": "plp-node:v1.27.16-kind.v0.25.0", "kind_release": "v0.25.0"}
     )
-    assert kind_clusters.pinned_image_or_equal(own, print) == "" and calls == []
+    assert node_images.pinned_image_or_equal(own, print) == "" and calls == []
 
 
 def test_an_image_with_an_older_kinds_components_is_run_by_the_kind_its_kubernetes_needs() -> None:
@@ -392,12 +391,12 @@ def test_a_pinned_release_the_proxy_refuses_names_the_neighbour_that_builds_befo
     """v1.30.13, kind v0.29.0's image for make probe VERSION=1.30, is refused by the module proxy (the release
     ledger): one line says so and names the newest other pinned 1.30 patch whose module is served, and nothing is
     planned or built."""
-    monkeypatch.setattr(kind_clusters, "run_command", _docker({"inspect": 1, "pull": 1}, []))
-    monkeypatch.setattr(kind_clusters, "plan_parts", lambda version, kind: pytest.fail("planned a refused release"))
+    monkeypatch.setattr(node_images, "run_command", _docker({"inspect": 1, "pull": 1}, []))
+    monkeypatch.setattr(node_images, "plan_parts", lambda version, kind: pytest.fail("planned a refused release"))
     pinned = "kindest/node:v1.30.13@sha256:397209b3d947d154f6641f2d0ce8d473732bd91c87d9575ade99049aa33cd648"
     runnable = Runnable("kind", Release.parse("v1.30.13"), {"image": pinned, "kind_release": "v0.29.0"})
     with pytest.raises(PrerequisiteMissing) as caught:
-        kind_clusters.pinned_image_or_equal(runnable, pytest.fail)
+        node_images.pinned_image_or_equal(runnable, pytest.fail)
     message = str(caught.value)
     assert "\n" not in message
     assert "the Go module proxy refuses k8s.io/kubernetes@v1.30.13 (403 Forbidden" in message

@@ -20,7 +20,7 @@ from harness.axis import radar
 from harness.axis.releases import published_releases
 from harness.base.errors import NotRunnable
 from harness.base.versions import Release
-from harness.clusters.kind import clusters as kind_clusters
+from harness.clusters.kind import axis as kind_axis
 from harness.clusters.local import clusters as local_clusters
 from harness.core.expectations import Claim, Expectation
 from harness.doors.commands import radar as radar_command
@@ -349,7 +349,7 @@ def test_the_probe_runs_it_starts_name_the_release_as_make_probe_takes_it(
         raise NotRunnable("kind build node-image failed (stand-in)")
 
     monkeypatch.setattr(radar_command, "run_through_interrupt", run_through_interrupt)
-    monkeypatch.setattr(kind_clusters, "make_node_image", make_node_image)
+    monkeypatch.setattr(kind_axis, "make_node_image", make_node_image)
     local = radar_command.release_steps(radar_args(tmp_path, probe="deadline"), tmp_path / "tools")
     local.probe("v1.37.0-rc.1", tmp_path / "r" / "v1.37.0-rc.1")
     kind = radar_command.release_steps(radar_args(tmp_path, cluster="kind", source="release"), tmp_path / "tools")

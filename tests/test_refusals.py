@@ -15,6 +15,7 @@ import pytest
 
 from harness.base.errors import PrerequisiteMissing, host_refusal
 from harness.base.versions import Release
+from harness.clusters.kind import axis as kind_axis
 from harness.clusters.kind import clusters as kind_clusters
 from harness.clusters.kind import engine
 from harness.clusters.kind import node_images as kind_node_images
@@ -37,8 +38,9 @@ INSTALL_ALL = "install them all with: apt-get install "
 def nothing_may_start(monkeypatch: pytest.MonkeyPatch) -> None:
     for owner, steps in (
         (local_clusters, ("build_kubernetes", "resolve_module")),
-        (kind_clusters, ("ensure_kind", "make_node_image")),
-        (kind_node_images, ("resolve_module", "build_node_images", "ensure_kind")),
+        (kind_clusters, ("ensure_kind",)),
+        (kind_axis, ("make_node_image",)),
+        (kind_node_images, ("resolve_module", "build_node_images", "ensure_kind", "make_node_image")),
     ):
         for step in steps:
             monkeypatch.setattr(owner, step, lambda *a, **k: pytest.fail("nothing may be built or downloaded"))

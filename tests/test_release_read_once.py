@@ -14,6 +14,7 @@ import pytest
 from harness.axis import matrix
 from harness.base.process import Completed
 from harness.base.versions import KubeVersion, Release
+from harness.clusters.kind import axis as kind_axis
 from harness.clusters.kind import clusters as kind_clusters
 from harness.clusters.kind import node_images
 from harness.clusters.local import clusters as local_clusters
@@ -66,7 +67,7 @@ def test_make_probe_on_kind_reads_version_once_through_resolving_and_building_th
     with kind's components (the build itself stood in): the resolve, the plan, the tag, the build's estimate and
     the build all take the one release the door read."""
     failing = Completed(("docker",), 1, "", "Error response from daemon: dial tcp: no such host")
-    monkeypatch.setattr(kind_clusters, "run_command", lambda argv, timeout: failing)
+    monkeypatch.setattr(node_images, "run_command", lambda argv, timeout: failing)
     for check in ("check_docker", "check_engine"):
         monkeypatch.setattr(kind_clusters, check, lambda: None)
     monkeypatch.setattr(kind_clusters, "check_prerequisites", lambda kind_bin: "kind v0.25.0 go1.22 linux/amd64")
@@ -82,14 +83,14 @@ def test_make_probe_on_kind_reads_version_once_through_resolving_and_building_th
         handed.append(release)
         return node_images.modules_tag(release)  # the tag its build would have
 
-    monkeypatch.setattr(kind_clusters, "plan_parts", plan_parts)
-    monkeypatch.setattr(kind_clusters, "make_node_image", make_node_image)
+    monkeypatch.setattr(node_images, "plan_parts", plan_parts)
+    monkeypatch.setattr(node_images, "make_node_image", make_node_image)
 
     def equal_build_minutes(release: Release, plan: Plan) -> tuple[int, str]:
         handed.append(release)
         return 1, "a stand-in"
 
-    monkeypatch.setattr(kind_clusters, "equal_build_minutes", equal_build_minutes)
+    monkeypatch.setattr(node_images, "equal_build_minutes", equal_build_minutes)
     command = started(monkeypatch, ["probe", "--version", "1.27"], tmp_path)
     assert readings == ["1.27"]  # the door's one reading; the pinned image named the patch, 1.27.16
     assert [str(r) for r in handed] == ["1.27.16"] * 3 and all(type(r) is Release for r in handed)
@@ -169,7 +170,7 @@ def test_make_bisect_on_kind_reads_good_and_bad_once_through_the_candidates_thei
         made.append(release)
         return node_images.modules_tag(release)
 
-    monkeypatch.setattr(kind_clusters, "make_node_image", make_node_image)
+    monkeypatch.setattr(kind_axis, "make_node_image", make_node_image)
     ran: list[list[str]] = []
 
     def run_through_interrupt(command: list[str], log: Any = None) -> int:

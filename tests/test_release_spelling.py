@@ -25,6 +25,7 @@ from harness.axis.releases import published_releases
 from harness.base import paths
 from harness.base.run import Run
 from harness.base.versions import KubeVersion, Release, VersionError
+from harness.clusters.kind import axis as kind_axis
 from harness.clusters.kind import clusters as kind_clusters
 from harness.clusters.kind import images
 from harness.clusters.kind.images import NodeImage
@@ -126,8 +127,8 @@ def test_a_matrix_runtime_entry_reaches_its_workers_cluster_without_its_image_ta
     monkeypatch.setattr(tags, "node_image_record", lambda tag, directory=records: records / f"{tag}.json")
     for tag in (KIND_COMPONENTS, ON_CONTAINERD_2_3_4):
         tags.node_image_record(tag).write_text("{}")
-    monkeypatch.setattr(kind_clusters, "check_docker", lambda: None)
-    monkeypatch.setattr(kind_clusters, "check_engine", lambda: None)
+    monkeypatch.setattr(kind_axis, "check_docker", lambda: None)
+    monkeypatch.setattr(kind_axis, "check_engine", lambda: None)
     monkeypatch.setattr(version_axis, "check_go", lambda: "go1.22 (stood in)")
     monkeypatch.setattr(matrix, "disk_gb", lambda tools: 0.0)
     monkeypatch.setattr(version_axis, "runtimes_of_runs", lambda runs: None)

@@ -10,15 +10,19 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.version import Version
+
+from harness.axis.gates import release_status
 from harness.base import paths
-from harness.base.errors import NotRunnable, PrerequisiteMissing, host_refusal, stopping
+from harness.base.errors import NotRunnable, PrerequisiteMissing, host_refusal, one_line, stopping
 from harness.base.inputs import BadInput
+from harness.base.process import run_command
 from harness.base.versions import Release, VersionError
 from harness.clusters.kind.cluster import check_docker
 from harness.clusters.kind.engine import check_engine
 from harness.clusters.kind.images import known_images
 from harness.clusters.kind.install import KindInstallError, ensure_kind
-from harness.clusters.kinds import Say
+from harness.clusters.kinds import Runnable, Say
 from harness.gobuild.go import BuildError, check_go
 from harness.gobuild.kubernetes import NODE_IMAGE_COMPONENTS, existing_build, resolve_module
 from harness.nodeimage import release as node_image_release
@@ -237,3 +241,70 @@ def make_node_image(
             return tag
     except (node_image_release.NodeImageBuildFailed, NodeImageError, BuildError, PartsError) as err:
         raise NotRunnable(str(err)) from err
+
+
+PULL_TIMEOUT_S = 600
+
+
+def pinned_image_or_equal(runnable: Runnable, say: Say) -> str:
+    """'' when the pinned kindest/node image is here or pulls (checked once, before any cluster); else the tag of
+    its equal built here with kind's components from Go modules (said in one line, with about how long), or
+    PrerequisiteMissing in one line saying why neither can be had."""
+    reference, release, kubernetes = runnable.facts["image"], runnable.facts["kind_release"], runnable.version
+    if not reference.startswith("kindest/node:") or not release or kubernetes is None:
+        return ""
+    if run_command(["docker", "image", "inspect", reference], 60).returncode == 0:
+        return ""
+    pulled = run_command(["docker", "pull", reference], PULL_TIMEOUT_S)
+    if pulled.returncode == 0:
+        return ""
+    why = one_line(pulled.output.strip().splitlines()[-1] if pulled.output.strip() else "no answer")
+    refusal = release_status(kubernetes.kube)
+    if refusal.startswith("refused: "):
+        raise PrerequisiteMissing(
+            f"{reference.split('@', 1)[0]} cannot be pulled ({why}), and its equal cannot be built here: the Go "
+            f"module proxy refuses k8s.io/kubernetes@{kubernetes.tag} ({refusal.removeprefix('refused: ')})"
+            + buildable_neighbour_hint(kubernetes)
+        )
+    try:
+        parts_plan = plan_parts(kubernetes, release)
+        equal = modules_tag(kubernetes)
+        if (
+            tags.node_image_record(equal).is_file()
+            and run_command(["docker", "image", "inspect", equal], 60).returncode == 0
+        ):
+            say(
+                f"{reference.split('@', 1)[0]} cannot be pulled ({why}): running its equal with kind {release}'s "
+                f"components, {equal}, built here earlier"
+            )
+        else:
+            minutes, basis = equal_build_minutes(kubernetes, parts_plan)
+            say(
+                f"{reference.split('@', 1)[0]} cannot be pulled ({why}): building its equal with kind {release}'s "
+                f"components from Go modules (about {minutes} min, from {basis}), then running it"
+            )
+        return make_node_image(kubernetes, "modules", say, parts="kind", kind=release)
+    except (BadInput, PrerequisiteMissing, NotRunnable) as err:
+        raise PrerequisiteMissing(
+            f"{reference.split('@', 1)[0]} cannot be pulled ({why}), and its equal cannot be built here: "
+            f"{one_line(str(err))}"
+        ) from err
+
+
+def buildable_neighbour_hint(kubernetes: Release) -> str:
+    """What to run instead of a pinned image whose Kubernetes module the proxy refuses: the newest other pinned
+    patch of the same minor whose module it serves (the release ledger), or '' when there is none."""
+    neighbours = [
+        image
+        for image in known_images()
+        if image.kubernetes.minor == kubernetes.minor
+        and image.kubernetes.version != kubernetes.version
+        and release_status(image.kubernetes) == "read"
+    ]
+    if not neighbours:
+        return ""
+    image = max(neighbours, key=lambda i: (i.kubernetes.version, Version(i.kind_release or "0")))
+    return (
+        f"; make probe VERSION={image.kubernetes.version} runs {image.reference.split('@', 1)[0]} (kind "
+        f"{image.kind_release}), whose equal builds here"
+    )
