@@ -26,7 +26,6 @@ from harness.clusters.kind.install import KindInstallError, ensure_kind
 from harness.clusters.kind.leftovers import clean_kind_clusters, installed_kind
 from harness.clusters.kind.node_shutdown import announce_shutdown
 from harness.clusters.kind.node_shutdown import cluster_config as shutdown_cluster_config
-from harness.clusters.kind.provider import KindProvider, kind_facts
 from harness.clusters.kinds import NODE_SHUTDOWN_ROLE, AddOption, ClusterKind, Leftovers, Option, Request, Runnable, Say
 from harness.clusters.kubelet_host import host_kubelet_settings
 from harness.clusters.lifecycle import ClusterProvider, Note, Reached
@@ -35,6 +34,7 @@ from harness.nodeimage.shutdown import ensure_derived_image
 
 if TYPE_CHECKING:
     from harness.axis.release_axis import ReleaseAxis
+    from harness.clusters.kind.provider import KindProvider
 
 
 class KindClusters(ClusterKind):
@@ -115,6 +115,8 @@ class KindClusters(ClusterKind):
         return self._provider(runnable, run, note, role=NODE_SHUTDOWN_ROLE)
 
     def _provider(self, runnable: Runnable, run: Run, note: Note, role: str) -> KindProvider:
+        from harness.clusters.kind.provider import KindProvider  # (the run's cluster: only where one is made)
+
         if runnable.version is None:
             raise ClusterFailed(f"no Kubernetes release for the node image {runnable.facts['image']}")
         image = NodeImage.running(runnable.facts["image"], runnable.version, runnable.facts["kind_release"] or None)
@@ -154,6 +156,8 @@ class KindClusters(ClusterKind):
 
     def attach(self, kubeconfig: Path, context: str, option: Option, run_record: Path) -> ClusterProvider:
         """The kind cluster make probe made, whose nodes this host reads, named as its run record says."""
+        from harness.clusters.kind.provider import kind_facts
+
         recorded = {"cluster": self.name, **kind_facts(run_record), "context": context}
         label = "kind (created by make probe)"
         return Reached(

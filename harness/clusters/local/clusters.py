@@ -4,6 +4,9 @@
 VERSION is one release (a patch or a pre-release), built once and reused after; the graceful-node-shutdown probes
 cannot run on it (no systemd-logind on the node). On the version axis each release is built, the next one ahead
 on a background thread while the current one's probes run.
+
+The cluster's own modules (its processes, images and node: provider.py and what it runs) are imported where a cluster
+is made or reached: every pytest with the plugin and every front door know this kind, and most never run one.
 """
 
 from __future__ import annotations
@@ -29,8 +32,6 @@ from harness.clusters.kinds import AddOption, ClusterKind, Leftovers, Option, Re
 from harness.clusters.lifecycle import ClusterProvider, Note, Reached
 from harness.clusters.local import host, teardown
 from harness.clusters.local.containerd import local_node_lister
-from harness.clusters.local.disruption import restart_apiserver
-from harness.clusters.local.provider import LocalProvider, local_origin
 from harness.gobuild.go import BuildError, check_go
 from harness.gobuild.kubernetes import (
     OLDEST_BUILT_HERE,
@@ -100,6 +101,8 @@ class LocalClusters(ClusterKind):
 
     def provider(self, runnable: Runnable, run: Run, note: Note) -> ClusterProvider:
         """(Nothing is checked before the probes on plain pytest: the release is built here, or said why not.)"""
+        from harness.clusters.local.provider import LocalProvider
+
         release = _release_of(runnable)
         try:
             build = existing_build(release) or build_kubernetes(release)
@@ -109,6 +112,8 @@ class LocalClusters(ClusterKind):
         return LocalProvider.for_build(name, build, run.directory / "local-logs")
 
     def attach_options(self, provider: ClusterProvider) -> list[str]:
+        from harness.clusters.local.provider import LocalProvider
+
         assert isinstance(provider, LocalProvider)
         return ["--local-state", str(provider.cluster.state)]
 
@@ -117,6 +122,9 @@ class LocalClusters(ClusterKind):
 
     def attach(self, kubeconfig: Path, context: str, option: Option, run_record: Path) -> ClusterProvider:
         """The local cluster make probe made, whose node this host reads through its containerd (its state folder)."""
+        from harness.clusters.local.disruption import restart_apiserver
+        from harness.clusters.local.provider import local_origin
+
         state = Path(option("--local-state"))
         record = json.loads((state / "cluster.json").read_text())
         return Reached(
