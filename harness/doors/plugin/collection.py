@@ -25,9 +25,18 @@ from harness.doors.schedule import PlannedScheduling, longest_first
 REPLAY_GC_THRESHOLDS = (100_000, 50, 100)
 
 
+# What is alive once the plugins are loaded (pytest's modules, the harness's) and once the probes are collected (their
+# items) lives to the end of the process: moved out of the collector's reach (gc.freeze) at each, so that no full
+# collection walks it again, pytest's own at its end and the interpreter's at exit among them. A pytest that only
+# collects the probes (make probe's selection of PROBE) took 0.33 s of CPU against 0.40-0.42 s.
 def pytest_configure(config: pytest.Config) -> None:
+    gc.freeze()
     if config.getoption("--replay"):
         gc.set_threshold(*REPLAY_GC_THRESHOLDS)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    gc.freeze()
 
 
 def probe_id(function: Any) -> str:
