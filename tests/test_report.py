@@ -31,9 +31,12 @@ from harness.reports.report_model import Matrix, Side, _behaviour, expected_valu
 from harness.reports.report_reading import build_matrix
 from harness.reports.report_words import side_text
 from harness.reports.wording import expected_text
+from tests.chromium_pipe import ChromiumPage
 from tests.live import as_version, live
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from tests.conftest import ShippedReplay
 
 REPO = Path(__file__).resolve().parent.parent
@@ -777,24 +780,11 @@ def test_a_long_idle_stretch_is_cut_short_but_never_a_grace_period() -> None:
 
 # ------------------------------------------------------------------------------------------ the browser
 
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--hide-scrollbars",
-]
-
-# Run in the page after it is laid out: scroll into the matrix, check the sticky parts, open a cell, and
-# measure every timeline label as the browser drew it. The result goes into the DOM for --dump-dom.
-CHECK_SCRIPT = """
-<script>
-(async () => {
-  await window.reportReady;  // the cells' data and every drawing unpacked (Chromium waits: --virtual-time-budget)
+# Run in the page once it is loaded, as `(CHECK_SCRIPT)(dx, scan)`: scroll into the matrix (dx px sideways), check
+# the sticky parts, open a cell, and with `scan` measure every timeline label and every word as the browser laid them
+# out. END (what the page does next) runs before it answers.
+CHECK_SCRIPT = """async (dx, scan) => {
+  await window.reportReady;  // the cells' data and every drawing unpacked
   await window.drawTimelines();
   const out = {};
   const rect = (el) => el.getBoundingClientRect();
@@ -814,7 +804,7 @@ CHECK_SCRIPT = """
   out.columnWidths = [...heads].map((th) => rect(th).width);
   out.headerTopBefore = rect(corner).top;
   const deep = document.querySelectorAll("#matrix tbody tr th.claim")[40].closest("tr");
-  window.scrollTo(DX, rect(deep).top + window.scrollY - 300);
+  window.scrollTo(dx, rect(deep).top + window.scrollY - 300);
   out.scrollX = window.scrollX;
   out.scrollY = window.scrollY;
   out.cornerTop = rect(corner).top;
@@ -834,50 +824,47 @@ CHECK_SCRIPT = """
   out.panelLinks = [...panel.querySelectorAll("a")].map((a) => a.href);
   cellOf("always.sigterm-ignored.phases", "v1.27.7").click();
   out.expectedPanelText = panel.innerText;
-  let overlaps = [], labels = 0;
-  for (const row of document.querySelectorAll("figure.timeline g.row")) {
-    const boxes = [...row.querySelectorAll("text.label")].map((t) => [t.textContent, t.getBBox()]);
-    labels += boxes.length;
-    boxes.forEach(([na, a], i) => boxes.slice(i + 1).forEach(([nb, b]) => {
-      const apart = (p, q, lo, size) => p[lo] + p[size] - 0.5 <= q[lo] || q[lo] + q[size] - 0.5 <= p[lo];
-      if (!apart(a, b, "x", "width") && !apart(a, b, "y", "height"))
-        overlaps.push([row.dataset.version, na, nb]);
-    }));
-  }
-  out.labels = labels;
-  out.overlaps = overlaps;
-  // Words broken across lines: a word (between spaces and the zero-width spaces report.py puts into long tokens)
-  // whose text the browser laid out on more than one line, in the matrix's values, version and claim columns and
-  // the table of what changed.
-  const broken = [];
-  let words = 0;
-  const where = "#matrix td .t, #matrix thead th.ver a, #matrix th.claim, table.changes td, table.changes th";
-  for (const el of document.querySelectorAll(where)) {
-    if (el.closest("[hidden]") || !el.getClientRects().length) continue;
-    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
-    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-      for (const m of node.data.matchAll(/[^\\s\\u200b-]+-*/g)) {
-        const range = document.createRange();
-        range.setStart(node, m.index); range.setEnd(node, m.index + m[0].length);
-        const lines = new Set([...range.getClientRects()].filter((r) => r.width > 0)
-          .map((r) => Math.round(el.closest(".up, th.ver a") ? r.left : r.top)));
-        words++;
-        if (lines.size > 1) broken.push(m[0]);
+  if (scan) {
+    let overlaps = [], labels = 0;
+    for (const row of document.querySelectorAll("figure.timeline g.row")) {
+      const boxes = [...row.querySelectorAll("text.label")].map((t) => [t.textContent, t.getBBox()]);
+      labels += boxes.length;
+      boxes.forEach(([na, a], i) => boxes.slice(i + 1).forEach(([nb, b]) => {
+        const apart = (p, q, lo, size) => p[lo] + p[size] - 0.5 <= q[lo] || q[lo] + q[size] - 0.5 <= p[lo];
+        if (!apart(a, b, "x", "width") && !apart(a, b, "y", "height"))
+          overlaps.push([row.dataset.version, na, nb]);
+      }));
+    }
+    out.labels = labels;
+    out.overlaps = overlaps;
+    // Words broken across lines: a word (between spaces and the zero-width spaces report.py puts into long tokens)
+    // whose text the browser laid out on more than one line, in the matrix's values, version and claim columns and
+    // the table of what changed.
+    const broken = [];
+    let words = 0;
+    const where = "#matrix td .t, #matrix thead th.ver a, #matrix th.claim, table.changes td, table.changes th";
+    for (const el of document.querySelectorAll(where)) {
+      if (el.closest("[hidden]") || !el.getClientRects().length) continue;
+      const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        for (const m of node.data.matchAll(/[^\\s\\u200b-]+-*/g)) {
+          const range = document.createRange();
+          range.setStart(node, m.index); range.setEnd(node, m.index + m[0].length);
+          const lines = new Set([...range.getClientRects()].filter((r) => r.width > 0)
+            .map((r) => Math.round(el.closest(".up, th.ver a") ? r.left : r.top)));
+          words++;
+          if (lines.size > 1) broken.push(m[0]);
+        }
       }
     }
+    out.words = words;
+    out.brokenWords = broken.slice(0, 20);
+    out.brokenCount = broken.length;
   }
-  out.words = words;
-  out.brokenWords = broken.slice(0, 20);
-  out.brokenCount = broken.length;
   out.upright = document.querySelectorAll("#matrix td .t.up").length;
   END
-  const pre = document.createElement("pre");
-  pre.id = "check-result";
-  pre.textContent = JSON.stringify(out);
-  document.body.append(pre);
-})();
-</script>
-"""
+  return out;
+}"""
 
 
 def chromium() -> str:
@@ -892,80 +879,72 @@ def chromium() -> str:
     return found
 
 
-def browse(browser: str, profile: Path, *args: str) -> subprocess.Popen[str]:
-    """Chromium started on its own profile (so two run at once); `finished` waits for it."""
-    return subprocess.Popen(
-        [browser, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def finished(browser: subprocess.Popen[str]) -> str:
-    stdout, stderr = browser.communicate(timeout=600)
-    assert browser.returncode == 0, stderr[-2000:]
-    return stdout
-
-
-# What each checked page does once measured, before Chromium takes its screenshot (evidence for a person):
-# the wide one goes back to the top as a newcomer first sees it; the narrow one stays scrolled sideways and
-# down with a cell's sources open. Headless Chromium paints a scrolled page only inside a frame, so the
-# narrow page is loaded in a frame 900 px wide, and the frame's result is copied out for --dump-dom.
+# What the page does once checked at each width, before its screenshot (evidence for a person): at 1400 px it goes
+# back to the top as a newcomer first sees it; at 900 px it stays scrolled sideways and down with a cell's sources
+# open; at 1600 px a range of versions is chosen (NARROWED) and the page goes back to the top.
 TO_THE_TOP = "panel.hidden = true; window.scrollTo(0, 0);"
 CELL_OPEN = "cell.click();"  # v1.27.3's, observed live
-IN_A_FRAME = (
-    '<!doctype html><body style="margin:0"><iframe id="f" src="PAGE" style="border:0;width:WIDTHpx;height:900px">'
-    '</iframe><script>const frame = document.getElementById("f"); const copy = () => {'
-    'const found = frame.contentDocument && frame.contentDocument.getElementById("check-result");'
-    "if (!found) { setTimeout(copy, 100); return; }"  # the check awaits the page's unpacking first
-    'document.body.append(Object.assign(document.createElement("pre"), {id: "check-result", textContent: '
-    'found.textContent}));}; frame.addEventListener("load", copy);</script></body>'
-)
+NARROWED = """
+out.fitsBefore = out.lastColumnRight <= out.innerWidth;
+const pick = (id, v) => { const s = document.getElementById(id);
+  s.value = [...s.options].find((o) => o.textContent === v).value; s.dispatchEvent(new Event("change")); };
+pick("range-from", "v1.26.15"); pick("range-to", "v1.28.0");
+const shown = [...document.querySelectorAll("#matrix thead th.ver")].filter((th) => !th.hidden);
+out.shownVersions = shown.map((th) => th.dataset.version);
+out.shownWidth = shown[0].getBoundingClientRect().width;
+out.fitsAfter = shown[shown.length - 1].getBoundingClientRect().right <= out.innerWidth;
+const phases = document.querySelector('#matrix tr[data-claim="always.sigterm-ignored.phases"]');
+out.phasesShown = [...phases.cells].slice(1).filter((td) => !td.hidden).map(
+  (td) => [td.classList.contains("moved"), td.textContent]);
+panel.hidden = true; window.scrollTo(0, 0);
+"""
 
 
-def checked_in_browser(
-    browser: str, page: Path, width: int, scroll_x: int, end: str, framed: bool = False
-) -> subprocess.Popen[str]:
-    """The page with CHECK_SCRIPT in a window (or a frame) `width` wide, started; `measured` reads what the script
-    found. Chromium also writes its DOM to stdout and a screenshot of the page as `end` leaves it to
-    screenshot-<width>.png."""
-    checked = page.with_name(f"check-{width}.html")
-    script = CHECK_SCRIPT.replace("DX", str(scroll_x)).replace("END", end)
-    checked.write_text(page.read_text().replace("</body>", script + "</body>"))
-    if framed:
-        frame = page.with_name(f"frame-{width}.html")
-        frame.write_text(IN_A_FRAME.replace("PAGE", checked.name).replace("WIDTH", str(width)))
-        checked = frame
-    screenshot = page.with_name(f"screenshot-{width}.png")
-    flags = [
-        "--allow-file-access-from-files",
-        f"--window-size={width},900",
-        "--virtual-time-budget=60000",  # the page unpacks its data and drawings asynchronously: wait for them
-        "--dump-dom",
-        f"--screenshot={screenshot}",
-    ]
-    return browse(browser, page.with_name(f"profile-{width}"), *flags, checked.as_uri())
+def checked(page: ChromiumPage, scroll_x: int, end: str, scan: bool = False) -> dict[str, Any]:
+    """What CHECK_SCRIPT measures in the page as it stands, `end` run after."""
+    script = CHECK_SCRIPT.replace("END", end)
+    found: dict[str, Any] = page.evaluate(f"({script})({scroll_x}, {json.dumps(scan)})")
+    return found
 
 
-def measured(started: subprocess.Popen[str]) -> dict[str, Any]:
-    """What CHECK_SCRIPT measured, and the page's DOM as Chromium built it (under "dom")."""
-    dom = finished(started)
-    found = re.search(r'<pre id="check-result">(.*?)</pre>', dom, flags=re.S)
-    assert found is not None, dom[-2000:]
-    result: dict[str, Any] = json.loads(found.group(1).replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))
-    return {**result, "dom": dom}
+@pytest.fixture(scope="module")
+def browsed_report(
+    written_report: tuple[Matrix, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[], dict[str, Any]]:
+    """report.html in Debian's headless Chromium, one launch for the tests below, made when first called (in the test,
+    so that a missing chromium fails or skips the test itself): loaded in a 1400 × 900 window and checked with every
+    label and word measured, its DOM as built ("dom") and the top of the page shot (screenshot-1400.png); then the
+    viewport narrowed to 900 × 900 (the page's layout runs on a resize as on its load) and checked scrolled with a cell
+    open, shot as it stands (screenshot-900.png); then the window widened to 1600 × 900 and a range of versions chosen.
+    Answers what each check measured, by width, and the folder ("dir") of the page and its shots."""
+
+    @cache
+    def browsed() -> dict[str, Any]:
+        browser = chromium()
+        folder = tmp_path_factory.mktemp("browser")
+        page = folder / "report.html"  # a copy: the shots are written beside it
+        page.write_text((written_report[1] / "report.html").read_text())
+        with ChromiumPage(browser, folder / "profile", 1400, 900) as window:
+            window.load(page)
+            wide = checked(window, 0, TO_THE_TOP, scan=True)
+            wide["dom"] = window.evaluate("document.documentElement.outerHTML")
+            window.resize(1400, 900)  # the whole window's height painted, as Chromium's --screenshot paints it
+            window.screenshot(folder / "screenshot-1400.png")
+            window.resize(900, 900)
+            narrow = checked(window, 400, CELL_OPEN)
+            window.screenshot(folder / "screenshot-900.png")
+            window.evaluate('document.getElementById("panel").hidden = true; window.scrollTo(0, 0);')  # as loaded
+            window.resize(1600, 900, window=True)
+            at_1600 = checked(window, 0, NARROWED)
+        return {"wide": wide, "narrow": narrow, "1600": at_1600, "dir": folder}
+
+    return browsed
 
 
 def test_the_html_report_renders_in_a_browser_sticky_parts_stay_and_a_cell_opens_its_sources(
-    written_report: tuple[Matrix, Path], tmp_path: Path
+    written_report: tuple[Matrix, Path], browsed_report: Callable[[], dict[str, Any]]
 ) -> None:
-    browser = chromium()
-    page = tmp_path / "report.html"  # a copy: the checks are written beside it
-    page.write_text((written_report[1] / "report.html").read_text())
-    started_wide = checked_in_browser(browser, page, 1400, 0, TO_THE_TOP)
-    started_narrow = checked_in_browser(browser, page, 900, 400, CELL_OPEN, framed=True)
-    wide, narrow = measured(started_wide), measured(started_narrow)
+    wide, narrow = browsed_report()["wide"], browsed_report()["narrow"]
     dom = wide["dom"]  # the page as Chromium built it
     # The first screen (1,400 × 900) answers what the suite found, whole, and where to look for each finding: its
     # probe's rows, its timeline and its claims, every link landing on this page
@@ -1013,7 +992,8 @@ def test_the_html_report_renders_in_a_browser_sticky_parts_stay_and_a_cell_opens
     assert abs(narrow["cornerTop"]) < 1
 
     # Evidence for a person: the top of the page as a newcomer sees it in a 1400 px window, and the matrix
-    # scrolled in a 900 px one with a cell's sources open (both painted by the launches above).
+    # scrolled in a 900 px one with a cell's sources open (both shot by browsed_report).
+    page = browsed_report()["dir"] / "report.html"
     top, scrolled = page.with_name("screenshot-1400.png"), page.with_name("screenshot-900.png")
     assert top.stat().st_size > 50_000 and scrolled.stat().st_size > 50_000  # rendered, not an empty canvas
     kept = REPO / "runs" / "report"
@@ -1247,31 +1227,12 @@ def test_the_report_stays_one_file_well_under_its_old_size(written_report: tuple
     assert "<link" not in page.read_text() and 'src="http' not in page.read_text()  # one file, nothing fetched
 
 
-NARROWED = """
-out.fitsBefore = out.lastColumnRight <= out.innerWidth;
-const pick = (id, v) => { const s = document.getElementById(id);
-  s.value = [...s.options].find((o) => o.textContent === v).value; s.dispatchEvent(new Event("change")); };
-pick("range-from", "v1.26.15"); pick("range-to", "v1.28.0");
-const shown = [...document.querySelectorAll("#matrix thead th.ver")].filter((th) => !th.hidden);
-out.shownVersions = shown.map((th) => th.dataset.version);
-out.shownWidth = shown[0].getBoundingClientRect().width;
-out.fitsAfter = shown[shown.length - 1].getBoundingClientRect().right <= out.innerWidth;
-const phases = document.querySelector('#matrix tr[data-claim="always.sigterm-ignored.phases"]');
-out.phasesShown = [...phases.cells].slice(1).filter((td) => !td.hidden).map(
-  (td) => [td.classList.contains("moved"), td.textContent]);
-panel.hidden = true; window.scrollTo(0, 0);
-"""
-
-
 def test_at_1600_px_the_versions_fit_while_they_can_and_a_range_of_versions_narrows_the_columns(
-    written_report: tuple[Matrix, Path], tmp_path: Path
+    written_report: tuple[Matrix, Path], browsed_report: Callable[[], dict[str, Any]]
 ) -> None:
     """At 1600 px every recorded version fits while they can at the least column width (41 could); with more (44
     now) the page scrolls sideways, the claim column staying put (the 1400 px test), and a range fits again."""
-    browser = chromium()
-    page = tmp_path / "report.html"
-    page.write_text((written_report[1] / "report.html").read_text())
-    seen = measured(checked_in_browser(browser, page, 1600, 0, NARROWED))
+    seen = browsed_report()["1600"]
     columns = len(seen["columnWidths"])
     assert columns == len(written_report[0].versions) == len(recorded_versions())
     least = report.COLUMN_PX["version"][0]
