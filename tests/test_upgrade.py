@@ -7,6 +7,7 @@ import copy
 import re
 import subprocess
 import time
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -521,8 +522,14 @@ def test_live_is_qualified_by_the_runtime_the_record_names() -> None:
     )
 
 
-def _recorded_releases() -> list[str]:
-    return [release_name(version) for version in sorted(upgrade_atlas.shipped_by_release())]
+@cache  # listed once for the 17 minors' tests below, not once each (all_recordings lists and sorts 2,385 paths)
+def _recorded_releases() -> tuple[str, ...]:
+    return tuple(release_name(version) for version in sorted(upgrade_atlas.shipped_by_release()))
+
+
+@cache  # each release is an end of many pairs: read and resolved once (UpgradeEnd is frozen; compare only reads it)
+def _end(given: str, what: str) -> upgrade_model.UpgradeEnd:
+    return upgrade_ends.resolve(upgrade_ends.read_end(given, what), what)
 
 
 @pytest.mark.parametrize("minor", [f"1.{m}" for m in range(21, 38)])
@@ -548,11 +555,7 @@ def test_the_answer_is_one_screen_at_every_pair_of_recorded_releases(
         if KubeVersion.parse(older).version < KubeVersion.parse(newest[minor]).version
     ]
     for given_from, given_to in pairs:
-        found = upgrade_compare.compare(
-            upgrade_ends.resolve(upgrade_ends.read_end(given_from, "FROM"), "FROM"),
-            upgrade_ends.resolve(upgrade_ends.read_end(given_to, "TO"), "TO"),
-            observed,
-        )
+        found = upgrade_compare.compare(_end(given_from, "FROM"), _end(given_to, "TO"), observed)
         lines = upgrade.render_text(found).splitlines()
         assert len(lines) <= upgrade.SCREEN_LINES, (given_from, given_to, len(lines))
         assert max(len(line) for line in lines) <= upgrade.SCREEN_WIDTH, (given_from, given_to)
