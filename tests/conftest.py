@@ -9,6 +9,8 @@
   its own, as with `--dist load`.
   pytest-xdist's `--dist loadgroup` would do this by marker, but not under pytest 9: it renames test ids
   through an attribute pytest 9 no longer reads, so every marked test is scheduled on its own.
+- The tests of one family in the modules that replay every live recording of it (tests/live_replays.py: a test
+  parametrized by the family) are one unit: the second reads the replays the first made, in the same process.
 - The modules marked `mostly_waits` (their tests spend most of their time waiting on child processes, signals and
   timers: three to six times their CPU) are one unit together, handed out first: one worker waits through them
   while the others keep both cores busy; scattered, two of them waiting at once left a core idle.
@@ -59,6 +61,7 @@ if TYPE_CHECKING:
 MODULE_FIXTURE = re.compile(r"^@pytest\.fixture\(.*scope=\"module\"", re.M)
 MOSTLY_WAITS = re.compile(r"^pytestmark = .*\bpytest\.mark\.mostly_waits\b", re.M)
 WAITING = "the modules that mostly wait"  # their unit of work (a scope no node id has)
+LIVE_REPLAYS = "the live recordings of "  # + a family: the unit of its tests sharing tests/live_replays.py
 
 
 PROBES_FIRST = "plp_probes_first"  # a worker's workerinput: the session's probe replays are handed out first
@@ -128,6 +131,27 @@ def reads_the_shipped_replay(module: Path) -> bool:
     return module.suffix == ".py" and module.is_file() and "shipped_replay" in module.read_text()
 
 
+@cache
+def shares_live_replays(module: Path) -> bool:
+    return module.suffix == ".py" and module.is_file() and "replayed_live(" in module.read_text()
+
+
+@cache
+def family_names() -> frozenset[str]:
+    from harness.base.families import families
+
+    return frozenset(family.name for family in families())
+
+
+def live_replays_unit(root: Path, nodeid: str) -> str | None:
+    """The unit of a test parametrized by a family in a module sharing tests/live_replays.py's replays, or None."""
+    module, _, test = nodeid.partition("::")
+    param = test[test.find("[") + 1 : -1] if test.endswith("]") and "[" in test else ""
+    if param in family_names() and shares_live_replays(Path(root, module)):
+        return LIVE_REPLAYS + param
+    return None
+
+
 def replays_a_probe(nodeid: str) -> bool:
     """Whether the test is a probe replaying a recording (a test under probes/)."""
     return nodeid.startswith(f"{FAMILIES}/")
@@ -156,16 +180,20 @@ class ModulesWithSharedFixturesTogether(LoadScopeScheduling):  # type: ignore[mi
         path = Path(self.config.rootpath, module)
         if mostly_waits(path):
             return WAITING
+        if unit := live_replays_unit(self.config.rootpath, nodeid):
+            return unit
         return module if shares_a_module_fixture(path) else nodeid
 
     def turn(self, scope: str) -> int:
         """When a unit goes out: the modules that mostly wait, the probes, then the modules reading their records
-        (the longest), the other modules, then the other single tests (sorted stably: pytest-xdist's order within
-        each)."""
+        (the longest), the other modules and each family's live replays, then the other single tests (sorted stably:
+        pytest-xdist's order within each)."""
         if scope == WAITING:
             return -1
         if replays_a_probe(scope):
             return 0
+        if scope.startswith(LIVE_REPLAYS):
+            return 2
         if "::" in scope:  # a single test
             return 3
         return 1 if reads_the_shipped_replay(Path(self.config.rootpath, scope)) else 2

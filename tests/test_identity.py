@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import collections
 import time
-from functools import cache
 from pathlib import Path
 
 import pytest
 
-from harness.base.families import all_recordings, families
+from harness.base.families import families
 from harness.base.run import Run
 from harness.core.expectations import PASS, UNDECIDED
 from harness.core.observe_readings import Change, in_server_order
@@ -23,6 +22,7 @@ from harness.core.probe import Probe
 from harness.core.transport_recording import Recording
 from probes.statefulset_status.test_statefulset_status import replicas_below_pods
 from tests.live import live
+from tests.live_replays import recordings_of, replayed_live
 from tests.mutations import (
     MUTATED,
     MUTATIONS,
@@ -156,16 +156,6 @@ def test_a_gone_in_a_relist_leaves_the_server_order_and_the_dip_seen(run: Run) -
 # --------------------------------------------------------------------------- every recording, every mutation
 
 
-@cache
-def recordings_of(family: str) -> tuple[Path, ...]:
-    return tuple(path for path in live_recordings() if path.parent.parent.name == family)
-
-
-@cache  # listed once: sorting the 2,385 paths takes 10 ms, and each family's parameter asked for them again
-def live_recordings() -> tuple[Path, ...]:
-    return tuple(path for path in all_recordings() if "-live-" in path.name)
-
-
 # A family whose probes are not recorded yet (tests/test_recordings.py names them) has nothing to alter.
 @pytest.mark.parametrize("family", [f.name for f in families() if recordings_of(f.name)])
 def test_no_alteration_makes_a_pass_the_recording_did_not_have(family: str, run: Run) -> None:
@@ -175,10 +165,9 @@ def test_no_alteration_makes_a_pass_the_recording_did_not_have(family: str, run:
     started = time.monotonic()
     counts: dict[str, collections.Counter[str]] = {name: collections.Counter() for name in MUTATIONS}
     new_passes: list[str] = []
-    for path in recordings_of(family):
-        recording = Recording.load(path)
-        unaltered, stopped = replay(recording, family, run)
-        assert stopped is None, f"{path.name}: the unaltered recording stopped early ({stopped})"
+    for replayed in replayed_live(family, run):  # as recorded: shared with tests/test_verdict_rules.py
+        path, recording, unaltered = replayed.path, replayed.recording, replayed.probe
+        assert replayed.stopped is None, f"{path.name}: the unaltered recording stopped early ({replayed.stopped})"
         before = passes(unaltered)
         for name, mutation in MUTATIONS.items():
             altered = mutated(recording, mutation)

@@ -15,7 +15,6 @@ import contextlib
 import dataclasses
 import importlib
 from collections.abc import Iterator
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -28,6 +27,7 @@ from harness.core.probe import ClaimsFailed, Probe
 from harness.core.timeline import Sighting
 from harness.core.transport import ACTIONS, JsonDict
 from harness.core.transport_recording import Recording
+from tests.live_replays import Replayed, replayed_live
 
 RECORDINGS = [path for path in all_recordings() if "-live-" in path.name]
 SYNTHETIC = "synthetic gap (test)"
@@ -35,9 +35,11 @@ SYNTHETIC = "synthetic gap (test)"
 RELIST_AFTER_S = 0.0005
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    """One run for every replay here (starting one asks git for the suite's commit)."""
+    """One run for every replay here (starting one asks git for the suite's commit): for the session, not the module,
+    as the module's tests of a family go out with tests/test_identity.py's of that family (tests/conftest.py), and
+    a worker's turn to a test of the other module ended a module's fixtures."""
     return Run.start(tmp_path_factory.mktemp("runs"))
 
 
@@ -184,22 +186,22 @@ def outcome(verdict: Verdict) -> tuple[str, str]:
 def test_a_gap_outside_a_claims_stretch_changes_nothing_and_one_across_it_leaves_it_undecided(
     family: str, run: Run
 ) -> None:
-    paths = [path for path in RECORDINGS if path.parent.parent.name == family]
+    replays = replayed_live(family, run)  # as recorded: shared with tests/test_identity.py
     broken = []
-    for path in paths:
+    for replayed in replays:
         try:
-            gaps_outside_change_nothing_and_across_leave_undecided(path, run)
+            gaps_outside_change_nothing_and_across_leave_undecided(replayed, run)
         except AssertionError as err:
-            broken.append(f"{path.name}: {err}")
-    assert paths, f"no live recording of {family}"
-    assert not broken, f"{len(broken)} of {len(paths)} recordings:\n" + "\n".join(broken)
+            broken.append(f"{replayed.path.name}: {err}")
+    assert replays, f"no live recording of {family}"
+    assert not broken, f"{len(broken)} of {len(replays)} recordings:\n" + "\n".join(broken)
 
 
-def gaps_outside_change_nothing_and_across_leave_undecided(path: Path, run: Run) -> None:
+def gaps_outside_change_nothing_and_across_leave_undecided(replayed: Replayed, run: Run) -> None:
     """The rules on one recording (the module's docstring says them); AssertionError names the one it breaks."""
-    family = path.parent.parent.name
-    recording = Recording.load(path)
-    probe = replay(recording, family, run)
+    family, recording, probe = replayed.path.parent.parent.name, replayed.recording, replayed.probe
+    if replayed.stopped is not None:
+        replay(recording, family, run)  # raises what stopped it, as a replay here raises it
     judged_claims = [v for v in probe.verdicts if v.status != NOT_OBSERVABLE]
     assert judged_claims, "the probe judged no claim"
     for verdict in judged_claims:
