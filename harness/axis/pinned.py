@@ -8,7 +8,6 @@ from collections import defaultdict
 from functools import cache
 from pathlib import Path
 
-import yaml
 from packaging.version import Version
 
 from harness.base.versions import KubeVersion, Release, VersionError
@@ -19,6 +18,8 @@ NODE_IMAGES_FILE = Path(__file__).resolve().parents[1] / "node_images.yaml"
 @cache
 def pinned_releases() -> tuple[KubeVersion, ...]:
     """Every release a pinned node image runs, oldest first, each once ("v1.27.16": as the image's tag spells it)."""
+    import yaml  # (read once, where a release is asked for: not with every process that knows the kinds of cluster)
+
     data = yaml.safe_load(NODE_IMAGES_FILE.read_text())
     found: dict[Version, KubeVersion] = {}
     for release in data["releases"]:

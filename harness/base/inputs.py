@@ -146,9 +146,11 @@ def check_existing_cluster(kubeconfig: str | None, context: str | None) -> None:
     """An existing cluster is named by a kubeconfig the suite can read and an explicit context in it."""
     if context and not kubeconfig:
         raise BadInput("--context (CONTEXT) names a context of --kubeconfig (KUBECONFIG_FILE), which is not given")
+    if not kubeconfig:
+        return
     from harness.base.kubeconfig import kubeconfig_problem  # (and YAML) imported only for a kubeconfig to read
 
-    if kubeconfig and (problem := kubeconfig_problem(kubeconfig, context or "")):
+    if problem := kubeconfig_problem(kubeconfig, context or ""):
         raise BadInput(problem)
 
 

@@ -8,8 +8,6 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-import yaml
-
 from harness.core.timeline import Timeline
 from harness.core.transport import Transport
 from harness.core.views import PodView
@@ -20,6 +18,8 @@ def write_evidence(
 ) -> Path:
     """The evidence files in `directory`. `live` is the cluster behind the probe, asked directly (not through the
     recording); when the probe replayed a recording there is none, and the evidence is what the recording holds."""
+    import yaml  # (only a failed probe writes YAML: not imported with every probe module)
+
     (directory / "timeline.txt").write_text(timeline.render() + "\n")
     (directory / "objects-last-seen.yaml").write_text(yaml.safe_dump_all([pod.raw for pod in pods], sort_keys=False))
     if live is None:

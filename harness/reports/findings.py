@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import yaml
 from markupsafe import Markup, escape
 
 from harness.base import families
@@ -68,7 +67,7 @@ def _findings(root: Path) -> tuple[Finding, ...]:
     path = root / FINDINGS
     if not path.exists():  # a folder of families alone (a test's copy): nothing found to tell
         return ()
-    data = yaml.load(path.read_text(), Loader=families.SAFE_LOADER) or {}
+    data = families.parse_yaml(path.read_text()) or {}
     out = []
     for entry in data.get("findings") or []:
         if not isinstance(entry, dict) or set(entry) != FIELDS:

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 from harness.base.process import Runner, run_command
 
 JsonDict = dict[str, Any]
@@ -27,6 +25,8 @@ def engine_cgroup_version(runner: Runner = run_command) -> int:
 
 def cluster_config(nodes: list[JsonDict], kubelet: JsonDict) -> str:
     """A kind.x-k8s.io/v1alpha4 Cluster of these nodes; with settings, one KubeletConfiguration patch for all."""
+    import yaml  # (only where a cluster is made: not with every process that knows the kinds of cluster)
+
     config: JsonDict = {"kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4", "nodes": nodes}
     if kubelet:
         patch = yaml.safe_dump({"kind": "KubeletConfiguration", **kubelet}, sort_keys=False)

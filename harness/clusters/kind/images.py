@@ -7,7 +7,6 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-import yaml
 from packaging.version import Version
 
 from harness.axis.pinned import NODE_IMAGES_FILE, known_versions
@@ -54,6 +53,8 @@ class NodeImage:
 @cache
 def known_images() -> tuple[NodeImage, ...]:
     """Every pinned image in node_images.yaml, newest kind release first."""
+    import yaml  # (read once, where an image is asked for: not with every process that knows the kinds of cluster)
+
     data = yaml.safe_load(NODE_IMAGES_FILE.read_text())
     images = [
         NodeImage.parse(entry["image"], release["kind"], bool(entry.get("extra", False)))
@@ -93,6 +94,8 @@ def _kind_release_of(reference: str) -> str | None:
     for known in known_images():
         if known.reference == reference:
             return known.kind_release
+    import yaml
+
     record = tags.node_image_record(reference, BUILDS_DIR)
     return str(yaml.safe_load(record.read_text())["kind_release"]) if record.is_file() else None
 
