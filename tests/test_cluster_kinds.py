@@ -37,6 +37,7 @@ from harness.clusters.kinds import (
     ShutsNodesDown,
     reattached,
 )
+from harness.core import transport_live
 from harness.core.records import provider_of
 from harness.doors import cli, schedule
 from harness.doors.commands import probe as probe_command
@@ -77,7 +78,7 @@ class Transport:
 def no_api_server(monkeypatch: pytest.MonkeyPatch) -> None:
     """The lifecycle's client, nodes and transport stood in: the stand-in's clusters have no API server."""
     monkeypatch.setattr("kubernetes.config.new_client_from_config", lambda **kwargs: None)
-    monkeypatch.setattr(lifecycle, "LiveTransport", Transport)
+    monkeypatch.setattr(transport_live, "LiveTransport", Transport)
     monkeypatch.setattr(lifecycle, "wait_nodes_ready", lambda core, timeout_s=180: ["stand-in-node"])
 
 

@@ -21,6 +21,7 @@ from harness.clusters.kinds import Runnable
 from harness.clusters.local import provider as local_provider
 from harness.clusters.local.cluster import LocalCluster
 from harness.clusters.local.teardown import StopReport
+from harness.core import transport_live
 from harness.gobuild.kubernetes import Build
 
 
@@ -88,7 +89,7 @@ def _reachable(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(local_provider, "wait_nodes_ready", lambda core, timeout_s=0: ["plp-local-node"])
     monkeypatch.setattr("kubernetes.config.new_client_from_config", lambda **kwargs: None)
-    monkeypatch.setattr(lifecycle, "LiveTransport", Transport)
+    monkeypatch.setattr(transport_live, "LiveTransport", Transport)
 
 
 def test_an_interrupt_while_probing_still_removes_the_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

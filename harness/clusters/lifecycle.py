@@ -17,13 +17,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.base.errors import ClusterFailed
 from harness.base.kubeapi import KubeApi
 from harness.core.transport import JsonDict
-from harness.core.transport_live import LiveTransport
-from harness.core.transport_raw import raw_call, watch_until
+
+if TYPE_CHECKING:
+    from harness.core.transport_live import LiveTransport
 
 Note = Callable[..., None]
 NodeLister = Callable[[str], list[JsonDict]]
@@ -125,6 +126,7 @@ class NodesNotReady(RuntimeError):
 
 def wait_nodes_ready(core: KubeApi, timeout_s: float = 180) -> list[str]:
     """Wait until every node reports Ready=True (kind's --wait exits 0 even when it times out); their names."""
+    from harness.core.transport_raw import raw_call, watch_until  # (with the API's retries: where a cluster is reached)
 
     def states() -> dict[str, str]:
         return {n["metadata"]["name"]: _ready(n) for n in raw_call(core.list_node).get("items") or []}
@@ -328,6 +330,8 @@ def cluster_life(
     when `failed()` says a probe failed, its component logs are kept first (a kind cluster's go with it: seen,
     a kubelet's ContainerStatusUnknown on kind v1.26.6 whose kubelet log was gone with the cluster)."""
     from kubernetes import config
+
+    from harness.core.transport_live import LiveTransport  # (with the API's retries: only where a cluster is reached)
 
     note(**provider.facts())
     started = time.monotonic()

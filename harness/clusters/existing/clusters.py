@@ -13,8 +13,6 @@ from harness.base.inputs import BadInput
 from harness.base.run import SUITE_LABEL, Run
 from harness.clusters.kinds import AddOption, ClusterKind, Leftovers, Option, Request, Runnable, Say
 from harness.clusters.lifecycle import ClusterProvider, Note, Reached
-from harness.core.namespaces import cleanup_probe_namespace
-from harness.core.transport_raw import raw_call
 
 if TYPE_CHECKING:
     from harness.base.kubeapi import KubeApi
@@ -88,6 +86,9 @@ class ExistingClusters(ClusterKind):
 def clean_namespaces(core: KubeApi) -> Leftovers:
     """The namespaces labelled `<suite label>=true`: their pods first lose the suite's own finalizer (and only
     that one), then the namespaces are deleted."""
+    from harness.core.namespaces import cleanup_probe_namespace  # (with the API's retries: only when cleaning)
+    from harness.core.transport_raw import raw_call
+
     found = Leftovers()
     for namespace in raw_call(core.list_namespace, label_selector=f"{SUITE_LABEL}=true").get("items") or []:
         cleaned = cleanup_probe_namespace(core, namespace["metadata"]["name"])

@@ -14,7 +14,6 @@ import pytest
 from harness.base.families import Family, FamilyError, family, family_of
 from harness.base.run import Run, safe_name
 from harness.clusters.lifecycle import LiveTarget, ScheduledRestart
-from harness.core.namespaces import cleanup_probe_namespace, create_probe_namespace
 from harness.core.probe import Probe
 from harness.core.transport_recording import Recording, RecordingTransport
 from harness.core.transport_replay import RecordingMismatch, ReplayTransport
@@ -127,6 +126,9 @@ def _scheduled_restart(config: pytest.Config, target: LiveTarget) -> ScheduledRe
 
 
 def _live_probe(request: pytest.FixtureRequest, run: Run, family: Family, name: str) -> Iterator[Probe]:
+    # (the namespaces' calls, with the API's retries, only for a probe on a cluster: not for a replay or a collection)
+    from harness.core.namespaces import cleanup_probe_namespace, create_probe_namespace
+
     needs_shutdown = request.node.get_closest_marker("node_shutdown") is not None
     target: LiveTarget = request.getfixturevalue("shutdown_cluster" if needs_shutdown else "live_cluster")
     # Unique per test item (REPEAT runs one function several times) and per run; at most 63 characters.
