@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
+from harness.base.json_read import read_json
 from harness.doors.plugin.collection import REPLAY_GC_THRESHOLDS
 
 if TYPE_CHECKING:
@@ -325,7 +326,7 @@ def shipped_replay(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
             markers.write_text(json.dumps({"kind_only": kind_only, "collected": collected}))
             return out_of_the_collectors_way(ShippedReplay(runs, records, kind_only, collected))
     answer = json.loads(markers.read_text())
-    records = [json.loads(path.read_text()) for path in sorted(runs.glob("*/probes/*.json"))]
+    records = [read_json(path) for path in sorted(runs.glob("*/probes/*.json"))]  # as make report reads them
     return out_of_the_collectors_way(ShippedReplay(runs, records, answer["kind_only"], answer["collected"]))
 
 
@@ -368,7 +369,7 @@ def the_sessions_own_replay(
             os.link(path, linked / path.name)
         except OSError:  # another file system
             shutil.copyfile(path, linked / path.name)
-    records = [json.loads(path.read_text()) for path in sorted(linked.glob("*.json"))]
+    records = [read_json(path) for path in sorted(linked.glob("*.json"))]
     kind_only, collected = probes_collected(notes.probes)
     return records, (sorted(kind_only), collected)
 
