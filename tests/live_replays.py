@@ -1,4 +1,4 @@
-"""Every live recording of a family replayed as recorded, kept for the family last asked about (in memory only).
+"""Every live recording of a family replayed as recorded, kept until both modules reading it have (in memory only).
 
 tests/test_identity.py and tests/test_verdict_rules.py each replay every live recording unaltered before they alter
 it, and only read that replay (its verdicts, what they rest on) and the recording (an altered copy shares all it does
@@ -41,15 +41,22 @@ def recordings_of(family: str) -> tuple[Path, ...]:
     return tuple(path for path in live_recordings() if path.parent.parent.name == family)
 
 
-_KEPT: dict[str, tuple[Replayed, ...]] = {}
+# The modules that read a family's replays (test_identity.py, test_verdict_rules.py): once both have, they go, so that
+# no full garbage collection walks them after (pytest's own at a worker's end: 0.23 s for a family's 494 replays).
+READERS = 2
+_KEPT: dict[str, tuple[tuple[Replayed, ...], list[int]]] = {}  # a family's replays, and how many have read them
 
 
 def replayed_live(family: str, run: Run) -> tuple[Replayed, ...]:
     """Every live recording of the family, in order, each replayed as recorded (in `run` when not kept already)."""
     if family not in _KEPT:
         _KEPT.clear()  # the last family's go before this one's are read
-        _KEPT[family] = tuple(_replayed(path, family, run) for path in recordings_of(family))
-    return _KEPT[family]
+        _KEPT[family] = (tuple(_replayed(path, family, run) for path in recordings_of(family)), [0])
+    replays, read = _KEPT[family]
+    read[0] += 1
+    if read[0] >= READERS:
+        del _KEPT[family]
+    return replays
 
 
 def _replayed(path: Path, family: str, run: Run) -> Replayed:
