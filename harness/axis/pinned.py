@@ -10,6 +10,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from harness.base.families import load_yaml
 from harness.base.versions import KubeVersion, Release, VersionError
 
 NODE_IMAGES_FILE = Path(__file__).resolve().parents[1] / "node_images.yaml"
@@ -18,9 +19,7 @@ NODE_IMAGES_FILE = Path(__file__).resolve().parents[1] / "node_images.yaml"
 @cache
 def pinned_releases() -> tuple[KubeVersion, ...]:
     """Every release a pinned node image runs, oldest first, each once ("v1.27.16": as the image's tag spells it)."""
-    import yaml  # (read once, where a release is asked for: not with every process that knows the kinds of cluster)
-
-    data = yaml.safe_load(NODE_IMAGES_FILE.read_text())
+    data = load_yaml(NODE_IMAGES_FILE)  # (parsed once a process, as kind's images read it too)
     found: dict[Version, KubeVersion] = {}
     for release in data["releases"]:
         for entry in release["images"]:

@@ -10,6 +10,7 @@ from functools import cache
 from packaging.version import Version
 
 from harness.axis.pinned import NODE_IMAGES_FILE, known_versions
+from harness.base.families import load_yaml
 from harness.base.inputs import BadInput
 from harness.base.versions import KubeVersion, Release, VersionError, check_supported
 from harness.nodeimage import tags
@@ -53,9 +54,7 @@ class NodeImage:
 @cache
 def known_images() -> tuple[NodeImage, ...]:
     """Every pinned image in node_images.yaml, newest kind release first."""
-    import yaml  # (read once, where an image is asked for: not with every process that knows the kinds of cluster)
-
-    data = yaml.safe_load(NODE_IMAGES_FILE.read_text())
+    data = load_yaml(NODE_IMAGES_FILE)  # (parsed once a process, as the pinned releases read it too)
     images = [
         NodeImage.parse(entry["image"], release["kind"], bool(entry.get("extra", False)))
         for release in data["releases"]
