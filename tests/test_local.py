@@ -103,7 +103,7 @@ def test_kubeconfigs_load_with_the_official_client(tmp_path: Path, keys_from_a_p
 # ---------------------------------------------------------------------------------------- node access
 
 
-CTR = """#!{python}
+CTR = """#!{python} -IS
 import sys
 args = sys.argv[1:]
 assert args[:4] == ["--address", {socket!r}, "--namespace", "k8s.io"], args
