@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import collections
 import time
-from pathlib import Path
 
 import pytest
 
@@ -36,10 +35,12 @@ from tests.mutations import (
 )
 
 
-@pytest.fixture
-def run(tmp_path: Path) -> Run:
-    """A run for the test's replays (one per test: the tests here are shared out among the workers one by one)."""
-    return Run.start(tmp_path)
+@pytest.fixture(scope="session")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """One run for every replay here, as tests/test_verdict_rules.py has (starting one asks git for the suite's
+    commit: 12 ms of CPU): a test already replays several recordings in one run, and the replays shared with that
+    module (tests/live_replays.py) were made in whichever module's run came first."""
+    return Run.start(tmp_path_factory.mktemp("runs"))
 
 
 def outcomes(probe: Probe) -> list[tuple[str, str, str]]:
