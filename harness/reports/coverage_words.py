@@ -12,7 +12,7 @@ from harness.axis.pinned import pinned_releases
 from harness.base import families
 from harness.core.expectations import PASS, Claim, load_claims
 from harness.core.records import PROVIDER_ORDER
-from harness.reports.coverage import ClaimRange, Coverage, LiveRun, claim_ranges, observed_in
+from harness.reports.coverage import ClaimRange, Coverage, LiveRun, claim_ranges, in_order, observed_in
 from harness.reports.coverage_plan import Plan
 
 JsonDict = dict[str, Any]
@@ -24,7 +24,7 @@ def runs_text(runs: Sequence[LiveRun], most: int | None = None) -> str:
     than pass is said after its version. With `most`, a cluster kind with more versions shows its count, its
     three oldest and two newest: 'local 22: 1.21.14 1.22.17 1.23.17 … 1.37.0 1.37.2'."""
     by_provider: dict[str, dict[str, str]] = {}
-    for run in sorted(runs):
+    for run in in_order(runs):
         shown = by_provider.setdefault(run.provider, {})
         version = run.version.text.lstrip("v")
         if run.status != PASS or version not in shown:
