@@ -235,6 +235,16 @@ class Matrix:
         """What was recorded for the row on that version, if anything."""
         return self.row_cells.get((row.probe, row.claim, version))
 
+    def row_line(self, row: Row) -> list[tuple[Cell | None, Expectation | None]]:
+        """A row as report.md writes it, column by column: what was recorded there, else the expectation (one call
+        a row from the template, where a call is Jinja's context.call, not two a cell)."""
+        return [
+            (cell, None)
+            if (cell := self.cell(row, version)) is not None
+            else (None, self.expectation(row.claim, version))
+            for version in self.versions
+        ]
+
     def groups(self) -> list[tuple[str, list[tuple[Scenario, list[Row]]]]]:
         """The rows as document -> scenarios -> rows, in reading order."""
         out: list[tuple[str, list[tuple[Scenario, list[Row]]]]] = []
