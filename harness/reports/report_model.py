@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from itertools import pairwise
 from typing import Any
 
@@ -340,60 +341,46 @@ class Matrix:
 
     def row_view(self, row: Row) -> tuple[list[RowCell], list[str]]:
         """A row as the page draws it: its cells, and the text of each behaviour it shows (by index)."""
-        keys: list[str] = []
+        behaviours: dict[str, int] = {}  # each behaviour's key -> its index, in order of first appearance
         texts: list[str] = []
-        cells: list[RowCell] = []
+        drawn: list[tuple[str, int, str, Cell | None, bool]] = []  # version, behaviour, kind, cell, race
         for version in self.versions:
             cell, said = self.cell(row, version), self.said(row, version)
             side, behaviour = said if said is not None else (None, "")
             expectation = side.expectation if side is not None else None
             race = bool(expectation is not None and expectation.one_of)
+            text: Callable[[], str]  # the behaviour's text, worked out at its first cell only
             if cell is not None and cell.status == NOT_OBSERVABLE:
-                key, text = "not observable", "–"
+                key, text = "not observable", lambda: "–"
             elif side is None:
-                key, text = "none", "no expectation"
+                key, text = "none", lambda: "no expectation"
             elif side.status in (FAIL, UNDECIDED):
-                key, text = json.dumps([side.status, side.value], sort_keys=True), short(side.value)
+                key, text = _SORTED_JSON([side.status, side.value]), partial(short, side.value)
             elif race and expectation is not None:
-                key, text = (
-                    json.dumps(["race", expected_value(expectation)], sort_keys=True),
-                    "race: " + expected_text(expectation),
-                )
+                key = _SORTED_JSON(["race", expected_value(expectation)])
+                text = partial(_race_text, expectation)
             else:
                 key = behaviour
                 text = (
-                    expected_text(expectation)
+                    partial(expected_text, expectation)
                     if "between" in key[:12] or side.basis == "expected"
-                    else short(side.value)
+                    else partial(short, side.value)
                 )
-            if key not in keys:
-                keys.append(key)
-                texts.append(text)
+            if key not in behaviours:
+                behaviours[key] = len(texts)
+                texts.append(text())
             kind = "o" if cell is not None else "e" if side is not None else "n"
-            cells.append(
-                RowCell(
-                    version,
-                    keys.index(key),
-                    kind,
-                    cell.status if cell else None,
-                    cell.origin if cell else None,
-                    bool(cell and cell.changed),
-                    race,
-                    0,
-                    False,
-                )
-            )
+            drawn.append((version, behaviours[key], kind, cell, race))
         out: list[RowCell] = []
-        unseen = keys.index("not observable") if "not observable" in keys else -1
+        unseen = behaviours.get("not observable", -1)
         last = None  # the behaviour before, passing over cells where it was not observable
-        for i, c in enumerate(cells):
-            moved = last is not None and c.behaviour not in (last, unseen)
-            last = last if c.behaviour == unseen else c.behaviour
-            if i and cells[i - 1].behaviour == c.behaviour:
-                out.append(c)
-                continue
-            run = next((j for j in range(i + 1, len(cells)) if cells[j].behaviour != c.behaviour), len(cells)) - i
-            out.append(replace(c, run=run, moved=moved))
+        for i, (version, shown, kind, cell, race) in enumerate(drawn):
+            moved = last is not None and shown not in (last, unseen)
+            last = last if shown == unseen else shown
+            starts = not i or drawn[i - 1][1] != shown
+            run = next((j for j in range(i + 1, len(drawn)) if drawn[j][1] != shown), len(drawn)) - i if starts else 0
+            status, origin, changed = (cell.status, cell.origin, cell.changed) if cell else (None, None, False)
+            out.append(RowCell(version, shown, kind, status, origin, changed, race, run, moved and starts))
         return out, texts
 
     def disagreements(self) -> list[tuple[Row, str, Cell]]:
@@ -438,6 +425,14 @@ def expected_value(expectation: Expectation) -> Any:
     return list(expectation.between) if expectation.between is not None else expectation.value
 
 
+def _race_text(expectation: Expectation) -> str:
+    """A race's cell: 'race: ' and its outcomes."""
+    return "race: " + expected_text(expectation)
+
+
+_SORTED_JSON = json.JSONEncoder(sort_keys=True).encode  # json.dumps(value, sort_keys=True), its encoder made once
+
+
 def _behaviour(side: Side) -> str:
     """What a side says about behaviour: a measured value inside its expected range counts as that range (the
     outcome of a one_of it matches counts as that outcome)."""
@@ -446,4 +441,4 @@ def _behaviour(side: Side) -> str:
         e = next((outcome for outcome in e.one_of if outcome.matches(side.value)), None)
     if e is not None and e.between is not None and (side.basis == "expected" or e.matches(side.value)):
         return json.dumps(["between", list(e.between)])
-    return json.dumps(["value", side.value], sort_keys=True)
+    return _SORTED_JSON(["value", side.value])
