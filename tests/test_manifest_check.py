@@ -13,7 +13,7 @@ import yaml
 
 from harness.base import inputs
 from harness.base.families import manifest_path
-from harness.base.manifest_check import check_manifest, check_manifests, schema_version
+from harness.base.manifest_check import ManifestProblem, check_manifest, check_manifests, schema_version
 from harness.base.manifests import templates
 from harness.base.versions import KubeVersion
 from harness.doors import cli
@@ -73,3 +73,37 @@ def test_make_probe_refuses_an_invalid_manifest_before_it_needs_docker(
     assert cli.main(["probe", "--version", "1.27.3"]) == 2
     err = capsys.readouterr().err
     assert "manifests invalid for Kubernetes v1.27.3" in err and "pod.yaml: spec.containers.0.image" in err
+
+
+def test_the_probes_pytest_checks_the_manifests_again_only_on_a_server_of_another_minor_than_make_probe_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """make probe hands its pytest the minor whose schema it checked the manifests against (the runnable's version);
+    on a server of that minor the answer would be the same and they are not checked again, on another they are."""
+    from harness.base.versions import Release
+    from harness.clusters.kinds import Runnable
+    from harness.doors.commands.probe import handed_on
+    from harness.doors.plugin.clusters import _refuse_invalid_manifests
+
+    runnable = Runnable("kind", Release.parse("1.27.3"))
+    assert handed_on(runnable) == ["--cluster-spec", runnable.to_json(), "--manifests-checked", "1.27"]
+    unresolved = Runnable("existing", None)  # make probe on an existing cluster: only the server says its version
+    assert handed_on(unresolved) == ["--cluster-spec", unresolved.to_json()]
+    broken = copy.deepcopy(POD)
+    broken["spec"]["containers"][0]["image"] = 5
+    (tmp_path / "pod.yaml").write_text(yaml.safe_dump(broken))
+    checked: list[str] = []
+
+    def check_the_broken_one(version: KubeVersion) -> tuple[list[ManifestProblem], str]:
+        checked.append(str(version))
+        return check_manifests(version, tmp_path)
+
+    monkeypatch.setattr(inputs, "check_manifests", check_the_broken_one)
+    _refuse_invalid_manifests({"gitVersion": "v1.27.9"}, "1.27")
+    assert checked == []
+    for server, handed in (("v1.28.2", "1.27"), ("v1.27.9", None)):
+        with pytest.raises(pytest.exit.Exception) as exited:
+            _refuse_invalid_manifests({"gitVersion": server}, handed)
+        assert exited.value.returncode == 2
+        assert f"manifests invalid for Kubernetes {server}" in str(exited.value) and "pod.yaml" in str(exited.value)
+    assert checked == ["v1.28.2", "v1.27.9"]

@@ -17,7 +17,8 @@ its module is in, probes/<family>/ (harness/base/families.py). Where it runs:
 - `--local-version 1.27.3`: on a local cluster this run builds (once) and starts (harness/clusters/local/);
 - `--kubeconfig F [--context C]`: on an existing cluster (node-level claims are "not observable");
 - `--cluster-spec JSON`: on the cluster `make probe` resolved (and readied), of any kind (with --cluster-gate:
-  the one make probe PARALLEL made, re-attached to once it is ready);
+  the one make probe PARALLEL made, re-attached to once it is ready; with --manifests-checked MINOR, the minor whose
+  schema make probe checked the manifests against, not checked again on a server of that minor);
 - `--replay DIR`: on the recordings in DIR, once per recording of that probe, with no cluster at all (a probe
   without one is skipped by name: its claims rest on the expectations alone, as on a version no cluster ran).
 Each kind of cluster declares its own options (harness/clusters/kinds.py); the plugin chooses one kind, once.

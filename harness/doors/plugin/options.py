@@ -43,6 +43,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="FILE",
         help="wait until the process making the --kubeconfig cluster opens this gate (make probe PARALLEL's workers)",
     )
+    group.addoption(
+        "--manifests-checked",
+        metavar="MINOR",
+        help="make probe checked every manifest against this minor's schema (1.27): on a server of that minor they "
+        "are not checked again",
+    )
     group.addoption("--run-id", help="share this run's directory (the parallel workers of one make probe)")
     group.addoption(
         "--replay", metavar="PATH", help="run the probes on recordings (a directory or one file) instead of a cluster"
