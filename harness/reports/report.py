@@ -9,7 +9,7 @@ import base64
 import gzip
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
@@ -19,7 +19,7 @@ from markupsafe import Markup, escape
 
 from harness.base import families
 from harness.base.run import safe_name
-from harness.core.expectations import FAIL, NOT_OBSERVABLE, PASS, UNDECIDED, load_claims, outcome_json
+from harness.core.expectations import FAIL, NOT_OBSERVABLE, PASS, UNDECIDED, Expectation, load_claims, outcome_json
 from harness.core.records import load_records
 from harness.reports import findings, timeline_svg
 from harness.reports.report_model import ClaimsLoader, JsonDict, Matrix, RowCell
@@ -80,6 +80,12 @@ def drawing_size(svg: str) -> tuple[float, float]:
     return (float(found.group(1)), float(found.group(2))) if found else (float(timeline_svg.WIDTH), 200.0)
 
 
+def _expectation_index(expectations: Sequence[Expectation], found: Expectation | None) -> int:
+    """Which of a claim's expectations `found` is (-1: none), the one for a column looked up once, not once an
+    expectation compared."""
+    return next((i for i, e in enumerate(expectations) if e == found), -1)
+
+
 def _page_data(matrix: Matrix) -> JsonDict:
     """What the page's script needs to open a cell: rows, claims with every range and source, cells, columns."""
     claims = {
@@ -102,10 +108,7 @@ def _page_data(matrix: Matrix) -> JsonDict:
         for claim in matrix.claim_objects.values()
     }
     expect = {
-        claim.id: {
-            v: next((i for i, e in enumerate(claim.expectations) if e == matrix.expectation(claim.id, v)), -1)
-            for v in matrix.versions
-        }
+        claim.id: {v: _expectation_index(claim.expectations, matrix.expectation(claim.id, v)) for v in matrix.versions}
         for claim in matrix.claim_objects.values()
     }
     cells = {  # what the panel says: the message only where the verdict is not a pass, the recorded verdict where it
