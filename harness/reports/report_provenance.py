@@ -45,11 +45,12 @@ def record_provenance(record: JsonDict) -> JsonDict:
     )
     if kind == "live":
         when = origin.get("recorded_at") or (run.get("started") if live_now else None)
+        cluster = origin_of(record)
         return {
             "kind": kind,
             "when": when,
-            "on_what": origin_of(record).on_what(),
-            "runtime": origin_of(record).runtime_words(),
+            "on_what": cluster.on_what(),
+            "runtime": cluster.runtime_words(),
             "suite": suite,
             "document": None,
         }

@@ -136,14 +136,17 @@ def build_matrix(
 
 def _cell(observations: list[_Seen]) -> Cell:
     """The observation a cell shows: live before derived, then the worst verdict; the others listed with it."""
-    best = min(ORIGIN_RANK[o.origin] for o in observations)
-    candidates = [o for o in observations if ORIGIN_RANK[o.origin] == best]
-    shown = max(candidates, key=lambda o: SEVERITY.get(o.now["status"], SEVERITY[FAIL]))
-    others = [
-        {"origin": o.origin, "observed": o.now["observed"], "status": o.now["status"], "where": o.where}
-        for o in observations
-        if o is not shown
-    ]
+    if len(observations) == 1:  # most cells: one probe's one record
+        shown, others = observations[0], []
+    else:
+        best = min(ORIGIN_RANK[o.origin] for o in observations)
+        candidates = [o for o in observations if ORIGIN_RANK[o.origin] == best]
+        shown = max(candidates, key=lambda o: SEVERITY.get(o.now["status"], SEVERITY[FAIL]))
+        others = [
+            {"origin": o.origin, "observed": o.now["observed"], "status": o.now["status"], "where": o.where}
+            for o in observations
+            if o is not shown
+        ]
     return Cell(
         shown.now["observed"],
         shown.now["status"],
