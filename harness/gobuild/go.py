@@ -192,11 +192,18 @@ def _host_go_setting(name: str, default: str) -> str:
     go = shutil.which("go")
     if go is None:
         return default
+    return _go_env(go, name) or default
+
+
+@functools.cache
+def _go_env(go: str, name: str) -> str:
+    """`go env NAME` of that go executable, asked once a process: every Go command's environment takes the host's
+    proxy and checksum database (go_environment), and the radar runs one Go command for each query to the proxy
+    (43 in its test). Empty when it says nothing or cannot run (the same as no Go)."""
     try:
-        out = subprocess.run([go, "env", name], capture_output=True, text=True, check=False).stdout.strip()
-    except OSError:  # a go on PATH that cannot run: the same as none
-        return default
-    return out or default
+        return subprocess.run([go, "env", name], capture_output=True, text=True, check=False).stdout.strip()
+    except OSError:
+        return ""
 
 
 def go_on_path(purpose: str) -> str:
