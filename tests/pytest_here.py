@@ -39,8 +39,8 @@ def pytest_here(
         with redirect_stdout(out), redirect_stderr(err):
             try:
                 code = int(pytest.main(argv))
-            except SystemExit as exited:
-                code = exited.code if isinstance(exited.code, int) else 1
+            except SystemExit as exited:  # as the interpreter ends on it: None is 0, a message 1
+                code = exited.code if isinstance(exited.code, int) else int(exited.code is not None)
     for name in set(sys.modules) - imported:
         if not name.startswith("harness."):
             del sys.modules[name]
