@@ -18,12 +18,18 @@ import json
 import sys
 from pathlib import Path
 
-KIND = """#!{python} -IS
+# Each stand-in's first lines: its call (LOGGED_AS and its arguments) appended to the log as a JSON array (`calls`)
+LOGGED_CALL = """#!{python} -IS
 import sys
 from _json import encode_basestring_ascii as quoted
 args = sys.argv[1:]
 with open({log!r}, "a") as log:
-    log.write("[" + ", ".join(map(quoted, args)) + "]\\n")
+    log.write("[" + ", ".join(map(quoted, LOGGED_AS args)) + "]\\n")
+"""
+
+KIND = (
+    LOGGED_CALL.replace("LOGGED_AS ", "")
+    + """\
 if args[:1] == ["version"]:
     print("kind v0.20.0 go1.20.4 linux/amd64")
 elif args[:2] == ["create", "cluster"]:
@@ -38,13 +44,11 @@ elif args[:2] == ["create", "cluster"]:
 elif args[:2] == ["get", "clusters"]:
     pass
 """
+)
 
-DOCKER = """#!{python} -IS
-import sys
-from _json import encode_basestring_ascii as quoted
-args = sys.argv[1:]
-with open({log!r}, "a") as log:
-    log.write("[" + ", ".join(map(quoted, ["docker"] + args)) + "]\\n")
+DOCKER = (
+    LOGGED_CALL.replace("LOGGED_AS ", '["docker"] + ')
+    + """\
 if args[:1] == ["info"] and "{{{{.DefaultRuntime}}}}" in args:
     print("plp-runc")  # the suite's engine (harness/clusters/kind/engine.py): privileged containers work on any host
 elif args[:1] == ["info"]:
@@ -58,6 +62,7 @@ elif args[:1] == ["exec"] and "crictl" in args:
 else:
     sys.exit(1)
 """
+)
 
 
 def install(bin_dir: Path, log: Path, apiserver_url: str, node_containers: list[dict[str, object]]) -> None:
@@ -79,12 +84,9 @@ def calls(log: Path) -> list[list[str]]:
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
-GO = """#!{python} -IS
-import sys
-from _json import encode_basestring_ascii as quoted
-args = sys.argv[1:]
-with open({log!r}, "a") as log:
-    log.write("[" + ", ".join(map(quoted, ["go"] + args)) + "]\\n")
+GO = (
+    LOGGED_CALL.replace("LOGGED_AS ", '["go"] + ')
+    + """\
 served, listed, go_mods = {served!r}, {listed!r}, {go_mods!r}
 if args[:1] == ["version"]:
     print("go version go1.26.8 linux/amd64")
@@ -104,6 +106,7 @@ elif args[:4] == ["list", "-m", "-e", "-json"]:
 else:
     sys.exit(1)
 """
+)
 
 
 def install_go(
