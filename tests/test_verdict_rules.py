@@ -19,7 +19,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.base.families import all_recordings
 from harness.base.run import Run
 from harness.core.basis import Basis, Gap
 from harness.core.expectations import FAIL, NOT_OBSERVABLE, PASS, UNDECIDED, Verdict
@@ -27,9 +26,9 @@ from harness.core.probe import ClaimsFailed, Probe
 from harness.core.timeline import Sighting
 from harness.core.transport import ACTIONS, JsonDict
 from harness.core.transport_recording import Recording
-from tests.live_replays import Replayed, replayed_live
+from tests.live_replays import Replayed, live_recordings, replayed_live
 
-RECORDINGS = [path for path in all_recordings() if "-live-" in path.name]
+RECORDINGS = live_recordings()
 SYNTHETIC = "synthetic gap (test)"
 # The re-list that ends a synthetic gap in a recording comes this long after the last event it lost.
 RELIST_AFTER_S = 0.0005
