@@ -10,7 +10,7 @@ from functools import cache
 from packaging.version import Version
 
 from harness.axis.pinned import NODE_IMAGES_FILE, known_versions
-from harness.base.families import load_yaml
+from harness.base.families import load_yaml, parse_yaml
 from harness.base.inputs import BadInput
 from harness.base.versions import KubeVersion, Release, VersionError, check_supported
 from harness.nodeimage import tags
@@ -93,10 +93,8 @@ def _kind_release_of(reference: str) -> str | None:
     for known in known_images():
         if known.reference == reference:
             return known.kind_release
-    import yaml
-
     record = tags.node_image_record(reference, BUILDS_DIR)
-    return str(yaml.safe_load(record.read_text())["kind_release"]) if record.is_file() else None
+    return str(parse_yaml(record.read_text())["kind_release"]) if record.is_file() else None
 
 
 def kind_image(release: Release | None, image: str | None) -> NodeImage:
