@@ -14,7 +14,12 @@ $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(eval over
 PYTHON ?= python3
 override VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+# The install's stamp, named by pyproject.toml's checksum: worked out at every make call, so by one process (cksum,
+# which make starts itself) rather than three (a shell, cksum and cut), and not at all when STAMP is given (the
+# tests give STAMP= to use the venv they run in: some sixty make calls a make test).
+ifneq ($(origin STAMP),command line)
+STAMP := $(VENV)/.installed-$(firstword $(shell cksum pyproject.toml))
+endif
 
 # The variables each target takes, with their defaults, are harness/doors/make_variables.py's and `make help`'s:
 # VERSION PROBE IMAGE KEEP CLUSTER (kind) REPEAT (1) PARALLEL (auto; 1 on an existing cluster) PYTEST_ARGS
