@@ -148,9 +148,12 @@ def test_make_alone_lists_every_target_and_variable_in_one_screen() -> None:
 
 
 def test_make_atlas_reports_the_shipped_recordings_without_a_cluster(tmp_path: Path) -> None:
-    """The atlas of the active_deadline probes (PROBE narrows it as it does make probe): replayed, reported."""
+    """The atlas of one probe (PROBE narrows it as it does make probe): replayed, reported. test_pod_deadline's
+    76 recordings span the releases and the document that the family's 415 do (51 MB: 3.8 s of CPU against 1.9 s)."""
     atlas = tmp_path / "atlas"
-    proc = make("atlas", f"ATLAS={atlas}", "PROBE=deadline", "STAMP=", f"PY={sys.executable}", "TEST_WORKERS=0")
+    proc = make(
+        "atlas", f"ATLAS={atlas}", "PROBE=test_pod_deadline", "STAMP=", f"PY={sys.executable}", "TEST_WORKERS=0"
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "0 fail" in proc.stdout and f"report: {atlas}/report/report.html" in proc.stdout
     markdown = (atlas / "report" / "report.md").read_text()
