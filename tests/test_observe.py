@@ -3,7 +3,7 @@ watch events."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError, dataclass, field, fields
 
 import pytest
 
@@ -12,7 +12,7 @@ from harness.core.observe import Observer, ProbeImpossible, ProbeTimeout
 from harness.core.observe_readings import PodObserver, cannot_start, delete_requested_at
 from harness.core.timeline import Sighting, Timeline, order_of
 from harness.core.transport import WatchEvent
-from harness.core.views import JobView, PodView
+from harness.core.views import ContainerView, JobView, PodView
 from tests.doubles import ScriptedWatch, pod
 
 
@@ -349,3 +349,29 @@ def test_the_timeline_keeps_each_views_fields_under_their_api_names() -> None:
         "terminating": None,
         "conditions": {"Failed": "True/X"},
     }
+
+
+def test_a_view_made_from_an_object_is_the_one_its_dataclass_makes() -> None:
+    """PodView and ContainerView set their fields at once (views.made), not through the frozen dataclass's __init__:
+    every field is set, nothing else, the view equals the one __init__ makes of the same values and stays frozen."""
+    made = PodView.from_object(
+        {
+            **pod(deletion_timestamp="2026-12-07T00:00:00Z", grace=3),
+            "status": {
+                "phase": "Running",
+                "containerStatuses": [{"name": "main", "state": {"running": {}}, "containerID": "containerd://c"}],
+                "initContainerStatuses": [{"name": "side", "state": {"terminated": {"exitCode": 1, "message": "m"}}}],
+                "conditions": [{"type": "Ready", "status": "False"}],
+            },
+        }
+    )
+    views: list[PodView | ContainerView] = [made, *made.containers, *made.init_containers]
+    assert len(views) == 3
+    for view in views:
+        names = [f.name for f in fields(view)]
+        assert list(vars(view)) == names
+        assert type(view)(**{name: getattr(view, name) for name in names}) == view
+    assert isinstance(made.init_containers[0], ContainerView) and made.init_containers[0].message == "m"
+    assert (made.deletion_grace_period_seconds, made.containers[0].runtime_id) == (3, "c")
+    with pytest.raises(FrozenInstanceError):
+        setattr(made, "phase", "Failed")  # noqa: B010 - the assignment a frozen view refuses

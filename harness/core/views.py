@@ -5,9 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar
 
 JsonDict = dict[str, Any]
+View = TypeVar("View")
+
+
+def made(cls: type[View], **fields: Any) -> View:
+    """A frozen view with every one of its fields given, set at once: a frozen dataclass's __init__ sets each field
+    through object.__setattr__ (a PodView's 15 took 4.5 us, so 0.3 us), and a replay makes a view at every event.
+    tests/test_observe.py checks that each view made so is the one its __init__ makes."""
+    view: View = object.__new__(cls)
+    view.__dict__.update(fields)
+    return view
 
 
 def parse_time(value: str | None) -> datetime | None:
@@ -72,7 +82,8 @@ class ContainerView:
         else:
             name = "unknown"
         detail = state.get(name) or {}
-        return cls(
+        return made(
+            cls,
             name=status.get("name", ""),
             state=name,
             reason=detail.get("reason"),
@@ -140,7 +151,8 @@ class PodView:
         meta = obj.get("metadata") or {}
         spec = obj.get("spec") or {}
         status = obj.get("status") or {}
-        return cls(
+        return made(
+            cls,
             name=meta.get("name", ""),  # identity(meta), its fields given one by one: a view is made at every event
             namespace=meta.get("namespace", ""),
             uid=meta.get("uid", ""),
@@ -153,9 +165,9 @@ class PodView:
             deletion_grace_period_seconds=meta.get("deletionGracePeriodSeconds"),
             finalizers=tuple(meta.get("finalizers") or ()),
             conditions={c["type"]: c["status"] for c in status.get("conditions") or () if "type" in c},
-            containers=tuple(ContainerView.from_status(s) for s in status.get("containerStatuses") or ()),
+            containers=tuple(map(ContainerView.from_status, status.get("containerStatuses") or ())),
             raw=obj,
-            init_containers=tuple(ContainerView.from_status(s) for s in status.get("initContainerStatuses") or ()),
+            init_containers=tuple(map(ContainerView.from_status, status.get("initContainerStatuses") or ())),
         )
 
     @property
