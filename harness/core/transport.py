@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 JsonDict = dict[str, Any]
-# The view made of each object a replay's watches showed, by the observed kind and the object's id(), with the
-# object itself (kept, so that no other object takes its id): the copies a test makes of a recording, which share
-# its objects and never change one, share it too (harness/core/transport_recording.py Recording.views).
-ViewMemo = dict[tuple[str, int], tuple[JsonDict, Any]]
+# The view made of each object a replay's watches showed and what the timeline keeps of it, by the observed kind and
+# the object's id(), with the object itself (kept, so that no other object takes its id): the copies a test makes of
+# a recording, which share its objects and never change one, share it too (harness/core/transport_recording.py
+# Recording.views).
+ViewMemo = dict[tuple[str, int], tuple[JsonDict, Any, JsonDict]]
 # Calls that act on the cluster: their start is the instant the action happened (also when replayed).
 ACTIONS = frozenset({"create", "delete", "patch", "evict", "node_shutdown"})
 
