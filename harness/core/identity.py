@@ -58,14 +58,7 @@ def created_after(sighting: Sighting[Any], act: Moment) -> bool:
 def first_sightings(observer: Observer[V]) -> list[Sighting[V]]:
     """Each object's (by uid) first sighting in the watch, in the order seen; objects listed when the watch began
     (they existed before it) are left out."""
-    found: dict[str, Sighting[V]] = {}
-    for t, type_, view in observer.changes:
-        uid = key_of(view)
-        if uid in found or uid in observer.listed or type_ == "GONE":
-            continue
-        gap = next((g for g in observer.gaps if g.until == t), None) if type_ == "RELISTED" else None
-        found[uid] = Sighting(t, gap.since if gap else t, type_, view, gap)
-    return list(found.values())
+    return observer.first_sightings()
 
 
 def successors(
