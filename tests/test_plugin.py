@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from harness.base.run import suite_version
+from harness.base.run import SUITE_DIR, checkout_version
 from harness.core.transport_recording import Recording
 from tests.live import live
 from tests.pytest_here import pytest_here
@@ -343,7 +343,9 @@ def test_a_live_run_on_an_existing_cluster_cleans_up_and_its_recording_replays(
     assert provenance["cluster"] == "existing" and provenance["status"] == "passed"
     assert provenance["cleanup"][0]["namespace_deleted"] is True
     (recording,) = (run_dir / "recordings").iterdir()
-    suite = suite_version()  # the suite's commit, in the run record and the recording (empty without git)
+    # the suite's commit, in the run record and the recording (empty without git), asked now as the child asked it:
+    # this process's suite_version is what it first found, before any edit made while the tests run
+    suite = checkout_version(SUITE_DIR)
     assert {k: provenance.get(k) for k in suite} == suite
     assert {k: json.loads(recording.read_text())["origin"].get(k) for k in suite} == suite
     replay = pytest_run(

@@ -91,11 +91,11 @@ def suite_version(directory: Path = SUITE_DIR) -> dict[str, Any]:
 
     Empty when there is no git, or the suite does not run from its own checkout (an installed copy): a run
     record then says nothing rather than naming another repository's commit. The suite's own checkout is asked
-    once a process (_own_checkout); any other directory each time.
+    once a process (_own_checkout); any other directory each time (checkout_version).
     """
     if directory == SUITE_DIR:
         return dict(_own_checkout())
-    return _asked_of_git(directory)
+    return checkout_version(directory)
 
 
 @cache
@@ -103,10 +103,11 @@ def _own_checkout() -> dict[str, Any]:
     """The suite's checkout as this process first asked it (a process runs the code it found then). Once, not at
     every Run.start: the two git commands took 10-12 ms of CPU a start, and make test's workers started some 100
     runs (most tests that replay a recording start their own)."""
-    return _asked_of_git(SUITE_DIR)
+    return checkout_version(SUITE_DIR)
 
 
-def _asked_of_git(directory: Path) -> dict[str, Any]:
+def checkout_version(directory: Path) -> dict[str, Any]:
+    """What suite_version says of `directory`, asked of git now."""
     try:
         head = subprocess.run(
             ["git", "-C", str(directory), "rev-parse", "--show-toplevel", "HEAD"],
