@@ -21,7 +21,7 @@ from harness.reports import coverage_words
 from harness.reports.report_model import SEVERITY, Cell, ClaimsLoader, JsonDict, Matrix, Row
 from harness.reports.report_provenance import ORIGIN_RANK, column_provenance, record_provenance
 from harness.reports.report_scenarios import scenario
-from harness.reports.upgrade_compare import Observations, live_runtimes
+from harness.reports.upgrade_compare import Observations
 from harness.reports.upgrade_model import Seen
 
 
@@ -51,6 +51,7 @@ def build_matrix(
     timelines: dict[str, dict[tuple[str, str], list[JsonDict]]] = {}
     anchors: dict[str, str] = {}
     live_seen: dict[tuple[str, str], list[Seen]] = {}  # what upgrade_compare.live_observations finds, judged here once
+    runtimes_seen: dict[str, list[str]] = {}  # release -> the runtimes of its live records, each once
     for record in records:
         version = record.get("server_version")
         if not version:
@@ -61,7 +62,13 @@ def build_matrix(
             column_versions[column] = version
         probe, kind = record["probe"], origin_kind(record)
         family_of_probe.setdefault(probe, record["family"])
-        provenance_entries.setdefault(column, []).append(record_provenance(record))
+        entry = record_provenance(record)
+        provenance_entries.setdefault(column, []).append(entry)
+        release = str(KubeVersion.parse(version).version)  # a live observation's, as make upgrade names it
+        if kind == "live":  # upgrade_compare.live_runtimes, from the words the provenance just read
+            said = runtimes_seen.setdefault(release, [])
+            if entry["runtime"] not in said:
+                said.append(entry["runtime"])
         timeline = record.get("timeline") or {}
         timelines.setdefault(probe, {}).setdefault((column, kind), timeline.get("entries", []))
         anchors.setdefault(probe, timeline.get("anchor") or "anchor action")
@@ -69,7 +76,6 @@ def build_matrix(
             (record.get("recording_origin") or {}).get("file") or (record.get("provenance") or {}).get("run_id")
         )
         current = claims_loader(record["family"])
-        release = str(KubeVersion.parse(version).version)  # a live observation's, as make upgrade names it
         for verdict in record.get("verdicts", []):
             claim = current.get(verdict["claim"])
             if claim is None:
@@ -89,9 +95,15 @@ def build_matrix(
                     judged = Seen(verdict["observed"], now["status"], where)
                     live_seen.setdefault((claim.id, release), []).append(judged)
             seen.setdefault((probe, claim.id, column), []).append(_Seen(kind, now, verdict["status"], probe, where))
-    by_claim: dict[tuple[str, str], list[_Seen]] = {}
-    for (_, claim_id, version), observations in seen.items():
-        by_claim.setdefault((claim_id, version), []).extend(observations)
+    row_cells = {key: _cell(observations) for key, observations in seen.items()}
+    by_claim: dict[tuple[str, str], list[tuple[str, str, str]]] = {}  # (claim, column) -> the rows' keys in it
+    for key in seen:
+        by_claim.setdefault((key[1], key[2]), []).append(key)
+    # a claim one probe checks (most) has its row's cell: the same observations, made into a cell once
+    cells = {
+        key: row_cells[keys[0]] if len(keys) == 1 else _cell([o for k in keys for o in seen[k]])
+        for key, keys in sorted(by_claim.items())
+    }
     scenarios = {probe: scenario(probe, family) for probe, family in family_of_probe.items()}
     rows = [
         Row(claim_objects[claim_id].document, probe, claim_id)
@@ -118,17 +130,17 @@ def build_matrix(
     return Matrix(
         versions=ordered,
         claims=dict(sorted(claims.items())),
-        cells={key: _cell(observations) for key, observations in sorted(by_claim.items())},
+        cells=cells,
         provenance={v: column_provenance(provenance_entries[v]) for v in ordered},
         timelines=series,
         rows=rows,
-        row_cells={key: _cell(observations) for key, observations in seen.items()},
+        row_cells=row_cells,
         claim_objects=claim_objects,
         scenarios=scenarios,
         timeline_tags=tags,
         anchors=anchors,
         live_coverage=coverage_words.section_for_records(records, claims_loader),
-        observations=Observations(live_seen, live_runtimes(records)),
+        observations=Observations(live_seen, {release: tuple(sorted(said)) for release, said in runtimes_seen.items()}),
         claims_loader=claims_loader,
         column_versions=column_versions,
     )
