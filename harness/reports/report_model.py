@@ -33,7 +33,7 @@ from harness.core.expectations import (
 from harness.reports.report_provenance import ORIGIN_RANK
 from harness.reports.report_scenarios import Scenario
 from harness.reports.upgrade_compare import Observations, compare
-from harness.reports.upgrade_model import Upgrade, UpgradeEnd
+from harness.reports.upgrade_model import Upgrade, UpgradeEnd, worked_out_once
 from harness.reports.wording import expected_text, short
 
 JsonDict = dict[str, Any]
@@ -265,14 +265,15 @@ class Matrix:
             return Side(version, cell.observed, cell.origin, cell.status, expectation)
         if expectation is None:
             return None
-        return Side(version, expected_value(expectation), "expected", None, expectation)
+        return Side(version, _expected(expectation)[0], "expected", None, expectation)
 
     def said(self, row: Row, version: str) -> tuple[Side, str] | None:
         """What the matrix shows for a row on a version (side) with the behaviour it says (_behaviour), or None."""
         key = (row, version)
         if key not in self._said:
             side = self.side(row, version)
-            self._said[key] = None if side is None else (side, _behaviour(side))
+            shown = side.expectation if side is not None and side.basis == "expected" else None  # most: known once
+            self._said[key] = None if side is None else (side, _expected(shown)[1] if shown else _behaviour(side))
         return self._said[key]
 
     def changes(self) -> list[tuple[str, str, list[Change]]]:
@@ -423,6 +424,16 @@ def expected_value(expectation: Expectation) -> Any:
     if expectation.one_of:
         return {"one of": [expected_value(alternative) for alternative in expectation.one_of]}
     return list(expectation.between) if expectation.between is not None else expectation.value
+
+
+def _expected(expectation: Expectation) -> tuple[Any, str]:
+    """An expectation's value (expected_value) and the behaviour a side showing it says, worked out once an expectation
+    (kept in it, upgrade_model.worked_out_once): each matrix asks it of every column the expectation covers."""
+    return worked_out_once(
+        expectation,
+        "_matrix_expected",
+        lambda: ((value := expected_value(expectation)), _behaviour(Side("", value, "expected", None, expectation))),
+    )
 
 
 def _race_text(expectation: Expectation) -> str:

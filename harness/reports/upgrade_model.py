@@ -80,8 +80,10 @@ class Side:
     def live(self) -> bool:
         return bool(self.seen)
 
-    @cached_property
+    @property
     def disagrees(self) -> bool:
+        """A live observation there differs from the expectation (asked once a side, by _traits: a cached_property's
+        lock cost more than the few observations it reads)."""
         return any(s.status == FAIL for s in self.seen)
 
     @property
