@@ -33,6 +33,7 @@ from harness.reports.report_words import side_text
 from harness.reports.wording import expected_text
 from tests.chromium_pipe import ChromiumPage
 from tests.live import as_version, live
+from tests.pytest_here import pytest_here
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -113,26 +114,10 @@ def recorded_versions(*probes: str) -> list[str]:
 
 
 def replay(recordings: Path, runs: Path) -> subprocess.CompletedProcess[str]:
-    """Every probe on the recordings under `recordings`, as `make test` runs them; records go under `runs`."""
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "probes",
-            "--replay",
-            str(recordings),
-            "--run-dir",
-            str(runs),
-            "-q",
-            "-p",
-            "no:cacheprovider",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=1400,
-    )
+    """Every probe on the recordings under `recordings`, as `make test` runs them; records go under `runs`. In this
+    process (tests/pytest_here.py): a child pytest took 0.35 s of CPU more to replay the two recordings."""
+    with pytest.MonkeyPatch.context() as patched:
+        return pytest_here("probes", "--replay", str(recordings), "--run-dir", str(runs), "-q", monkeypatch=patched)
 
 
 @pytest.fixture(scope="module")
