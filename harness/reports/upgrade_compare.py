@@ -35,25 +35,50 @@ def live_observations(
     """(claim id, release) -> what live records observed there, judged against the current expectations."""
     found: dict[tuple[str, str], list[Seen]] = {}
     for record in records:
-        version = record.get("server_version")
-        if not version or origin_kind(record) != "live":
-            continue
-        try:
-            claims = claims_loader(record["family"])
-        except families.FamilyError:
-            continue
-        release = str(KubeVersion.parse(version).version)
-        where = str(
-            (record.get("recording_origin") or {}).get("file") or (record.get("provenance") or {}).get("run_id")
-        )
-        for verdict in record.get("verdicts", []):
-            claim = claims.get(verdict["claim"])
-            if claim is None or verdict["status"] == NOT_OBSERVABLE:
-                continue
-            doubt = Doubt.from_record(verdict.get("detail"))  # the gaps it was judged with, as the report reads them
-            judged = evaluate(claim, KubeVersion.parse(version), verdict["observed"], doubt)
-            found.setdefault((claim.id, release), []).append(Seen(verdict["observed"], judged.status, where))
+        for key, seen in _judged(record, claims_loader):
+            found.setdefault(key, []).append(seen)
     return found
+
+
+# What each record's live observations were judged, by the record's id(), kept with the record and the claims' loader
+# they were judged by (so that the id() is not reused while kept): a record is read, never changed, and make upgrade's
+# command run in-process (the offline tests: a pair of releases after another, the records of each read once,
+# load_records) judged the same records again at each run. Forgotten all at once past _JUDGED_KEPT records.
+_JUDGED: dict[int, tuple[JsonDict, Any, list[tuple[tuple[str, str], Seen]]]] = {}
+_JUDGED_KEPT = 10_000  # four replays of every shipped recording
+
+
+def _judged(record: JsonDict, claims_loader: Any) -> list[tuple[tuple[str, str], Seen]]:
+    """A record's live observations, each (claim id, release) with what was seen, judged once a record and loader."""
+    known = _JUDGED.get(id(record))
+    if known is not None and known[0] is record and known[1] is claims_loader:
+        return known[2]
+    out = _judge(record, claims_loader)
+    if len(_JUDGED) >= _JUDGED_KEPT:
+        _JUDGED.clear()
+    _JUDGED[id(record)] = (record, claims_loader, out)
+    return out
+
+
+def _judge(record: JsonDict, claims_loader: Any) -> list[tuple[tuple[str, str], Seen]]:
+    version = record.get("server_version")
+    if not version or origin_kind(record) != "live":
+        return []
+    try:
+        claims = claims_loader(record["family"])
+    except families.FamilyError:
+        return []
+    release = str(KubeVersion.parse(version).version)
+    where = str((record.get("recording_origin") or {}).get("file") or (record.get("provenance") or {}).get("run_id"))
+    out = []
+    for verdict in record.get("verdicts", []):
+        claim = claims.get(verdict["claim"])
+        if claim is None or verdict["status"] == NOT_OBSERVABLE:
+            continue
+        doubt = Doubt.from_record(verdict.get("detail"))  # the gaps it was judged with, as the report reads them
+        judged = evaluate(claim, KubeVersion.parse(version), verdict["observed"], doubt)
+        out.append(((claim.id, release), Seen(verdict["observed"], judged.status, where)))
+    return out
 
 
 def live_versions(records: Iterable[JsonDict]) -> set[str]:
