@@ -143,7 +143,7 @@ def compare(
     before, after = (_with_runtimes(r, observed) for r in (before, after))
     rollback = before.version.version > after.version.version
     keys = [release_key(release.version) for release in (before, after)]  # str() of a Version is slow: once
-    made = observed.sides_on(before), observed.sides_on(after)
+    made_before, made_after = observed.sides_on(before), observed.sides_on(after)
     out = []
     for family in families.families():
         try:
@@ -153,8 +153,15 @@ def compare(
         for claim in claims.values():
             if only is not None and claim.id not in only:
                 continue
-            _, side_before, first_before = _side(claim, before, keys[0], observed, made[0])
-            _, side_after, first_after = _side(claim, after, keys[1], observed, made[1])
+            # each side as made before for the release (most, at every pair of releases), else _side makes it
+            known = made_before.get(id(claim))
+            if known is None or known[0] is not claim:
+                known = _side(claim, before, keys[0], observed, made_before)
+            _, side_before, first_before = known
+            known = made_after.get(id(claim))
+            if known is None or known[0] is not claim:
+                known = _side(claim, after, keys[1], observed, made_after)
+            _, side_after, first_after = known
             if rollback:  # as steps_between: the boundaries in (after, before], from the expectation on after
                 steps = claim_steps(claim, side_after.expectation, first_after, first_before)
             else:

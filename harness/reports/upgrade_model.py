@@ -178,8 +178,9 @@ class Upgrade:
         same_race: list[ClaimChange] = []
         disagreeing: list[ClaimChange] = []
         for c in self.claims:  # c.changes and c.race from each side's traits: every pair sorts every claim
-            key_before, race_before, disagrees_before = _traits(c.before)
-            key_after, race_after, disagrees_after = _traits(c.after)
+            # a side's traits read from where _traits keeps them (most sides: made once a release, met at every pair)
+            key_before, race_before, disagrees_before = c.before.__dict__.get("_traits") or _traits(c.before)
+            key_after, race_after, disagrees_after = c.after.__dict__.get("_traits") or _traits(c.after)
             race = race_before or race_after
             if key_before != key_after:
                 (raced if race else changed).append(c)
