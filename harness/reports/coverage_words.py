@@ -150,9 +150,23 @@ def pinned_inside(claim_range: ClaimRange) -> str:
 def section_for_records(
     records: Iterable[JsonDict], claims_loader: Callable[[str], Mapping[str, Claim]] = load_claims
 ) -> JsonDict:
-    """The report's section for the records it reads: which claim ranges their live observations are in."""
+    """The report's section for the records it reads: which claim ranges their live observations are in; the one
+    made before for the very same records and claims (_SECTIONS)."""
+    records = list(records)
     claims = {f.name: claims_loader(f.name) for f in families.families()}
-    return section_data(claim_ranges(observed_in(records), claims))
+    key = (tuple(map(id, records)), tuple(map(id, claims.values())))
+    if key not in _SECTIONS:
+        if len(_SECTIONS) >= _SECTIONS_KEPT:
+            _SECTIONS.clear()
+        _SECTIONS[key] = (records, claims, section_data(claim_ranges(observed_in(records), claims)))
+    return _SECTIONS[key][2]
+
+
+# The sections made in this process, by the id()s of their records and claims (kept with them, so that the id()s are
+# not reused while kept): a record is read, never changed, and a replay's records read again are the same records
+# (load_records), which the tests report again and again in-process (72 ms of CPU a section of the shared replay).
+_SECTIONS: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[list[JsonDict], dict[str, Any], JsonDict]] = {}
+_SECTIONS_KEPT = 16
 
 
 def section_data(coverage: Coverage) -> JsonDict:
