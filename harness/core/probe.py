@@ -12,13 +12,12 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from harness.base.families import family as family_folder
 from harness.base.json_copy import json_copy
-from harness.base.manifests import load_manifest
+from harness.base.manifests import family_manifest
 from harness.base.run import RUN_LABEL, SUITE_LABEL, Run, safe_name
 from harness.base.versions import KubeVersion
 from harness.core.basis import Basis, Moment
@@ -147,7 +146,7 @@ class Probe:
     def manifest(self, filename: str) -> JsonDict:
         """A manifest of the family's manifests/ (a file, or an overlay of one: harness/base/manifests.py), labelled as
         the suite's; a name not there is looked for in the other families' folders."""
-        return labelled(json_copy(_family_manifest(self.family_dir, filename)), self.run_id)
+        return labelled(json_copy(family_manifest(self.family_dir, filename)), self.run_id)
 
     def create_pod(self, manifest: JsonDict) -> PodView:
         return PodView.from_object(self.create(manifest))
@@ -451,15 +450,6 @@ class Probe:
         (harness/core/evidence.py); `live` is the cluster behind the probe, None when it replayed a recording."""
         directory = self.run.path("evidence", self.record_name, "timeline.txt").parent
         return write_evidence(directory, self.timeline, list(self.pods.values()), self.namespace, live)
-
-
-@cache
-def _family_manifest(family_dir: Path, filename: str) -> JsonDict:
-    """A manifest as Probe.manifest finds it, read once a process, as a family's claims are (load_claims): a replay of
-    every recording reads the same few dozen files 2,700 times, an overlay two files with its placeholders filled in
-    and its patch applied (55-90 us each, a copy of what is read here 7 us). Only read: each caller gets a copy."""
-    own = family_dir / "manifests" / filename
-    return load_manifest(filename, own.parent if own.is_file() else None)
 
 
 def labelled(manifest: JsonDict, run_id: str) -> JsonDict:
