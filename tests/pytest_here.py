@@ -1,4 +1,4 @@
-"""pytest run in the test's own process, answered as a child `python -m pytest` would be.
+"""pytest and `python -m harness` run in the test's own process, answered as a child would be.
 
 For the tests whose subject is what pytest and the suite's plugin do with a selection, a replay or a bad option
 (pytest's own way to test a plugin: pytester's in-process run): a child Python costs about 0.45 s of CPU to start
@@ -45,3 +45,19 @@ def pytest_here(
         if not name.startswith("harness."):
             del sys.modules[name]
     return subprocess.CompletedProcess([sys.executable, "-m", "pytest", *argv], code, out.getvalue(), err.getvalue())
+
+
+def harness_here(*args: str, capsys: pytest.CaptureFixture[str]) -> subprocess.CompletedProcess[str]:
+    """`python -m harness ARGS` run here, through cli.main as the entry point runs it: its exit code (argparse's
+    refusal is a SystemExit, taken as the interpreter ends on it) and what it wrote (read through capsys; what was
+    written before it is dropped). For the refusals a child took 0.1-0.2 s of CPU to say in one line; each test of
+    an entry point keeps a row in a real child."""
+    from harness.doors import cli
+
+    capsys.readouterr()
+    try:
+        code = cli.main(list(args))
+    except SystemExit as exited:
+        code = exited.code if isinstance(exited.code, int) else int(exited.code is not None)
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess([sys.executable, "-m", "harness", *args], code, out, err)

@@ -46,6 +46,7 @@ from harness.doors.make_variables import make_argv
 from harness.nodeimage import release as node_image_release
 from harness.reports import report as report_module
 from tests import fake_tools
+from tests.pytest_here import harness_here
 
 REPO = Path(__file__).resolve().parent.parent
 KUBECONFIG = """apiVersion: v1
@@ -471,12 +472,8 @@ def test_python_m_harness_refuses(
     expected = HARNESS[name]
     reached = forbid(monkeypatch)
     monkeypatch.chdir(tmp)  # a default run or report directory would be made here, not in the checkout
-    try:
-        code = cli.main(expand(expected.argv, tmp))
-    except SystemExit as exit_:  # argparse's refusal
-        code = int(exit_.code or 0)
-    out, err = capsys.readouterr()
-    assert_refused(code, expected, out, err)
+    done = harness_here(*expand(expected.argv, tmp), capsys=capsys)
+    assert_refused(done.returncode, expected, done.stdout, done.stderr)
     assert reached == []
 
 
@@ -603,11 +600,8 @@ def test_make_refuses_and_says_which_class_of_failure(
         monkeypatch.setenv(variable, value)
     reached = forbid(monkeypatch)
     monkeypatch.chdir(tmp_path)  # a default run or report directory would be made here, not in the checkout
-    try:
-        code = cli.main(["make", target])
-    except SystemExit as exit_:  # argparse's refusal
-        code = int(exit_.code or 0)
-    out, err = capsys.readouterr()
+    done = harness_here("make", target, capsys=capsys)
+    code, out, err = done.returncode, done.stdout, done.stderr
     (line,) = [line for line in err.splitlines() if line.startswith("error: ")]
     kind = next((k for k in refusal.EXIT_CODE if line.startswith(f"error: {k}: ")), None)
     assert code == (refusal.EXIT_CODE[kind] if kind else code) != 0, line  # a class named is the code exited with

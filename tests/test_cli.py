@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.doors import cli
+from tests.pytest_here import harness_here
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -40,11 +41,8 @@ def main(
     monkeypatch.chdir(tmp_path)
 
     def call(*args: str) -> tuple[int, str]:
-        try:
-            code = cli.main(list(args))
-        except SystemExit as exit_:  # argparse's refusal
-            code = int(exit_.code or 0)
-        return code, capsys.readouterr().err
+        done = harness_here(*args, capsys=capsys)
+        return done.returncode, done.stderr
 
     return call
 

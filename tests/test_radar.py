@@ -28,6 +28,7 @@ from harness.gobuild import go as go_command
 from harness.gobuild import kubernetes as kube_build
 from harness.gobuild import modules as go_modules
 from tests import fake_tools
+from tests.pytest_here import harness_here
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -335,14 +336,9 @@ def test_bad_radar_input_is_refused_in_one_line_before_anything_starts(
         )
         code, stderr = done.returncode, done.stderr
     else:
-        from harness.doors import cli
-
         monkeypatch.chdir(REPO)  # BASELINE is a path, read from where the child ran
-        try:
-            code = cli.main(["radar", *argv])
-        except SystemExit as exit_:  # argparse's refusal
-            code = int(exit_.code or 0)
-        stderr = capsys.readouterr().err
+        done = harness_here("radar", *argv, capsys=capsys)
+        code, stderr = done.returncode, done.stderr
     assert code == 2
     error = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert len(error) == 1 and error[0].startswith("error: bad input: ") and says in error[0]

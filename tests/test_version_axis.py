@@ -340,17 +340,14 @@ def test_the_claim_bisection_refuses_unknown_claims_and_missing_cluster_before_a
     import subprocess
     import sys
 
-    from harness.doors import cli
+    from tests.pytest_here import harness_here
 
     repo = Path(__file__).resolve().parent.parent
     bisect = ["bisect", "--probe", "statefulset", "--run-dir", str(tmp_path)]
 
     def bisect_cli(*args: str) -> tuple[int, str]:
-        try:
-            code = cli.main([*bisect, *args])
-        except SystemExit as exit_:  # argparse's refusal
-            code = int(exit_.code or 0)
-        return code, capsys.readouterr().err
+        done = harness_here(*bisect, *args, capsys=capsys)
+        return done.returncode, done.stderr
 
     ends = ["--good", "1.25.0", "--bad", "1.25.16", "--cluster", "local"]
     unknown = subprocess.run(
