@@ -14,6 +14,7 @@ from harness.core.expectations import PASS, Claim, load_claims
 from harness.core.records import PROVIDER_ORDER
 from harness.reports.coverage import ClaimRange, Coverage, LiveRun, claim_ranges, in_order, observed_in
 from harness.reports.coverage_plan import Plan
+from harness.reports.kept import KeptWith
 
 JsonDict = dict[str, Any]
 TERMINAL_VERSIONS = 8  # more versions of one cluster kind in a range: the terminal shows their count and ends
@@ -154,19 +155,13 @@ def section_for_records(
     made before for the very same records and claims (_SECTIONS)."""
     records = list(records)
     claims = {f.name: claims_loader(f.name) for f in families.families()}
-    key = (tuple(map(id, records)), tuple(map(id, claims.values())))
-    if key not in _SECTIONS:
-        if len(_SECTIONS) >= _SECTIONS_KEPT:
-            _SECTIONS.clear()
-        _SECTIONS[key] = (records, claims, section_data(claim_ranges(observed_in(records), claims)))
-    return _SECTIONS[key][2]
+    return _SECTIONS.get((*records, *claims.values()), lambda: section_data(claim_ranges(observed_in(records), claims)))
 
 
-# The sections made in this process, by the id()s of their records and claims (kept with them, so that the id()s are
-# not reused while kept): a record is read, never changed, and a replay's records read again are the same records
-# (load_records), which the tests report again and again in-process (72 ms of CPU a section of the shared replay).
-_SECTIONS: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[list[JsonDict], dict[str, Any], JsonDict]] = {}
-_SECTIONS_KEPT = 16
+# The sections made in this process for the very same records and claims: a replay's records read again are the same
+# records (load_records), which the tests report again and again in-process (72 ms of CPU a section of the shared
+# replay).
+_SECTIONS: KeptWith[JsonDict] = KeptWith(16)
 
 
 def section_data(coverage: Coverage) -> JsonDict:

@@ -18,6 +18,7 @@ from harness.core.basis import Doubt
 from harness.core.expectations import FAIL, NOT_OBSERVABLE, Claim, evaluate, load_claims
 from harness.core.records import origin_kind
 from harness.reports import coverage_words
+from harness.reports.kept import KeptWith
 from harness.reports.report_model import SEVERITY, Cell, ClaimsLoader, JsonDict, Matrix, Row
 from harness.reports.report_provenance import ORIGIN_RANK, column_provenance, record_provenance
 from harness.reports.report_scenarios import scenario
@@ -144,19 +145,18 @@ class _Read:
     verdicts: tuple[tuple[Claim, _Seen, Seen | None], ...]
 
 
-# Each record's reading, by its id(), kept with the record and the claims it was read against (so that the id() is
-# not reused while kept, and a loader giving other claims reads it again): a record is read, never changed, and the
-# tests build matrices of the same records again and again (the shared replay's, with more records beside, or read
-# again by make report's command in-process). Forgotten all at once past _READ_KEPT records.
-_READ: dict[int, tuple[JsonDict, Mapping[str, Claim], _Read]] = {}
-_READ_KEPT = 10_000  # four replays of every shipped recording
+# Each record's reading against the claims it was read with (other claims read it again): the tests build matrices of
+# the same records again and again (the shared replay's, with more records beside, or read again by make report's
+# command in-process).
+_READ: KeptWith[_Read] = KeptWith(10_000)  # four replays of every shipped recording
 
 
 def _read(record: JsonDict, current: Mapping[str, Claim]) -> _Read:
     """The record's _Read against the claims `current` (its family's), worked out once a record and claims."""
-    known = _READ.get(id(record))
-    if known is not None and known[0] is record and known[1] is current:
-        return known[2]
+    return _READ.get((record, current), lambda: _reading(record, current))
+
+
+def _reading(record: JsonDict, current: Mapping[str, Claim]) -> _Read:
     version, probe, kind = record["server_version"], record["probe"], origin_kind(record)
     release = str(KubeVersion.parse(version).version)
     where = str((record.get("recording_origin") or {}).get("file") or (record.get("provenance") or {}).get("run_id"))
@@ -173,11 +173,7 @@ def _read(record: JsonDict, current: Mapping[str, Claim]) -> _Read:
             now = evaluate(claim, KubeVersion.parse(version), verdict["observed"], doubt).to_json()
             judged = Seen(verdict["observed"], now["status"], where) if kind == "live" else None
         verdicts.append((claim, _Seen(kind, now, verdict["status"], probe, where), judged))
-    read = _Read(kind, record_provenance(record), release, tuple(verdicts))
-    if len(_READ) >= _READ_KEPT:
-        _READ.clear()
-    _READ[id(record)] = (record, current, read)
-    return read
+    return _Read(kind, record_provenance(record), release, tuple(verdicts))
 
 
 def _cell(observations: list[_Seen]) -> Cell:

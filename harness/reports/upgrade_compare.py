@@ -15,6 +15,7 @@ from harness.base.versions import KubeVersion
 from harness.core.basis import Doubt
 from harness.core.expectations import NOT_OBSERVABLE, Claim, evaluate, load_claims
 from harness.core.records import JsonDict, origin_kind, origin_of
+from harness.reports.kept import KeptWith
 from harness.reports.upgrade_model import (
     ClaimChange,
     Seen,
@@ -40,24 +41,15 @@ def live_observations(
     return found
 
 
-# What each record's live observations were judged, by the record's id(), kept with the record and the claims' loader
-# they were judged by (so that the id() is not reused while kept): a record is read, never changed, and make upgrade's
+# What each record's live observations were judged with the claims' loader they were judged by: make upgrade's
 # command run in-process (the offline tests: a pair of releases after another, the records of each read once,
-# load_records) judged the same records again at each run. Forgotten all at once past _JUDGED_KEPT records.
-_JUDGED: dict[int, tuple[JsonDict, Any, list[tuple[tuple[str, str], Seen]]]] = {}
-_JUDGED_KEPT = 10_000  # four replays of every shipped recording
+# load_records) judged the same records again at each run.
+_JUDGED: KeptWith[list[tuple[tuple[str, str], Seen]]] = KeptWith(10_000)  # four replays of every shipped recording
 
 
 def _judged(record: JsonDict, claims_loader: Any) -> list[tuple[tuple[str, str], Seen]]:
     """A record's live observations, each (claim id, release) with what was seen, judged once a record and loader."""
-    known = _JUDGED.get(id(record))
-    if known is not None and known[0] is record and known[1] is claims_loader:
-        return known[2]
-    out = _judge(record, claims_loader)
-    if len(_JUDGED) >= _JUDGED_KEPT:
-        _JUDGED.clear()
-    _JUDGED[id(record)] = (record, claims_loader, out)
-    return out
+    return _JUDGED.get((record, claims_loader), lambda: _judge(record, claims_loader))
 
 
 def _judge(record: JsonDict, claims_loader: Any) -> list[tuple[tuple[str, str], Seen]]:
